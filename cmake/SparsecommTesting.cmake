@@ -1,0 +1,38 @@
+# sparsecomm_add_mpi_test(<name> <target> [RANKS n...] [TIMEOUT s] [ARGS ...] [LABELS ...]
+#                         [SKIP_REGEX regex])
+# Registers one ctest entry per rank count: <name>.np<n>. Each runs under mpiexec with
+# oversubscription (the CI machine has 2 cores), yielding when idle (oversubscribed ranks
+# busy-wait otherwise), root allowed (CI runs as root), and a time limit enforced twice:
+# mpirun's own --timeout kills every rank of a deadlocked job, ctest's TIMEOUT backs it up.
+set(SPARSECOMM_TEST_RANKS 1 2 3 4 8 CACHE STRING "Default rank counts for MPI tests")
+
+function(sparsecomm_add_mpi_test name target)
+  cmake_parse_arguments(A "" "TIMEOUT;SKIP_REGEX" "RANKS;ARGS;LABELS" ${ARGN})
+  if(NOT A_RANKS)
+    set(A_RANKS ${SPARSECOMM_TEST_RANKS})
+  endif()
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 120)
+  endif()
+  math(EXPR ctest_timeout "${A_TIMEOUT} + 30")
+  foreach(n IN LISTS A_RANKS)
+    set(test_name ${name}.np${n})
+    add_test(NAME ${test_name}
+      COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+              --oversubscribe --timeout ${A_TIMEOUT} --mca mpi_yield_when_idle 1
+              ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS} ${A_ARGS})
+    if(n GREATER 2)
+      set(procs 2)
+    else()
+      set(procs ${n})
+    endif()
+    set_tests_properties(${test_name} PROPERTIES
+      TIMEOUT ${ctest_timeout}
+      PROCESSORS ${procs}
+      LABELS "mpi;np${n};${A_LABELS}"
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;SPARSECOMM_TEST_NP=${n}")
+    if(A_SKIP_REGEX)
+      set_tests_properties(${test_name} PROPERTIES SKIP_REGULAR_EXPRESSION "${A_SKIP_REGEX}")
+    endif()
+  endforeach()
+endfunction()

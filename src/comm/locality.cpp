@@ -1,0 +1,125 @@
+#include "comm/locality.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <sstream>
+
+namespace sparsecomm {
+
+Locality Locality::build(MPI_Comm comm, const std::vector<int>& labels, std::string description) {
+  Locality l;
+  l.rank_ = comm_rank(comm);
+  const int p = static_cast<int>(labels.size());
+  // Renumber labels in order of first appearance, i.e. by each region's lowest rank.
+  std::map<int, int> id;
+  l.region_of_.resize(p);
+  for (int r = 0; r < p; ++r) {
+    auto it = id.find(labels[r]);
+    if (it == id.end()) it = id.emplace(labels[r], static_cast<int>(id.size())).first;
+    l.region_of_[r] = it->second;
+  }
+  const int nreg = static_cast<int>(id.size());
+  l.region_start_.assign(nreg + 1, 0);
+  for (int r = 0; r < p; ++r) ++l.region_start_[l.region_of_[r] + 1];
+  for (int g = 0; g < nreg; ++g) l.region_start_[g + 1] += l.region_start_[g];
+  l.members_.resize(p);
+  l.local_index_.resize(p);
+  std::vector<int> fill(l.region_start_.begin(), l.region_start_.end() - 1);
+  for (int r = 0; r < p; ++r) {
+    const int g = l.region_of_[r];
+    l.local_index_[r] = fill[g] - l.region_start_[g];
+    l.members_[fill[g]++] = r;
+  }
+  MPI_Comm local = MPI_COMM_NULL;
+  SPC_MPI(MPI_Comm_split(comm, l.region(), l.rank_, &local));
+  l.local_comm_ = std::make_shared<Comm>(Comm::adopt(local));
+  int smin = p, smax = 0;
+  for (int g = 0; g < nreg; ++g) smin = std::min(smin, l.region_size(g)), smax = std::max(smax, l.region_size(g));
+  std::ostringstream os;
+  os << description << " (" << nreg << (nreg == 1 ? " region" : " regions") << ", size ";
+  if (smin == smax) os << smin;
+  else os << smin << ".." << smax;
+  os << ")";
+  l.description_ = os.str();
+  return l;
+}
+
+Locality Locality::detect(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  const int rank = comm_rank(comm);
+  SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  Comm owned = Comm::adopt(node);
+  // Label = lowest rank of my node, agreed through the node communicator.
+  int lowest = rank;
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, owned.get()));
+  std::vector<int> labels(comm_size(comm));
+  SPC_MPI(MPI_Allgather(&lowest, 1, MPI_INT, labels.data(), 1, MPI_INT, comm));
+  return build(comm, labels, "node");
+}
+
+Locality Locality::ppn(MPI_Comm comm, int k) {
+  if (k < 1) throw InputError("Locality: ppn:k needs k >= 1, got " + std::to_string(k));
+  std::vector<int> labels(comm_size(comm));
+  for (size_t r = 0; r < labels.size(); ++r) labels[r] = static_cast<int>(r) / k;
+  return build(comm, labels, "ppn:" + std::to_string(k));
+}
+
+Locality Locality::cyclic(MPI_Comm comm, int nregions) {
+  if (nregions < 1) throw InputError("Locality: cyclic:n needs n >= 1, got " + std::to_string(nregions));
+  std::vector<int> labels(comm_size(comm));
+  for (size_t r = 0; r < labels.size(); ++r) labels[r] = static_cast<int>(r) % nregions;
+  return build(comm, labels, "cyclic:" + std::to_string(nregions));
+}
+
+Locality Locality::from_labels(MPI_Comm comm, const std::vector<int>& labels) {
+  const int p = comm_size(comm);
+  std::string err;
+  if (static_cast<int>(labels.size()) != p)
+    err = "Locality: the region list has " + std::to_string(labels.size()) + " entries but the communicator has " +
+          std::to_string(p) + " ranks";
+  // Every rank must have passed the same list: compare a hash across ranks.
+  uint64_t h = 1469598103934665603ull;
+  for (int v : labels) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ull;
+  uint64_t hh[2] = {h, ~h}, mx[2];
+  SPC_MPI(MPI_Allreduce(hh, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
+  if (err.empty() && (mx[0] != h || mx[1] != ~h)) err = "Locality: ranks passed different region lists";
+  agree(comm, err);
+  std::ostringstream os;
+  os << "list";
+  return build(comm, labels, os.str());
+}
+
+Locality Locality::parse(MPI_Comm comm, const std::string& spec) {
+  const std::string valid = "valid forms: node, ppn:<k>, cyclic:<n>, list:<r0>,<r1>,..., flat, single";
+  auto number = [&](const std::string& s) {
+    size_t pos = 0;
+    int v = 0;
+    try {
+      v = std::stoi(s, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != s.size()) throw InputError("Locality: bad number '" + s + "' in '" + spec + "'; " + valid);
+    return v;
+  };
+  if (spec == "node" || spec == "detect") return detect(comm);
+  if (spec == "flat") return build(comm, std::vector<int>(comm_size(comm), 0), "flat");
+  if (spec == "single") {
+    std::vector<int> labels(comm_size(comm));
+    for (size_t r = 0; r < labels.size(); ++r) labels[r] = static_cast<int>(r);
+    return build(comm, labels, "single");
+  }
+  if (spec.rfind("ppn:", 0) == 0) return ppn(comm, number(spec.substr(4)));
+  if (spec.rfind("cyclic:", 0) == 0) return cyclic(comm, number(spec.substr(7)));
+  if (spec.rfind("list:", 0) == 0) {
+    std::vector<int> labels;
+    std::stringstream ss(spec.substr(5));
+    std::string tok;
+    while (std::getline(ss, tok, ',')) labels.push_back(number(tok));
+    return from_labels(comm, labels);
+  }
+  throw InputError("Locality: unknown region spec '" + spec + "'; " + valid);
+}
+
+}  // namespace sparsecomm

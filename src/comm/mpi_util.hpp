@@ -1,0 +1,73 @@
+#pragma once
+// Small RAII and type helpers around MPI.
+#include <mpi.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "comm/error.hpp"
+
+namespace sparsecomm {
+
+int comm_rank(MPI_Comm comm);
+int comm_size(MPI_Comm comm);
+
+/// Owns a duplicate of a communicator (collective to create and to free).
+/// Library traffic runs on such duplicates so a user's message with the same tag is
+/// never matched by the library, and errors return codes instead of aborting.
+class Comm {
+ public:
+  Comm() = default;
+  /// Collective over `parent`.
+  explicit Comm(MPI_Comm parent);
+  /// Takes ownership of an already created communicator (e.g. from MPI_Comm_split).
+  static Comm adopt(MPI_Comm owned);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  Comm(Comm&& o) noexcept;
+  Comm& operator=(Comm&& o) noexcept;
+
+  MPI_Comm get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  explicit operator bool() const { return comm_ != MPI_COMM_NULL; }
+
+ private:
+  void reset() noexcept;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 0;
+};
+
+/// The MPI datatype of a C++ arithmetic type.
+template <class T>
+MPI_Datatype mpi_type() {
+  if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
+  else if constexpr (std::is_same_v<T, int32_t>) return MPI_INT32_T;
+  else if constexpr (std::is_same_v<T, int64_t>) return MPI_INT64_T;
+  else if constexpr (std::is_same_v<T, uint64_t>) return MPI_UINT64_T;
+  else if constexpr (std::is_same_v<T, uint32_t>) return MPI_UINT32_T;
+  else if constexpr (std::is_same_v<T, char>) return MPI_CHAR;
+  else if constexpr (std::is_same_v<T, unsigned char>) return MPI_UNSIGNED_CHAR;
+  else if constexpr (std::is_same_v<T, long long>) return MPI_LONG_LONG;
+  else static_assert(sizeof(T) == 0, "no MPI datatype for this type");
+}
+
+/// Max / sum / min of one value over the communicator (collective).
+double allreduce_max(MPI_Comm comm, double v);
+int64_t allreduce_max(MPI_Comm comm, int64_t v);
+int64_t allreduce_sum(MPI_Comm comm, int64_t v);
+int64_t allreduce_min(MPI_Comm comm, int64_t v);
+
+/// Dense all-to-all-v of typed data with 64-bit-safe counts checked to fit int.
+/// `send_counts[p]` elements go to rank p, taken in rank order from `send`.
+/// Used where a dense collective is the right tool (generators, reference answers).
+template <class T>
+std::vector<T> alltoallv(MPI_Comm comm, const std::vector<T>& send, const std::vector<int>& send_counts,
+                         std::vector<int>* recv_counts_out = nullptr);
+
+}  // namespace sparsecomm
+
+#include "comm/mpi_util_impl.hpp"

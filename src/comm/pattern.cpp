@@ -1,0 +1,103 @@
+#include "comm/pattern.hpp"
+
+#include <algorithm>
+
+namespace sparsecomm {
+
+Pattern::Pattern(PatternSide send, PatternSide recv, int32_t owned_size, int32_t ghost_size)
+    : send_(std::move(send)), recv_(std::move(recv)), owned_size_(owned_size), ghost_size_(ghost_size) {}
+
+namespace {
+
+// Receive side: the ghost map is sorted and partitions are contiguous, so the ghosts of
+// one owner are one contiguous run.
+PatternSide recv_side(const DistCsr<double>& a) {
+  PatternSide r;
+  const auto& g = a.ghost_ids();
+  const auto& cols = a.col_partition();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const int owner = cols.owner(g[i]);
+    if (r.ranks.empty() || r.ranks.back() != owner) {
+      if (!r.ranks.empty()) r.offsets.push_back(static_cast<int64_t>(i));
+      r.ranks.push_back(owner);
+    }
+    r.indices.push_back(static_cast<int32_t>(i));
+    r.global_ids.push_back(g[i]);
+  }
+  if (!r.ranks.empty()) r.offsets.push_back(static_cast<int64_t>(g.size()));
+  return r;
+}
+
+SparseMessages<int64_t> requests(const PatternSide& r) {
+  SparseMessages<int64_t> req;
+  for (int i = 0; i < r.num_neighbors(); ++i)
+    req.add(r.ranks[i], r.global_ids.data() + r.offsets[i], static_cast<size_t>(r.count(i)));
+  return req;
+}
+
+// Send side from the requests I received (sorted by source rank).
+PatternSide send_side(const DistCsr<double>& a, const SparseMessages<int64_t>& got) {
+  const int64_t cb = a.col_begin(), ce = cb + a.local_cols();
+  PatternSide s;
+  s.ranks = got.ranks;
+  s.offsets = got.offsets;
+  s.global_ids = got.data;
+  s.indices.reserve(got.data.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    for (int64_t k = got.offsets[i]; k < got.offsets[i + 1]; ++k) {
+      const int64_t gid = got.data[k];
+      if (gid < cb || gid >= ce)
+        throw InputError("Pattern: rank " + std::to_string(got.ranks[i]) + " asked rank " + std::to_string(a.rank()) +
+                         " for column " + std::to_string(gid) + ", which it does not own");
+      s.indices.push_back(static_cast<int32_t>(gid - cb));
+    }
+  return s;
+}
+
+}  // namespace
+
+Pattern Pattern::from_matrix(const DistCsr<double>& a, Sdde& sdde, const std::string& strategy, Stats* stats) {
+  PatternSide recv = recv_side(a);
+  SparseMessages<int64_t> req = requests(recv);
+  SparseMessages<int64_t> got;
+  if (Sdde::fixed_size_only(strategy)) {
+    // Fixed-size SDDE for the counts, then the id lists point to point with known sizes
+    // (how MPI Advance pairs Alltoall_crs with a variable payload).
+    SparseMessages<int64_t> counts;
+    for (size_t i = 0; i < req.size(); ++i) counts.add(req.ranks[i], std::vector<int64_t>{req.count(i)});
+    SparseMessages<int64_t> rc = sdde.exchange_fixed(counts, 1, strategy, stats);
+    ScopedTimer t(stats, "sdde.rma.payload");
+    got.ranks = rc.ranks;
+    for (size_t i = 0; i < rc.size(); ++i) got.offsets.push_back(got.offsets.back() + rc.data[i]);
+    got.data.resize(static_cast<size_t>(got.offsets.back()));
+    const int tag = 77;
+    MPI_Comm c = sdde.comm();
+    std::vector<MPI_Request> reqs(got.size() + req.size(), MPI_REQUEST_NULL);
+    for (size_t i = 0; i < got.size(); ++i)
+      SPC_MPI(MPI_Irecv(got.data.data() + got.offsets[i], static_cast<int>(got.count(i)), MPI_INT64_T, got.ranks[i], tag,
+                        c, &reqs[i]));
+    for (size_t i = 0; i < req.size(); ++i) {
+      SPC_MPI(MPI_Isend(req.begin(i), static_cast<int>(req.count(i)), MPI_INT64_T, req.ranks[i], tag, c,
+                        &reqs[got.size() + i]));
+      if (stats) stats->record_send("payload", sdde.locality().same_region(req.ranks[i]), req.count(i) * 8);
+    }
+    for (size_t i = 0; i < got.size(); ++i)
+      if (stats) stats->record_recv("payload", sdde.locality().same_region(got.ranks[i]), got.count(i) * 8);
+    // No barrier needed after this: a rank can only reach the payload step of a later call
+    // after that call's RMA fences, which every rank must enter first.
+    if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  } else {
+    got = sdde.exchange(req, strategy, stats);
+  }
+  PatternSide send = agreed(a.comm(), [&] { return send_side(a, got); });
+  return Pattern(std::move(send), std::move(recv), a.local_cols(), a.num_ghosts());
+}
+
+Pattern Pattern::from_matrix_reference(const DistCsr<double>& a) {
+  PatternSide recv = recv_side(a);
+  auto got = reference_exchange(a.comm(), requests(recv));
+  PatternSide send = agreed(a.comm(), [&] { return send_side(a, got); });
+  return Pattern(std::move(send), std::move(recv), a.local_cols(), a.num_ghosts());
+}
+
+}  // namespace sparsecomm

@@ -1,0 +1,326 @@
+#include "comm/sdde.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <functional>
+#include <map>
+#include <numeric>
+
+namespace sparsecomm {
+namespace detail {
+namespace {
+
+// A communicator, a tag and where to count: one "step" of an exchange.
+struct Channel {
+  MPI_Comm comm;
+  int tag;
+  Stats* stats;
+  const char* step;
+  std::function<bool(int)> intra;  // peer rank (in `comm`) -> same region as me?
+};
+
+// Sorts received (source, bytes) pairs by source and packs them.
+ByteMessages pack_sorted(std::vector<std::pair<int, std::vector<char>>>& got) {
+  std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  ByteMessages out;
+  for (auto& [src, buf] : got) {
+    out.ranks.push_back(src);
+    out.bytes.insert(out.bytes.end(), buf.begin(), buf.end());
+    out.offsets.push_back(static_cast<int64_t>(out.bytes.size()));
+  }
+  return out;
+}
+
+int msg_len(const ByteMessages& m, size_t i) { return static_cast<int>(m.offsets[i + 1] - m.offsets[i]); }
+char* msg_ptr(const ByteMessages& m, size_t i) { return const_cast<char*>(m.bytes.data() + m.offsets[i]); }
+
+void post_sends(const Channel& ch, const ByteMessages& send, std::vector<MPI_Request>& reqs, bool synchronous) {
+  reqs.assign(send.ranks.size(), MPI_REQUEST_NULL);
+  for (size_t i = 0; i < send.ranks.size(); ++i) {
+    if (synchronous)
+      SPC_MPI(MPI_Issend(msg_ptr(send, i), msg_len(send, i), MPI_BYTE, send.ranks[i], ch.tag, ch.comm, &reqs[i]));
+    else
+      SPC_MPI(MPI_Isend(msg_ptr(send, i), msg_len(send, i), MPI_BYTE, send.ranks[i], ch.tag, ch.comm, &reqs[i]));
+    if (ch.stats) ch.stats->record_send(ch.step, ch.intra(send.ranks[i]), msg_len(send, i));
+  }
+}
+
+void receive_probed(const Channel& ch, const MPI_Status& st, std::vector<std::pair<int, std::vector<char>>>& got) {
+  int n = 0;
+  SPC_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
+  std::vector<char> buf(static_cast<size_t>(n));
+  SPC_MPI(MPI_Recv(buf.data(), n, MPI_BYTE, st.MPI_SOURCE, ch.tag, ch.comm, MPI_STATUS_IGNORE));
+  if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(st.MPI_SOURCE), n);
+  got.emplace_back(st.MPI_SOURCE, std::move(buf));
+}
+
+// Personalized exchange: MPI_Reduce_scatter_block over 0/1 flags tells each rank how many
+// messages to expect; then it probes for exactly that many.
+ByteMessages personalized(const Channel& ch, const ByteMessages& send) {
+  const int p = comm_size(ch.comm);
+  std::vector<int> flags(p, 0);
+  for (int r : send.ranks) flags[r] = 1;
+  int nrecv = 0;
+  SPC_MPI(MPI_Reduce_scatter_block(flags.data(), &nrecv, 1, MPI_INT, MPI_SUM, ch.comm));
+  std::vector<MPI_Request> reqs;
+  post_sends(ch, send, reqs, false);
+  std::vector<std::pair<int, std::vector<char>>> got;
+  got.reserve(static_cast<size_t>(nrecv));
+  for (int k = 0; k < nrecv; ++k) {
+    MPI_Status st;
+    SPC_MPI(MPI_Probe(MPI_ANY_SOURCE, ch.tag, ch.comm, &st));
+    receive_probed(ch, st, got);
+  }
+  if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  return pack_sorted(got);
+}
+
+// NBX (Hoefler, Siebert, Lumsdaine 2010): synchronous sends complete only once matched,
+// so when all of mine are done I enter a non-blocking barrier; when the barrier completes
+// every rank's sends have been matched, hence every message has been received.
+ByteMessages nbx(const Channel& ch, const ByteMessages& send) {
+  std::vector<MPI_Request> reqs;
+  post_sends(ch, send, reqs, true);
+  std::vector<std::pair<int, std::vector<char>>> got;
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  bool in_barrier = false;
+  while (true) {
+    int flag = 0;
+    MPI_Status st;
+    SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, ch.tag, ch.comm, &flag, &st));
+    if (flag) {
+      receive_probed(ch, st, got);
+      continue;
+    }
+    int done = 0;
+    if (!in_barrier) {
+      if (reqs.empty()) done = 1;
+      else SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
+      if (done) {
+        SPC_MPI(MPI_Ibarrier(ch.comm, &barrier));
+        in_barrier = true;
+      }
+    } else {
+      SPC_MPI(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE));
+      if (done) break;
+    }
+  }
+  return pack_sorted(got);
+}
+
+// One-sided exchange of fixed-size messages: each rank owns a window with one slot per
+// rank (a flag byte + the payload, padded to 8 bytes); senders put into slot [my rank] of
+// the destination between two fences, receivers scan their slots. O(P) memory per rank.
+ByteMessages rma(const Channel& ch, const ByteMessages& send, int64_t fixed_bytes) {
+  const int p = comm_size(ch.comm);
+  const int me = comm_rank(ch.comm);
+  const int64_t slot = (1 + fixed_bytes + 7) / 8 * 8;
+  std::vector<char> stage(static_cast<size_t>(slot) * send.ranks.size(), 0);
+  // MPI_Win_allocate rather than MPI_Win_create: Open MPI 4.1's shared-memory osc
+  // component only serves windows whose memory MPI allocates itself.
+  char* base = nullptr;
+  MPI_Win win;
+  SPC_MPI(MPI_Win_allocate(static_cast<MPI_Aint>(slot) * p, 1, MPI_INFO_NULL, ch.comm, &base, &win));
+  std::vector<char> window;
+  try {
+    std::memset(base, 0, static_cast<size_t>(slot) * p);
+    SPC_MPI(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
+    for (size_t i = 0; i < send.ranks.size(); ++i) {
+      char* s = stage.data() + static_cast<int64_t>(i) * slot;
+      s[0] = 1;
+      if (fixed_bytes > 0) std::memcpy(s + 1, msg_ptr(send, i), static_cast<size_t>(fixed_bytes));
+      SPC_MPI(MPI_Put(s, static_cast<int>(slot), MPI_BYTE, send.ranks[i], static_cast<MPI_Aint>(me) * slot,
+                      static_cast<int>(slot), MPI_BYTE, win));
+      if (ch.stats) ch.stats->record_send(ch.step, ch.intra(send.ranks[i]), fixed_bytes);
+    }
+    SPC_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    window.assign(base, base + static_cast<size_t>(slot) * p);
+  } catch (...) {
+    MPI_Win_free(&win);
+    throw;
+  }
+  SPC_MPI(MPI_Win_free(&win));
+  ByteMessages out;
+  for (int r = 0; r < p; ++r) {
+    const char* s = window.data() + static_cast<int64_t>(r) * slot;
+    if (!s[0]) continue;
+    out.ranks.push_back(r);
+    out.bytes.insert(out.bytes.end(), s + 1, s + 1 + fixed_bytes);
+    out.offsets.push_back(static_cast<int64_t>(out.bytes.size()));
+    if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(r), fixed_bytes);
+  }
+  return out;
+}
+
+// Records inside locality bundles: header then payload padded to 8 bytes.
+struct RecordHeader {
+  int32_t src;
+  int32_t dest;
+  int64_t nbytes;
+};
+
+void append_record(std::vector<char>& buf, int src, int dest, const char* p, int64_t n) {
+  RecordHeader h{src, dest, n};
+  const size_t at = buf.size();
+  const size_t padded = static_cast<size_t>((n + 7) / 8 * 8);
+  buf.resize(at + sizeof(h) + padded, 0);
+  std::memcpy(buf.data() + at, &h, sizeof(h));
+  if (n > 0) std::memcpy(buf.data() + at + sizeof(h), p, static_cast<size_t>(n));
+}
+
+template <class F>
+void for_each_record(const char* p, int64_t len, F&& f) {
+  int64_t pos = 0;
+  while (pos < len) {
+    RecordHeader h;
+    std::memcpy(&h, p + pos, sizeof(h));
+    f(h, p + pos + sizeof(h));
+    pos += static_cast<int64_t>(sizeof(h)) + (h.nbytes + 7) / 8 * 8;
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+using detail::ByteMessages;
+
+namespace {
+const std::vector<std::string> kStrategies = {"personalized", "nbx", "rma", "locality_personalized", "locality_nbx"};
+}
+
+Sdde::Sdde(MPI_Comm comm, Locality loc) : comm_(comm), loc_(std::move(loc)) {
+  if (loc_.size() != comm_.size())
+    throw InputError("Sdde: the locality describes " + std::to_string(loc_.size()) +
+                     " ranks but the communicator has " + std::to_string(comm_.size()));
+  local_comm_ = Comm(loc_.local_comm());
+}
+
+Sdde::Sdde(MPI_Comm comm) : Sdde(comm, Locality::detect(comm)) {}
+
+const std::vector<std::string>& Sdde::strategies() { return kStrategies; }
+
+bool Sdde::fixed_size_only(const std::string& s) { return s == "rma"; }
+
+void Sdde::check_strategy(const std::string& s) {
+  if (std::find(kStrategies.begin(), kStrategies.end(), s) != kStrategies.end()) return;
+  std::string names;
+  for (const auto& n : kStrategies) names += (names.empty() ? "" : ", ") + n;
+  throw InputError("unknown SDDE strategy '" + s + "'; valid strategies: " + names);
+}
+
+ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t fixed_count,
+                                  const std::string& strategy, Stats* stats) {
+  const int p = comm_.size();
+  // Validate locally, then agree: bad input on one rank must not leave others waiting.
+  std::string err;
+  try {
+    check_strategy(strategy);
+    if (fixed_count < 0 && fixed_size_only(strategy))
+      throw InputError("SDDE strategy '" + strategy +
+                       "' supports fixed-size messages only: use exchange_fixed(), or another strategy");
+    if (send.offsets.size() != send.ranks.size() + 1 || send.offsets[0] != 0 ||
+        send.offsets.back() != static_cast<int64_t>(send.bytes.size()))
+      throw InputError("SDDE: offsets do not match the number of messages and the data size");
+    std::vector<char> seen(static_cast<size_t>(p), 0);
+    for (size_t i = 0; i < send.ranks.size(); ++i) {
+      const int r = send.ranks[i];
+      if (r < 0 || r >= p)
+        throw InputError("SDDE: destination rank " + std::to_string(r) + " out of range [0, " + std::to_string(p) + ")");
+      if (seen[r]) throw InputError("SDDE: two messages to rank " + std::to_string(r) + " in one exchange");
+      seen[r] = 1;
+      const int64_t n = send.offsets[i + 1] - send.offsets[i];
+      if (n < 0) throw InputError("SDDE: offsets must be non-decreasing");
+      if (n > INT_MAX) throw InputError("SDDE: a message of more than 2^31 bytes");
+      if (fixed_count >= 0 && n != fixed_count * static_cast<int64_t>(elem))
+        throw InputError("SDDE: fixed-size exchange of " + std::to_string(fixed_count) + " elements, but the message to rank " +
+                         std::to_string(r) + " has " + std::to_string(n / static_cast<int64_t>(elem)));
+    }
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  // Ranks must also agree on the strategy and on fixed vs variable size.
+  uint64_t h = std::hash<std::string>{}(strategy) ^ (static_cast<uint64_t>(fixed_count + 1) * 0x9e3779b97f4a7c15ull);
+  uint64_t local[3] = {err.empty() ? 0u : 1u, h, ~h}, mx[3];
+  SPC_MPI(MPI_Allreduce(local, mx, 3, MPI_UINT64_T, MPI_MAX, comm_.get()));
+  if (mx[1] != h || mx[2] != ~h) {
+    if (err.empty()) err = "SDDE: ranks called the exchange with different strategies or sizes";
+    mx[0] = 1;
+  }
+  if (mx[0]) agree(comm_.get(), err);  // some rank has a message: every rank throws it
+
+  // A fresh tag per call keeps consecutive exchanges apart (a fast rank may already be in
+  // the next call while a slow one still probes in this one).
+  const int tag = 1000 + (calls_++ % 2048);
+  ScopedTimer timer(stats, "sdde." + strategy);
+  detail::Channel global{comm_.get(), tag, stats, "direct", [this](int r) { return loc_.same_region(r); }};
+  if (strategy == "personalized") return detail::personalized(global, send);
+  if (strategy == "nbx") return detail::nbx(global, send);
+  if (strategy == "rma") return detail::rma(global, send, fixed_count * static_cast<int64_t>(elem));
+  return locality_exchange(send, strategy == "locality_nbx", tag, stats);
+}
+
+// Locality-aware SDDE (Geyko et al. 2023). Three steps:
+//  1. bundle my messages by destination region (messages for my own region go straight
+//     to step 3);
+//  2. send each bundle to the rank with my local index (modulo the region's size) in that
+//     region: one inter-region message per (rank, destination region) pair;
+//  3. redistribute every received record inside the region to its final destination.
+// Steps 2 and 3 are themselves sparse exchanges (personalized or NBX) on the global and
+// the region communicator.
+ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int tag, Stats* stats) {
+  const int me = comm_.rank();
+  const int my_region = loc_.region();
+  const int my_local = loc_.local_rank();
+  std::map<int, std::vector<char>> to_region;  // ordered: deterministic send order
+  std::vector<char> mine_local;                 // records for ranks in my own region
+  for (size_t i = 0; i < send.ranks.size(); ++i) {
+    const int d = send.ranks[i];
+    const int rd = loc_.region_of(d);
+    auto& buf = (rd == my_region) ? mine_local : to_region[rd];
+    detail::append_record(buf, me, d, detail::msg_ptr(send, i), send.offsets[i + 1] - send.offsets[i]);
+  }
+  auto run = [&](const detail::Channel& ch, const ByteMessages& m) {
+    return use_nbx ? detail::nbx(ch, m) : detail::personalized(ch, m);
+  };
+
+  // Step 2: inter-region bundles.
+  ByteMessages inter_send;
+  for (auto& [rd, buf] : to_region) {
+    inter_send.ranks.push_back(loc_.member(rd, my_local % loc_.region_size(rd)));
+    inter_send.bytes.insert(inter_send.bytes.end(), buf.begin(), buf.end());
+    inter_send.offsets.push_back(static_cast<int64_t>(inter_send.bytes.size()));
+  }
+  to_region.clear();
+  detail::Channel inter{comm_.get(), tag, stats, "inter", [this](int r) { return loc_.same_region(r); }};
+  ByteMessages inter_recv = run(inter, inter_send);
+
+  // Step 3: regroup all records for my region by final destination (local index).
+  std::map<int, std::vector<char>> to_local;
+  std::vector<std::pair<int, std::vector<char>>> got;
+  auto route = [&](const detail::RecordHeader& h, const char* payload) {
+    if (h.dest == me) {
+      got.emplace_back(h.src, std::vector<char>(payload, payload + h.nbytes));
+    } else {
+      detail::append_record(to_local[loc_.local_index_of(h.dest)], h.src, h.dest, payload, h.nbytes);
+    }
+  };
+  detail::for_each_record(mine_local.data(), static_cast<int64_t>(mine_local.size()), route);
+  for (size_t i = 0; i < inter_recv.ranks.size(); ++i)
+    detail::for_each_record(detail::msg_ptr(inter_recv, i), inter_recv.offsets[i + 1] - inter_recv.offsets[i], route);
+  ByteMessages intra_send;
+  for (auto& [li, buf] : to_local) {
+    intra_send.ranks.push_back(li);
+    intra_send.bytes.insert(intra_send.bytes.end(), buf.begin(), buf.end());
+    intra_send.offsets.push_back(static_cast<int64_t>(intra_send.bytes.size()));
+  }
+  detail::Channel intra{local_comm_.get(), tag, stats, "intra", [](int) { return true; }};
+  ByteMessages intra_recv = run(intra, intra_send);
+  for (size_t i = 0; i < intra_recv.ranks.size(); ++i)
+    detail::for_each_record(detail::msg_ptr(intra_recv, i), intra_recv.offsets[i + 1] - intra_recv.offsets[i],
+                            [&](const detail::RecordHeader& h, const char* payload) {
+                              got.emplace_back(h.src, std::vector<char>(payload, payload + h.nbytes));
+                            });
+  return detail::pack_sorted(got);
+}
+
+}  // namespace sparsecomm

@@ -1,0 +1,78 @@
+#pragma once
+// Per-rank counters and phase timers. Every exchange records what it sent and received,
+// split by locality class (intra-region / inter-region) and by step, so that benchmarks
+// can print the deterministic figures (messages, bytes, steps) next to the times.
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sparsecomm {
+
+struct MessageCounts {
+  int64_t msgs = 0;
+  int64_t bytes = 0;
+  void add(int64_t nbytes) { ++msgs, bytes += nbytes; }
+  MessageCounts& operator+=(const MessageCounts& o) {
+    msgs += o.msgs, bytes += o.bytes;
+    return *this;
+  }
+};
+
+/// Messages sent / received by one rank, split intra- / inter-region.
+struct CommCounters {
+  MessageCounts sent_intra, sent_inter, recv_intra, recv_inter;
+  CommCounters& operator+=(const CommCounters& o);
+  MessageCounts sent() const {
+    MessageCounts m = sent_intra;
+    return m += sent_inter;
+  }
+};
+
+class Stats {
+ public:
+  /// Records a message of `bytes` sent in `step`; `intra` = same region as the peer.
+  void record_send(const std::string& step, bool intra, int64_t bytes);
+  void record_recv(const std::string& step, bool intra, int64_t bytes);
+  /// Adds `seconds` to the timer of `phase` (e.g. "setup.sdde", "pack", "wait").
+  void add_time(const std::string& phase, double seconds) { timers_[phase] += seconds; }
+  void merge(const Stats& o);
+  void clear();
+
+  const CommCounters& total() const { return total_; }
+  const std::map<std::string, CommCounters>& steps() const { return steps_; }
+  const std::map<std::string, double>& timers() const { return timers_; }
+  double time(const std::string& phase) const;
+
+ private:
+  CommCounters total_;
+  std::map<std::string, CommCounters> steps_;
+  std::map<std::string, double> timers_;
+};
+
+/// Times a scope with MPI_Wtime (simulated time under SMPI, wall time otherwise).
+class ScopedTimer {
+ public:
+  ScopedTimer(Stats* stats, std::string phase) : stats_(stats), phase_(std::move(phase)), t0_(MPI_Wtime()) {}
+  ~ScopedTimer() {
+    if (stats_) stats_->add_time(phase_, MPI_Wtime() - t0_);
+  }
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+ private:
+  Stats* stats_;
+  std::string phase_;
+  double t0_;
+};
+
+/// Max, sum and min of one per-rank figure over the communicator.
+struct Reduced {
+  double max = 0, sum = 0, min = 0;
+};
+/// Collective: reduces each value in `local` (same length and order on every rank).
+std::vector<Reduced> reduce_all(MPI_Comm comm, const std::vector<double>& local);
+
+}  // namespace sparsecomm

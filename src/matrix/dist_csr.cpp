@@ -1,0 +1,190 @@
+#include "matrix/dist_csr.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "comm/error.hpp"
+#include "comm/mpi_util.hpp"
+
+namespace sparsecomm {
+
+template <class V>
+DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartition cols,
+                                     std::vector<Triplet<V>> entries, Duplicates dup) {
+  DistCsr m;
+  m.comm_ = comm;
+  m.rank_ = comm_rank(comm);
+  const int nranks = comm_size(comm);
+  // Same partitions on all ranks, so this check agrees by itself.
+  if (rows.num_parts() != nranks || cols.num_parts() != nranks)
+    throw InputError("DistCsr: partitions have " + std::to_string(rows.num_parts()) + "/" +
+                     std::to_string(cols.num_parts()) + " parts but the communicator has " +
+                     std::to_string(nranks) + " ranks");
+  const int64_t rb = rows.begin(m.rank_), re = rows.end(m.rank_);
+  const int64_t cb = cols.begin(m.rank_), ce = cols.end(m.rank_);
+  const int64_t ncols = cols.global_size();
+  if (re - rb > INT32_MAX || ce - cb > INT32_MAX) throw InputError("DistCsr: more than 2^31 local rows or columns");
+
+  agreed(comm, [&] {
+    for (const auto& t : entries) {
+      if (t.row < rb || t.row >= re)
+        throw InputError("DistCsr: entry (" + std::to_string(t.row) + ", " + std::to_string(t.col) +
+                         ") is in a row not owned by rank " + std::to_string(m.rank_) + " (owns [" +
+                         std::to_string(rb) + ", " + std::to_string(re) + "))");
+      if (t.col < 0 || t.col >= ncols)
+        throw InputError("DistCsr: column " + std::to_string(t.col) + " out of range [0, " + std::to_string(ncols) +
+                         ") in row " + std::to_string(t.row));
+    }
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const Triplet<V>& a, const Triplet<V>& b) { return a.row != b.row ? a.row < b.row : a.col < b.col; });
+    // Merge repeated (row, col) pairs in place.
+    size_t out = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (out > 0 && entries[out - 1].row == entries[i].row && entries[out - 1].col == entries[i].col) {
+        if (dup == Duplicates::sum) entries[out - 1].val += entries[i].val;
+        else if (dup == Duplicates::error)
+          throw InputError("DistCsr: duplicate entry (" + std::to_string(entries[i].row) + ", " +
+                           std::to_string(entries[i].col) + ")");
+        continue;
+      }
+      entries[out++] = entries[i];
+    }
+    entries.resize(out);
+  });
+
+  // Ghost map: sorted unique off-rank columns.
+  for (const auto& t : entries)
+    if (t.col < cb || t.col >= ce) m.ghost_.push_back(t.col);
+  std::sort(m.ghost_.begin(), m.ghost_.end());
+  m.ghost_.erase(std::unique(m.ghost_.begin(), m.ghost_.end()), m.ghost_.end());
+  if (m.ghost_.size() > static_cast<size_t>(INT32_MAX)) throw Error("DistCsr: more than 2^31 ghost columns");
+
+  const int32_t nloc = static_cast<int32_t>(re - rb);
+  m.diag_.nrows = m.offd_.nrows = nloc;
+  m.diag_.ncols = static_cast<int32_t>(ce - cb);
+  m.offd_.ncols = static_cast<int32_t>(m.ghost_.size());
+  m.diag_.row_ptr.assign(static_cast<size_t>(nloc) + 1, 0);
+  m.offd_.row_ptr.assign(static_cast<size_t>(nloc) + 1, 0);
+  for (const auto& t : entries) {
+    auto& blk = (t.col >= cb && t.col < ce) ? m.diag_ : m.offd_;
+    ++blk.row_ptr[static_cast<size_t>(t.row - rb) + 1];
+  }
+  for (int32_t i = 0; i < nloc; ++i) {
+    m.diag_.row_ptr[i + 1] += m.diag_.row_ptr[i];
+    m.offd_.row_ptr[i + 1] += m.offd_.row_ptr[i];
+  }
+  m.diag_.col.reserve(static_cast<size_t>(m.diag_.row_ptr.back()));
+  m.diag_.val.reserve(static_cast<size_t>(m.diag_.row_ptr.back()));
+  m.offd_.col.reserve(static_cast<size_t>(m.offd_.row_ptr.back()));
+  m.offd_.val.reserve(static_cast<size_t>(m.offd_.row_ptr.back()));
+  // Entries are sorted by (row, col), so appending keeps both blocks in CSR order.
+  for (const auto& t : entries) {
+    if (t.col >= cb && t.col < ce) {
+      m.diag_.col.push_back(static_cast<int32_t>(t.col - cb));
+      m.diag_.val.push_back(t.val);
+    } else {
+      auto it = std::lower_bound(m.ghost_.begin(), m.ghost_.end(), t.col);
+      m.offd_.col.push_back(static_cast<int32_t>(it - m.ghost_.begin()));
+      m.offd_.val.push_back(t.val);
+    }
+  }
+  m.rows_ = std::move(rows);
+  m.cols_ = std::move(cols);
+  m.global_nnz_ = allreduce_sum(comm, m.local_nnz());
+  return m;
+}
+
+template <class V>
+DistCsr<V> DistCsr<V>::from_distributed_triplets(MPI_Comm comm, RowPartition rows, RowPartition cols,
+                                                 std::vector<Triplet<V>> entries, Duplicates dup) {
+  const int nranks = comm_size(comm);
+  if (rows.num_parts() != nranks)
+    throw InputError("DistCsr: row partition has " + std::to_string(rows.num_parts()) + " parts but the communicator has " +
+                     std::to_string(nranks) + " ranks");
+  std::vector<int> counts(nranks, 0);
+  std::vector<int> dest(entries.size());
+  agreed(comm, [&] {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      dest[i] = rows.owner(entries[i].row);  // throws InputError on a row out of range
+      ++counts[dest[i]];
+    }
+  });
+  std::vector<int> start(nranks + 1, 0);
+  for (int p = 0; p < nranks; ++p) start[p + 1] = start[p] + counts[p];
+  std::vector<Triplet<V>> sorted(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) sorted[start[dest[i]]++] = entries[i];
+  entries.clear();
+  entries.shrink_to_fit();
+  auto mine = alltoallv(comm, sorted, counts);
+  sorted.clear();
+  sorted.shrink_to_fit();
+  return from_triplets(comm, std::move(rows), std::move(cols), std::move(mine), dup);
+}
+
+template <class V>
+void DistCsr<V>::multiply_diag(const V* x, V* y, int width) const {
+  const auto& b = diag_;
+  if (width == 1) {
+    for (int32_t i = 0; i < b.nrows; ++i) {
+      V s = 0;
+      for (int64_t k = b.row_ptr[i]; k < b.row_ptr[i + 1]; ++k) s += b.val[k] * x[b.col[k]];
+      y[i] = s;
+    }
+    return;
+  }
+  for (int32_t i = 0; i < b.nrows; ++i) {
+    V* yi = y + static_cast<int64_t>(i) * width;
+    for (int w = 0; w < width; ++w) yi[w] = 0;
+    for (int64_t k = b.row_ptr[i]; k < b.row_ptr[i + 1]; ++k) {
+      const V* xj = x + static_cast<int64_t>(b.col[k]) * width;
+      for (int w = 0; w < width; ++w) yi[w] += b.val[k] * xj[w];
+    }
+  }
+}
+
+template <class V>
+void DistCsr<V>::multiply_offd_add(const V* g, V* y, int width) const {
+  const auto& b = offd_;
+  for (int32_t i = 0; i < b.nrows; ++i) {
+    V* yi = y + static_cast<int64_t>(i) * width;
+    for (int64_t k = b.row_ptr[i]; k < b.row_ptr[i + 1]; ++k) {
+      const V* gj = g + static_cast<int64_t>(b.col[k]) * width;
+      for (int w = 0; w < width; ++w) yi[w] += b.val[k] * gj[w];
+    }
+  }
+}
+
+template <class V>
+std::vector<Triplet<V>> DistCsr<V>::local_triplets() const {
+  std::vector<Triplet<V>> out;
+  out.reserve(static_cast<size_t>(local_nnz()));
+  const int64_t rb = row_begin(), cb = col_begin();
+  for (int32_t i = 0; i < diag_.nrows; ++i) {
+    const size_t first = out.size();
+    for (int64_t k = diag_.row_ptr[i]; k < diag_.row_ptr[i + 1]; ++k)
+      out.push_back({rb + i, cb + diag_.col[k], diag_.val[k]});
+    for (int64_t k = offd_.row_ptr[i]; k < offd_.row_ptr[i + 1]; ++k)
+      out.push_back({rb + i, ghost_[offd_.col[k]], offd_.val[k]});
+    std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+              [](const Triplet<V>& a, const Triplet<V>& b) { return a.col < b.col; });
+  }
+  return out;
+}
+
+template <class V>
+std::vector<Triplet<V>> DistCsr<V>::gather_all() const {
+  auto mine = local_triplets();
+  const int p = comm_size(comm_);
+  int nbytes = static_cast<int>(mine.size() * sizeof(Triplet<V>));
+  std::vector<int> counts(p), displs(p + 1, 0);
+  SPC_MPI(MPI_Allgather(&nbytes, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_));
+  for (int i = 0; i < p; ++i) displs[i + 1] = displs[i] + counts[i];
+  std::vector<Triplet<V>> all(static_cast<size_t>(displs[p]) / sizeof(Triplet<V>));
+  SPC_MPI(MPI_Allgatherv(mine.data(), nbytes, MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE, comm_));
+  return all;
+}
+
+template class DistCsr<double>;
+template class DistCsr<float>;
+
+}  // namespace sparsecomm

@@ -1,0 +1,61 @@
+// One MPI-aware GoogleTest main for every test executable.
+// - Rank 0 prints the usual report; other ranks print only their failures, prefixed.
+// - After every test the ranks agree on its outcome, so a failure on rank 3 is named in
+//   rank 0's report too.
+// - The exit code is non-zero on every rank if any rank failed any test.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+class AgreeOnOutcome : public ::testing::EmptyTestEventListener {
+ public:
+  AgreeOnOutcome(int rank, int size) : rank_(rank), size_(size) {}
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    int failed = info.result()->Failed() ? 1 : 0, nfailed = 0;
+    MPI_Allreduce(&failed, &nfailed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (nfailed > 0 && rank_ == 0)
+      std::printf("[  RANKS   ] %s.%s failed on %d of %d ranks\n", info.test_suite_name(), info.name(), nfailed,
+                  size_);
+  }
+
+ private:
+  int rank_, size_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  ::testing::InitGoogleTest(&argc, argv);
+  auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+  if (rank != 0) {
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new RankFailurePrinter(rank));
+  }
+  listeners.Append(new AgreeOnOutcome(rank, size));
+  int local = RUN_ALL_TESTS();
+  int global = 0;
+  MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return global;
+}

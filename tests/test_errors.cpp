@@ -1,0 +1,90 @@
+// Error agreement: a failure on some ranks becomes the same exception on every rank.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "comm/error.hpp"
+#include "comm/mpi_util.hpp"
+#include "test_util.hpp"
+
+using namespace sparsecomm;
+
+namespace {
+
+template <class E>
+std::string catch_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("WRONG TYPE: ") + e.what();
+  }
+  return "NO THROW";
+}
+
+bool same_on_all_ranks(const std::string& s) {
+  long long h = static_cast<long long>(std::hash<std::string>{}(s) & 0x7fffffffffffLL), mn = 0, mx = 0;
+  MPI_Allreduce(&h, &mn, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &mx, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  return mn == mx;
+}
+
+TEST(Agree, NobodyFailsMeansNoThrow) {
+  EXPECT_NO_THROW(agree(MPI_COMM_WORLD, ""));
+  EXPECT_EQ(agreed(MPI_COMM_WORLD, [] { return 7; }), 7);
+}
+
+TEST(Agree, OneRankFailsEveryRankThrowsItsMessage) {
+  const int p = test::size(), bad = p - 1;
+  std::string msg = catch_message<InputError>(
+      [&] { agree(MPI_COMM_WORLD, test::rank() == bad ? "row 12 out of range" : ""); });
+  EXPECT_NE(msg.find("row 12 out of range"), std::string::npos) << msg;
+  if (p > 1) {
+    EXPECT_NE(msg.find("reported by rank " + std::to_string(bad)), std::string::npos) << msg;
+  }
+  EXPECT_TRUE(same_on_all_ranks(msg));
+}
+
+TEST(Agree, SeveralFailLowestRankWinsAndCountIsGiven) {
+  const int p = test::size();
+  if (p < 3) GTEST_SKIP() << "needs 3 ranks";
+  std::string msg = catch_message<InputError>([&] {
+    agree(MPI_COMM_WORLD, test::rank() >= 1 ? "problem on rank " + std::to_string(test::rank()) : "");
+  });
+  EXPECT_NE(msg.find("problem on rank 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(p - 1) + " ranks failed"), std::string::npos) << msg;
+  EXPECT_TRUE(same_on_all_ranks(msg));
+}
+
+TEST(Agree, AgreedKeepsTheErrorKind) {
+  const int bad = test::size() / 2;
+  std::string msg = catch_message<NotImplementedError>([&] {
+    agreed(MPI_COMM_WORLD, [&] {
+      if (test::rank() == bad) throw NotImplementedError("feature X is not implemented");
+    });
+  });
+  EXPECT_NE(msg.find("feature X is not implemented"), std::string::npos) << msg;
+  EXPECT_TRUE(same_on_all_ranks(msg));
+  // A plain std::exception (e.g. std::out_of_range from a container) is agreed too.
+  msg = catch_message<Error>([&] {
+    agreed(MPI_COMM_WORLD, [&]() -> int {
+      if (test::rank() == bad) return std::vector<int>{}.at(3);
+      return 1;
+    });
+  });
+  EXPECT_EQ(msg.find("NO THROW"), std::string::npos) << msg;
+  EXPECT_TRUE(same_on_all_ranks(msg));
+}
+
+TEST(MpiErrors, FailingMpiCallThrowsWithMpiErrorString) {
+  Comm c(MPI_COMM_WORLD);  // MPI_ERRORS_RETURN on our duplicate
+  int x = 0;
+  // An invalid rank: MPI reports an error code, which SPC_MPI turns into MpiError.
+  std::string msg = catch_message<MpiError>([&] { SPC_MPI(MPI_Send(&x, 1, MPI_INT, c.size() + 5, 0, c.get())); });
+  EXPECT_NE(msg.find("MPI error in MPI_Send"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("MPI_ERR_RANK"), std::string::npos) << msg;
+}
+
+}  // namespace

@@ -1,0 +1,257 @@
+// SDDE conformance: every strategy x emulated region layout x message pattern, checked
+// against the direct answer (computed locally: every rank can regenerate what every other
+// rank sends, so the expected receive list needs no communication), and against the dense
+// reference_exchange.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "comm/sdde.hpp"
+#include "test_util.hpp"
+
+using namespace sparsecomm;
+
+namespace {
+
+// What rank `src` sends in pattern `kind` (deterministic, the same on every rank).
+SparseMessages<int64_t> messages_of(const std::string& kind, int src, int p, int round = 0) {
+  SparseMessages<int64_t> m;
+  auto payload = [&](int dst, int64_t n) {
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) v[k] = (static_cast<int64_t>(src) << 40) ^ (static_cast<int64_t>(dst) << 20) ^ (k + 7 * round);
+    return v;
+  };
+  if (kind == "random") {
+    std::mt19937_64 rng(1234 + 977 * src + 31 * round);
+    for (int d = 0; d < p; ++d)
+      if (rng() % 3 == 0) m.add(d, payload(d, static_cast<int64_t>(rng() % 5)));  // lengths 0..4
+  } else if (kind == "self") {
+    m.add(src, payload(src, 3));
+  } else if (kind == "none") {
+  } else if (kind == "dense") {
+    for (int d = 0; d < p; ++d) m.add(d, payload(d, 1 + (src + d) % 3));
+  } else if (kind == "zero_length") {
+    for (int d = 0; d < p; ++d)
+      if ((src + d) % 2 == 0) m.add(d, payload(d, 0));
+  } else if (kind == "zero_bytes") {  // payloads that are all zero bytes
+    for (int d = 0; d < p; ++d)
+      if (d != src) m.add(d, std::vector<int64_t>(2, 0));
+  } else if (kind == "one_to_all") {
+    if (src == 0)
+      for (int d = 0; d < p; ++d) m.add(d, payload(d, 2));
+  } else if (kind == "all_to_one") {
+    m.add(p - 1, payload(p - 1, 1 + src % 2));
+  } else if (kind == "ring_reverse_order") {  // destinations listed in decreasing order
+    m.add((src + p - 1) % p, payload((src + p - 1) % p, 2));
+    if (p > 2) m.add((src + 1) % p, payload((src + 1) % p, 1));
+  }
+  return m;
+}
+
+// Fixed-size version: every message has exactly `count` elements.
+SparseMessages<int64_t> fixed_messages_of(const std::string& kind, int src, int p, int count) {
+  auto v = messages_of(kind, src, p);
+  SparseMessages<int64_t> m;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::vector<int64_t> x(static_cast<size_t>(count), 0);
+    for (int k = 0; k < count; ++k) x[k] = src * 1000 + v.ranks[i] * 10 + k;
+    m.add(v.ranks[i], x);
+  }
+  return m;
+}
+
+template <class Gen>
+SparseMessages<int64_t> expected_for(int me, int p, Gen&& gen) {
+  SparseMessages<int64_t> e;
+  for (int s = 0; s < p; ++s) {
+    auto m = gen(s);
+    for (size_t i = 0; i < m.size(); ++i)
+      if (m.ranks[i] == me) e.add(s, m.message(i));
+  }
+  return e;
+}
+
+const std::vector<std::string> kKinds = {"random", "self", "none", "dense", "zero_length",
+                                         "zero_bytes", "one_to_all", "all_to_one", "ring_reverse_order"};
+const std::vector<std::string> kRegions = {"ppn:1", "ppn:2", "ppn:3", "ppn:4", "cyclic:2", "flat"};
+
+std::string fmt(const SparseMessages<int64_t>& m) {
+  std::string s;
+  for (size_t i = 0; i < m.size(); ++i) s += std::to_string(m.ranks[i]) + ":" + std::to_string(m.count(i)) + " ";
+  return s;
+}
+
+class SddeConformance : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(SddeConformance, VariableSizeMatchesDirectAnswer) {
+  const auto& [strategy, regions] = GetParam();
+  const int p = test::size(), me = test::rank();
+  Sdde sdde(MPI_COMM_WORLD, Locality::parse(MPI_COMM_WORLD, regions));
+  for (const auto& kind : kKinds) {
+    auto send = messages_of(kind, me, p);
+    auto expect = expected_for(me, p, [&](int s) { return messages_of(kind, s, p); });
+    if (Sdde::fixed_size_only(strategy)) {
+      EXPECT_THROW(sdde.exchange(send, strategy), InputError) << kind;
+      continue;
+    }
+    auto got = sdde.exchange(send, strategy);
+    EXPECT_EQ(got, expect) << "pattern " << kind << ": got " << fmt(got) << " expected " << fmt(expect);
+    EXPECT_EQ(reference_exchange(MPI_COMM_WORLD, send), expect) << kind;
+  }
+}
+
+TEST_P(SddeConformance, FixedSizeMatchesDirectAnswer) {
+  const auto& [strategy, regions] = GetParam();
+  const int p = test::size(), me = test::rank();
+  Sdde sdde(MPI_COMM_WORLD, Locality::parse(MPI_COMM_WORLD, regions));
+  for (int count : {1, 3}) {
+    for (const auto& kind : kKinds) {
+      auto send = fixed_messages_of(kind, me, p, count);
+      auto expect = expected_for(me, p, [&](int s) { return fixed_messages_of(kind, s, p, count); });
+      auto got = sdde.exchange_fixed(send, count, strategy);
+      EXPECT_EQ(got, expect) << "pattern " << kind << " count " << count;
+    }
+  }
+}
+
+TEST_P(SddeConformance, BackToBackCallsDoNotMix) {
+  const auto& [strategy, regions] = GetParam();
+  const int p = test::size(), me = test::rank();
+  const bool fixed = Sdde::fixed_size_only(strategy);
+  Sdde sdde(MPI_COMM_WORLD, Locality::parse(MPI_COMM_WORLD, regions));
+  auto gen = [&](int s, int round) {
+    return fixed ? fixed_messages_of(round % 2 ? "random" : "dense", s, p, 1 + round % 3)
+                 : messages_of("random", s, p, round);
+  };
+  for (int round = 0; round < 12; ++round) {
+    auto send = gen(me, round);
+    auto got = fixed ? sdde.exchange_fixed(send, 1 + round % 3, strategy) : sdde.exchange(send, strategy);
+    auto expect = expected_for(me, p, [&](int s) { return gen(s, round); });
+    ASSERT_EQ(got, expect) << "round " << round;
+  }
+}
+
+TEST_P(SddeConformance, LocalityCountsAndUserTrafficIsolation) {
+  const auto& [strategy, regions] = GetParam();
+  const int p = test::size(), me = test::rank();
+  Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
+  Sdde sdde(MPI_COMM_WORLD, loc);
+  // A user message with a tag the library might use is in flight on the parent
+  // communicator during the exchange; the library must not pick it up.
+  const int right = (me + 1) % p, left = (me + p - 1) % p;
+  int64_t user_out = 4242 + me, user_in = -1;
+  MPI_Request ureq[2];
+  for (int tag : {1000, 1001}) {
+    MPI_Isend(&user_out, 1, MPI_INT64_T, right, tag, MPI_COMM_WORLD, &ureq[0]);
+    auto send = Sdde::fixed_size_only(strategy) ? fixed_messages_of("dense", me, p, 2) : messages_of("dense", me, p);
+    auto expect = Sdde::fixed_size_only(strategy)
+                      ? expected_for(me, p, [&](int s) { return fixed_messages_of("dense", s, p, 2); })
+                      : expected_for(me, p, [&](int s) { return messages_of("dense", s, p); });
+    Stats stats;
+    auto got = Sdde::fixed_size_only(strategy) ? sdde.exchange_fixed(send, 2, strategy, &stats)
+                                               : sdde.exchange(send, strategy, &stats);
+    EXPECT_EQ(got, expect);
+    MPI_Irecv(&user_in, 1, MPI_INT64_T, left, tag, MPI_COMM_WORLD, &ureq[1]);
+    MPI_Waitall(2, ureq, MPI_STATUSES_IGNORE);
+    EXPECT_EQ(user_in, 4242 + left);
+    if (strategy.rfind("locality_", 0) == 0) {
+      // Exactly one inter-region message per destination region other than mine (dense
+      // pattern: every region is a destination), none inter-region in the redistribution.
+      const auto& steps = stats.steps();
+      const int64_t inter_sent = steps.count("inter") ? steps.at("inter").sent_inter.msgs : 0;
+      EXPECT_EQ(inter_sent, loc.num_regions() - 1);
+      EXPECT_EQ(stats.total().sent_inter.msgs, loc.num_regions() - 1);
+      if (steps.count("intra")) {
+        EXPECT_EQ(steps.at("intra").sent_inter.msgs, 0);
+      }
+    } else {
+      // Direct strategies send one message per destination.
+      int64_t expect_inter = 0;
+      for (int d = 0; d < p; ++d) expect_inter += loc.same_region(d) ? 0 : 1;
+      EXPECT_EQ(stats.total().sent_inter.msgs, expect_inter);
+      EXPECT_EQ(stats.total().sent_intra.msgs + stats.total().sent_inter.msgs, p);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStrategies, SddeConformance,
+                         ::testing::Combine(::testing::ValuesIn(Sdde::strategies()), ::testing::ValuesIn(kRegions)),
+                         [](const auto& info) {
+                           std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                           for (auto& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+TEST(SddeTyped, DoublesRoundTrip) {
+  const int p = test::size(), me = test::rank();
+  Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
+  SparseMessages<double> send;
+  send.add((me + 1) % p, std::vector<double>{me + 0.5, -1.25});
+  auto got = sdde.exchange(send, "locality_nbx");
+  ASSERT_EQ(got.size(), 1u);
+  const int src = (me + p - 1) % p;
+  EXPECT_EQ(got.ranks[0], src);
+  EXPECT_EQ(got.message(0), (std::vector<double>{src + 0.5, -1.25}));
+}
+
+// Bad input on ONE rank must make every rank throw the same error, and nobody hang.
+void expect_all_throw_same(const std::function<void()>& f, const std::string& needle) {
+  std::string msg;
+  bool threw = false;
+  try {
+    f();
+  } catch (const InputError& e) {
+    threw = true;
+    msg = e.what();
+  }
+  EXPECT_TRUE(threw);
+  EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  // Same message on every rank: compare lengths and a checksum.
+  long long h = static_cast<long long>(std::hash<std::string>{}(msg) & 0x7fffffffffffLL);
+  long long mn = 0, mx = 0;
+  MPI_Allreduce(&h, &mn, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &mx, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(mn, mx) << "ranks threw different messages; mine: " << msg;
+}
+
+TEST(SddeErrors, BadInputOnOneRankThrowsEverywhere) {
+  const int p = test::size(), me = test::rank();
+  Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
+  const int bad = p - 1;  // the last rank misbehaves
+  for (const auto& strategy : Sdde::strategies()) {
+    const bool fixed = Sdde::fixed_size_only(strategy);
+    auto call = [&](const SparseMessages<int64_t>& m) {
+      if (fixed) sdde.exchange_fixed(m, 1, strategy);
+      else sdde.exchange(m, strategy);
+    };
+    SparseMessages<int64_t> out_of_range;
+    out_of_range.add(me == bad ? p + 3 : 0, std::vector<int64_t>{1});
+    expect_all_throw_same([&] { call(out_of_range); }, "out of range");
+    SparseMessages<int64_t> repeated;
+    repeated.add(0, std::vector<int64_t>{1});
+    if (me == bad) repeated.add(0, std::vector<int64_t>{2});
+    expect_all_throw_same([&] { call(repeated); }, "two messages to rank 0");
+    // The library still works after errors.
+    SparseMessages<int64_t> ok;
+    ok.add(me, std::vector<int64_t>{static_cast<int64_t>(me)});
+    if (fixed) {
+      EXPECT_EQ(sdde.exchange_fixed(ok, 1, strategy), ok);
+    }
+    else EXPECT_EQ(sdde.exchange(ok, strategy), ok);
+  }
+  SparseMessages<int64_t> wrong_size;
+  wrong_size.add(0, std::vector<int64_t>(me == bad ? 2 : 1, 5));
+  expect_all_throw_same([&] { sdde.exchange_fixed(wrong_size, 1, "nbx"); }, "fixed-size exchange of 1 elements");
+  SparseMessages<int64_t> none;
+  expect_all_throw_same([&] { sdde.exchange(none, "carrier_pigeon"); }, "valid strategies: personalized, nbx, rma");
+  expect_all_throw_same([&] { sdde.exchange(none, "rma"); }, "fixed-size messages only");
+  if (p > 1)
+    expect_all_throw_same([&] { sdde.exchange(none, me == bad ? "nbx" : "personalized"); },
+                          "different strategies");
+}
+
+}  // namespace

@@ -1,0 +1,59 @@
+#include "test_util.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "matrix/data_path.hpp"
+
+namespace sparsecomm::test {
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+std::string find_suitesparse(const std::string& name) {
+  try {
+    return find_matrix(name);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+namespace {
+struct TempDir {
+  std::string path;
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+}  // namespace
+
+std::string temp_dir() {
+  static TempDir dir;
+  if (dir.path.empty()) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sparsecomm_test_XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) std::abort();
+    dir.path = tmpl;
+  }
+  return dir.path;
+}
+
+std::string write_file(const std::string& dir, const std::string& name, const std::string& text) {
+  std::string p = dir + "/" + name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+}  // namespace sparsecomm::test

@@ -1,0 +1,27 @@
+#pragma once
+// Helpers shared by the tests.
+#include <mpi.h>
+
+#include <string>
+
+namespace sparsecomm::test {
+
+int rank();
+int size();
+
+/// Resolves a SuiteSparse matrix by name via the data search path; "" if absent
+/// (the caller then GTEST_SKIPs, visibly).
+std::string find_suitesparse(const std::string& name);
+
+/// A fresh temporary directory (rank-local, removed at exit).
+std::string temp_dir();
+
+/// Writes `text` into `dir`/`name` and returns the path.
+std::string write_file(const std::string& dir, const std::string& name, const std::string& text);
+
+}  // namespace sparsecomm::test
+
+/// Skips the current test on every rank (visibly) when a SuiteSparse matrix is absent.
+#define SPC_REQUIRE_MATRIX(var, name)                                                   \
+  std::string var = ::sparsecomm::test::find_suitesparse(name);                          \
+  if (var.empty()) GTEST_SKIP() << "SuiteSparse matrix " << name << " not found on the data search path"
