@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what sparsecomm needs from Debian's packages, only what is missing.
+# Idempotent and quick when everything is present. Needs root (or sudo) to install.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libopenmpi-dev openmpi-bin            # MPI: Open MPI, Debian's default
+  libeigen3-dev                         # serial reference (tests)
+  libgtest-dev libgmock-dev             # GoogleTest
+  libbenchmark-dev                      # Google Benchmark
+  zlib1g-dev                            # .mtx.gz
+  libhypre-dev                          # BoomerAMG hierarchies, Hypre comparisons
+  petsc-dev                             # PETSc MatMult adapter
+  python3-matplotlib                    # plots (Debian's /usr/bin/python3)
+  iproute2                              # emulated multi-node cluster (network namespaces)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

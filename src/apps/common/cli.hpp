@@ -1,0 +1,86 @@
+#pragma once
+// Tiny option parser shared by the benchmark programs: "--name value" and "--flag".
+// Unknown options are errors (the message lists the valid ones).
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sparsecomm::apps {
+
+class Options {
+ public:
+  /// `spec`: option name -> (default value, help). A default of "" with help starting
+  /// with "[flag]" marks a flag without value.
+  Options(std::map<std::string, std::pair<std::string, std::string>> spec, std::string usage)
+      : spec_(std::move(spec)), usage_(std::move(usage)) {
+    for (const auto& [k, v] : spec_) values_[k] = v.first;
+  }
+
+  /// Parses argv; returns false when --help was given. Throws std::invalid_argument.
+  bool parse(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--help" || a == "-h") return false;
+      if (a.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + a + "'\n" + help());
+      std::string name = a.substr(2), value;
+      auto eq = name.find('=');
+      if (eq != std::string::npos) value = name.substr(eq + 1), name = name.substr(0, eq);
+      auto it = spec_.find(name);
+      if (it == spec_.end()) throw std::invalid_argument("unknown option --" + name + "\n" + help());
+      const bool flag = it->second.second.rfind("[flag]", 0) == 0;
+      if (flag) {
+        values_[name] = "1";
+        continue;
+      }
+      if (eq == std::string::npos) {
+        if (i + 1 >= argc) throw std::invalid_argument("option --" + name + " needs a value");
+        value = argv[++i];
+      }
+      values_[name] = value;
+    }
+    return true;
+  }
+
+  const std::string& get(const std::string& name) const { return values_.at(name); }
+  bool flag(const std::string& name) const { return values_.at(name) == "1"; }
+  int get_int(const std::string& name) const {
+    try {
+      size_t pos = 0;
+      int v = std::stoi(get(name), &pos);
+      if (pos == get(name).size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw std::invalid_argument("option --" + name + " expects an integer, got '" + get(name) + "'");
+  }
+
+  std::string help() const {
+    std::string h = usage_ + "\noptions:\n";
+    for (const auto& [k, v] : spec_) {
+      h += "  --" + k;
+      if (v.second.rfind("[flag]", 0) != 0) h += " <" + (v.first.empty() ? std::string("value") : v.first) + ">";
+      h += "\n      " + v.second + "\n";
+    }
+    return h;
+  }
+
+ private:
+  std::map<std::string, std::pair<std::string, std::string>> spec_;
+  std::map<std::string, std::string> values_;
+  std::string usage_;
+};
+
+/// Splits "a,b,c".
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    auto end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace sparsecomm::apps
