@@ -20,17 +20,16 @@ std::vector<T> alltoallv(MPI_Comm comm, const std::vector<T>& send, const std::v
     rdispl[i + 1] = static_cast<int>(r);
   }
   if (static_cast<size_t>(sdispl[p]) != send.size()) throw Error("alltoallv: counts do not add up to the buffer");
-  // Ship as bytes so that any trivially copyable T works.
+  // Ship as a contiguous type of sizeof(T) bytes: any trivially copyable T works and the
+  // int counts stay element counts (bytes would overflow first).
   std::vector<T> recv(static_cast<size_t>(rdispl[p]));
-  std::vector<int> sc(p), sd(p), rc(p), rd(p);
-  for (int i = 0; i < p; ++i) {
-    sc[i] = send_counts[i] * static_cast<int>(sizeof(T));
-    sd[i] = sdispl[i] * static_cast<int>(sizeof(T));
-    rc[i] = recv_counts[i] * static_cast<int>(sizeof(T));
-    rd[i] = rdispl[i] * static_cast<int>(sizeof(T));
-  }
-  SPC_MPI(MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, recv.data(), rc.data(), rd.data(), MPI_BYTE,
-                        comm));
+  MPI_Datatype elem;
+  SPC_MPI(MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &elem));
+  SPC_MPI(MPI_Type_commit(&elem));
+  int rc = MPI_Alltoallv(send.data(), send_counts.data(), sdispl.data(), elem, recv.data(), recv_counts.data(),
+                         rdispl.data(), elem, comm);
+  MPI_Type_free(&elem);
+  SPC_MPI(rc);
   if (recv_counts_out) *recv_counts_out = std::move(recv_counts);
   return recv;
 }

@@ -23,9 +23,8 @@ DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartit
   const int64_t rb = rows.begin(m.rank_), re = rows.end(m.rank_);
   const int64_t cb = cols.begin(m.rank_), ce = cols.end(m.rank_);
   const int64_t ncols = cols.global_size();
-  if (re - rb > INT32_MAX || ce - cb > INT32_MAX) throw InputError("DistCsr: more than 2^31 local rows or columns");
-
   agreed(comm, [&] {
+    if (re - rb > INT32_MAX || ce - cb > INT32_MAX) throw InputError("DistCsr: more than 2^31 local rows or columns");
     for (const auto& t : entries) {
       if (t.row < rb || t.row >= re)
         throw InputError("DistCsr: entry (" + std::to_string(t.row) + ", " + std::to_string(t.col) +
@@ -57,7 +56,7 @@ DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartit
     if (t.col < cb || t.col >= ce) m.ghost_.push_back(t.col);
   std::sort(m.ghost_.begin(), m.ghost_.end());
   m.ghost_.erase(std::unique(m.ghost_.begin(), m.ghost_.end()), m.ghost_.end());
-  if (m.ghost_.size() > static_cast<size_t>(INT32_MAX)) throw Error("DistCsr: more than 2^31 ghost columns");
+  agree(comm, m.ghost_.size() > static_cast<size_t>(INT32_MAX) ? "DistCsr: more than 2^31 ghost columns" : "");
 
   const int32_t nloc = static_cast<int32_t>(re - rb);
   m.diag_.nrows = m.offd_.nrows = nloc;
@@ -104,9 +103,14 @@ DistCsr<V> DistCsr<V>::from_distributed_triplets(MPI_Comm comm, RowPartition row
   std::vector<int> counts(nranks, 0);
   std::vector<int> dest(entries.size());
   agreed(comm, [&] {
+    std::vector<int64_t> wide(nranks, 0);
     for (size_t i = 0; i < entries.size(); ++i) {
       dest[i] = rows.owner(entries[i].row);  // throws InputError on a row out of range
-      ++counts[dest[i]];
+      ++wide[dest[i]];
+    }
+    for (int p = 0; p < nranks; ++p) {
+      if (wide[p] > INT32_MAX) throw InputError("DistCsr: more than 2^31 entries for one rank");
+      counts[p] = static_cast<int>(wide[p]);
     }
   });
   std::vector<int> start(nranks + 1, 0);
@@ -175,12 +179,17 @@ template <class V>
 std::vector<Triplet<V>> DistCsr<V>::gather_all() const {
   auto mine = local_triplets();
   const int p = comm_size(comm_);
-  int nbytes = static_cast<int>(mine.size() * sizeof(Triplet<V>));
+  int n = static_cast<int>(mine.size());
   std::vector<int> counts(p), displs(p + 1, 0);
-  SPC_MPI(MPI_Allgather(&nbytes, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_));
+  SPC_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_));
   for (int i = 0; i < p; ++i) displs[i + 1] = displs[i] + counts[i];
-  std::vector<Triplet<V>> all(static_cast<size_t>(displs[p]) / sizeof(Triplet<V>));
-  SPC_MPI(MPI_Allgatherv(mine.data(), nbytes, MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE, comm_));
+  std::vector<Triplet<V>> all(static_cast<size_t>(displs[p]));
+  MPI_Datatype elem;  // one triplet as a contiguous type: counts stay in elements
+  SPC_MPI(MPI_Type_contiguous(static_cast<int>(sizeof(Triplet<V>)), MPI_BYTE, &elem));
+  SPC_MPI(MPI_Type_commit(&elem));
+  int rc = MPI_Allgatherv(mine.data(), n, elem, all.data(), counts.data(), displs.data(), elem, comm_);
+  MPI_Type_free(&elem);
+  SPC_MPI(rc);
   return all;
 }
 
