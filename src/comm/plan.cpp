@@ -1,0 +1,107 @@
+#include "comm/plan.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace sparsecomm {
+
+Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
+    : name_(std::move(name)),
+      pattern_(pattern),
+      loc_(loc),
+      comm_(comm),
+      opt_(opt),
+      elem_bytes_(static_cast<int64_t>(opt.width) * opt.value_bytes),
+      send_buf_(static_cast<size_t>(pattern.send().size() * elem_bytes_)),
+      recv_buf_(static_cast<size_t>(pattern.recv().size() * elem_bytes_)) {}
+
+void Plan::check_type(size_t value_size, const char* call) const {
+  if (static_cast<int>(value_size) != opt_.value_bytes)
+    throw InputError("Plan(" + name_ + ")::" + call + ": values of " + std::to_string(value_size) +
+                     " bytes, but the plan was set up for " + std::to_string(opt_.value_bytes));
+}
+
+void Plan::finish_if_active() noexcept {
+  if (!active_) return;
+  try {
+    active_ = false;
+    do_wait();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparsecomm: Plan(%s) destroyed during an exchange; completing it failed: %s\n",
+                 name_.c_str(), e.what());
+  }
+}
+
+namespace detail {
+void register_p2p();
+void register_neighbor();
+void register_aggregated();
+}  // namespace detail
+
+namespace {
+
+struct Entry {
+  std::string description;
+  PlanFactory factory;
+};
+
+std::map<std::string, Entry>& registry() {
+  // Built-ins are added here, on first use, rather than by static registrar objects:
+  // a static library drops object files nobody references, and registrars with them.
+  static std::map<std::string, Entry> r;
+  static bool init = false;
+  if (!init) {
+    init = true;
+    detail::register_p2p();
+    detail::register_neighbor();
+    detail::register_aggregated();
+  }
+  return r;
+}
+
+}  // namespace
+
+void register_backend(const std::string& name, const std::string& description, PlanFactory factory) {
+  registry()[name] = Entry{description, std::move(factory)};
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : registry()) names.push_back(k);
+  return names;
+}
+
+std::string backend_description(const std::string& name) {
+  auto it = registry().find(name);
+  return it == registry().end() ? "" : it->second.description;
+}
+
+std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
+                                const PlanOptions& opt) {
+  std::string err;
+  auto it = registry().find(backend);
+  if (it == registry().end()) {
+    std::string names;
+    for (const auto& n : backend_names()) names += (names.empty() ? "" : ", ") + n;
+    err = "unknown backend '" + backend + "'; valid backends: " + names;
+  } else if (opt.width < 1 || opt.value_bytes < 1) {
+    err = "make_plan: width and value_bytes must be at least 1";
+  } else if (loc.size() != comm_size(comm)) {
+    err = "make_plan: the locality describes " + std::to_string(loc.size()) + " ranks, the communicator has " +
+          std::to_string(comm_size(comm));
+  }
+  // Every rank must ask for the same backend and options.
+  const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde) ^
+                     (static_cast<uint64_t>(opt.width) << 32) ^ static_cast<uint64_t>(opt.value_bytes);
+  uint64_t v[2] = {h, ~h}, mx[2];
+  SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
+  if (err.empty() && (mx[0] != h || mx[1] != ~h)) err = "make_plan: ranks asked for different backends or options";
+  agree(comm, err);
+  const double t0 = MPI_Wtime();
+  std::unique_ptr<Plan> plan = agreed(comm, [&] { return it->second.factory(pattern, loc, comm, opt); });
+  plan->setup_stats_mut().add_time("setup.backend", MPI_Wtime() - t0);
+  return plan;
+}
+
+}  // namespace sparsecomm

@@ -1,0 +1,168 @@
+#pragma once
+// A Plan executes one halo-exchange Pattern many times: set up once (communicators,
+// buffers, persistent requests, aggregation schedules), then start()/wait() per use.
+// Backends derive from Plan and register under a name (like PETSc's -sf_type):
+//
+//   auto plan = make_plan("aggregated_dedup", pattern, locality, comm);  // collective
+//   plan->start(x_owned);          // pack + start
+//   ... local work ...
+//   plan->wait(x_ghost);           // complete + unpack into the ghost buffer
+//
+// The public calls are non-virtual: they check arguments and state, pack and unpack, and
+// time each phase. Backends only move packed bytes: send_buf() (pattern send order) to
+// recv_buf() (pattern receive order), so a backend is not a template over the value type.
+// One start() may be outstanding per Plan; wait() must follow before the next start().
+#include <mpi.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "comm/locality.hpp"
+#include "comm/pattern.hpp"
+#include "comm/stats.hpp"
+
+namespace sparsecomm {
+
+struct PlanOptions {
+  int width = 1;             ///< values per index (k vectors interleaved: x[i*width + k])
+  int value_bytes = 8;       ///< bytes of one value (8 for double)
+  std::string sdde = "nbx";  ///< SDDE strategy for setup steps that must discover peers
+};
+
+/// How received values are written into the destination buffer.
+enum class Unpack { replace, add };
+
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  /// Packs owned[pattern.send.indices[k]] (width values each) and starts the exchange.
+  /// Not collective by itself, but every rank of the plan must call it.
+  template <class T>
+  void start(const T* owned) {
+    check_type(sizeof(T), "start");
+    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
+    {
+      ScopedTimer t(&exec_, "pack");
+      const auto& s = pattern_.send();
+      T* buf = reinterpret_cast<T*>(send_buf_.data());
+      const int w = opt_.width;
+      for (int64_t k = 0; k < s.size(); ++k) {
+        const T* src = owned + static_cast<int64_t>(s.indices[k]) * w;
+        for (int j = 0; j < w; ++j) buf[k * w + j] = src[j];
+      }
+    }
+    ScopedTimer t(&exec_, "start");
+    do_start();
+    active_ = true;
+  }
+
+  /// Completes the exchange and writes the received values into ghost[pattern.recv.indices[k]].
+  template <class T>
+  void wait(T* ghost, Unpack mode = Unpack::replace) {
+    check_type(sizeof(T), "wait");
+    if (!active_) throw Error("Plan(" + name_ + "): wait() without start()");
+    {
+      ScopedTimer t(&exec_, "wait");
+      active_ = false;
+      do_wait();
+    }
+    ScopedTimer t(&exec_, "unpack");
+    const auto& r = pattern_.recv();
+    const T* buf = reinterpret_cast<const T*>(recv_buf_.data());
+    const int w = opt_.width;
+    for (int64_t k = 0; k < r.size(); ++k) {
+      T* dst = ghost + static_cast<int64_t>(r.indices[k]) * w;
+      if (mode == Unpack::replace)
+        for (int j = 0; j < w; ++j) dst[j] = buf[k * w + j];
+      else
+        for (int j = 0; j < w; ++j) dst[j] += buf[k * w + j];
+    }
+  }
+
+  /// start() then wait().
+  template <class T>
+  void exchange(const T* owned, T* ghost, Unpack mode = Unpack::replace) {
+    start(owned);
+    wait(ghost, mode);
+  }
+
+  const std::string& name() const { return name_; }
+  const Pattern& pattern() const { return pattern_; }
+  const Locality& locality() const { return loc_; }
+  const PlanOptions& options() const { return opt_; }
+  bool active() const { return active_; }
+  /// Setup: timers ("setup.backend", and sub-steps) and the messages the setup itself sent.
+  const Stats& setup_stats() const { return setup_; }
+  /// What one execution sends and receives, per step and locality class (deterministic).
+  const Stats& iteration_counts() const { return per_iter_; }
+  /// Accumulated execution timers: pack, start, wait, unpack.
+  Stats& exec_stats() { return exec_; }
+  /// Number of communication steps that follow one another in one execution.
+  int stages() const { return stages_; }
+
+ protected:
+  Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Comm comm, const PlanOptions& opt);
+
+  /// Start moving send_buf() into recv_buf().
+  virtual void do_start() = 0;
+  /// Finish: recv_buf() must hold every received value afterwards.
+  virtual void do_wait() = 0;
+  /// Derived destructors call this first: an exchange still in flight is completed
+  /// (a request is never freed behind the user's back); failures are reported on stderr.
+  void finish_if_active() noexcept;
+
+  char* send_buf() { return send_buf_.data(); }
+  char* recv_buf() { return recv_buf_.data(); }
+  int64_t elem_bytes() const { return elem_bytes_; }
+  MPI_Comm comm() const { return comm_.get(); }
+  /// Backends declare what one execution sends / receives, once at setup.
+  void count_send(const std::string& step, int peer, int64_t bytes) {
+    per_iter_.record_send(step, loc_.same_region(peer), bytes);
+  }
+  void count_recv(const std::string& step, int peer, int64_t bytes) {
+    per_iter_.record_recv(step, loc_.same_region(peer), bytes);
+  }
+  void set_stages(int s) { stages_ = s; }
+  Stats& setup_stats_mut() { return setup_; }
+
+ private:
+  friend std::unique_ptr<Plan> make_plan(const std::string&, const Pattern&, const Locality&, MPI_Comm,
+                                         const PlanOptions&);
+  void check_type(size_t value_size, const char* call) const;
+
+  std::string name_;
+  Pattern pattern_;
+  Locality loc_;
+  Comm comm_;
+  PlanOptions opt_;
+  int64_t elem_bytes_;
+  std::vector<char> send_buf_, recv_buf_;
+  bool active_ = false;
+  int stages_ = 1;
+  Stats setup_, per_iter_, exec_;
+};
+
+using PlanFactory =
+    std::function<std::unique_ptr<Plan>(const Pattern&, const Locality&, MPI_Comm, const PlanOptions&)>;
+
+/// Adds a backend under `name` (replacing one of the same name). Built-in backends are
+/// registered on first use of the registry; call this before make_plan() for your own.
+void register_backend(const std::string& name, const std::string& description, PlanFactory factory);
+/// Names of every registered backend, sorted.
+std::vector<std::string> backend_names();
+/// One-line description of a backend.
+std::string backend_description(const std::string& name);
+
+/// Collective over `comm`. Builds the named backend's Plan for `pattern`; the setup time
+/// goes into plan->setup_stats() ("setup.backend"). An unknown name, or ranks that
+/// disagree on the name or options, raise InputError on every rank (listing valid names).
+std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
+                                const PlanOptions& opt = {});
+
+}  // namespace sparsecomm

@@ -1,0 +1,66 @@
+#pragma once
+// Distributed SpMV on a Plan, with communication overlapped with the diagonal block:
+//   start the halo exchange; y = D x; wait; y += O x_ghost.
+// And the transpose product through the reverse plan (ghost partial sums travel back to
+// their owners and are added).
+//
+//   Pattern pat = Pattern::from_matrix(A, sdde, "nbx");
+//   DistSpmv spmv(A, make_plan("p2p", pat, loc, comm));
+//   spmv.apply(x.data(), y.data());
+#include <memory>
+#include <vector>
+
+#include "comm/plan.hpp"
+#include "matrix/dist_csr.hpp"
+
+namespace sparsecomm {
+
+class DistSpmv {
+ public:
+  /// `plan` must be built from Pattern::from_matrix(a, ...) (forward direction).
+  DistSpmv(const DistCsr<double>& a, std::unique_ptr<Plan> plan)
+      : a_(a), plan_(std::move(plan)), ghost_(static_cast<size_t>(a.num_ghosts()) * plan_->options().width) {
+    if (plan_->pattern().owned_size() != a.local_cols() || plan_->pattern().ghost_size() != a.num_ghosts())
+      throw InputError("DistSpmv: the plan's pattern does not belong to this matrix");
+  }
+
+  /// Collective. y = A x for `width` interleaved vectors (the plan's width).
+  /// x: local_cols()*width owned values; y: local_rows()*width.
+  void apply(const double* x, double* y) {
+    const int w = plan_->options().width;
+    plan_->start(x);
+    {
+      ScopedTimer t(&plan_->exec_stats(), "local");
+      a_.multiply_diag(x, y, w);
+    }
+    plan_->wait(ghost_.data());
+    ScopedTimer t(&plan_->exec_stats(), "ghost");
+    a_.multiply_offd_add(ghost_.data(), y, w);
+  }
+
+  Plan& plan() { return *plan_; }
+  std::vector<double>& ghost() { return ghost_; }
+
+ private:
+  const DistCsr<double>& a_;
+  std::unique_ptr<Plan> plan_;
+  std::vector<double> ghost_;
+};
+
+/// Collective. y = A^T x using a plan built on pattern.reverse() (width 1): each rank
+/// computes partial sums for its ghost columns, which travel back to their owners and are
+/// added to the owners' part. x: local_rows() values; y: local_cols() values.
+inline void spmv_transpose(const DistCsr<double>& a, Plan& reverse_plan, const double* x, double* y) {
+  std::vector<double> partial(static_cast<size_t>(a.num_ghosts()), 0.0);
+  const auto& o = a.offd();
+  for (int32_t i = 0; i < o.nrows; ++i)
+    for (int64_t k = o.row_ptr[i]; k < o.row_ptr[i + 1]; ++k) partial[o.col[k]] += o.val[k] * x[i];
+  reverse_plan.start(partial.data());
+  const auto& d = a.diag();
+  std::fill(y, y + a.local_cols(), 0.0);
+  for (int32_t i = 0; i < d.nrows; ++i)
+    for (int64_t k = d.row_ptr[i]; k < d.row_ptr[i + 1]; ++k) y[d.col[k]] += d.val[k] * x[i];
+  reverse_plan.wait(y, Unpack::add);
+}
+
+}  // namespace sparsecomm
