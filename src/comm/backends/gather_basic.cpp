@@ -1,0 +1,113 @@
+// Allgather-shaped backends without combining:
+//   p2p      : one message per edge (persistent Send_init/Recv_init, or Isend/Irecv per start)
+//   neighbor : MPI_Dist_graph_create_adjacent once, MPI_Ineighbor_allgatherv per start
+#include "comm/gather_plan.hpp"
+
+namespace sparsecomm {
+namespace {
+
+class P2pGather final : public GatherPlan {
+ public:
+  P2pGather(const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o)
+      : GatherPlan("p2p", t, l, c, n, o) {
+    const int64_t vb = value_bytes();
+    for (size_t i = 0; i < t.sources.size(); ++i) {
+      recvs_.push_back({t.sources[i], recv_buf() + recv_offsets()[i] * vb, recv_counts()[i] * vb});
+      count_recv("direct", t.sources[i], recv_counts()[i] * vb);
+    }
+    for (int d : t.destinations) {
+      sends_.push_back({d, const_cast<char*>(block_buf()), my_count() * vb});
+      count_send("direct", d, my_count() * vb);
+    }
+    reqs_.assign(recvs_.size() + sends_.size(), MPI_REQUEST_NULL);
+    if (o.persistent) {
+      for (size_t i = 0; i < recvs_.size(); ++i)
+        SPC_MPI(MPI_Recv_init(recvs_[i].buf, static_cast<int>(recvs_[i].bytes), MPI_BYTE, recvs_[i].peer, kTag, comm(), &reqs_[i]));
+      for (size_t i = 0; i < sends_.size(); ++i)
+        SPC_MPI(MPI_Send_init(sends_[i].buf, static_cast<int>(sends_[i].bytes), MPI_BYTE, sends_[i].peer, kTag, comm(),
+                              &reqs_[recvs_.size() + i]));
+    }
+  }
+  ~P2pGather() override {
+    finish_if_active();
+    if (options().persistent)
+      for (auto& r : reqs_)
+        if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  }
+
+ protected:
+  void do_start() override {
+    if (options().persistent) {
+      if (!reqs_.empty()) SPC_MPI(MPI_Startall(static_cast<int>(reqs_.size()), reqs_.data()));
+      return;
+    }
+    for (size_t i = 0; i < recvs_.size(); ++i)
+      SPC_MPI(MPI_Irecv(recvs_[i].buf, static_cast<int>(recvs_[i].bytes), MPI_BYTE, recvs_[i].peer, kTag, comm(), &reqs_[i]));
+    for (size_t i = 0; i < sends_.size(); ++i)
+      SPC_MPI(MPI_Isend(sends_[i].buf, static_cast<int>(sends_[i].bytes), MPI_BYTE, sends_[i].peer, kTag, comm(),
+                        &reqs_[recvs_.size() + i]));
+  }
+  void do_wait() override {
+    if (!reqs_.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE));
+  }
+
+ private:
+  struct Msg {
+    int peer;
+    char* buf;
+    int64_t bytes;
+  };
+  static constexpr int kTag = 41;
+  std::vector<Msg> sends_, recvs_;
+  std::vector<MPI_Request> reqs_;
+};
+
+class NeighborGather final : public GatherPlan {
+ public:
+  NeighborGather(const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o)
+      : GatherPlan("neighbor", t, l, c, n, o) {
+    const int64_t vb = value_bytes();
+    for (size_t i = 0; i < t.sources.size(); ++i) {
+      rcounts_.push_back(static_cast<int>(recv_counts()[i] * vb));
+      rdispls_.push_back(static_cast<int>(recv_offsets()[i] * vb));
+      count_recv("direct", t.sources[i], recv_counts()[i] * vb);
+    }
+    for (int d : t.destinations) count_send("direct", d, my_count() * vb);
+    if (rcounts_.empty()) rcounts_.push_back(0), rdispls_.push_back(0);
+    MPI_Comm g = MPI_COMM_NULL;
+    SPC_MPI(MPI_Dist_graph_create_adjacent(comm(), static_cast<int>(t.sources.size()), t.sources.data(), MPI_UNWEIGHTED,
+                                           static_cast<int>(t.destinations.size()), t.destinations.data(),
+                                           MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g));
+    graph_ = Comm::adopt(g);
+  }
+  ~NeighborGather() override { finish_if_active(); }
+
+ protected:
+  void do_start() override {
+    SPC_MPI(MPI_Ineighbor_allgatherv(block_buf(), static_cast<int>(my_count() * value_bytes()), MPI_BYTE, recv_buf(),
+                                     rcounts_.data(), rdispls_.data(), MPI_BYTE, graph_.get(), &req_));
+  }
+  void do_wait() override { SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE)); }
+
+ private:
+  Comm graph_;
+  std::vector<int> rcounts_, rdispls_;
+  MPI_Request req_ = MPI_REQUEST_NULL;
+};
+
+}  // namespace
+
+namespace detail {
+void register_gather_basic() {
+  register_gather_backend("p2p", "one message per edge (persistent point-to-point)",
+                          [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
+                            return std::unique_ptr<GatherPlan>(new P2pGather(t, l, c, n, o));
+                          });
+  register_gather_backend("neighbor", "MPI's Ineighbor_allgatherv on a distributed graph communicator",
+                          [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
+                            return std::unique_ptr<GatherPlan>(new NeighborGather(t, l, c, n, o));
+                          });
+}
+}  // namespace detail
+
+}  // namespace sparsecomm

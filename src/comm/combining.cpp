@@ -1,0 +1,228 @@
+#include "comm/combining.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "comm/sdde.hpp"
+
+namespace sparsecomm {
+
+namespace {
+
+using Lists = std::map<int, std::vector<int64_t>>;
+
+// Exchange with peers known on both sides: send out[p] to every key p, receive one
+// message from every rank in `from` (sizes unknown: probe by source).
+Lists known_exchange(MPI_Comm comm, int tag, const Lists& out, const std::vector<int>& from) {
+  std::vector<MPI_Request> reqs;
+  reqs.reserve(out.size());
+  for (const auto& [p, v] : out) {
+    reqs.emplace_back();
+    SPC_MPI(MPI_Isend(v.data(), static_cast<int>(v.size()), MPI_INT64_T, p, tag, comm, &reqs.back()));
+  }
+  Lists in;
+  for (int p : from) {
+    MPI_Status st;
+    SPC_MPI(MPI_Probe(p, tag, comm, &st));
+    int n = 0;
+    SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
+    auto& v = in[p];
+    v.resize(static_cast<size_t>(n));
+    SPC_MPI(MPI_Recv(v.data(), n, MPI_INT64_T, p, tag, comm, MPI_STATUS_IGNORE));
+  }
+  if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  return in;
+}
+
+Lists sdde_lists(Sdde& sdde, const Lists& out, const std::string& strategy, Stats* stats) {
+  SparseMessages<int64_t> m;
+  for (const auto& [p, v] : out) m.add(p, v);
+  auto got = sdde.exchange(m, strategy, stats);
+  Lists in;
+  for (size_t i = 0; i < got.size(); ++i) in[got.ranks[i]] = got.message(i);
+  return in;
+}
+
+int any_true(MPI_Comm comm, bool b) {
+  int v = b ? 1 : 0, r = 0;
+  SPC_MPI(MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_MAX, comm));
+  return r;
+}
+
+int64_t sum_all(MPI_Comm comm, int64_t v) { return allreduce_sum(comm, v); }
+
+}  // namespace
+
+CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo, const Locality& loc,
+                                           const CombiningOptions& opt, Stats* stats) {
+  std::string err;
+  if (opt.k < 2) err = "combining: group size k must be >= 2, got " + std::to_string(opt.k);
+  else if (opt.theta < 1) err = "combining: theta must be >= 1, got " + std::to_string(opt.theta);
+  else if (opt.max_rounds < 0) err = "combining: max_rounds must be >= 0";
+  agree(parent, err);
+  Comm comm(parent);
+  Sdde sdde(parent, loc);
+  const int me = comm.rank();
+  const double t0 = MPI_Wtime();
+  constexpr int kTagPropose = 31, kTagMerge = 32;
+
+  std::set<int> pending;
+  bool self_loop = false;
+  for (int d : topo.destinations) {
+    if (d == me) self_loop = true;
+    else pending.insert(d);
+  }
+  std::map<int, std::set<int>> origins;               // destination -> origins I deliver there
+  std::map<int, std::set<int>> send_dests, recv_dests;  // stage 1: member -> destinations
+  CombiningSchedule s;
+
+  for (int round = 0; round < opt.max_rounds; ++round) {
+    // Every rank starts the round as the leader of a group of one.
+    bool leader = true;
+    std::vector<int> members{me};
+    std::vector<int64_t> common(pending.begin(), pending.end());
+    while (true) {  // merge levels
+      // Ask the destinations in my common set which other leaders also have them.
+      const bool can_grow = leader && static_cast<int>(members.size()) < opt.k &&
+                            static_cast<int>(common.size()) >= opt.theta;
+      Lists q;
+      if (can_grow)
+        for (int64_t c : common) q[static_cast<int>(c)] = {static_cast<int64_t>(members.size())};
+      Lists asked = sdde_lists(sdde, q, opt.sdde, stats);  // at a destination: leader -> [size]
+      Lists reply;
+      if (asked.size() >= 2) {
+        std::vector<int64_t> who;  // (leader, size) pairs
+        for (const auto& [l, v] : asked) who.insert(who.end(), {l, v[0]});
+        for (const auto& [l, v] : asked) reply[l] = who;
+      }
+      Lists answers = sdde_lists(sdde, reply, opt.sdde, stats);
+      std::map<int, int> weight, size_of;
+      for (const auto& [c, who] : answers)
+        for (size_t i = 0; i < who.size(); i += 2) {
+          const int l = static_cast<int>(who[i]);
+          if (l == me) continue;
+          ++weight[l];
+          size_of[l] = static_cast<int>(who[i + 1]);
+        }
+      std::set<int> live;
+      for (const auto& [l, w] : weight)
+        if (w >= opt.theta && static_cast<int>(members.size()) + size_of[l] <= opt.k &&
+            (!opt.aware || loc.region_of(l) == loc.region_of(me)))
+          live.insert(l);
+      if (!any_true(comm.get(), !live.empty())) break;
+
+      // Matching on leaders: propose to the heaviest live candidate; mutual proposals match.
+      int partner = -1;
+      while (true) {
+        int64_t status = -1;
+        if (partner >= 0) status = -2;  // "I am matched": candidates drop me
+        else if (!live.empty()) {
+          int best = -1, bw = -1;
+          for (int l : live)
+            if (weight[l] > bw) best = l, bw = weight[l];  // ties: lowest rank (set order)
+          status = best;
+        }
+        Lists out;
+        for (int l : live) out[l] = {status};
+        std::vector<int> peers(live.begin(), live.end());
+        Lists in = known_exchange(comm.get(), kTagPropose, out, peers);
+        if (partner >= 0) {
+          live.clear();  // matched last sub-round; my candidates have now been told
+        } else {
+          for (const auto& [l, v] : in) {
+            if (v[0] == -2) live.erase(l);
+            else if (v[0] == me && status == l) partner = l;
+          }
+          if (partner >= 0) live.erase(partner);
+        }
+        if (!any_true(comm.get(), !live.empty())) break;
+      }
+      // Merge matched pairs: the lower rank leads the merged group.
+      Lists out;
+      std::vector<int> from;
+      if (partner >= 0) {
+        if (me < partner) from.push_back(partner);
+        else {
+          std::vector<int64_t> v{static_cast<int64_t>(members.size())};
+          v.insert(v.end(), members.begin(), members.end());
+          v.insert(v.end(), common.begin(), common.end());
+          out[partner] = v;
+        }
+      }
+      Lists in = known_exchange(comm.get(), kTagMerge, out, from);
+      if (partner >= 0 && me > partner) leader = false;
+      for (const auto& [p, v] : in) {
+        const size_t n = static_cast<size_t>(v[0]);
+        members.insert(members.end(), v.begin() + 1, v.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+        std::sort(members.begin(), members.end());
+        std::vector<int64_t> theirs(v.begin() + 1 + static_cast<std::ptrdiff_t>(n), v.end()), both;
+        std::set_intersection(common.begin(), common.end(), theirs.begin(), theirs.end(), std::back_inserter(both));
+        common = std::move(both);
+      }
+      if (sum_all(comm.get(), partner >= 0 ? 1 : 0) == 0) break;
+    }
+    // Leaders of groups of 2+ tell every member the group and its common neighborhood.
+    Lists info;
+    if (leader && members.size() >= 2 && !common.empty()) {
+      std::vector<int64_t> v{static_cast<int64_t>(members.size())};
+      v.insert(v.end(), members.begin(), members.end());
+      v.insert(v.end(), common.begin(), common.end());
+      for (int m : members) info[m] = v;
+      ++s.groups_led;
+      s.group_members += static_cast<int>(members.size());
+    }
+    Lists mine = sdde_lists(sdde, info, opt.sdde, stats);
+    for (const auto& [l, v] : mine) {
+      const size_t n = static_cast<size_t>(v[0]);
+      std::vector<int> mem(v.begin() + 1, v.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+      std::vector<int> com(v.begin() + 1 + static_cast<std::ptrdiff_t>(n), v.end());
+      // Member i of the group covers every size-th destination of the common set,
+      // starting at position i: a split every member computes the same way.
+      for (size_t j = 0; j < com.size(); ++j) {
+        const int cover = mem[j % n];
+        pending.erase(com[j]);
+        if (cover == me) {
+          for (int m : mem) origins[com[j]].insert(m);
+          for (int m : mem)
+            if (m != me) recv_dests[m].insert(com[j]);
+        } else {
+          send_dests[cover].insert(com[j]);
+        }
+      }
+    }
+    ++s.rounds;
+    if (sum_all(comm.get(), static_cast<int64_t>(mine.size())) == 0) break;
+  }
+  for (int d : pending) origins[d].insert(me);
+  if (self_loop) origins[me].insert(me);
+
+  for (const auto& [m, d] : send_dests) s.stage1_send.push_back(m);
+  for (const auto& [m, d] : recv_dests) s.stage1_recv.push_back(m);
+  Lists tell;
+  for (const auto& [d, o] : origins) {
+    s.dest.push_back(d);
+    s.dest_origins.emplace_back(o.begin(), o.end());
+    tell[d] = std::vector<int64_t>(o.begin(), o.end());
+  }
+  Lists told = sdde_lists(sdde, tell, opt.sdde, stats);
+  std::vector<int> covered;
+  for (const auto& [f, o] : told) {
+    s.from.push_back(f);
+    s.from_origins.emplace_back(o.begin(), o.end());
+    covered.insert(covered.end(), o.begin(), o.end());
+  }
+  std::sort(covered.begin(), covered.end());
+  std::string bad;
+  if (covered != topo.sources)
+    bad = "combining: the pattern does not cover rank " + std::to_string(me) +
+          "'s in-neighbors exactly once (internal error; please report)";
+  agree(parent, bad);
+  // Stage-1 destinations per member, for alltoallv-shaped use.
+  for (const auto& [m, d] : send_dests) s.stage1_send_dests.emplace_back(d.begin(), d.end());
+  for (const auto& [m, d] : recv_dests) s.stage1_recv_dests.emplace_back(d.begin(), d.end());
+  if (stats) stats->add_time("setup.combining.phase1", MPI_Wtime() - t0);
+  return s;
+}
+
+}  // namespace sparsecomm

@@ -1,0 +1,135 @@
+#include "comm/gather_plan.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace sparsecomm {
+
+GatherPlan::GatherPlan(std::string name, const Topology& topo, const Locality& loc, MPI_Comm comm, int64_t my_count,
+                       const GatherOptions& opt)
+    : name_(std::move(name)), topo_(topo), loc_(loc), comm_(comm), opt_(opt), my_count_(my_count) {
+  // Every source tells me its block size (one message per edge, peers known on both sides).
+  std::vector<MPI_Request> reqs(topo.sources.size() + topo.destinations.size(), MPI_REQUEST_NULL);
+  recv_counts_.assign(topo.sources.size(), 0);
+  for (size_t i = 0; i < topo.sources.size(); ++i)
+    SPC_MPI(MPI_Irecv(&recv_counts_[i], 1, MPI_INT64_T, topo.sources[i], 3, comm_.get(), &reqs[i]));
+  for (size_t i = 0; i < topo.destinations.size(); ++i)
+    SPC_MPI(MPI_Isend(&my_count_, 1, MPI_INT64_T, topo.destinations[i], 3, comm_.get(), &reqs[topo.sources.size() + i]));
+  if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  for (int64_t c : recv_counts_) recv_offsets_.push_back(recv_offsets_.back() + c);
+  block_.assign(static_cast<size_t>(my_count_ * opt.value_bytes), 0);
+  recv_.assign(static_cast<size_t>(recv_offsets_.back() * opt.value_bytes), 0);
+}
+
+void GatherPlan::check(size_t value_size) const {
+  if (static_cast<int>(value_size) != opt_.value_bytes)
+    throw InputError("GatherPlan(" + name_ + "): values of " + std::to_string(value_size) +
+                     " bytes, but the plan was set up for " + std::to_string(opt_.value_bytes));
+}
+
+void GatherPlan::finish_if_active() noexcept {
+  if (!active_) return;
+  try {
+    active_ = false;
+    do_wait();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparsecomm: GatherPlan(%s) destroyed during an exchange; completing it failed: %s\n",
+                 name_.c_str(), e.what());
+  }
+}
+
+size_t GatherPlan::source_index(int source) const {
+  auto it = std::lower_bound(topo_.sources.begin(), topo_.sources.end(), source);
+  if (it == topo_.sources.end() || *it != source) throw Error("GatherPlan: rank " + std::to_string(source) + " is not a source");
+  return static_cast<size_t>(it - topo_.sources.begin());
+}
+
+namespace detail {
+void register_gather_basic();
+void register_gather_combined();
+}  // namespace detail
+
+namespace {
+struct GEntry {
+  std::string description;
+  GatherFactory factory;
+};
+std::map<std::string, GEntry>& gregistry() {
+  // Built-ins added on first use (static libraries drop unreferenced registrar objects).
+  static std::map<std::string, GEntry> r;
+  static bool init = false;
+  if (!init) {
+    init = true;
+    detail::register_gather_basic();
+    detail::register_gather_combined();
+  }
+  return r;
+}
+}  // namespace
+
+void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f) {
+  gregistry()[name] = GEntry{description, std::move(f)};
+}
+
+std::vector<std::string> gather_backend_names() {
+  std::vector<std::string> n;
+  for (const auto& [k, v] : gregistry()) n.push_back(k);
+  return n;
+}
+
+std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const Topology& topo, const Locality& loc,
+                                             MPI_Comm comm, int64_t my_count, const GatherOptions& opt) {
+  std::string err;
+  const int p = comm_size(comm);
+  auto it = gregistry().find(backend);
+  if (it == gregistry().end()) {
+    std::string names;
+    for (const auto& n : gather_backend_names()) names += (names.empty() ? "" : ", ") + n;
+    err = "unknown gather backend '" + backend + "'; valid backends: " + names;
+  } else if (my_count < 0 || opt.value_bytes < 1) {
+    err = "make_gather_plan: negative block size or value size < 1";
+  } else if (loc.size() != p) {
+    err = "make_gather_plan: the locality does not describe this communicator";
+  } else {
+    for (int r : topo.sources)
+      if (r < 0 || r >= p) err = "make_gather_plan: source rank " + std::to_string(r) + " out of range";
+    for (int r : topo.destinations)
+      if (r < 0 || r >= p) err = "make_gather_plan: destination rank " + std::to_string(r) + " out of range";
+    if (!std::is_sorted(topo.sources.begin(), topo.sources.end()) ||
+        !std::is_sorted(topo.destinations.begin(), topo.destinations.end()))
+      err = "make_gather_plan: topology neighbor lists must be sorted";
+  }
+  const auto& c = opt.combining;
+  const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde + "|" + c.sdde) ^
+                     (static_cast<uint64_t>(opt.value_bytes) << 40) ^ (static_cast<uint64_t>(c.theta) << 20) ^
+                     (static_cast<uint64_t>(c.k) << 8) ^ (c.aware ? 1u : 0u) ^ (opt.persistent ? 2u : 0u) ^
+                     (static_cast<uint64_t>(c.max_rounds) << 32);
+  uint64_t v[2] = {h, ~h}, mx[2];
+  SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
+  if (err.empty() && (mx[0] != h || mx[1] != ~h)) err = "make_gather_plan: ranks asked for different backends or options";
+  // The graph must be consistent: every edge listed as a destination by its source and as a
+  // source by its destination (else exchanges would wait forever). A hash of every edge,
+  // summed from both ends, catches a mismatch without gathering the graph.
+  auto edge = [](int a, int b) {
+    uint64_t x = (static_cast<uint64_t>(a) << 32) ^ static_cast<uint32_t>(b);
+    x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdull;
+    x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+  };
+  const int me = comm_rank(comm);
+  uint64_t sums[2] = {0, 0}, tot[2];
+  for (int d : topo.destinations) sums[0] += edge(me, d);
+  for (int s : topo.sources) sums[1] += edge(s, me);
+  SPC_MPI(MPI_Allreduce(sums, tot, 2, MPI_UINT64_T, MPI_SUM, comm));
+  if (err.empty() && tot[0] != tot[1])
+    err = "make_gather_plan: inconsistent topology (some rank lists a destination that does not list it as a "
+          "source); build it with Topology::from_destinations";
+  agree(comm, err);
+  const double t0 = MPI_Wtime();
+  auto plan = agreed(comm, [&] { return it->second.factory(topo, loc, comm, my_count, opt); });
+  plan->setup_stats_mut().add_time("setup.backend", MPI_Wtime() - t0);
+  return plan;
+}
+
+}  // namespace sparsecomm

@@ -1,0 +1,139 @@
+#include "comm/topology.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "comm/sdde.hpp"
+
+namespace sparsecomm {
+
+namespace {
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+void sort_unique(std::vector<int>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+Topology Topology::from_destinations(MPI_Comm comm, std::vector<int> destinations, bool allow_self,
+                                     const std::string& strategy) {
+  const int p = comm_size(comm), me = comm_rank(comm);
+  sort_unique(destinations);
+  std::string err;
+  for (int d : destinations) {
+    if (d < 0 || d >= p) err = "Topology: destination rank " + std::to_string(d) + " out of range [0, " + std::to_string(p) + ")";
+    else if (d == me && !allow_self) err = "Topology: self-loop at rank " + std::to_string(me) + " (pass allow_self to copy locally)";
+  }
+  agree(comm, err);
+  Sdde sdde(comm, Locality::parse(comm, "flat"));
+  SparseMessages<int> out;
+  for (int d : destinations) out.add(d, nullptr, 0);  // zero-length: "I send to you"
+  auto got = sdde.exchange(out, strategy);
+  Topology t;
+  t.destinations = std::move(destinations);
+  t.sources = got.ranks;  // sorted by the SDDE
+  return t;
+}
+
+Topology Topology::from_pattern(const Pattern& p) {
+  Topology t;
+  t.destinations = p.send().ranks;
+  t.sources = p.recv().ranks;
+  return t;
+}
+
+Topology Topology::from_matrix_blocks(const DistCsr<double>& a, const std::string& strategy) {
+  // I (block row i) need the B rows of every rank owning one of my ghost columns: those
+  // ranks are my sources; the destinations follow from the SDDE.
+  std::vector<int> need;
+  for (int64_t g : a.ghost_ids()) need.push_back(a.col_partition().owner(g));
+  sort_unique(need);
+  // Reverse direction: the owners of those columns send to me.
+  const int p = comm_size(a.comm());
+  Sdde sdde(a.comm(), Locality::parse(a.comm(), "flat"));
+  SparseMessages<int> out;
+  for (int r : need) out.add(r, nullptr, 0);
+  auto got = sdde.exchange(out, strategy);
+  (void)p;
+  Topology t;
+  t.sources = need;
+  t.destinations = got.ranks;
+  return t;
+}
+
+Topology Topology::erdos_renyi(MPI_Comm comm, double density, uint64_t seed) {
+  if (!(density >= 0.0 && density <= 1.0))
+    throw InputError("Topology: Erdős–Rényi density must be in [0, 1], got " + std::to_string(density));
+  const int p = comm_size(comm), me = comm_rank(comm);
+  std::vector<int> dest;
+  for (int j = 0; j < p; ++j) {
+    if (j == me) continue;
+    const uint64_t h = splitmix(seed * 0x100000001b3ull ^ splitmix((static_cast<uint64_t>(me) << 32) | static_cast<uint32_t>(j)));
+    if (static_cast<double>(h >> 11) * 0x1.0p-53 < density) dest.push_back(j);
+  }
+  return from_destinations(comm, dest);
+}
+
+Topology Topology::moore(MPI_Comm comm, int dims, int radius) {
+  if (dims < 1 || dims > 6) throw InputError("Topology: Moore dims must be in 1..6, got " + std::to_string(dims));
+  if (radius < 1) throw InputError("Topology: Moore radius must be >= 1, got " + std::to_string(radius));
+  const int p = comm_size(comm), me = comm_rank(comm);
+  std::vector<int> side(static_cast<size_t>(dims), 0);
+  SPC_MPI(MPI_Dims_create(p, dims, side.data()));
+  // Coordinates: first dimension fastest.
+  std::vector<int> c(static_cast<size_t>(dims));
+  for (int d = 0, r = me; d < dims; ++d) c[d] = r % side[d], r /= side[d];
+  std::set<int> dest;
+  std::vector<int> off(static_cast<size_t>(dims), -radius);
+  while (true) {
+    int r = 0, stride = 1;
+    for (int d = 0; d < dims; ++d) {
+      const int x = ((c[d] + off[d]) % side[d] + side[d]) % side[d];
+      r += x * stride;
+      stride *= side[d];
+    }
+    if (r != me) dest.insert(r);
+    int d = 0;
+    while (d < dims && off[d] == radius) off[d++] = -radius;
+    if (d == dims) break;
+    ++off[d];
+  }
+  Topology t;
+  t.destinations.assign(dest.begin(), dest.end());
+  t.sources = t.destinations;  // symmetric
+  return t;
+}
+
+Topology Topology::parse(MPI_Comm comm, const std::string& spec) {
+  const std::string valid = "valid forms: er:<density>[,<seed>], moore:<dims>,<radius>";
+  auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  std::vector<std::string> args;
+  if (colon != std::string::npos) {
+    std::stringstream ss(spec.substr(colon + 1));
+    std::string tok;
+    while (std::getline(ss, tok, ',')) args.push_back(tok);
+  }
+  try {
+    if (name == "er" && (args.size() == 1 || args.size() == 2))
+      return erdos_renyi(comm, std::stod(args[0]), args.size() == 2 ? std::stoull(args[1]) : 1);
+    if (name == "moore" && args.size() == 2) return moore(comm, std::stoi(args[0]), std::stoi(args[1]));
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception&) {
+    throw InputError("Topology: malformed spec '" + spec + "'; " + valid);
+  }
+  throw InputError("Topology: unknown spec '" + spec + "'; " + valid);
+}
+
+}  // namespace sparsecomm

@@ -1,0 +1,47 @@
+#pragma once
+// A distributed directed graph among the ranks of a communicator, as each rank sees it:
+// its in-neighbors (sources: I receive from them) and out-neighbors (destinations: I send
+// to them). No rank ever holds the whole graph (MPI's distributed graph topology).
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/pattern.hpp"
+#include "matrix/dist_csr.hpp"
+
+namespace sparsecomm {
+
+struct Topology {
+  std::vector<int> sources;       ///< in-neighbors, sorted, unique
+  std::vector<int> destinations;  ///< out-neighbors, sorted, unique
+
+  /// Collective. Each rank gives its out-neighbors; the in-neighbors are learned with the
+  /// SDDE (`strategy`). Duplicates are removed; a rank out of range is an InputError on
+  /// every rank; a self-loop is an InputError unless `allow_self` (then I am my own
+  /// source and destination and the block is copied locally).
+  static Topology from_destinations(MPI_Comm comm, std::vector<int> destinations, bool allow_self = false,
+                                    const std::string& strategy = "nbx");
+  /// The neighbors of a halo-exchange pattern (send ranks -> destinations, receive ranks ->
+  /// sources). Local.
+  static Topology from_pattern(const Pattern& p);
+  /// Collective. The block-row graph of a matrix as in the message-combining SpMM papers:
+  /// P_j -> P_i when block (i, j) of `a` has a nonzero (rank i needs rank j's rows of B).
+  static Topology from_matrix_blocks(const DistCsr<double>& a, const std::string& strategy = "nbx");
+
+  /// Collective. Erdős–Rényi random directed graph on the P ranks: each ordered pair
+  /// (i, j), i != j, is an edge with probability `density`; the same graph at every run
+  /// for a given seed.
+  static Topology erdos_renyi(MPI_Comm comm, double density, uint64_t seed = 1);
+  /// Collective. Moore neighborhood of `radius` on a `dims`-dimensional torus whose sides
+  /// multiply to P (as even as MPI_Dims_create makes them): every rank within Chebyshev
+  /// distance `radius` (wrapping), except itself. Symmetric.
+  static Topology moore(MPI_Comm comm, int dims, int radius);
+  /// Collective. Parses "er:<density>[,seed]", "moore:<dims>,<radius>".
+  static Topology parse(MPI_Comm comm, const std::string& spec);
+
+  bool operator==(const Topology& o) const { return sources == o.sources && destinations == o.destinations; }
+};
+
+}  // namespace sparsecomm

@@ -1,0 +1,128 @@
+// Allgather-shaped exchange: every backend (one body over the registry) delivers exactly
+// what MPI_Neighbor_allgatherv would, over random graphs, Moore neighborhoods, graphs from
+// SuiteSparse block patterns, empty neighborhoods, self-loops; combining options swept.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "comm/gather_plan.hpp"
+#include "matrix/mtx_reader.hpp"
+#include "test_util.hpp"
+
+using namespace sparsecomm;
+
+namespace {
+
+// Block of rank s: count(s) values.
+int64_t count_of(int s, bool varying) { return varying ? 1 + (s * 7) % 4 : 3; }
+double value_of(int s, int64_t i) { return 1000.0 * s + static_cast<double>(i) + 0.25; }
+
+void check_topology(const Topology& t, const std::string& label, bool quick = false) {
+  const int me = test::rank();
+  std::vector<CombiningOptions> combos;
+  for (int k : {2, 3, 4})
+    for (int theta : {1, 2, 4})
+      for (bool aware : {false, true}) {
+        if (quick && (theta == 2 || k == 3)) continue;
+        CombiningOptions c;
+        c.k = k, c.theta = theta, c.aware = aware;
+        combos.push_back(c);
+      }
+  for (const std::string regions : {"ppn:2", "ppn:4"}) {
+    Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
+    for (const auto& backend : gather_backend_names()) {
+      const bool combined = backend == "combined";
+      for (size_t ci = 0; ci < (combined ? combos.size() : 1); ++ci)
+        for (bool persistent : {true, false})
+          for (bool varying : {false, true}) {
+            GatherOptions opt;
+            opt.persistent = persistent;
+            if (combined) opt.combining = combos[ci];
+            const std::string what = label + " " + backend + " " + regions + " k=" + std::to_string(opt.combining.k) +
+                                     " theta=" + std::to_string(opt.combining.theta) +
+                                     (opt.combining.aware ? " aware" : " agnostic") + (persistent ? " persistent" : "") +
+                                     (varying ? " allgatherv" : " allgather");
+            auto plan = make_gather_plan(backend, t, loc, MPI_COMM_WORLD, count_of(me, varying), opt);
+            ASSERT_EQ(plan->recv_counts().size(), t.sources.size());
+            for (int round = 0; round < 2; ++round) {
+              std::vector<double> block(static_cast<size_t>(count_of(me, varying)));
+              for (size_t i = 0; i < block.size(); ++i) block[i] = value_of(me, static_cast<int64_t>(i)) + round;
+              std::vector<double> recv(static_cast<size_t>(plan->recv_total()), -1);
+              plan->exchange(block.data(), recv.data());
+              for (size_t k = 0; k < t.sources.size(); ++k) {
+                const int s = t.sources[k];
+                ASSERT_EQ(plan->recv_counts()[k], count_of(s, varying)) << what;
+                for (int64_t i = 0; i < count_of(s, varying); ++i)
+                  ASSERT_EQ(recv[plan->recv_offsets()[k] + i], value_of(s, i) + round)
+                      << what << " from " << s << " value " << i << " round " << round;
+              }
+            }
+          }
+    }
+  }
+}
+
+TEST(Gather, ErdosRenyi) {
+  for (double d : {0.3, 0.7, 1.0})
+    check_topology(Topology::erdos_renyi(MPI_COMM_WORLD, d, 9), "er " + std::to_string(d));
+}
+TEST(Gather, Moore) {
+  check_topology(Topology::moore(MPI_COMM_WORLD, 2, 1), "moore 2,1");
+  check_topology(Topology::moore(MPI_COMM_WORLD, 1, 3), "moore 1,3");
+}
+TEST(Gather, EmptyAndStar) {
+  check_topology(Topology::from_destinations(MPI_COMM_WORLD, {}), "empty");
+  std::vector<int> star;
+  if (test::rank() == 0)
+    for (int r = 1; r < test::size(); ++r) star.push_back(r);
+  check_topology(Topology::from_destinations(MPI_COMM_WORLD, star), "star");
+}
+TEST(Gather, SelfLoopsHandledWhenAllowed) {
+  const int me = test::rank(), p = test::size();
+  std::vector<int> d{me, (me + 1) % p};
+  EXPECT_THROW(Topology::from_destinations(MPI_COMM_WORLD, d), InputError);
+  check_topology(Topology::from_destinations(MPI_COMM_WORLD, d, true), "self-loops", true);
+}
+
+class GatherSuiteSparse : public ::testing::TestWithParam<std::string> {};
+TEST_P(GatherSuiteSparse, BlockPatternTopology) {
+  SPC_REQUIRE_MATRIX(path, GetParam());
+  auto a = read_matrix_market(MPI_COMM_WORLD, path);
+  check_topology(Topology::from_matrix_blocks(a), GetParam(), true);
+}
+INSTANTIATE_TEST_SUITE_P(Real, GatherSuiteSparse, ::testing::Values("Pajek/Journals", "HB/dwt_193", "HB/ash292"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+TEST(Gather, ErrorsAreAgreed) {
+  const int me = test::rank(), p = test::size();
+  Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  Topology t = Topology::erdos_renyi(MPI_COMM_WORLD, 0.5, 3);
+  try {
+    make_gather_plan("smoke_signals", t, loc, MPI_COMM_WORLD, 1);
+    ADD_FAILURE() << "no throw";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("valid backends: combined, neighbor, p2p"), std::string::npos) << e.what();
+  }
+  if (p > 1) {
+    // An inconsistent hand-made topology is detected instead of hanging.
+    Topology bad;
+    bad.destinations = {(me + 1) % p};  // nobody lists a source
+    EXPECT_THROW(make_gather_plan("p2p", bad, loc, MPI_COMM_WORLD, 1), InputError);
+    // A bad combining option on one rank only.
+    GatherOptions o;
+    if (me == p - 1) o.combining.k = 1;
+    EXPECT_THROW(make_gather_plan("combined", t, loc, MPI_COMM_WORLD, 1, o), InputError);
+  }
+  std::vector<int> out_of_range{me == 0 ? p + 1 : 0};
+  if (p > 1) {
+    EXPECT_THROW(Topology::from_destinations(MPI_COMM_WORLD, out_of_range), InputError);
+  }
+}
+
+}  // namespace
