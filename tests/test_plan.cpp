@@ -100,6 +100,42 @@ TEST(PlanSpmv, Rectangular) {
   check_backends(DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, cols, t), "rectangular 9x23");
 }
 
+// The combined backend with options that make groups form (low theta, dense pattern):
+// SpMV and transpose still exact, and some ranks really run two stages.
+TEST(PlanCombined, GroupsFormAndResultsStayExact) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "er:240,0.2,11");
+  const auto ref = reference::gather_eigen(a);
+  const reference::SpMat reft = ref.transpose();
+  Pattern pat = Pattern::from_matrix_reference(a);
+  std::vector<double> xg(static_cast<size_t>(a.global_cols()));
+  for (int64_t g = 0; g < a.global_cols(); ++g) xg[g] = xval(g, 0, 3);
+  auto yg = reference::spmv(ref, xg), ytg = reference::spmv(reft, xg);
+  int64_t two_stage = 0;
+  for (int k : {2, 3, 4})
+    for (int theta : {1, 2})
+      for (bool aware : {false, true}) {
+        PlanOptions o;
+        o.combining.k = k, o.combining.theta = theta, o.combining.aware = aware;
+        Locality loc = Locality::ppn(MPI_COMM_WORLD, 4);
+        DistSpmv spmv(a, make_plan("combined", pat, loc, MPI_COMM_WORLD, o));
+        two_stage += allreduce_sum(MPI_COMM_WORLD, spmv.plan().stages() == 2 ? 1 : 0);
+        std::vector<double> x(static_cast<size_t>(a.local_cols())), y(static_cast<size_t>(a.local_rows()));
+        for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = xg[a.col_begin() + i];
+        spmv.apply(x.data(), y.data());
+        const std::string what = "k=" + std::to_string(k) + " theta=" + std::to_string(theta) + (aware ? " aware" : "");
+        expect_close(y, std::vector<double>(yg.begin() + a.row_begin(), yg.begin() + a.row_begin() + a.local_rows()), what);
+        auto rev = make_plan("combined", pat.reverse(), loc, MPI_COMM_WORLD, o);
+        std::vector<double> xr(static_cast<size_t>(a.local_rows())), yr(static_cast<size_t>(a.local_cols()));
+        for (int32_t i = 0; i < a.local_rows(); ++i) xr[i] = xg[a.row_begin() + i];
+        spmv_transpose(a, *rev, xr.data(), yr.data());
+        expect_close(yr, std::vector<double>(ytg.begin() + a.col_begin(), ytg.begin() + a.col_begin() + a.local_cols()),
+                     what + " transpose");
+      }
+  if (test::size() >= 4) {
+    EXPECT_GT(two_stage, 0) << "no group ever formed: the combining path went untested";
+  }
+}
+
 // Aggregation sends one inter-region message per region pair; dedup never sends more.
 TEST(PlanCounts, AggregationOneMessagePerRegionPair) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:32,32");
@@ -158,7 +194,7 @@ TEST(PlanErrors, BadUseIsReported) {
     make_plan("carrier_pigeon", pat, loc, MPI_COMM_WORLD);
     ADD_FAILURE() << "no throw";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("valid backends: aggregated, aggregated_dedup, neighbor, p2p"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("valid backends: aggregated, aggregated_dedup, combined, neighbor, p2p"), std::string::npos)
         << e.what();
   }
   // Ranks disagreeing on the backend: every rank throws, nobody hangs.

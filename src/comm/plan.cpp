@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <climits>
 #include <map>
 
 namespace sparsecomm {
@@ -37,6 +38,7 @@ namespace detail {
 void register_p2p();
 void register_neighbor();
 void register_aggregated();
+void register_combined();
 }  // namespace detail
 
 namespace {
@@ -56,6 +58,7 @@ std::map<std::string, Entry>& registry() {
     detail::register_p2p();
     detail::register_neighbor();
     detail::register_aggregated();
+    detail::register_combined();
   }
   return r;
 }
@@ -87,13 +90,18 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
     err = "unknown backend '" + backend + "'; valid backends: " + names;
   } else if (opt.width < 1 || opt.value_bytes < 1) {
     err = "make_plan: width and value_bytes must be at least 1";
+  } else if ((pattern.send().size() + pattern.recv().size()) * opt.width * int64_t{opt.value_bytes} > INT32_MAX) {
+    err = "make_plan: more than 2^31 bytes in one exchange on this rank";
   } else if (loc.size() != comm_size(comm)) {
     err = "make_plan: the locality describes " + std::to_string(loc.size()) + " ranks, the communicator has " +
           std::to_string(comm_size(comm));
   }
   // Every rank must ask for the same backend and options.
-  const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde) ^
-                     (static_cast<uint64_t>(opt.width) << 32) ^ static_cast<uint64_t>(opt.value_bytes);
+  const auto& c = opt.combining;
+  const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde + "|" + c.sdde) ^
+                     (static_cast<uint64_t>(opt.width) << 32) ^ static_cast<uint64_t>(opt.value_bytes) ^
+                     (static_cast<uint64_t>(c.theta) << 12) ^ (static_cast<uint64_t>(c.k) << 24) ^
+                     (static_cast<uint64_t>(c.max_rounds) << 48) ^ (c.aware ? 1ull << 60 : 0);
   uint64_t v[2] = {h, ~h}, mx[2];
   SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
   if (err.empty() && (mx[0] != h || mx[1] != ~h)) err = "make_plan: ranks asked for different backends or options";

@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "comm/combining.hpp"
 #include "comm/locality.hpp"
 #include "comm/pattern.hpp"
 #include "comm/stats.hpp"
@@ -30,6 +31,7 @@ struct PlanOptions {
   int width = 1;             ///< values per index (k vectors interleaved: x[i*width + k])
   int value_bytes = 8;       ///< bytes of one value (8 for double)
   std::string sdde = "nbx";  ///< SDDE strategy for setup steps that must discover peers
+  CombiningOptions combining;  ///< for "combined": theta, k, aware, rounds
 };
 
 /// How received values are written into the destination buffer.

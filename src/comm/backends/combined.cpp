@@ -1,0 +1,208 @@
+// combined (halo-exchange Plans): the message-combining pattern of comm/combining.cpp
+// driving an alltoallv-shaped exchange, where each destination gets its own data.
+// Stage 1: an origin sends to each group member the segments that member will deliver
+// for it (its share of the group's common destinations); stage 2: every rank sends one
+// message per destination with the segments of every origin it delivers there, in origin
+// order; receivers place each origin's segment at its place in the pattern.
+#include <cstring>
+#include <map>
+
+#include "comm/plan.hpp"
+
+namespace sparsecomm {
+namespace {
+
+constexpr int kTagCounts = 61, kTagStage1 = 62, kTagStage2 = 63;
+
+struct Copy {
+  char* dst;
+  const char* src;
+  int64_t bytes;
+};
+
+class CombinedPlan final : public Plan {
+ public:
+  CombinedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
+      : Plan("combined", p, loc, comm, opt) {
+    try {
+      setup(p, loc, opt);
+    } catch (...) {
+      free_all();
+      throw;
+    }
+  }
+  ~CombinedPlan() override {
+    finish_if_active();
+    free_all();
+  }
+
+ protected:
+  void do_start() override {
+    for (const auto& c : pack1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+    start(first_);  // stage-1 receives and sends, final receives, direct sends
+  }
+  void do_wait() override {
+    wait(stage1_wait_);
+    for (const auto& c : pack2_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+    start(second_);
+    wait(final_wait_);
+    for (const auto& c : scatter_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+    wait(first_);
+    wait(second_);
+  }
+
+ private:
+  static void start(std::vector<MPI_Request>& r) {
+    if (!r.empty()) SPC_MPI(MPI_Startall(static_cast<int>(r.size()), r.data()));
+  }
+  static void wait(std::vector<MPI_Request>& r) {
+    if (!r.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE));
+  }
+  void free_all() noexcept {
+    for (auto& q : owned_)
+      if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
+  }
+  MPI_Request add(bool send, void* buf, int64_t bytes, int peer, int tag) {
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (send) SPC_MPI(MPI_Send_init(buf, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm(), &r));
+    else SPC_MPI(MPI_Recv_init(buf, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm(), &r));
+    owned_.push_back(r);
+    return r;
+  }
+
+  void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
+    Stats& st = setup_stats_mut();
+    const CombiningSchedule s = CombiningSchedule::build(comm(), Topology::from_pattern(p), loc, opt.combining, &st);
+    const double t0 = MPI_Wtime();
+    const int me = loc.rank();
+    const int64_t eb = elem_bytes();
+    const auto& snd = p.send();
+    const auto& rcv = p.recv();
+    std::map<int, int> send_idx, recv_idx;  // neighbor rank -> segment index
+    for (int i = 0; i < snd.num_neighbors(); ++i) send_idx[snd.ranks[i]] = i;
+    for (int i = 0; i < rcv.num_neighbors(); ++i) recv_idx[rcv.ranks[i]] = i;
+
+    // Stage-1 segment sizes: I tell each forwarder the counts of my segments for its
+    // destinations; I learn those of the members I forward for.
+    std::vector<std::vector<int64_t>> out_counts(s.stage1_send.size()), in_counts(s.stage1_recv.size());
+    {
+      std::vector<MPI_Request> r;
+      for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
+        in_counts[i].resize(s.stage1_recv_dests[i].size());
+        r.emplace_back();
+        SPC_MPI(MPI_Irecv(in_counts[i].data(), static_cast<int>(in_counts[i].size()), MPI_INT64_T, s.stage1_recv[i],
+                          kTagCounts, comm(), &r.back()));
+      }
+      for (size_t i = 0; i < s.stage1_send.size(); ++i) {
+        for (int d : s.stage1_send_dests[i]) out_counts[i].push_back(snd.count(send_idx.at(d)));
+        r.emplace_back();
+        SPC_MPI(MPI_Isend(out_counts[i].data(), static_cast<int>(out_counts[i].size()), MPI_INT64_T, s.stage1_send[i],
+                          kTagCounts, comm(), &r.back()));
+      }
+      if (!r.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE));
+    }
+    // Where each (origin, destination) segment sits before stage 2.
+    std::map<std::pair<int, int>, std::pair<const char*, int64_t>> seg;
+    for (int i = 0; i < snd.num_neighbors(); ++i) seg[{me, snd.ranks[i]}] = {send_buf() + snd.offsets[i] * eb, snd.count(i) * eb};
+    // Stage 1 buffers.
+    out1_.resize(s.stage1_send.size());
+    for (size_t i = 0; i < s.stage1_send.size(); ++i) {
+      int64_t bytes = 0;
+      for (int64_t c : out_counts[i]) bytes += c * eb;
+      out1_[i].assign(static_cast<size_t>(bytes), 0);
+      int64_t pos = 0;
+      for (int d : s.stage1_send_dests[i]) {
+        const auto& sg = seg.at({me, d});
+        pack1_.push_back({out1_[i].data() + pos, sg.first, sg.second});
+        pos += sg.second;
+      }
+      first_.push_back(add(true, out1_[i].data(), bytes, s.stage1_send[i], kTagStage1));
+      count_send("stage1", s.stage1_send[i], bytes);
+    }
+    in1_.resize(s.stage1_recv.size());
+    for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
+      int64_t bytes = 0;
+      for (int64_t c : in_counts[i]) bytes += c * eb;
+      in1_[i].assign(static_cast<size_t>(bytes), 0);
+      int64_t pos = 0;
+      for (size_t j = 0; j < s.stage1_recv_dests[i].size(); ++j) {
+        seg[{s.stage1_recv[i], s.stage1_recv_dests[i][j]}] = {in1_[i].data() + pos, in_counts[i][j] * eb};
+        pos += in_counts[i][j] * eb;
+      }
+      MPI_Request r = add(false, in1_[i].data(), bytes, s.stage1_recv[i], kTagStage1);
+      first_.push_back(r);
+      stage1_wait_.push_back(r);
+      count_recv("stage1", s.stage1_recv[i], bytes);
+    }
+    // Stage 2: one message per destination.
+    out2_.resize(s.dest.size());
+    for (size_t i = 0; i < s.dest.size(); ++i) {
+      const int d = s.dest[i];
+      const auto& org = s.dest_origins[i];
+      if (org.size() == 1 && org[0] == me) {  // direct: straight from the send buffer
+        const auto& sg = seg.at({me, d});
+        first_.push_back(add(true, const_cast<char*>(sg.first), sg.second, d, kTagStage2));
+        count_send("stage2", d, sg.second);
+        continue;
+      }
+      int64_t bytes = 0;
+      for (int o : org) bytes += seg.at({o, d}).second;
+      out2_[i].assign(static_cast<size_t>(bytes), 0);
+      int64_t pos = 0;
+      for (int o : org) {
+        const auto& sg = seg.at({o, d});
+        pack2_.push_back({out2_[i].data() + pos, sg.first, sg.second});
+        pos += sg.second;
+      }
+      second_.push_back(add(true, out2_[i].data(), bytes, d, kTagStage2));
+      count_send("stage2", d, bytes);
+    }
+    // Receive side.
+    in2_.resize(s.from.size());
+    for (size_t i = 0; i < s.from.size(); ++i) {
+      const auto& org = s.from_origins[i];
+      MPI_Request r;
+      if (org.size() == 1) {
+        const int k = recv_idx.at(org[0]);
+        r = add(false, recv_buf() + rcv.offsets[k] * eb, rcv.count(k) * eb, s.from[i], kTagStage2);
+        count_recv("stage2", s.from[i], rcv.count(k) * eb);
+      } else {
+        int64_t bytes = 0;
+        for (int o : org) bytes += rcv.count(recv_idx.at(o)) * eb;
+        in2_[i].assign(static_cast<size_t>(bytes), 0);
+        int64_t pos = 0;
+        for (int o : org) {
+          const int k = recv_idx.at(o);
+          scatter_.push_back({recv_buf() + rcv.offsets[k] * eb, in2_[i].data() + pos, rcv.count(k) * eb});
+          pos += rcv.count(k) * eb;
+        }
+        r = add(false, in2_[i].data(), bytes, s.from[i], kTagStage2);
+        count_recv("stage2", s.from[i], bytes);
+      }
+      first_.push_back(r);
+      final_wait_.push_back(r);
+    }
+    set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
+    st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
+  }
+
+  // Requests: first_ (started at start(): stage 1, direct stage-2 sends, all receives),
+  // second_ (combined stage-2 sends, started once stage 1 is in); the wait lists alias
+  // handles of first_ (persistent handles stay valid across completions).
+  std::vector<MPI_Request> owned_, first_, second_, stage1_wait_, final_wait_;
+  std::vector<std::vector<char>> out1_, in1_, out2_, in2_;
+  std::vector<Copy> pack1_, pack2_, scatter_;
+};
+
+}  // namespace
+
+namespace detail {
+void register_combined() {
+  register_backend("combined", "message combining over common neighborhoods (pairs or k-groups)",
+                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
+                     return std::unique_ptr<Plan>(new CombinedPlan(p, l, c, o));
+                   });
+}
+}  // namespace detail
+
+}  // namespace sparsecomm
