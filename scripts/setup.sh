@@ -12,6 +12,7 @@ packages=(
   zlib1g-dev                            # .mtx.gz
   libhypre-dev                          # BoomerAMG hierarchies, Hypre comparisons
   petsc-dev                             # PETSc MatMult adapter
+  libcombblas-dev                       # CombBLAS BFS anchor (side-by-side benchmark)
   python3-matplotlib                    # plots (Debian's /usr/bin/python3)
   iproute2                              # emulated multi-node cluster (network namespaces)
 )

@@ -1,0 +1,237 @@
+// Tests across an emulated multi-node cluster: run under
+//
+//   scripts/cluster.sh run NODES RANKS_PER_NODE [--rate R] -- build/tests/cluster/test_cluster
+//
+// which places ranks in blocks of RANKS_PER_NODE on hosts node0, node1, ... (one network and
+// UTS namespace each, TCP between them) and exports SPC_CLUSTER_NODES / SPC_CLUSTER_PPN.
+// Here regions come from real detection (MPI_COMM_TYPE_SHARED), so inter-region traffic
+// really crosses the emulated network:
+// - Locality::detect finds exactly the emulated nodes;
+// - every backend's SpMV equals the serial reference with detected regions;
+// - aggregation sends one inter-region message per communicating region pair;
+// - every SDDE strategy discovers the same pattern as the dense direct answer.
+// Outside cluster.sh (no SPC_CLUSTER_* variables) the layout checks skip visibly; the rest
+// still runs with whatever regions the launch gives.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "comm/locality.hpp"
+#include "comm/pattern.hpp"
+#include "comm/plan.hpp"
+#include "comm/sdde.hpp"
+#include "matrix/dist_spmv.hpp"
+#include "matrix/generators.hpp"
+#include "matrix/mtx_reader.hpp"
+#include "matrix/reference.hpp"
+#include "test_util.hpp"
+
+using namespace sparsecomm;
+
+namespace {
+
+// Expected layout from cluster.sh; 0 when not running under it.
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : 0;
+}
+int cluster_nodes() { return env_int("SPC_CLUSTER_NODES"); }
+int cluster_ppn() { return env_int("SPC_CLUSTER_PPN"); }
+
+#define SPC_REQUIRE_CLUSTER()                                                                             \
+  if (cluster_nodes() <= 0 || cluster_ppn() <= 0)                                                         \
+  GTEST_SKIP() << "not running under scripts/cluster.sh (SPC_CLUSTER_NODES / SPC_CLUSTER_PPN unset)"
+
+// MPI_Get_processor_name of every rank.
+std::vector<std::string> processor_names() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<size_t>(test::size()) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  for (int r = 0; r < test::size(); ++r) out.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+  return out;
+}
+
+double xval(int64_t gid, int k, int round) {
+  return std::sin(0.37 * static_cast<double>(gid) + 1.3 * k + 0.11 * round) + 0.01 * k;
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 1.0;
+  for (double v : want) scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-11 * scale) << what << " at local index " << i;
+}
+
+// Number of ordered region pairs (a, b), a != b, with at least one message from a to b.
+int64_t communicating_region_pairs(const Pattern& pat, const Locality& loc) {
+  const size_t nr = static_cast<size_t>(loc.num_regions());
+  std::vector<int> flags(nr * nr, 0), all(nr * nr, 0);
+  for (int d : pat.send().ranks)
+    if (!loc.same_region(d)) flags[static_cast<size_t>(loc.region()) * nr + loc.region_of(d)] = 1;
+  MPI_Allreduce(flags.data(), all.data(), static_cast<int>(all.size()), MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  int64_t pairs = 0;
+  for (int v : all) pairs += v;
+  return pairs;
+}
+
+// SpMV (widths 1 and 3, two executions) and the transpose product with every backend on
+// detected regions, against Eigen on the gathered matrix; aggregation message counts.
+void check_backends_on_nodes(const DistCsr<double>& a, const std::string& label) {
+  const Locality loc = Locality::detect(MPI_COMM_WORLD);
+  const auto ref = reference::gather_eigen(a);
+  const reference::SpMat reft = ref.transpose();
+  Sdde sdde(MPI_COMM_WORLD, loc);
+  const Pattern pat = Pattern::from_matrix(a, sdde, "locality_nbx");
+  ASSERT_TRUE(pat == Pattern::from_matrix_reference(a)) << label;
+  const int64_t region_pairs = communicating_region_pairs(pat, loc);
+  int64_t rank_pairs_inter = 0;
+  for (int d : pat.send().ranks) rank_pairs_inter += loc.same_region(d) ? 0 : 1;
+  rank_pairs_inter = allreduce_sum(MPI_COMM_WORLD, rank_pairs_inter);
+
+  for (const auto& backend : backend_names()) {
+    const std::string what = label + " backend " + backend + " regions " + loc.describe();
+    for (int width : {1, 3}) {
+      PlanOptions opt;
+      opt.width = width;
+      DistSpmv spmv(a, make_plan(backend, pat, loc, MPI_COMM_WORLD, opt));
+      for (int round = 0; round < 2; ++round) {
+        std::vector<double> x(static_cast<size_t>(a.local_cols()) * width), y(static_cast<size_t>(a.local_rows()) * width);
+        for (int32_t i = 0; i < a.local_cols(); ++i)
+          for (int k = 0; k < width; ++k) x[static_cast<size_t>(i) * width + k] = xval(a.col_begin() + i, k, round);
+        spmv.apply(x.data(), y.data());
+        for (int k = 0; k < width; ++k) {
+          std::vector<double> xg(static_cast<size_t>(a.global_cols()));
+          for (int64_t g = 0; g < a.global_cols(); ++g) xg[g] = xval(g, k, round);
+          const auto yg = reference::spmv(ref, xg);
+          std::vector<double> want(yg.begin() + a.row_begin(), yg.begin() + a.row_begin() + a.local_rows());
+          std::vector<double> got(static_cast<size_t>(a.local_rows()));
+          for (int32_t i = 0; i < a.local_rows(); ++i) got[i] = y[static_cast<size_t>(i) * width + k];
+          expect_close(got, want, what + " width " + std::to_string(width) + " vector " + std::to_string(k));
+        }
+      }
+      if (width == 1) {
+        // Deterministic per-iteration counts: aggregation crosses the network once per
+        // communicating region pair; point-to-point once per communicating rank pair.
+        const int64_t inter = allreduce_sum(MPI_COMM_WORLD, spmv.plan().iteration_counts().total().sent_inter.msgs);
+        if (backend.rfind("aggregated", 0) == 0) {
+          EXPECT_EQ(inter, region_pairs) << what << ": inter-region messages per iteration";
+        } else if (backend == "p2p") {
+          EXPECT_EQ(inter, rank_pairs_inter) << what << ": inter-region messages per iteration";
+        }
+      }
+    }
+    auto rev = make_plan(backend, pat.reverse(), loc, MPI_COMM_WORLD);
+    std::vector<double> x(static_cast<size_t>(a.local_rows())), y(static_cast<size_t>(a.local_cols()));
+    for (int32_t i = 0; i < a.local_rows(); ++i) x[i] = xval(a.row_begin() + i, 0, 7);
+    spmv_transpose(a, *rev, x.data(), y.data());
+    std::vector<double> xg(static_cast<size_t>(a.global_rows()));
+    for (int64_t g = 0; g < a.global_rows(); ++g) xg[g] = xval(g, 0, 7);
+    const auto yg = reference::spmv(reft, xg);
+    expect_close(y, std::vector<double>(yg.begin() + a.col_begin(), yg.begin() + a.col_begin() + a.local_cols()),
+                 what + " transpose");
+  }
+}
+
+// "" if MPI_Win_allocate works across every rank, else why not (same answer on every rank).
+std::string window_unsupported_reason() {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  void* base = nullptr;
+  MPI_Win win = MPI_WIN_NULL;
+  const int rc = MPI_Win_allocate(64, 1, MPI_INFO_NULL, comm, &base, &win);
+  int ok = rc == MPI_SUCCESS ? 1 : 0, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  // Window creation either works or fails everywhere (the osc component is chosen the same
+  // way on every rank), so freeing on the successful ranks cannot leave one waiting.
+  if (rc == MPI_SUCCESS) MPI_Win_free(&win);
+  MPI_Comm_free(&comm);
+  if (all_ok) return "";
+  char err[MPI_MAX_ERROR_STRING] = "MPI_Win_allocate failed on another rank";
+  int len = 0;
+  if (rc != MPI_SUCCESS) MPI_Error_string(rc, err, &len);
+  return std::string("MPI_Win_allocate across nodes fails here (") + err +
+         "): Open MPI 4.1's osc/rdma needs one BTL that reaches every rank of the window with RDMA "
+         "(open-mpi/ompi#7830, fixed in v5) and Debian's /etc/openmpi/openmpi-mca-params.conf disables "
+         "osc/pt2pt (osc = ^ucx,pt2pt); scripts/cluster.sh re-enables it with --mca osc ^ucx";
+}
+
+TEST(ClusterLocality, RegionsAreTheEmulatedNodes) {
+  const Locality loc = Locality::detect(MPI_COMM_WORLD);
+  const auto names = processor_names();
+  const int p = test::size();
+  // Same region <=> same host, whatever the placement.
+  for (int r = 0; r < p; ++r)
+    for (int s = 0; s < p; ++s)
+      EXPECT_EQ(loc.region_of(r) == loc.region_of(s), names[r] == names[s])
+          << "ranks " << r << " (" << names[r] << ") and " << s << " (" << names[s] << ")";
+  EXPECT_EQ(loc.num_regions(), static_cast<int>(std::set<std::string>(names.begin(), names.end()).size()));
+
+  SPC_REQUIRE_CLUSTER();
+  const int nodes = cluster_nodes(), ppn = cluster_ppn();
+  ASSERT_EQ(p, nodes * ppn) << "cluster.sh starts NODES x RANKS_PER_NODE ranks";
+  EXPECT_EQ(loc.num_regions(), nodes) << loc.describe();
+  for (int r = 0; r < p; ++r) {
+    EXPECT_EQ(loc.region_of(r), r / ppn) << "block placement: rank " << r;
+    EXPECT_EQ(names[r], "node" + std::to_string(r / ppn)) << "host of rank " << r;
+    EXPECT_EQ(loc.local_index_of(r), r % ppn) << "rank " << r;
+  }
+  for (int g = 0; g < loc.num_regions(); ++g) EXPECT_EQ(loc.region_size(g), ppn) << "region " << g;
+  // The region communicator holds exactly the ranks of my node.
+  int local_size = 0;
+  MPI_Comm_size(loc.local_comm(), &local_size);
+  EXPECT_EQ(local_size, ppn);
+}
+
+TEST(ClusterSpmv, RotatedEveryBackend) {
+  check_backends_on_nodes(gen::from_spec(MPI_COMM_WORLD, "rotate:40,40"), "rotate:40,40");
+}
+
+TEST(ClusterSpmv, ErdosRenyiEveryBackend) {
+  // Irregular: most ranks talk to every other rank, across both nodes.
+  check_backends_on_nodes(gen::from_spec(MPI_COMM_WORLD, "er:300,0.02,5"), "er:300,0.02,5");
+}
+
+TEST(ClusterSpmv, SuiteSparseCan1054EveryBackend) {
+  SPC_REQUIRE_MATRIX(path, "HB/can_1054");
+  check_backends_on_nodes(read_matrix_market(MPI_COMM_WORLD, path), "HB/can_1054");
+}
+
+// Every SDDE strategy across the nodes, with detected regions, against the direct answer.
+class ClusterSdde : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ClusterSdde, PatternMatchesDirectAnswer) {
+  const std::string strategy = GetParam();
+  if (strategy == "rma") {
+    const std::string why = window_unsupported_reason();
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
+  Sdde sdde(MPI_COMM_WORLD, Locality::detect(MPI_COMM_WORLD));
+  std::vector<std::string> specs = {"rotate:40,40", "er:300,0.02,5", "lap2d:17,13"};
+  const std::string can = test::find_suitesparse("HB/can_1054");
+  if (!can.empty()) specs.push_back(can);
+  for (const auto& spec : specs) {
+    const auto a = spec == can ? read_matrix_market(MPI_COMM_WORLD, can) : gen::from_spec(MPI_COMM_WORLD, spec);
+    const Pattern ref = Pattern::from_matrix_reference(a);
+    for (int call = 0; call < 2; ++call) {  // back-to-back calls on one Sdde never mix
+      Stats stats;
+      const Pattern got = Pattern::from_matrix(a, sdde, strategy, &stats);
+      EXPECT_TRUE(got == ref) << strategy << " on " << spec << " (call " << call << ")";
+      EXPECT_GT(stats.time("sdde." + strategy), 0.0) << strategy;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, ClusterSdde, ::testing::ValuesIn(Sdde::strategies()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
