@@ -1,0 +1,498 @@
+#include "bfs2d/bfs.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <queue>
+
+#include "comm/gather_plan.hpp"
+#include "comm/plan.hpp"
+#include "comm/sdde.hpp"
+
+namespace sparsecomm::bfs {
+
+Grid::Grid(MPI_Comm comm) : comm_(comm) {
+  const int p = comm_size(comm), me = comm_rank(comm);
+  int q = static_cast<int>(std::lround(std::sqrt(static_cast<double>(p))));
+  if (q * q != p)
+    throw InputError("bfs: the 2D processor grid must be square (1, 4, 9, 16, ... ranks); got " + std::to_string(p) +
+                     " ranks, and rectangular grids are not supported");
+  pr_ = pc_ = q;
+  row_ = me / q, col_ = me % q;
+  MPI_Comm r = MPI_COMM_NULL, c = MPI_COMM_NULL;
+  SPC_MPI(MPI_Comm_split(comm, row_, col_, &r));
+  SPC_MPI(MPI_Comm_split(comm, col_, row_, &c));
+  row_comm_ = Comm::adopt(r);
+  col_comm_ = Comm::adopt(c);
+}
+
+namespace {
+int piece_of(const std::vector<int64_t>& off, int64_t x) {
+  return static_cast<int>(std::upper_bound(off.begin(), off.end(), x) - off.begin()) - 1;
+}
+}  // namespace
+
+Graph2D Graph2D::build(const DistCsr<double>& g, const Grid& grid) {
+  MPI_Comm comm = grid.comm();
+  const int p = comm_size(comm), pc = grid.pc();
+  Graph2D out;
+  out.n = g.global_rows();
+  out.piece_offsets = g.row_partition().offsets();
+  agree(comm, g.row_partition() != RowPartition::balanced(out.n, p) || g.global_cols() != out.n
+                  ? "bfs: the 1D graph must be square with balanced rows"
+                  : "");
+  const auto& off = out.piece_offsets;
+  out.row_begin = off[grid.row() * pc], out.row_end = off[grid.row() * pc + pc];
+  out.col_begin = off[grid.col() * pc], out.col_end = off[grid.col() * pc + pc];
+  // Edge u -> v (row u of the 1D graph, column v) goes to block (block(v), block(u)).
+  std::vector<int> counts(p, 0);
+  std::vector<std::pair<int64_t, int64_t>> edges;  // (v, u)
+  std::vector<int> dest;
+  for (const auto& t : g.local_triplets()) {
+    const int d = (piece_of(off, t.col) / pc) * pc + piece_of(off, t.row) / pc;
+    edges.emplace_back(t.col, t.row);
+    dest.push_back(d);
+    ++counts[d];
+  }
+  std::vector<int> start(p + 1, 0);
+  for (int r = 0; r < p; ++r) start[r + 1] = start[r] + counts[r];
+  std::vector<std::pair<int64_t, int64_t>> sorted(edges.size());
+  for (size_t i = 0; i < edges.size(); ++i) sorted[start[dest[i]]++] = edges[i];
+  auto mine = alltoallv(comm, sorted, counts);
+  std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second < b.second : a.first < b.first;
+  });
+  const int64_t ncols = out.col_end - out.col_begin;
+  out.colptr.assign(static_cast<size_t>(ncols) + 1, 0);
+  for (const auto& [v, u] : mine) ++out.colptr[u - out.col_begin + 1];
+  for (int64_t c = 0; c < ncols; ++c) out.colptr[c + 1] += out.colptr[c];
+  out.rowidx.reserve(mine.size());
+  for (const auto& [v, u] : mine) out.rowidx.push_back(static_cast<int32_t>(v - out.row_begin));
+  return out;
+}
+
+namespace {
+
+constexpr int64_t kNone = INT64_MAX;
+
+// Wall-clock accumulator for one phase.
+struct Clock {
+  double* acc;
+  double t0;
+  Clock(double* a) : acc(a), t0(MPI_Wtime()) {}
+  ~Clock() { *acc += MPI_Wtime() - t0; }
+};
+
+// State shared by the variants within one BFS.
+struct Ctx {
+  const Graph2D& g;
+  const Grid& grid;
+  const BfsOptions& opt;
+  BfsTimes t;
+  int64_t pb, pe;                 // my piece
+  std::vector<int64_t> parent;    // my piece
+  std::vector<int64_t> best;      // per local row of my row block: min candidate parent
+  std::vector<int32_t> touched;   // rows with a candidate in this chunk
+
+  Ctx(const Graph2D& g_, const Grid& gr, const BfsOptions& o)
+      : g(g_), grid(gr), opt(o), pb(g_.piece_begin(comm_rank(gr.comm()))), pe(g_.piece_end(comm_rank(gr.comm()))),
+        parent(static_cast<size_t>(pe - pb), -1), best(static_cast<size_t>(g_.row_end - g_.row_begin), kNone) {}
+
+  // Transpose the frontier piece to processor (col, row).
+  std::vector<int64_t> transpose(const std::vector<int64_t>& f) {
+    Clock c(&t.transpose), e(&t.exposed);
+    const int partner = grid.rank_of(grid.col(), grid.row());
+    if (partner == comm_rank(grid.comm())) return f;
+    int64_t n_out = static_cast<int64_t>(f.size()), n_in = 0;
+    SPC_MPI(MPI_Sendrecv(&n_out, 1, MPI_INT64_T, partner, 91, &n_in, 1, MPI_INT64_T, partner, 91, grid.comm(),
+                         MPI_STATUS_IGNORE));
+    std::vector<int64_t> in(static_cast<size_t>(n_in));
+    SPC_MPI(MPI_Sendrecv(f.data(), static_cast<int>(n_out), MPI_INT64_T, partner, 92, in.data(), static_cast<int>(n_in),
+                         MPI_INT64_T, partner, 92, grid.comm(), MPI_STATUS_IGNORE));
+    return in;
+  }
+
+  // Local SpMSpV over (select, min): frontier vertices u of my column block -> candidate
+  // parent u for every neighbor v in my row block. Results in best[] / touched.
+  void spmspv(const int64_t* f, size_t n) {
+    Clock c(&t.compute);
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t u = f[k], cu = u - g.col_begin;
+      for (int64_t e = g.colptr[cu]; e < g.colptr[cu + 1]; ++e) {
+        const int32_t v = g.rowidx[e];
+        if (best[v] == kNone) touched.push_back(v), best[v] = u;
+        else if (u < best[v]) best[v] = u;
+      }
+    }
+  }
+
+  // Candidates of this chunk as (v, u) pairs bucketed by owner column in my row
+  // (sorted by v inside each bucket when `sorted`); resets best[].
+  void bucket(std::vector<int64_t>& data, std::vector<int>& counts, bool sorted) {
+    Clock c(&t.sort);
+    const int pc = grid.pc();
+    counts.assign(static_cast<size_t>(pc), 0);
+    if (sorted) std::sort(touched.begin(), touched.end());
+    std::vector<int> owner(touched.size());
+    const int base = grid.row() * pc;
+    for (size_t k = 0; k < touched.size(); ++k) {
+      owner[k] = piece_of(g.piece_offsets, g.row_begin + touched[k]) - base;
+      counts[owner[k]] += 2;
+    }
+    std::vector<int> pos(static_cast<size_t>(pc) + 1, 0);
+    for (int j = 0; j < pc; ++j) pos[j + 1] = pos[j] + counts[j];
+    data.assign(static_cast<size_t>(pos[pc]), 0);
+    for (size_t k = 0; k < touched.size(); ++k) {
+      const int32_t v = touched[k];
+      data[pos[owner[k]]++] = g.row_begin + v;
+      data[pos[owner[k]]++] = best[v];
+      best[v] = kNone;
+    }
+    touched.clear();
+  }
+
+  // Apply received (v, u) pairs: unvisited v take the smallest u; returns the new frontier.
+  std::vector<int64_t> update(const std::vector<int64_t>& pairs, std::vector<int64_t> frontier_new = {}) {
+    Clock c(&t.sort);
+    for (size_t k = 0; k + 1 < pairs.size(); k += 2) {
+      const int64_t v = pairs[k], u = pairs[k + 1], i = v - pb;
+      if (parent[i] == -1) parent[i] = -2 - u, frontier_new.push_back(v);  // provisional this level
+      else if (parent[i] <= -2 && u < -2 - parent[i]) parent[i] = -2 - u;
+    }
+    for (int64_t v : frontier_new) parent[v - pb] = -2 - parent[v - pb];
+    std::sort(frontier_new.begin(), frontier_new.end());
+    return frontier_new;
+  }
+};
+
+std::vector<int64_t> level_blocking(Ctx& c, const std::vector<int64_t>& frontier) {
+  std::vector<int64_t> L = c.transpose(frontier);
+  // Expand: allgatherv along the processor column.
+  std::vector<int64_t> F;
+  {
+    Clock a(&c.t.expand), e(&c.t.exposed);
+    const int q = c.grid.pr();
+    int n = static_cast<int>(L.size());
+    std::vector<int> counts(q), displs(q + 1, 0);
+    SPC_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, c.grid.col_comm()));
+    for (int i = 0; i < q; ++i) displs[i + 1] = displs[i] + counts[i];
+    F.resize(static_cast<size_t>(displs[q]));
+    SPC_MPI(MPI_Allgatherv(L.data(), n, MPI_INT64_T, F.data(), counts.data(), displs.data(), MPI_INT64_T,
+                           c.grid.col_comm()));
+  }
+  c.spmspv(F.data(), F.size());
+  std::vector<int64_t> data;
+  std::vector<int> counts;
+  c.bucket(data, counts, false);
+  std::vector<int64_t> got;
+  {
+    Clock a(&c.t.fold), e(&c.t.exposed);
+    got = alltoallv(c.grid.row_comm(), data, counts);
+  }
+  return c.update(got);
+}
+
+// Overlapped: expand and fold split into phases of neighborhood collectives.
+struct Overlap {
+  std::vector<Comm> col_phase;  // graph communicators over the column, one per phase
+  std::vector<std::vector<int>> phase_src;  // column ranks of each phase's sources
+  Comm row_graph;               // all other ranks of my row: fold counts
+  Comm row_data;                // the same graph: fold data (own communicator, see progress())
+  std::vector<int> row_peers;
+
+  Overlap(const Grid& grid, int phase_size) {
+    const int q = grid.pr(), me = grid.row();
+    const int ps = std::max(1, phase_size);
+    for (int o0 = 1; o0 < q; o0 += ps) {
+      std::vector<int> src, dst;
+      for (int o = o0; o < std::min(q, o0 + ps); ++o) src.push_back((me - o + q) % q), dst.push_back((me + o) % q);
+      MPI_Comm gcomm = MPI_COMM_NULL;
+      SPC_MPI(MPI_Dist_graph_create_adjacent(grid.col_comm(), static_cast<int>(src.size()), src.data(), MPI_UNWEIGHTED,
+                                             static_cast<int>(dst.size()), dst.data(), MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                                             &gcomm));
+      col_phase.push_back(Comm::adopt(gcomm));
+      phase_src.push_back(src);
+    }
+    for (int j = 0; j < grid.pc(); ++j)
+      if (j != grid.col()) row_peers.push_back(j);
+    MPI_Comm rcomm = MPI_COMM_NULL;
+    SPC_MPI(MPI_Dist_graph_create_adjacent(grid.row_comm(), static_cast<int>(row_peers.size()), row_peers.data(),
+                                           MPI_UNWEIGHTED, static_cast<int>(row_peers.size()), row_peers.data(),
+                                           MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &rcomm));
+    row_graph = Comm::adopt(rcomm);
+    row_data = Comm(row_graph.get());
+  }
+};
+
+// One fold chunk in flight: counts first, then the data (a small state machine).
+struct FoldChunk {
+  std::vector<int64_t> send, recv;
+  std::vector<int> scounts, sdispls, rcounts, rdispls;
+  MPI_Request req = MPI_REQUEST_NULL;
+  int state = 0;  // 0 counts posted, 1 data posted, 2 done
+};
+
+std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int64_t>& frontier) {
+  const bool sorted = c.opt.merge == "merge";
+  std::vector<int64_t> L = c.transpose(frontier);
+  const int q = c.grid.pr(), pc = c.grid.pc(), mycol = c.grid.col();
+  std::vector<int> counts(q);
+  {
+    Clock a(&c.t.expand), e(&c.t.exposed);
+    int n = static_cast<int>(L.size());
+    SPC_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, c.grid.col_comm()));
+  }
+  const size_t nph = ov.col_phase.size();
+  std::vector<std::vector<int64_t>> ebuf(nph);
+  std::vector<MPI_Request> ereq(nph, MPI_REQUEST_NULL);
+  std::vector<std::vector<int>> erc(nph), erd(nph);
+  auto post_expand = [&](size_t k) {
+    Clock a(&c.t.expand);
+    int tot = 0;
+    for (int s : ov.phase_src[k]) erc[k].push_back(counts[s]), erd[k].push_back(tot), tot += counts[s];
+    ebuf[k].resize(static_cast<size_t>(tot));
+    SPC_MPI(MPI_Ineighbor_allgatherv(L.data(), static_cast<int>(L.size()), MPI_INT64_T, ebuf[k].data(), erc[k].data(),
+                                     erd[k].data(), MPI_INT64_T, ov.col_phase[k].get(), &ereq[k]));
+  };
+  std::vector<FoldChunk> folds;
+  folds.reserve(nph + 1);
+  std::vector<int64_t> own;  // candidates for my own piece, kept locally
+  auto post_fold = [&]() {
+    std::vector<int64_t> data;
+    std::vector<int> cnt;
+    c.bucket(data, cnt, sorted);
+    Clock a(&c.t.fold);
+    // My own column's bucket stays here; the others go to the row peers.
+    int64_t pos = 0;
+    folds.emplace_back();
+    FoldChunk& f = folds.back();
+    for (int j = 0; j < pc; ++j) {
+      if (j == mycol) own.insert(own.end(), data.begin() + pos, data.begin() + pos + cnt[j]);
+      else {
+        f.scounts.push_back(cnt[j]);
+        f.sdispls.push_back(static_cast<int>(f.send.size()));
+        f.send.insert(f.send.end(), data.begin() + pos, data.begin() + pos + cnt[j]);
+      }
+      pos += cnt[j];
+    }
+    f.rcounts.assign(ov.row_peers.size(), 0);
+    if (f.scounts.empty()) f.state = 2;  // a 1x1 grid: nothing to fold
+    else SPC_MPI(MPI_Ineighbor_alltoall(f.scounts.data(), 1, MPI_INT, f.rcounts.data(), 1, MPI_INT, ov.row_graph.get(), &f.req));
+  };
+  // Non-blocking collectives must be posted in the same order on every rank of a
+  // communicator: counts go on row_graph in chunk order (at post_fold), data on row_data in
+  // chunk order (a chunk's data is posted only after every earlier chunk's data).
+  auto progress = [&](FoldChunk& f, bool block) -> bool {
+    Clock a(&c.t.fold);
+    while (f.state < 2) {
+      int done = 0;
+      if (block) {
+        Clock e(&c.t.exposed);
+        SPC_MPI(MPI_Wait(&f.req, MPI_STATUS_IGNORE));
+        done = 1;
+      } else {
+        SPC_MPI(MPI_Test(&f.req, &done, MPI_STATUS_IGNORE));
+      }
+      if (!done) return f.state >= 1;
+      if (f.state == 0) {
+        int tot = 0;
+        for (int r : f.rcounts) f.rdispls.push_back(tot), tot += r;
+        f.recv.resize(static_cast<size_t>(tot));
+        SPC_MPI(MPI_Ineighbor_alltoallv(f.send.data(), f.scounts.data(), f.sdispls.data(), MPI_INT64_T, f.recv.data(),
+                                        f.rcounts.data(), f.rdispls.data(), MPI_INT64_T, ov.row_data.get(), &f.req));
+      }
+      ++f.state;
+    }
+    return true;
+  };
+  auto progress_all = [&](bool block) {
+    for (auto& f : folds)
+      if (!progress(f, block)) break;  // data not posted yet: later chunks must wait
+  };
+  // Phase k's transfer overlaps with the compute on phase k-1 (own data first).
+  if (nph > 0) post_expand(0);
+  c.spmspv(L.data(), L.size());
+  post_fold();
+  for (size_t k = 0; k < nph; ++k) {
+    {
+      Clock a(&c.t.expand), e(&c.t.exposed);
+      SPC_MPI(MPI_Wait(&ereq[k], MPI_STATUS_IGNORE));
+    }
+    if (k + 1 < nph) post_expand(k + 1);
+    progress_all(false);
+    c.spmspv(ebuf[k].data(), ebuf[k].size());
+    post_fold();
+  }
+  progress_all(true);
+  // Merge every chunk's candidates (sorted lists: k-way merge; or counting sort).
+  std::vector<const int64_t*> lists_b, lists_e;
+  auto add_list = [&](const int64_t* b, const int64_t* e) {
+    if (b != e) lists_b.push_back(b), lists_e.push_back(e);
+  };
+  // "own" holds several sorted runs (one per chunk): split them by chunk boundaries.
+  // Simplest correct approach: treat own as a list to be merged after sorting it.
+  {
+    Clock s(&c.t.sort);
+    if (sorted) {
+      std::vector<std::pair<int64_t, int64_t>> pr;
+      for (size_t k = 0; k + 1 < own.size(); k += 2) pr.emplace_back(own[k], own[k + 1]);
+      std::sort(pr.begin(), pr.end());
+      own.clear();
+      for (auto& [v, u] : pr) own.insert(own.end(), {v, u});
+    }
+  }
+  add_list(own.data(), own.data() + own.size());
+  for (auto& f : folds)
+    for (size_t j = 0; j < f.rcounts.size(); ++j)
+      add_list(f.recv.data() + f.rdispls[j], f.recv.data() + f.rdispls[j] + f.rcounts[j]);
+  std::vector<int64_t> merged;
+  {
+    Clock s(&c.t.sort);
+    if (sorted) {
+      // k-way merge of (v, u) runs sorted by v; the min u wins in update().
+      using Item = std::pair<int64_t, size_t>;  // (v, list)
+      std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+      std::vector<const int64_t*> at = lists_b;
+      for (size_t i = 0; i < at.size(); ++i) heap.emplace(at[i][0], i);
+      while (!heap.empty()) {
+        auto [v, i] = heap.top();
+        heap.pop();
+        merged.insert(merged.end(), {v, at[i][1]});
+        at[i] += 2;
+        if (at[i] != lists_e[i]) heap.emplace(at[i][0], i);
+      }
+    } else {
+      // Counting sort by local vertex index.
+      const int64_t np = c.pe - c.pb;
+      std::vector<int64_t> cnt(static_cast<size_t>(np) + 1, 0);
+      for (size_t i = 0; i < lists_b.size(); ++i)
+        for (const int64_t* p = lists_b[i]; p != lists_e[i]; p += 2) ++cnt[p[0] - c.pb + 1];
+      for (int64_t i = 0; i < np; ++i) cnt[i + 1] += cnt[i];
+      merged.resize(static_cast<size_t>(cnt[np]) * 2);
+      for (size_t i = 0; i < lists_b.size(); ++i)
+        for (const int64_t* p = lists_b[i]; p != lists_e[i]; p += 2) {
+          const int64_t at = cnt[p[0] - c.pb]++;
+          merged[at * 2] = p[0], merged[at * 2 + 1] = p[1];
+        }
+    }
+  }
+  return c.update(merged);
+}
+
+// Plan variant: the expand through an allgather-shaped GatherPlan over the column and the
+// fold through a halo-exchange Plan whose Pattern is discovered by the SDDE every level.
+std::vector<int64_t> level_plan(Ctx& c, Sdde& sdde, const Locality& loc, const std::vector<int64_t>& frontier) {
+  std::vector<int64_t> L = c.transpose(frontier);
+  const int q = c.grid.pr(), me = comm_rank(c.grid.comm());
+  std::vector<int64_t> F = L;
+  {
+    Clock a(&c.t.expand), e(&c.t.exposed);
+    Topology col;
+    for (int i = 0; i < q; ++i)
+      if (i != c.grid.row()) col.sources.push_back(c.grid.rank_of(i, c.grid.col()));
+    col.destinations = col.sources;
+    GatherOptions go;
+    auto plan = make_gather_plan(c.opt.gather_backend, col, loc, c.grid.comm(), static_cast<int64_t>(L.size()), go);
+    std::vector<int64_t> recv(static_cast<size_t>(plan->recv_total()));
+    plan->exchange(L.data(), recv.data());
+    F.insert(F.end(), recv.begin(), recv.end());
+  }
+  c.spmspv(F.data(), F.size());
+  std::vector<int64_t> data;
+  std::vector<int> counts;
+  c.bucket(data, counts, false);
+  std::vector<int64_t> pairs;
+  {
+    Clock a(&c.t.fold), e(&c.t.exposed);
+    // Send side: candidate parents u, one segment per owner; the SDDE carries the vertex
+    // ids v so the owners learn who sends them what (the pattern changes every level).
+    PatternSide send, recv;
+    SparseMessages<int64_t> ids;
+    std::vector<int64_t> u;
+    int64_t pos = 0;
+    for (int j = 0; j < c.grid.pc(); ++j) {
+      const int owner = c.grid.rank_of(c.grid.row(), j);
+      std::vector<int64_t> v;
+      for (int k = 0; k < counts[j]; k += 2) v.push_back(data[pos + k]), u.push_back(data[pos + k + 1]);
+      pos += counts[j];
+      if (owner == me) {
+        for (size_t k = 0; k < v.size(); ++k) pairs.insert(pairs.end(), {v[k], u[u.size() - v.size() + k]});
+        u.resize(u.size() - v.size());
+        continue;
+      }
+      if (v.empty()) continue;
+      send.ranks.push_back(owner);
+      for (size_t k = 0; k < v.size(); ++k) {
+        send.indices.push_back(static_cast<int32_t>(u.size() - v.size() + k));
+        send.global_ids.push_back(v[k]);
+      }
+      send.offsets.push_back(static_cast<int64_t>(send.indices.size()));
+      ids.add(owner, v);
+    }
+    auto got = sdde.exchange(ids, c.opt.sdde);
+    recv.ranks = got.ranks;
+    recv.offsets = got.offsets;
+    recv.global_ids = got.data;
+    for (size_t k = 0; k < got.data.size(); ++k) recv.indices.push_back(static_cast<int32_t>(k));
+    Pattern pat(send, recv, static_cast<int32_t>(u.size()), static_cast<int32_t>(got.data.size()));
+    auto plan = make_plan(c.opt.backend, pat, loc, c.grid.comm());
+    std::vector<int64_t> ghost(got.data.size());
+    plan->exchange(u.data(), ghost.data());
+    for (size_t k = 0; k < ghost.size(); ++k) pairs.insert(pairs.end(), {got.data[k], ghost[k]});
+  }
+  return c.update(pairs);
+}
+
+}  // namespace
+
+std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, const BfsOptions& opt,
+                             BfsTimes* times) {
+  MPI_Comm comm = grid.comm();
+  std::string err;
+  if (opt.variant != "blocking" && opt.variant != "overlapped" && opt.variant != "plan")
+    err = "bfs: unknown variant '" + opt.variant + "'; valid: blocking, overlapped, plan";
+  else if (opt.merge != "merge" && opt.merge != "sort")
+    err = "bfs: unknown merge '" + opt.merge + "'; valid: merge, sort";
+  else if (root < 0 || root >= g.n)
+    err = "bfs: root " + std::to_string(root) + " out of range [0, " + std::to_string(g.n) + ")";
+  agree(comm, err);
+  Ctx c(g, grid, opt);
+  // Variant setup (graph communicators, SDDE context) happens before the clock starts.
+  std::unique_ptr<Overlap> ov;
+  std::unique_ptr<Sdde> sdde;
+  Locality loc;
+  if (opt.variant == "overlapped") ov = std::make_unique<Overlap>(grid, opt.phase_size);
+  if (opt.variant == "plan") {
+    loc = Locality::detect(comm);
+    sdde = std::make_unique<Sdde>(comm, loc);
+  }
+  SPC_MPI(MPI_Barrier(comm));
+  const double t0 = MPI_Wtime();
+  std::vector<int64_t> frontier;
+  if (root >= c.pb && root < c.pe) c.parent[root - c.pb] = root, frontier.push_back(root);
+  while (true) {
+    if (opt.variant == "blocking") frontier = level_blocking(c, frontier);
+    else if (opt.variant == "overlapped") frontier = level_overlapped(c, *ov, frontier);
+    else frontier = level_plan(c, *sdde, loc, frontier);
+    ++c.t.levels;
+    if (allreduce_sum(comm, static_cast<int64_t>(frontier.size())) == 0) break;
+  }
+  c.t.total = MPI_Wtime() - t0;
+  if (times) {
+    auto red = reduce_all(comm, {c.t.total, c.t.transpose, c.t.expand, c.t.fold, c.t.compute, c.t.sort, c.t.exposed});
+    *times = c.t;
+    times->total = red[0].max, times->transpose = red[1].max, times->expand = red[2].max, times->fold = red[3].max;
+    times->compute = red[4].max, times->sort = red[5].max, times->exposed = red[6].max;
+  }
+  return c.parent;
+}
+
+int64_t traversed_edges(const DistCsr<double>& g, const std::vector<int64_t>& parent) {
+  int64_t deg = 0;
+  for (int32_t i = 0; i < g.local_rows(); ++i)
+    if (parent[i] >= 0)
+      deg += g.diag().row_ptr[i + 1] - g.diag().row_ptr[i] + g.offd().row_ptr[i + 1] - g.offd().row_ptr[i];
+  return allreduce_sum(g.comm(), deg) / 2;
+}
+
+}  // namespace sparsecomm::bfs
