@@ -11,10 +11,8 @@ namespace {
 
 // Receive side: the ghost map is sorted and partitions are contiguous, so the ghosts of
 // one owner are one contiguous run.
-PatternSide recv_side(const DistCsr<double>& a) {
+PatternSide recv_side(const std::vector<int64_t>& g, const RowPartition& cols) {
   PatternSide r;
-  const auto& g = a.ghost_ids();
-  const auto& cols = a.col_partition();
   for (size_t i = 0; i < g.size(); ++i) {
     const int owner = cols.owner(g[i]);
     if (r.ranks.empty() || r.ranks.back() != owner) {
@@ -36,8 +34,7 @@ SparseMessages<int64_t> requests(const PatternSide& r) {
 }
 
 // Send side from the requests I received (sorted by source rank).
-PatternSide send_side(const DistCsr<double>& a, const SparseMessages<int64_t>& got) {
-  const int64_t cb = a.col_begin(), ce = cb + a.local_cols();
+PatternSide send_side(int me, int64_t cb, int64_t ce, const SparseMessages<int64_t>& got) {
   PatternSide s;
   s.ranks = got.ranks;
   s.offsets = got.offsets;
@@ -47,7 +44,7 @@ PatternSide send_side(const DistCsr<double>& a, const SparseMessages<int64_t>& g
     for (int64_t k = got.offsets[i]; k < got.offsets[i + 1]; ++k) {
       const int64_t gid = got.data[k];
       if (gid < cb || gid >= ce)
-        throw InputError("Pattern: rank " + std::to_string(got.ranks[i]) + " asked rank " + std::to_string(a.rank()) +
+        throw InputError("Pattern: rank " + std::to_string(got.ranks[i]) + " asked rank " + std::to_string(me) +
                          " for column " + std::to_string(gid) + ", which it does not own");
       s.indices.push_back(static_cast<int32_t>(gid - cb));
     }
@@ -56,8 +53,22 @@ PatternSide send_side(const DistCsr<double>& a, const SparseMessages<int64_t>& g
 
 }  // namespace
 
-Pattern Pattern::from_matrix(const DistCsr<double>& a, Sdde& sdde, const std::string& strategy, Stats* stats) {
-  PatternSide recv = recv_side(a);
+Pattern Pattern::from_ghosts(MPI_Comm comm, const RowPartition& owned, const std::vector<int64_t>& ghost_ids, Sdde& sdde,
+                             const std::string& strategy, Stats* stats) {
+  const int me = comm_rank(comm);
+  const int64_t cb = owned.begin(me), ce = owned.end(me);
+  std::string err;
+  if (owned.num_parts() != comm_size(comm)) err = "Pattern: the partition has the wrong number of parts";
+  for (size_t i = 0; i < ghost_ids.size() && err.empty(); ++i) {
+    if (ghost_ids[i] < 0 || ghost_ids[i] >= owned.global_size())
+      err = "Pattern: ghost index " + std::to_string(ghost_ids[i]) + " out of range [0, " + std::to_string(owned.global_size()) + ")";
+    else if (ghost_ids[i] >= cb && ghost_ids[i] < ce)
+      err = "Pattern: ghost index " + std::to_string(ghost_ids[i]) + " is owned by this rank";
+    else if (i > 0 && ghost_ids[i] <= ghost_ids[i - 1])
+      err = "Pattern: ghost indices must be sorted and unique";
+  }
+  agree(comm, err);
+  PatternSide recv = recv_side(ghost_ids, owned);
   SparseMessages<int64_t> req = requests(recv);
   SparseMessages<int64_t> got;
   if (Sdde::fixed_size_only(strategy)) {
@@ -89,14 +100,19 @@ Pattern Pattern::from_matrix(const DistCsr<double>& a, Sdde& sdde, const std::st
   } else {
     got = sdde.exchange(req, strategy, stats);
   }
-  PatternSide send = agreed(a.comm(), [&] { return send_side(a, got); });
-  return Pattern(std::move(send), std::move(recv), a.local_cols(), a.num_ghosts());
+  PatternSide send = agreed(comm, [&] { return send_side(me, cb, ce, got); });
+  return Pattern(std::move(send), std::move(recv), static_cast<int32_t>(ce - cb), static_cast<int32_t>(ghost_ids.size()));
+}
+
+Pattern Pattern::from_matrix(const DistCsr<double>& a, Sdde& sdde, const std::string& strategy, Stats* stats) {
+  return from_ghosts(a.comm(), a.col_partition(), a.ghost_ids(), sdde, strategy, stats);
 }
 
 Pattern Pattern::from_matrix_reference(const DistCsr<double>& a) {
-  PatternSide recv = recv_side(a);
+  PatternSide recv = recv_side(a.ghost_ids(), a.col_partition());
   auto got = reference_exchange(a.comm(), requests(recv));
-  PatternSide send = agreed(a.comm(), [&] { return send_side(a, got); });
+  PatternSide send =
+      agreed(a.comm(), [&] { return send_side(a.rank(), a.col_begin(), a.col_begin() + a.local_cols(), got); });
   return Pattern(std::move(send), std::move(recv), a.local_cols(), a.num_ghosts());
 }
 

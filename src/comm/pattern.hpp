@@ -41,6 +41,11 @@ class Pattern {
   /// requested from a rank that does not own them are an InputError on every rank.
   static Pattern from_matrix(const DistCsr<double>& a, Sdde& sdde, const std::string& strategy,
                              Stats* stats = nullptr);
+  /// Collective. The halo pattern for arbitrary ghost indices: `ghost_ids` (sorted, unique,
+  /// none owned by this rank) are fetched from their owners under `owned` (the partition of
+  /// the values). Bad indices are an InputError on every rank.
+  static Pattern from_ghosts(MPI_Comm comm, const RowPartition& owned, const std::vector<int64_t>& ghost_ids, Sdde& sdde,
+                             const std::string& strategy, Stats* stats = nullptr);
   /// Collective. The same pattern through a dense MPI_Alltoall(v) (the direct answer, used
   /// to verify the SDDE strategies).
   static Pattern from_matrix_reference(const DistCsr<double>& a);

@@ -1,0 +1,261 @@
+#include "matrix/petsc_interop.hpp"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/plan.hpp"
+
+namespace sparsecomm::petsc {
+namespace {
+
+using MultOp = PetscErrorCode (*)(Mat, Vec, Vec);
+using MultAddOp = PetscErrorCode (*)(Mat, Vec, Vec, Vec);
+constexpr const char* kKey = "sparsecomm_ctx";
+
+struct Ctx {
+  std::string backend = "p2p", sdde = "nbx", regions = "node";
+  bool view = false;
+  PetscObjectState nz_state = -1;
+  Mat Ad = nullptr, Ao = nullptr;
+  std::unique_ptr<Locality> loc;
+  std::unique_ptr<Plan> fwd, rev;
+  Vec xl = nullptr, yl = nullptr, zl = nullptr, gv = nullptr;  // sequential views (arrays placed per call)
+  std::vector<double> ghost;
+  void (*orig[4])(void) = {nullptr, nullptr, nullptr, nullptr};
+  void destroy_vecs() {
+    for (Vec* v : {&xl, &yl, &zl, &gv})
+      if (*v) VecDestroy(v);
+  }
+  ~Ctx() { destroy_vecs(); }
+};
+
+const MatOperation kOps[4] = {MATOP_MULT, MATOP_MULT_ADD, MATOP_MULT_TRANSPOSE, MATOP_MULT_TRANSPOSE_ADD};
+
+// Turns a C++ exception into a PETSc error (the library agrees on errors across ranks).
+template <class F>
+PetscErrorCode guard(MPI_Comm comm, const char* func, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return PetscError(comm, __LINE__, func, __FILE__, PETSC_ERR_LIB, PETSC_ERROR_INITIAL, "sparsecomm: %s", e.what());
+  }
+}
+
+PetscErrorCode get_ctx(Mat A, Ctx** c) {
+  PetscContainer cont = nullptr;
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectQuery((PetscObject)A, kKey, (PetscObject*)&cont));
+  *c = nullptr;
+  if (cont) PetscCall(PetscContainerGetPointer(cont, (void**)c));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode destroy_ctx(void* p) {
+  delete static_cast<Ctx*>(p);
+  return 0;
+}
+
+// (Re)builds the pattern and plans from the current structure of A.
+PetscErrorCode build(Mat A, Ctx* c) {
+  MPI_Comm comm;
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
+  const PetscInt* garray = nullptr;
+  PetscCall(MatMPIAIJGetSeqAIJ(A, &c->Ad, &c->Ao, &garray));
+  PetscInt nghost = 0, nloc = 0, mloc = 0;
+  PetscCall(MatGetSize(c->Ao, nullptr, &nghost));
+  PetscCall(MatGetLocalSize(A, &mloc, &nloc));
+  const PetscInt* ranges = nullptr;
+  PetscCall(MatGetOwnershipRangesColumn(A, &ranges));
+  PetscCall(MatGetNonzeroState(A, &c->nz_state));
+  PetscCall(guard(comm, "sparsecomm::petsc::build", [&]() -> PetscErrorCode {
+    const int p = comm_size(comm);
+    std::vector<int64_t> off(ranges, ranges + p + 1);
+    RowPartition cols = RowPartition::from_offsets(off);
+    std::vector<int64_t> ghosts(garray, garray + nghost);
+    c->loc = std::make_unique<Locality>(Locality::parse(comm, c->regions));
+    Sdde sdde(comm, *c->loc);
+    Pattern pat = Pattern::from_ghosts(comm, cols, ghosts, sdde, c->sdde);
+    c->fwd = make_plan(c->backend, pat, *c->loc, comm);
+    c->rev = make_plan(c->backend, pat.reverse(), *c->loc, comm);
+    c->ghost.assign(static_cast<size_t>(nghost) + 1, 0.0);
+    return 0;
+  }));
+  c->destroy_vecs();
+  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, nloc, nullptr, &c->xl));
+  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, mloc, nullptr, &c->yl));
+  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, mloc, nullptr, &c->zl));
+  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, nghost, c->ghost.data(), &c->gv));
+  if (c->view) {
+    const auto& it = c->fwd->iteration_counts().total();
+    const char* name = nullptr;
+    PetscCall(PetscObjectGetName((PetscObject)A, &name));
+    PetscCall(PetscPrintf(comm, "sparsecomm: MatMult of %s through backend %s (pattern by SDDE %s, regions %s)\n",
+                          name ? name : "Mat", c->backend.c_str(), c->sdde.c_str(), c->loc->describe().c_str()));
+    PetscCall(PetscSynchronizedPrintf(comm, "  [%d] sends %lld intra-region + %lld inter-region messages per MatMult\n",
+                                      comm_rank(comm), static_cast<long long>(it.sent_intra.msgs),
+                                      static_cast<long long>(it.sent_inter.msgs)));
+    PetscCall(PetscSynchronizedFlush(comm, PETSC_STDOUT));
+  }
+  PetscFunctionReturn(0);
+}
+
+// Rebuilds when the nonzero structure changed since the last build (collective: every
+// product is collective, so all ranks see the same state).
+PetscErrorCode refresh(Mat A, Ctx* c) {
+  PetscObjectState s;
+  PetscFunctionBeginUser;
+  PetscCall(MatGetNonzeroState(A, &s));
+  if (s != c->nz_state) PetscCall(build(A, c));
+  PetscFunctionReturn(0);
+}
+
+// z = (y +) A x, overlapping the exchange with the diagonal block.
+PetscErrorCode mult_impl(Mat A, Vec x, Vec y, Vec z) {
+  Ctx* c;
+  MPI_Comm comm;
+  PetscFunctionBeginUser;
+  PetscCall(get_ctx(A, &c));
+  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
+  PetscCall(refresh(A, c));
+  const PetscScalar* xa;
+  PetscScalar* za;
+  if (y && y != z) PetscCall(VecCopy(y, z));
+  PetscCall(VecGetArrayRead(x, &xa));
+  PetscCall(VecGetArray(z, &za));
+  PetscCall(guard(comm, "sparsecomm MatMult", [&]() -> PetscErrorCode {
+    c->fwd->start(xa);
+    return 0;
+  }));
+  PetscCall(VecPlaceArray(c->xl, xa));
+  PetscCall(VecPlaceArray(c->zl, za));
+  if (y) PetscCall(MatMultAdd(c->Ad, c->xl, c->zl, c->zl));
+  else PetscCall(MatMult(c->Ad, c->xl, c->zl));
+  PetscCall(guard(comm, "sparsecomm MatMult", [&]() -> PetscErrorCode {
+    c->fwd->wait(c->ghost.data());
+    return 0;
+  }));
+  PetscCall(MatMultAdd(c->Ao, c->gv, c->zl, c->zl));
+  PetscCall(VecResetArray(c->xl));
+  PetscCall(VecResetArray(c->zl));
+  PetscCall(VecRestoreArrayRead(x, &xa));
+  PetscCall(VecRestoreArray(z, &za));
+  PetscFunctionReturn(0);
+}
+
+// z = (y +) A^T x: off-diagonal partial sums travel back to their owners and are added.
+PetscErrorCode mult_transpose_impl(Mat A, Vec x, Vec y, Vec z) {
+  Ctx* c;
+  MPI_Comm comm;
+  PetscFunctionBeginUser;
+  PetscCall(get_ctx(A, &c));
+  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
+  PetscCall(refresh(A, c));
+  const PetscScalar* xa;
+  PetscScalar* za;
+  if (y && y != z) PetscCall(VecCopy(y, z));
+  PetscCall(VecGetArrayRead(x, &xa));
+  PetscCall(VecPlaceArray(c->yl, xa));  // yl has the row layout: x of A^T
+  PetscCall(MatMultTranspose(c->Ao, c->yl, c->gv));
+  PetscCall(guard(comm, "sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
+    c->rev->start(c->ghost.data());
+    return 0;
+  }));
+  PetscCall(VecGetArray(z, &za));
+  PetscCall(VecPlaceArray(c->xl, za));  // xl has the column layout: y of A^T
+  if (y) PetscCall(MatMultTransposeAdd(c->Ad, c->yl, c->xl, c->xl));
+  else PetscCall(MatMultTranspose(c->Ad, c->yl, c->xl));
+  PetscCall(guard(comm, "sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
+    c->rev->wait(za, Unpack::add);
+    return 0;
+  }));
+  PetscCall(VecResetArray(c->xl));
+  PetscCall(VecResetArray(c->yl));
+  PetscCall(VecRestoreArrayRead(x, &xa));
+  PetscCall(VecRestoreArray(z, &za));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode op_mult(Mat A, Vec x, Vec y) { return mult_impl(A, x, nullptr, y); }
+PetscErrorCode op_mult_add(Mat A, Vec x, Vec y, Vec z) { return mult_impl(A, x, y, z); }
+PetscErrorCode op_mult_t(Mat A, Vec x, Vec y) { return mult_transpose_impl(A, x, nullptr, y); }
+PetscErrorCode op_mult_t_add(Mat A, Vec x, Vec y, Vec z) { return mult_transpose_impl(A, x, y, z); }
+
+}  // namespace
+
+PetscErrorCode attach(Mat A) {
+  MPI_Comm comm;
+  MatType type;
+  PetscBool is_mpiaij = PETSC_FALSE;
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
+  PetscCall(MatGetType(A, &type));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJ, &is_mpiaij));
+  PetscCheck(is_mpiaij, comm, PETSC_ERR_SUP,
+             "sparsecomm::petsc::attach needs a MATMPIAIJ matrix, got %s (on one rank MATAIJ becomes MATSEQAIJ: "
+             "use MatSetType(A, MATMPIAIJ))",
+             type);
+  PetscBool assembled = PETSC_FALSE;
+  PetscCall(MatAssembled(A, &assembled));
+  PetscCheck(assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "sparsecomm::petsc::attach: assemble the matrix first");
+  Ctx* c;
+  PetscCall(get_ctx(A, &c));
+  const bool fresh = c == nullptr;
+  if (fresh) {
+    c = new Ctx();
+    PetscContainer cont;
+    PetscCall(PetscContainerCreate(PETSC_COMM_SELF, &cont));
+    PetscCall(PetscContainerSetPointer(cont, c));
+    PetscCall(PetscContainerSetUserDestroy(cont, destroy_ctx));
+    PetscCall(PetscObjectCompose((PetscObject)A, kKey, (PetscObject)cont));
+    PetscCall(PetscContainerDestroy(&cont));
+    for (int i = 0; i < 4; ++i) PetscCall(MatGetOperation(A, kOps[i], &c->orig[i]));
+  }
+  const char* prefix = nullptr;
+  PetscCall(MatGetOptionsPrefix(A, &prefix));
+  char buf[256];
+  PetscBool set = PETSC_FALSE;
+  PetscCall(PetscOptionsGetString(nullptr, prefix, "-sparsecomm_backend", buf, sizeof buf, &set));
+  if (set) c->backend = buf;
+  PetscCall(PetscOptionsGetString(nullptr, prefix, "-sparsecomm_sdde", buf, sizeof buf, &set));
+  if (set) c->sdde = buf;
+  PetscCall(PetscOptionsGetString(nullptr, prefix, "-sparsecomm_regions", buf, sizeof buf, &set));
+  if (set) c->regions = buf;
+  PetscBool view = PETSC_FALSE;
+  PetscCall(PetscOptionsHasName(nullptr, prefix, "-sparsecomm_view", &view));
+  c->view = view;
+  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
+  PetscCall(guard(comm, "sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+    Sdde::check_strategy(c->sdde);  // same text on every rank: all fail together
+    return 0;
+  }));
+  PetscCall(build(A, c));
+  PetscCall(MatSetOperation(A, MATOP_MULT, (void (*)(void))op_mult));
+  PetscCall(MatSetOperation(A, MATOP_MULT_ADD, (void (*)(void))op_mult_add));
+  PetscCall(MatSetOperation(A, MATOP_MULT_TRANSPOSE, (void (*)(void))op_mult_t));
+  PetscCall(MatSetOperation(A, MATOP_MULT_TRANSPOSE_ADD, (void (*)(void))op_mult_t_add));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode detach(Mat A) {
+  Ctx* c;
+  PetscFunctionBeginUser;
+  PetscCall(get_ctx(A, &c));
+  if (!c) PetscFunctionReturn(0);
+  for (int i = 0; i < 4; ++i) PetscCall(MatSetOperation(A, kOps[i], c->orig[i]));
+  PetscCall(PetscObjectCompose((PetscObject)A, kKey, nullptr));  // destroys the context
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode attached(Mat A, PetscBool* flag, const char** backend) {
+  Ctx* c;
+  PetscFunctionBeginUser;
+  PetscCall(get_ctx(A, &c));
+  *flag = c ? PETSC_TRUE : PETSC_FALSE;
+  if (backend) *backend = c ? c->backend.c_str() : "";
+  PetscFunctionReturn(0);
+}
+
+}  // namespace sparsecomm::petsc

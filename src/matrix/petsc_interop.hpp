@@ -1,0 +1,33 @@
+#pragma once
+// sparsecomm as PETSc's VecScatter replacement in MatMult. For a MATMPIAIJ matrix:
+//
+//   MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY);
+//   PetscCall(sparsecomm::petsc::attach(A));   // options: -sparsecomm_backend aggregated_dedup
+//   ... KSPSolve / MatMult / MatMultAdd / MatMultTranspose as before ...
+//   PetscCall(sparsecomm::petsc::detach(A));   // optional: back to PETSc's own operations
+//
+// attach() takes PETSc's diagonal block, off-diagonal block and sorted ghost columns
+// (MatMPIAIJGetSeqAIJ), builds the Pattern through an SDDE strategy and a Plan, and installs
+// MatMult, MatMultAdd, MatMultTranspose and MatMultTransposeAdd with overlap (start, diagonal
+// block, wait, off-diagonal block). Options (with the matrix's options prefix):
+//   -sparsecomm_backend NAME   halo backend (p2p, neighbor, aggregated, aggregated_dedup, combined)
+//   -sparsecomm_sdde NAME      SDDE strategy for the pattern (personalized, nbx, rma, locality_*)
+//   -sparsecomm_regions SPEC   locality regions (node, ppn:k, ...)
+//   -sparsecomm_view           print the choice and the per-rank message counts at attach
+// A bad name is a PETSc error on every rank, listing the valid names.
+//
+// Assembly: when the nonzero structure changes (MatGetNonzeroState), the next product
+// rebuilds the pattern and plan (collectively, inside that product); value-only changes
+// need nothing. attach() on an attached matrix rebuilds; detach() restores PETSc's ops.
+#include <petscmat.h>
+
+namespace sparsecomm::petsc {
+
+/// Collective on A. Errors: PETSc error codes (no exception crosses this boundary).
+PetscErrorCode attach(Mat A);
+/// Collective on A. Restores PETSc's own MatMult & co. No-op when not attached.
+PetscErrorCode detach(Mat A);
+/// Whether attach() is in effect; the backend name in use ("" when not attached).
+PetscErrorCode attached(Mat A, PetscBool* flag, const char** backend);
+
+}  // namespace sparsecomm::petsc
