@@ -185,6 +185,27 @@ PetscErrorCode op_mult_t_add(Mat A, Vec x, Vec y, Vec z) { return mult_transpose
 
 }  // namespace
 
+PetscErrorCode create_mpiaij(const DistCsr<double>& a, Mat* A) {
+  PetscFunctionBeginUser;
+  const int32_t m = a.local_rows();
+  std::vector<PetscInt> dnz(static_cast<size_t>(m) + 1), onz(static_cast<size_t>(m) + 1);
+  for (int32_t i = 0; i < m; ++i) {
+    dnz[i] = static_cast<PetscInt>(a.diag().row_ptr[i + 1] - a.diag().row_ptr[i]);
+    onz[i] = static_cast<PetscInt>(a.offd().row_ptr[i + 1] - a.offd().row_ptr[i]);
+  }
+  PetscCall(MatCreate(a.comm(), A));
+  PetscCall(MatSetSizes(*A, m, a.local_cols(), a.global_rows(), a.global_cols()));
+  PetscCall(MatSetType(*A, MATMPIAIJ));
+  PetscCall(MatMPIAIJSetPreallocation(*A, 0, dnz.data(), 0, onz.data()));
+  for (const auto& t : a.local_triplets()) {
+    const PetscInt i = static_cast<PetscInt>(t.row), j = static_cast<PetscInt>(t.col);
+    PetscCall(MatSetValues(*A, 1, &i, 1, &j, &t.val, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode attach(Mat A) {
   MPI_Comm comm;
   MatType type;

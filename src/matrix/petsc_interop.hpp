@@ -21,7 +21,13 @@
 // need nothing. attach() on an attached matrix rebuilds; detach() restores PETSc's ops.
 #include <petscmat.h>
 
+#include "matrix/dist_csr.hpp"
+
 namespace sparsecomm::petsc {
+
+/// Collective. A MATMPIAIJ copy of `a` on a's communicator with the same row and column
+/// partitions (preallocated exactly), assembled.
+PetscErrorCode create_mpiaij(const DistCsr<double>& a, Mat* A);
 
 /// Collective on A. Errors: PETSc error codes (no exception crosses this boundary).
 PetscErrorCode attach(Mat A);
