@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/model.hpp"
 #include "matrix/dist_spmv.hpp"
 #include "matrix/generators.hpp"
 #include "matrix/mtx_reader.hpp"
@@ -136,6 +137,50 @@ TEST(PlanCombined, GroupsFormAndResultsStayExact) {
   }
 }
 
+// auto: picks the candidate with the lowest predicted cost, and the model steers it.
+TEST(PlanAuto, FollowsTheModel) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "er:300,0.1,7");  // many inter-region neighbors
+  Pattern pat = Pattern::from_matrix_reference(a);
+  Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  const std::string dir = test::temp_dir();
+  auto plan_with = [&](const std::string& model_text, int64_t iters = 0) {
+    const std::string path = test::write_file(dir, "model.txt", model_text);
+    MPI_Barrier(MPI_COMM_WORLD);
+    PlanOptions o;
+    o.model = path;
+    o.expected_iterations = iters;
+    return make_plan("auto", pat, loc, MPI_COMM_WORLD, o);
+  };
+  // The chosen backend's prediction is the smallest among the candidates.
+  auto p = plan_with("alpha_inter 1e-3\n");
+  double best = 1e300;
+  for (const auto& [k, v] : p->setup_stats().timers())
+    if (k.rfind("auto.predict.", 0) == 0) best = std::min(best, v);
+  EXPECT_EQ(p->setup_stats().time("auto.predict." + p->name()), best) << p->name();
+  EXPECT_GT(p->setup_stats().timers().count("auto.predict.p2p"), 0u);
+  if (test::size() >= 4) {
+    // Inter-region messages very expensive: an aggregating backend (one per region pair).
+    EXPECT_EQ(plan_with("alpha_inter 1.0\nbeta_inter 0\n")->name().rfind("aggregated", 0), 0u);
+    // Stages and copies very expensive, inter-region cheap: a one-stage direct backend.
+    auto direct = plan_with("alpha_inter 1e-9\nbeta_inter 0\nstage 1.0\ncopy 1.0\n");
+    EXPECT_TRUE(direct->name() == "p2p" || direct->name() == "neighbor") << direct->name();
+  }
+  // The same plan still computes the right SpMV.
+  DistSpmv spmv(a, plan_with("", 100));
+  std::vector<double> x(static_cast<size_t>(a.local_cols()), 1.0), y(static_cast<size_t>(a.local_rows()));
+  spmv.apply(x.data(), y.data());
+  const auto ref = reference::gather_eigen(a);
+  auto yg = reference::spmv(ref, std::vector<double>(static_cast<size_t>(a.global_cols()), 1.0));
+  expect_close(y, std::vector<double>(yg.begin() + a.row_begin(), yg.begin() + a.row_begin() + a.local_rows()), "auto");
+  // A malformed model file is an error naming the line, on every rank.
+  try {
+    plan_with("alpha_inter 1e-6\nbogus_key 3\n");
+    ADD_FAILURE() << "no throw";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.txt:2:"), std::string::npos) << e.what();
+  }
+}
+
 // Aggregation sends one inter-region message per region pair; dedup never sends more.
 TEST(PlanCounts, AggregationOneMessagePerRegionPair) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:32,32");
@@ -194,7 +239,7 @@ TEST(PlanErrors, BadUseIsReported) {
     make_plan("carrier_pigeon", pat, loc, MPI_COMM_WORLD);
     ADD_FAILURE() << "no throw";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("valid backends: aggregated, aggregated_dedup, combined, neighbor, p2p"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("valid backends: aggregated, aggregated_dedup, auto, combined, neighbor, p2p"), std::string::npos)
         << e.what();
   }
   // Ranks disagreeing on the backend: every rank throws, nobody hangs.

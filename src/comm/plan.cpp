@@ -39,6 +39,7 @@ void register_p2p();
 void register_neighbor();
 void register_aggregated();
 void register_combined();
+void register_auto();
 }  // namespace detail
 
 namespace {
@@ -59,6 +60,7 @@ std::map<std::string, Entry>& registry() {
     detail::register_neighbor();
     detail::register_aggregated();
     detail::register_combined();
+    detail::register_auto();
   }
   return r;
 }
@@ -99,6 +101,7 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
   // Every rank must ask for the same backend and options.
   const auto& c = opt.combining;
   const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde + "|" + c.sdde) ^
+                     static_cast<uint64_t>(opt.expected_iterations) * 0x9e3779b97f4a7c15ull ^
                      (static_cast<uint64_t>(opt.width) << 32) ^ static_cast<uint64_t>(opt.value_bytes) ^
                      (static_cast<uint64_t>(c.theta) << 12) ^ (static_cast<uint64_t>(c.k) << 24) ^
                      (static_cast<uint64_t>(c.max_rounds) << 48) ^ (c.aware ? 1ull << 60 : 0);

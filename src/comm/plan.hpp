@@ -27,11 +27,19 @@
 
 namespace sparsecomm {
 
+namespace detail {
+void register_auto();
+}
+
 struct PlanOptions {
   int width = 1;             ///< values per index (k vectors interleaved: x[i*width + k])
   int value_bytes = 8;       ///< bytes of one value (8 for double)
   std::string sdde = "nbx";  ///< SDDE strategy for setup steps that must discover peers
   CombiningOptions combining;  ///< for "combined": theta, k, aware, rounds
+  /// For "auto": executions the caller expects (0: unknown, choose by iteration cost
+  /// alone) and the model parameter file ("": $SPARSECOMM_MODEL or built-in defaults).
+  int64_t expected_iterations = 0;
+  std::string model;
 };
 
 /// How received values are written into the destination buffer.
@@ -136,6 +144,7 @@ class Plan {
  private:
   friend std::unique_ptr<Plan> make_plan(const std::string&, const Pattern&, const Locality&, MPI_Comm,
                                          const PlanOptions&);
+  friend void detail::register_auto();
   void check_type(size_t value_size, const char* call) const;
 
   std::string name_;

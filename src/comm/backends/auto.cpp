@@ -1,0 +1,59 @@
+// auto: model-based choice of the backend. Builds every other registered backend's plan
+// for the pattern, predicts each one's cost per execution from its deterministic counts
+// (comm/model.hpp), and returns the plan with the lowest predicted cost — with
+// PlanOptions::expected_iterations = N > 0, the lowest setup + N x execution cost, where
+// setup is each backend's own measured setup time (max over ranks). Auto's own setup is
+// therefore the sum of the candidates' setups; the returned plan keeps its backend's name,
+// and its setup_stats() hold "auto.predict.<backend>" and "auto.setup.<backend>" (seconds)
+// for every candidate, which `sparsecomm info` prints.
+#include <algorithm>
+#include <limits>
+
+#include "comm/model.hpp"
+#include "comm/plan.hpp"
+
+namespace sparsecomm {
+
+namespace detail {
+void register_auto() {
+  register_backend(
+      "auto", "model-based choice among the other backends (see sparsecomm_calibrate)",
+      [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) -> std::unique_ptr<Plan> {
+        // Each rank reads its own file (paths may be node-local); all must agree on it.
+        const ModelParams m = agreed(c, [&] { return ModelParams::load(o.model); });
+        double v[7] = {m.alpha_intra, m.beta_intra, m.alpha_inter, m.beta_inter, m.region_rate, m.stage, m.copy};
+        double lo[7], hi[7];
+        SPC_MPI(MPI_Allreduce(v, lo, 7, MPI_DOUBLE, MPI_MIN, c));
+        SPC_MPI(MPI_Allreduce(v, hi, 7, MPI_DOUBLE, MPI_MAX, c));
+        for (int i = 0; i < 7; ++i)
+          if (lo[i] != hi[i]) throw InputError("auto: ranks loaded different performance model parameters");
+        // Candidates in order of setup complexity: a tie goes to the simpler one, so the
+        // choice is deterministic (with expected_iterations > 0 it also weighs measured
+        // setup times, which vary from run to run).
+        std::vector<std::string> order = {"p2p", "neighbor", "aggregated", "aggregated_dedup", "combined"};
+        for (const auto& n : backend_names())
+          if (n != "auto" && std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+        std::unique_ptr<Plan> best;
+        double best_cost = std::numeric_limits<double>::infinity();
+        std::vector<std::pair<std::string, std::pair<double, double>>> seen;
+        for (const auto& name : order) {
+          if (backend_description(name).empty()) continue;  // not registered here
+          auto plan = make_plan(name, p, l, c, o);
+          const double setup = allreduce_max(c, plan->setup_stats().time("setup.backend"));
+          const double iter = predict_iteration(*plan, m, c);
+          const double cost = o.expected_iterations > 0 ? setup + static_cast<double>(o.expected_iterations) * iter : iter;
+          seen.push_back({name, {iter, setup}});
+          // Strictly cheaper only (combining that found no groups ties with p2p and loses);
+          // inputs are reduced over ranks, so every rank decides the same.
+          if (cost < best_cost * (1 - 1e-9)) best_cost = cost, best = std::move(plan);
+        }
+        for (const auto& [name, v] : seen) {
+          best->setup_stats_mut().add_time("auto.predict." + name, v.first);
+          best->setup_stats_mut().add_time("auto.setup." + name, v.second);
+        }
+        return best;
+      });
+}
+}  // namespace detail
+
+}  // namespace sparsecomm

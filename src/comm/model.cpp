@@ -1,0 +1,86 @@
+#include "comm/model.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace sparsecomm {
+
+ModelParams ModelParams::load(const std::string& path_in) {
+  std::string path = path_in;
+  if (path.empty())
+    if (const char* e = std::getenv("SPARSECOMM_MODEL")) path = e;
+  ModelParams m;
+  if (path.empty()) return m;
+  std::ifstream in(path);
+  if (!in) return m;  // documented: missing file means defaults
+  std::map<std::string, double*> keys = {{"alpha_intra", &m.alpha_intra}, {"beta_intra", &m.beta_intra},
+                                         {"alpha_inter", &m.alpha_inter}, {"beta_inter", &m.beta_inter},
+                                         {"region_rate", &m.region_rate}, {"stage", &m.stage},
+                                         {"copy", &m.copy}};
+  std::string line;
+  for (int ln = 1; std::getline(in, line); ++ln) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::string k;
+    double v;
+    if (!(ss >> k >> v) || !keys.count(k) || !(v >= 0))
+      throw InputError(path + ":" + std::to_string(ln) + ": expected '<key> <non-negative number>' with a key among "
+                       "alpha_intra beta_intra alpha_inter beta_inter region_rate stage copy");
+    *keys[k] = v;
+  }
+  return m;
+}
+
+void ModelParams::save(const std::string& path) const {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write model parameters to " + path);
+  out.precision(6);
+  out << "# sparsecomm performance model (seconds, bytes); written by sparsecomm_calibrate\n"
+      << "alpha_intra " << alpha_intra << "\nbeta_intra " << beta_intra << "\nalpha_inter " << alpha_inter
+      << "\nbeta_inter " << beta_inter << "\nregion_rate " << region_rate << "\nstage " << stage << "\ncopy " << copy
+      << "\n";
+}
+
+std::string ModelParams::describe() const {
+  std::ostringstream os;
+  os.precision(3);
+  os << "intra: " << alpha_intra * 1e6 << " us + " << 1e-9 / std::max(beta_intra, 1e-300) << " GB/s; inter: "
+     << alpha_inter * 1e6 << " us + " << 1e-9 / std::max(beta_inter, 1e-300) << " GB/s; region injection "
+     << region_rate * 1e-9 << " GB/s; stage " << stage * 1e6 << " us; copy " << 1e-9 / std::max(copy, 1e-300)
+     << " GB/s";
+  return os.str();
+}
+
+double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) {
+  const Stats& c = plan.iteration_counts();
+  // This rank: every step's sends and receives (a message costs its sender and receiver).
+  double t = 0;
+  for (const auto& [step, k] : c.steps()) {
+    const double mi = static_cast<double>(std::max(k.sent_intra.msgs, k.recv_intra.msgs));
+    const double me = static_cast<double>(std::max(k.sent_inter.msgs, k.recv_inter.msgs));
+    const double bi = static_cast<double>(std::max(k.sent_intra.bytes, k.recv_intra.bytes));
+    const double be = static_cast<double>(std::max(k.sent_inter.bytes, k.recv_inter.bytes));
+    t += m.alpha_intra * mi + m.beta_intra * bi + m.alpha_inter * me + m.beta_inter * be;
+  }
+  // Bytes moved through more than one step are copied in between.
+  const auto& tot = c.total();
+  const double own = static_cast<double>(plan.pattern().send().size()) * plan.options().width *
+                     plan.options().value_bytes;
+  const double sent = static_cast<double>(tot.sent_intra.bytes + tot.sent_inter.bytes);
+  t += m.copy * std::max(0.0, sent - own);
+  // The busiest rank, and the busiest region's injection (inter-region bytes it sends).
+  const Locality& loc = plan.locality();
+  double local[2] = {t, 0.0}, busiest[2];
+  SPC_MPI(MPI_Allreduce(local, busiest, 1, MPI_DOUBLE, MPI_MAX, comm));
+  double inj = static_cast<double>(tot.sent_inter.bytes), region_inj = 0;
+  SPC_MPI(MPI_Allreduce(&inj, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
+  double inj_t = region_inj / std::max(m.region_rate, 1.0), max_inj = 0;
+  SPC_MPI(MPI_Allreduce(&inj_t, &max_inj, 1, MPI_DOUBLE, MPI_MAX, comm));
+  const double stages = static_cast<double>(allreduce_max(comm, static_cast<int64_t>(plan.stages())));
+  return std::max(busiest[0], max_inj) + m.stage * std::max(0.0, stages - 1);
+}
+
+}  // namespace sparsecomm
