@@ -14,5 +14,5 @@ args=("$@")
 has_regions=0
 for a in "${args[@]}"; do [[ "$a" == --regions* ]] && has_regions=1; done
 [ $has_regions -eq 1 ] || args+=(--regions ppn:2)
-exec ./scripts/mpirun.sh -np "${NP:-4}" "${BUILD_DIR:-build}/src/apps/sdde_bench/sparsecomm_sdde" \
+exec ./scripts/mpirun.sh -np "${NP:-4}" "${BUILD_DIR:-build}/src/apps/cli/sparsecomm" sdde \
   --json results/sdde.jsonl "${args[@]}"

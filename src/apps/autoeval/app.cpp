@@ -1,0 +1,100 @@
+// sparsecomm_autoeval: how good is "auto"? For each matrix: every backend's measured halo
+// exchange time next to the model's prediction, auto's choice, and its regret (measured
+// time of the chosen backend / the best measured backend), plus the worst case of always
+// using p2p. The model parameters come from --model / $SPARSECOMM_MODEL (see
+// sparsecomm_calibrate) or the built-in defaults.
+//
+//   mpirun -np 8 sparsecomm_autoeval --matrices all --regions ppn:4 --model model.txt
+#include <mpi.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "comm/model.hpp"
+#include "common/app_main.hpp"
+#include "common/cli.hpp"
+#include "common/table.hpp"
+#include "common/timing.hpp"
+#include "matrix/data_path.hpp"
+#include "matrix/generators.hpp"
+#include "matrix/mtx_reader.hpp"
+
+using namespace sparsecomm;
+
+namespace {
+
+}  // namespace
+
+namespace sparsecomm::apps {
+
+int autoeval_main(int argc, char** argv) {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = comm_rank(comm);
+  apps::Options o({{"matrices", {"all", "comma-separated names/paths/generator specs (gen:...), or all"}},
+                   {"regions", {"node", "region layout"}},
+                   {"model", {"", "model parameter file (default: $SPARSECOMM_MODEL or built-in)"}},
+                   {"reps", {"200", "exchanges timed per backend"}},
+                   {"json", {"", "append JSON lines"}}},
+                  "usage: mpirun -np P sparsecomm_autoeval [options]");
+  if (!o.parse(argc, argv)) {
+    if (rank == 0) std::cout << o.help();
+    return 0;
+  }
+  std::vector<std::string> mats;
+  if (o.get("matrices") == "all") {
+    for (const auto& p : list_matrices()) mats.push_back(p);
+    mats.push_back("gen:rotate:256,256");
+  } else {
+    mats = apps::split_list(o.get("matrices"));
+  }
+  Locality loc = Locality::parse(comm, o.get("regions"));
+  const ModelParams model = agreed(comm, [&] { return ModelParams::load(o.get("model")); });
+  apps::Table t({"matrix", "auto picks", "regret", "p2p/best", "best", "pred. error (max |log ratio| over backends)"});
+  int within10 = 0, never_worse = 0, cases = 0;
+  for (const auto& m : mats) {
+    DistCsr<double> a = m.rfind("gen:", 0) == 0 ? gen::from_spec(comm, m.substr(4)) : read_matrix_market(comm, find_matrix(m));
+    Sdde sdde(comm, loc);
+    Pattern pat = Pattern::from_matrix(a, sdde, "nbx");
+    std::map<std::string, double> measured, predicted;
+    std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1, 1.0), g(static_cast<size_t>(a.num_ghosts()) + 1);
+    for (const auto& b : backend_names()) {
+      if (b == "auto") continue;
+      auto plan = make_plan(b, pat, loc, comm);
+      predicted[b] = predict_iteration(*plan, model, comm);
+      measured[b] = apps::time_per_call(comm, o.get_int("reps"), [&] { plan->exchange(x.data(), g.data()); });
+    }
+    PlanOptions po;
+    po.model = o.get("model");
+    auto chosen = make_plan("auto", pat, loc, comm, po);
+    std::string best;
+    for (const auto& [b, v] : measured)
+      if (best.empty() || v < measured[best]) best = b;
+    double err = 0;
+    for (const auto& [b, v] : measured) err = std::max(err, std::abs(std::log(predicted[b] / v)));
+    const double regret = measured[chosen->name()] / measured[best];
+    ++cases;
+    within10 += regret <= 1.10;
+    never_worse += measured[chosen->name()] <= measured["p2p"] * 1.10;
+    const std::string name = m.substr(m.find_last_of('/') + 1);
+    t.add({name, chosen->name(), apps::num("%.2f", regret), apps::num("%.2f", measured["p2p"] / measured[best]), best,
+           apps::num("%.2f", err)});
+    if (rank == 0 && !o.get("json").empty()) {
+      std::ofstream js(o.get("json"), std::ios::app);
+      for (const auto& [b, v] : measured)
+        js << "{\"bench\":\"autoeval\",\"matrix\":\"" << name << "\",\"ranks\":" << comm_size(comm)
+           << ",\"regions\":\"" << loc.describe() << "\",\"backend\":\"" << b << "\",\"measured_s\":" << v
+           << ",\"predicted_s\":" << predicted[b] << ",\"auto\":\"" << chosen->name() << "\"}\n";
+    }
+  }
+  if (rank == 0)
+    std::cout << "sparsecomm auto evaluation: " << comm_size(comm) << " ranks, regions " << loc.describe()
+              << "\nmodel: " << model.describe() << "\nregret = measured time of auto's choice / best measured "
+              << "backend (same run)\n\n"
+              << t.str() << "\nauto within 10% of the best: " << within10 << "/" << cases
+              << "; auto at most 10% slower than always-p2p: " << never_worse << "/" << cases << "\n";
+  return 0;
+}
+
+}  // namespace sparsecomm::apps

@@ -1,0 +1,119 @@
+// sparsecomm_calibrate: measures the performance-model parameters of this machine (or
+// emulated cluster) in a short run and writes them for the "auto" backend:
+//   alpha/beta intra-region   ping-pong between two ranks of region 0 (8 B .. 256 KiB)
+//   alpha/beta inter-region   ping-pong between region 0 and region 1
+//   region_rate               every rank of region 0 streams to region 1 at once
+//   stage                     a two-hop relay minus one hop, slowest class
+//   copy                      memcpy bandwidth
+// Latency: the 8-byte round trip / 2; per byte: the slope between 4 KiB and 256 KiB.
+// A class that cannot be measured (one region, or regions of one rank) keeps its default.
+//
+//   scripts/cluster.sh run 4 4 --rate 1gbit -- sparsecomm_calibrate --out model.txt
+//   SPARSECOMM_MODEL=model.txt mpirun -np 16 sparsecomm_amg_spmv --backends auto,p2p
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "comm/model.hpp"
+#include "common/app_main.hpp"
+#include "common/cli.hpp"
+
+using namespace sparsecomm;
+
+namespace {
+
+// Half round-trip time in seconds between ranks a and b for `bytes` (median of reps);
+// every rank calls it, the others just wait at the barrier.
+double pingpong(MPI_Comm comm, int a, int b, int bytes, int reps) {
+  const int me = comm_rank(comm);
+  std::vector<char> buf(static_cast<size_t>(std::max(bytes, 1)));
+  std::vector<double> t;
+  for (int r = 0; r < reps + 2; ++r) {
+    MPI_Barrier(comm);
+    const double t0 = MPI_Wtime();
+    if (me == a) {
+      MPI_Send(buf.data(), bytes, MPI_BYTE, b, 7, comm);
+      MPI_Recv(buf.data(), bytes, MPI_BYTE, b, 7, comm, MPI_STATUS_IGNORE);
+    } else if (me == b) {
+      MPI_Recv(buf.data(), bytes, MPI_BYTE, a, 7, comm, MPI_STATUS_IGNORE);
+      MPI_Send(buf.data(), bytes, MPI_BYTE, a, 7, comm);
+    }
+    if (r >= 2) t.push_back((MPI_Wtime() - t0) / 2);
+  }
+  std::sort(t.begin(), t.end());
+  double v = t[t.size() / 2];
+  MPI_Bcast(&v, 1, MPI_DOUBLE, a, comm);
+  return v;
+}
+
+}  // namespace
+
+namespace sparsecomm::apps {
+
+int calibrate_main(int argc, char** argv) {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = comm_rank(comm);
+  apps::Options o({{"regions", {"node", "region layout (node = detected)"}},
+                   {"out", {"sparsecomm_model.txt", "file to write the parameters to"}},
+                   {"reps", {"20", "repetitions per measurement"}}},
+                  "usage: mpirun -np P sparsecomm_calibrate [options]");
+  if (!o.parse(argc, argv)) {
+    if (rank == 0) std::cout << o.help();
+    return 0;
+  }
+  const int reps = o.get_int("reps");
+  Locality loc = Locality::parse(comm, o.get("regions"));
+  ModelParams m;
+  auto fit = [&](int a, int b, double& alpha, double& beta) {
+    alpha = pingpong(comm, a, b, 8, reps);
+    const double t4k = pingpong(comm, a, b, 4096, reps), t256k = pingpong(comm, a, b, 262144, reps);
+    beta = std::max(0.0, (t256k - t4k) / (262144.0 - 4096.0));
+  };
+  bool intra = false, inter = false;
+  if (loc.region_size(0) >= 2) fit(loc.member(0, 0), loc.member(0, 1), m.alpha_intra, m.beta_intra), intra = true;
+  if (loc.num_regions() >= 2) {
+    fit(loc.member(0, 0), loc.member(1, 0), m.alpha_inter, m.beta_inter), inter = true;
+    // Region injection: every rank of region 0 sends 256 KiB to a rank of region 1.
+    const int bytes = 262144;
+    std::vector<char> buf(bytes);
+    std::vector<double> t;
+    for (int r = 0; r < std::max(3, reps / 4); ++r) {
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      if (loc.region() == 0) {
+        MPI_Send(buf.data(), bytes, MPI_BYTE, loc.member(1, loc.local_rank() % loc.region_size(1)), 8, comm);
+      } else if (loc.region() == 1) {
+        for (int s = loc.local_rank(); s < loc.region_size(0); s += loc.region_size(1))
+          MPI_Recv(buf.data(), bytes, MPI_BYTE, loc.member(0, s), 8, comm, MPI_STATUS_IGNORE);
+      }
+      double dt = MPI_Wtime() - t0, mx = 0;
+      MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
+      t.push_back(mx);
+    }
+    std::sort(t.begin(), t.end());
+    m.region_rate = static_cast<double>(bytes) * loc.region_size(0) / t[t.size() / 2];
+  }
+  // A stage costs about one latency of the slower class.
+  m.stage = std::max(m.alpha_intra, inter ? m.alpha_inter : 0.0);
+  {
+    std::vector<char> a(1 << 22, 1), b(1 << 22);
+    const double t0 = MPI_Wtime();
+    for (int r = 0; r < 8; ++r) std::memcpy(b.data(), a.data(), a.size()), a[r] = b[r + 1];
+    m.copy = (MPI_Wtime() - t0) / (8.0 * a.size());
+    m.copy = allreduce_max(comm, m.copy);
+  }
+  if (rank == 0) {
+    m.save(o.get("out"));
+    std::cout << "sparsecomm_calibrate: " << comm_size(comm) << " ranks, regions " << loc.describe() << "\n"
+              << "  " << m.describe() << "\n"
+              << (intra ? "" : "  (intra-region: regions of one rank, defaults kept)\n")
+              << (inter ? "" : "  (inter-region: one region, defaults kept)\n") << "written to " << o.get("out")
+              << "\n";
+  }
+  return 0;
+}
+
+}  // namespace sparsecomm::apps

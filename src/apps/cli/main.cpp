@@ -1,0 +1,60 @@
+// sparsecomm: one command-line tool for every job.
+//   mpirun -np 8 sparsecomm info --matrix HB/bcsstk13 --regions ppn:4
+//   mpirun -np 8 sparsecomm spmv --matrix HB/bcsstk13 --regions ppn:4 --backend all
+//   sparsecomm <subcommand> --help
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "common/app_main.hpp"
+
+namespace sparsecomm::apps {
+int info_main(int argc, char** argv);
+int spmv_main(int argc, char** argv);
+}  // namespace sparsecomm::apps
+
+namespace {
+
+using namespace sparsecomm::apps;
+
+struct Sub {
+  AppFn fn;
+  const char* help;
+};
+
+const std::map<std::string, Sub>& subcommands() {
+  static const std::map<std::string, Sub> s = {
+      {"info", {info_main, "pattern statistics on P ranks and a region layout; model predictions; auto's choice"}},
+      {"sdde", {sdde_main, "compare the SDDE strategies on a matrix (pattern discovery)"}},
+      {"spmv", {spmv_main, "SpMV with every backend (and auto), verified and timed"}},
+#ifdef SPARSECOMM_CLI_AMG
+      {"amg", {amg_main, "SpMV of every level of a BoomerAMG hierarchy vs Hypre's communication"}},
+#endif
+      {"bfs", {bfs_main, "2D BFS (blocking, overlapped, plan) with Graph500 validation"}},
+      {"calibrate", {calibrate_main, "measure the performance-model parameters and write them"}},
+      {"autoeval", {autoeval_main, "auto's regret and the model's prediction error over matrices"}},
+  };
+  return s;
+}
+
+int usage(int rc) {
+  std::cerr << "usage: mpirun -np P sparsecomm <subcommand> [options]   (sparsecomm <subcommand> --help)\n"
+               "common options: --matrix NAME|PATH, --gen SPEC, --backend a,b|all, --sdde S, --regions ppn:k,\n"
+               "                --reps N, --json FILE\nsubcommands:\n";
+  for (const auto& [n, s] : subcommands()) std::cerr << "  " << n << std::string(11 - n.size(), ' ') << s.help << "\n";
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) return usage(argc < 2 ? 2 : 0);
+  auto it = subcommands().find(argv[1]);
+  if (it == subcommands().end()) {
+    std::cerr << "sparsecomm: unknown subcommand '" << argv[1] << "'\n";
+    return usage(2);
+  }
+  const std::string name = std::string("sparsecomm ") + argv[1];
+  return run_app(argc - 1, argv + 1, it->second.fn, name.c_str());
+}

@@ -1,0 +1,34 @@
+#pragma once
+// main() of every benchmark program and of the `sparsecomm` CLI: MPI_Init, run, report a
+// library error once (errors are agreed across ranks, so every rank gets here), finalize.
+#include <mpi.h>
+
+#include <exception>
+#include <iostream>
+
+namespace sparsecomm::apps {
+
+using AppFn = int (*)(int argc, char** argv);
+
+inline int run_app(int argc, char** argv, AppFn fn, const char* name) {
+  MPI_Init(&argc, &argv);
+  int rc = 0, rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    rc = fn(argc, argv);
+  } catch (const std::exception& e) {
+    if (rank == 0) std::cerr << name << ": error: " << e.what() << "\n";
+    rc = 2;
+  }
+  MPI_Finalize();
+  return rc;
+}
+
+// The programs, callable from the CLI (argv[0] is the subcommand's name).
+int sdde_main(int argc, char** argv);
+int amg_main(int argc, char** argv);
+int bfs_main(int argc, char** argv);
+int calibrate_main(int argc, char** argv);
+int autoeval_main(int argc, char** argv);
+
+}  // namespace sparsecomm::apps
