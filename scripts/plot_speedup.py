@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""Speedup of every backend over p2p per matrix, from `sparsecomm spmv --json` records
+(and sparsecomm_autoeval's, which carry measured times per backend).
+
+usage: /usr/bin/python3 scripts/plot_speedup.py results/spmv.jsonl [out.png]"""
+import json
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    src = sys.argv[1]
+    out = sys.argv[2] if len(sys.argv) > 2 else src.rsplit(".", 1)[0] + ".png"
+    t = defaultdict(dict)  # (matrix, ranks, regions) -> backend -> seconds
+    with open(src) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            key = (r.get("matrix"), r.get("ranks"), r.get("regions"))
+            if r.get("bench") == "spmv":
+                t[key][r["backend"]] = r["spmv_s"]
+            elif r.get("bench") == "autoeval":
+                t[key][r["backend"]] = r["measured_s"]
+    keys = sorted(k for k in t if "p2p" in t[k])
+    if not keys:
+        sys.exit("no records with a p2p baseline in " + src)
+    backends = sorted({b for k in keys for b in t[k]})
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(keys)), 5))
+    width = 0.8 / len(backends)
+    for i, b in enumerate(backends):
+        ax.bar([j + i * width for j in range(len(keys))], [t[k]["p2p"] / t[k][b] if b in t[k] else 0 for k in keys],
+               width, label=b)
+    ax.axhline(1.0, color="gray", linestyle="--")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(keys))])
+    ax.set_xticklabels(["%s\n%s ranks\n%s" % k for k in keys], fontsize=7)
+    ax.set_ylabel("speedup over p2p")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
