@@ -33,6 +33,8 @@ const std::map<std::string, Sub>& subcommands() {
 #endif
       {"bfs", {bfs_main, "2D BFS (blocking, overlapped, plan) with Graph500 validation"}},
       {"calibrate", {calibrate_main, "measure the performance-model parameters and write them"}},
+      {"nbrbench", {nbrbench_main, "neighbor allgather microbenchmark: random / Moore topologies, combining"}},
+      {"spmm", {spmm_main, "SpMM C = A x B via allgather-shaped exchanges, combining, halo"}},
       {"autoeval", {autoeval_main, "auto's regret and the model's prediction error over matrices"}},
   };
   return s;

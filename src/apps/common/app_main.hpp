@@ -30,5 +30,7 @@ int amg_main(int argc, char** argv);
 int bfs_main(int argc, char** argv);
 int calibrate_main(int argc, char** argv);
 int autoeval_main(int argc, char** argv);
+int nbrbench_main(int argc, char** argv);
+int spmm_main(int argc, char** argv);
 
 }  // namespace sparsecomm::apps

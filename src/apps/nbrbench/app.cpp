@@ -1,0 +1,345 @@
+// sparsecomm_nbrbench: the topology microbenchmark of the message-combining papers
+// (Mirsadeghi, Träff, Balaji and Afsahi, HiPC 2017, and its k-group follow-up): an
+// allgather-shaped neighborhood exchange (MPI_Neighbor_allgather semantics) over random
+// Erdős–Rényi graphs and Moore neighborhoods, for every GatherPlan backend.
+//
+// Per topology and message size: `neighbor` (MPI's Ineighbor_allgatherv, the baseline,
+// measured in the same run), every other registered backend, and `combined` for each
+// group size k x {topology-agnostic, topology-aware}. Reported per variant:
+//   latency   time per exchange (start+wait). The variants are timed in --rounds rounds,
+//             interleaved (every variant once per round, reps/rounds exchanges each through
+//             apps::time_per_call: barrier before each batch, per batch the max over ranks,
+//             median of the batches); the latency is the median over the rounds, with the
+//             best and worst round next to it, and the mean over ranks of each rank's median
+//             per-call time (no barrier between calls);
+//   speedup   neighbor latency / variant latency (>1: faster than neighbor);
+//   stages    communication stages one after the other (max over ranks);
+//   messages  sent per rank and exchange (max and mean over ranks; from the plan's
+//             deterministic counts: stage 1 + stage 2 for combined);
+//   groups    combining groups found (sum over ranks of the groups each rank leads);
+//   setup     phase 1 (combining pattern) and phase 2 (schedule on the buffers), max over ranks.
+// Every plan is verified twice (before and after the timed exchanges): each rank's block is
+// filled with bytes derived from its rank, and every received block must match its source.
+// The exit code is 3 if any verification failed.
+//
+//   mpirun -np 32 sparsecomm_nbrbench --topos "moore:2,3;er:0.2" --sizes 4 --json nbr.jsonl
+//   mpirun -np 8 sparsecomm_nbrbench --topos "moore:2,1;er:0.5" --sizes 4,256 --k 2,3 --reps 5
+//
+// --topos takes topology specs separated by ';' or spaces (a spec itself contains commas:
+// "moore:<dims>,<radius>", "er:<density>[,<seed>]"); quote the list in the shell.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm/gather_plan.hpp"
+#include "common/app_main.hpp"
+#include "common/cli.hpp"
+#include "common/table.hpp"
+#include "common/timing.hpp"
+
+using namespace sparsecomm;
+
+namespace {
+
+/// One measured configuration.
+struct Variant {
+  std::string backend;
+  int k = 0;           ///< combined only
+  bool aware = false;  ///< combined only
+  std::string label() const {
+    if (backend != "combined") return backend;
+    return "combined k=" + std::to_string(k) + (aware ? " aware" : " agnostic");
+  }
+};
+
+struct Result {
+  Variant v;
+  int64_t size = 0;
+  double lat_max = 0, lat_best = 0, lat_worst = 0, lat_mean = 0;  // seconds
+  double stages = 0, msgs_max = 0, msgs_mean = 0, msgs_inter_max = 0, msgs_inter_mean = 0, bytes_max = 0;
+  double groups = 0, phase1 = 0, phase2 = 0, setup_backend = 0;
+  bool verified = false;
+};
+
+/// The byte pattern of rank r's block, position b, in verification round `round`.
+char pattern_byte(int r, int64_t b, int round) {
+  uint64_t x = (static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ull) ^ (static_cast<uint64_t>(b) * 0xbf58476d1ce4e5b9ull) ^
+               (static_cast<uint64_t>(round + 1) * 0x94d049bb133111ebull);
+  x ^= x >> 31;
+  return static_cast<char>(x & 0xff);
+}
+
+/// Splits "a;b;c" or "a b c" (topology specs contain commas; ';' is awkward in CMake lists).
+std::vector<std::string> split_topologies(const std::string& s) {
+  std::vector<std::string> out;
+  std::string tok;
+  for (char ch : s + ";") {
+    if (ch == ';' || ch == ' ' || ch == '\t' || ch == '\n') {
+      if (!tok.empty()) out.push_back(tok);
+      tok.clear();
+    } else {
+      tok += ch;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> int_list(const apps::Options& opt, const std::string& name, int64_t min_value) {
+  std::vector<int64_t> v;
+  for (const auto& s : apps::split_list(opt.get(name))) {
+    size_t pos = 0;
+    int64_t x = 0;
+    try {
+      x = std::stoll(s, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos != s.size() || x < min_value)
+      throw InputError("--" + name + " expects integers >= " + std::to_string(min_value) + ", got '" + s + "'");
+    v.push_back(x);
+  }
+  if (v.empty()) throw InputError("--" + name + " is empty");
+  return v;
+}
+
+/// Collective. Exchanges once with round-specific bytes and checks every received block.
+bool verify(GatherPlan& plan, int me, int round) {
+  const int64_t n = plan.my_count();
+  std::vector<char> block(static_cast<size_t>(n)), recv(static_cast<size_t>(plan.recv_total()), 0);
+  for (int64_t b = 0; b < n; ++b) block[b] = pattern_byte(me, b, round);
+  plan.exchange(block.data(), recv.data());
+  bool ok = plan.recv_counts().size() == plan.topology().sources.size();
+  for (size_t i = 0; ok && i < plan.topology().sources.size(); ++i) {
+    const int s = plan.topology().sources[i];
+    if (plan.recv_counts()[i] != n) ok = false;  // every rank sends the same size here
+    for (int64_t b = 0; ok && b < n; ++b)
+      if (recv[plan.recv_offsets()[i] + b] != pattern_byte(s, b, round)) ok = false;
+  }
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return all != 0;
+}
+
+/// Measures every variant at one message size. All plans are built (and verified) first;
+/// the timed exchanges then run in `rounds` interleaved rounds (variant after variant, each
+/// round reps/rounds exchanges through apps::time_per_call), and a variant's latency is the
+/// median over the rounds. On an oversubscribed machine the ranks fall in and out of slow
+/// scheduling phases lasting many exchanges; interleaving spreads them over every variant
+/// instead of charging them to whichever variant happened to run then.
+std::vector<Result> measure(const Topology& topo, const Locality& loc, const std::vector<Variant>& variants,
+                            int64_t size, int theta, int reps, int rounds) {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const int me = comm_rank(comm), p = comm_size(comm);
+  const size_t nv = variants.size();
+  std::vector<std::unique_ptr<GatherPlan>> plans;
+  std::vector<Result> res(nv);
+  for (size_t i = 0; i < nv; ++i) {
+    const Variant& v = variants[i];
+    GatherOptions go;
+    go.value_bytes = 1;  // char buffers: any byte size works
+    go.combining.theta = theta;
+    if (v.backend == "combined") go.combining.k = v.k, go.combining.aware = v.aware;
+    res[i].v = v;
+    res[i].size = size;
+    plans.push_back(make_gather_plan(v.backend, topo, loc, comm, size, go));
+    res[i].verified = verify(*plans.back(), me, 0);
+  }
+
+  std::vector<char> block(static_cast<size_t>(size));
+  for (int64_t b = 0; b < size; ++b) block[b] = pattern_byte(me, b, 7);
+  std::vector<std::vector<char>> recv(nv);
+  for (size_t i = 0; i < nv; ++i) recv[i].resize(static_cast<size_t>(plans[i]->recv_total()) + 1);
+  std::vector<std::vector<double>> per_round(nv), per_call(nv);
+  const int reps_per_round = std::max(1, reps / rounds);
+  for (int round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < nv; ++i) {
+      GatherPlan& plan = *plans[i];
+      char* rb = recv[i].data();
+      auto& calls = per_call[i];
+      per_round[i].push_back(apps::time_per_call(comm, reps_per_round, [&] {
+        const double t0 = MPI_Wtime();
+        plan.start(block.data());
+        plan.wait(rb);
+        calls.push_back(MPI_Wtime() - t0);
+      }));
+    }
+
+  for (size_t i = 0; i < nv; ++i) {
+    GatherPlan& plan = *plans[i];
+    Result& r = res[i];
+    r.verified = verify(plan, me, 1) && r.verified;  // still right after the timed exchanges
+    r.lat_max = apps::median_of(per_round[i]);
+    r.lat_best = *std::min_element(per_round[i].begin(), per_round[i].end());
+    r.lat_worst = *std::max_element(per_round[i].begin(), per_round[i].end());
+    const auto& c = plan.iteration_counts().total();
+    const Stats& st = plan.setup_stats();
+    auto red = reduce_all(comm, {apps::median_of(per_call[i]), static_cast<double>(plan.stages()),
+                                 static_cast<double>(c.sent().msgs), static_cast<double>(c.sent_inter.msgs),
+                                 static_cast<double>(c.sent().bytes), static_cast<double>(plan.groups_led()),
+                                 st.time("setup.combining.phase1"), st.time("setup.combining.phase2"),
+                                 st.time("setup.backend")});
+    r.lat_mean = red[0].sum / p;
+    r.stages = red[1].max;
+    r.msgs_max = red[2].max, r.msgs_mean = red[2].sum / p;
+    r.msgs_inter_max = red[3].max, r.msgs_inter_mean = red[3].sum / p;
+    r.bytes_max = red[4].max;
+    r.groups = red[5].sum;
+    r.phase1 = red[6].max, r.phase2 = red[7].max, r.setup_backend = red[8].max;
+  }
+  return res;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') o += '\\';
+    o += ch;
+  }
+  return o;
+}
+
+}  // namespace
+
+namespace sparsecomm::apps {
+
+int nbrbench_main(int argc, char** argv) {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = comm_rank(comm), nranks = comm_size(comm);
+  apps::Options opt(
+      {{"topos",
+        {"er:0.05;er:0.1;er:0.2;er:0.4;er:0.8;moore:2,1;moore:2,2;moore:2,3;moore:2,4;moore:3,1;moore:3,2;moore:4,1",
+         "topologies separated by ';' or spaces (quote it): er:<density>[,<seed>], moore:<dims>,<radius>"}},
+       {"sizes", {"4,64,512,4096", "bytes per message (each rank's block), comma-separated"}},
+       {"k", {"2,3,4,6", "group sizes for combined, comma-separated (each >= 2)"}},
+       {"aware", {"both", "combined variants: agnostic, aware or both"}},
+       {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
+       {"backends", {"all", "gather backends to run (comma-separated) or all; neighbor always runs"}},
+       {"reps", {"200", "timed exchanges per variant, split over the rounds"}},
+       {"rounds", {"5", "interleaved rounds over the variants (latency: median over rounds)"}},
+       {"regions", {"ppn:4", "region layout: node, ppn:k, cyclic:n, list:..., flat, single"}},
+       {"json", {"", "append one JSON line per (topology, size, variant) to this file"}}},
+      "usage: mpirun -np P sparsecomm_nbrbench [options]\n"
+      "Allgather-shaped neighborhood exchange on random and Moore topologies: neighbor vs p2p vs\n"
+      "message combining (k-groups, topology-agnostic / -aware).");
+  if (!opt.parse(argc, argv)) {
+    if (rank == 0) std::cout << opt.help();
+    return 0;
+  }
+  const std::vector<std::string> topos = split_topologies(opt.get("topos"));
+  if (topos.empty()) throw InputError("--topos is empty");
+  const std::vector<int64_t> sizes = int_list(opt, "sizes", 0);
+  const std::vector<int64_t> ks = int_list(opt, "k", 2);
+  const int theta = opt.get_int("theta"), reps = opt.get_int("reps"), rounds = opt.get_int("rounds");
+  if (reps < 1 || theta < 1 || rounds < 1) throw InputError("--reps, --rounds and --theta must be >= 1");
+  std::vector<bool> awares;
+  const std::string aw = opt.get("aware");
+  if (aw == "agnostic") awares = {false};
+  else if (aw == "aware") awares = {true};
+  else if (aw == "both") awares = {false, true};
+  else throw InputError("--aware expects agnostic, aware or both, got '" + aw + "'");
+
+  // Variants: neighbor first (the baseline), then every other registered backend;
+  // combined expands into k x aware.
+  const std::vector<std::string> all = gather_backend_names();
+  std::vector<std::string> chosen = opt.get("backends") == "all" ? all : apps::split_list(opt.get("backends"));
+  for (const auto& b : chosen)
+    if (std::find(all.begin(), all.end(), b) == all.end()) {
+      std::string names;
+      for (const auto& n : all) names += (names.empty() ? "" : ", ") + n;
+      throw InputError("unknown gather backend '" + b + "'; valid backends: " + names);
+    }
+  std::vector<Variant> variants{{"neighbor", 0, false}};
+  for (const auto& b : chosen)
+    if (b != "neighbor" && b != "combined") variants.push_back({b, 0, false});
+  if (std::find(chosen.begin(), chosen.end(), "combined") != chosen.end())
+    for (int64_t k : ks)
+      for (bool a : awares) variants.push_back({"combined", static_cast<int>(k), a});
+  Locality loc = Locality::parse(comm, opt.get("regions"));
+  if (rank == 0)
+    std::cerr << "nbrbench: " << nranks << " ranks, regions " << loc.describe() << ", " << topos.size()
+              << " topologies x " << sizes.size() << " sizes x " << variants.size() << " variants, " << reps
+              << " reps in " << rounds << " rounds\n";
+
+  bool all_ok = true;
+  std::ostringstream report;
+  report << "sparsecomm neighborhood allgather microbenchmark (Mirsadeghi et al. 2017 + k-groups)\n"
+         << nranks << " ranks, regions " << loc.describe() << ", theta " << theta << ", " << reps
+         << " exchanges per variant in " << rounds << " rounds interleaved over the variants\n"
+         << "lat      = time per exchange (start+wait) [us]: per round apps::time_per_call (barrier per batch, max\n"
+         << "           over ranks, median of batches); median over rounds. best/worst: fastest/slowest round\n"
+         << "rank-mean= mean over ranks of each rank's median per-call time [us]\n"
+         << "speedup  = neighbor lat / lat (same run; >1: faster than neighbor); (best) = on the best rounds\n"
+         << "msgs     = messages sent per rank and exchange, max / mean over ranks (inter-region max in brackets)\n"
+         << "groups   = combining groups found (sum over ranks); ph1/ph2 = combining setup phases, max over ranks [ms]\n";
+  std::ofstream js;
+  if (rank == 0 && !opt.get("json").empty()) js.open(opt.get("json"), std::ios::app);
+
+  for (const auto& spec : topos) {
+    const double t_topo = MPI_Wtime();
+    Topology topo = Topology::parse(comm, spec);
+    auto deg = reduce_all(comm, {static_cast<double>(topo.destinations.size()),
+                                 static_cast<double>(topo.sources.size())});
+    std::vector<Result> results;
+    for (int64_t size : sizes)
+      for (const auto& r : measure(topo, loc, variants, size, theta, reps, rounds)) {
+        results.push_back(r);
+        all_ok = all_ok && r.verified;
+      }
+    if (rank != 0) continue;
+
+    report << "\ntopology " << spec << ": out-degree max " << deg[0].max << ", mean "
+           << apps::num("%.1f", deg[0].sum / nranks) << "; in-degree max " << deg[1].max << "\n";
+    apps::Table t({"variant", "size[B]", "lat[us]", "best/worst[us]", "rank-mean[us]", "speedup", "(best)", "stages",
+                   "msgs max/mean", "groups", "ph1[ms]", "ph2[ms]", "verified"});
+    double base = 0, base_best = 0;
+    int64_t last_size = -1;
+    for (const auto& r : results) {
+      if (r.v.backend == "neighbor") base = r.lat_max, base_best = r.lat_best;
+      if (last_size >= 0 && r.size != last_size) t.rule();
+      last_size = r.size;
+      const bool comb = r.v.backend == "combined";
+      t.add({r.v.label(), std::to_string(r.size), apps::num("%.1f", r.lat_max * 1e6),
+             apps::num("%.1f", r.lat_best * 1e6) + " / " + apps::num("%.1f", r.lat_worst * 1e6),
+             apps::num("%.1f", r.lat_mean * 1e6), apps::num("%.2f", base / r.lat_max),
+             apps::num("%.2f", base_best / r.lat_best), apps::num("%.0f", r.stages),
+             apps::num("%.0f", r.msgs_max) + " / " + apps::num("%.1f", r.msgs_mean) + " [" +
+                 apps::num("%.0f", r.msgs_inter_max) + "]",
+             comb ? apps::num("%.0f", r.groups) : "-", comb ? apps::num("%.2f", r.phase1 * 1e3) : "-",
+             comb ? apps::num("%.2f", r.phase2 * 1e3) : "-", r.verified ? "yes" : "NO"});
+      if (js.is_open()) {
+        js << "{\"bench\":\"nbrbench\",\"topology\":\"" << json_escape(spec) << "\",\"ranks\":" << nranks
+           << ",\"regions\":\"" << json_escape(loc.describe()) << "\",\"out_degree_max\":" << deg[0].max
+           << ",\"out_degree_mean\":" << deg[0].sum / nranks << ",\"size_bytes\":" << r.size << ",\"backend\":\""
+           << r.v.backend << "\",\"variant\":\"" << r.v.label() << "\",\"k\":" << (comb ? std::to_string(r.v.k) : "null")
+           << ",\"aware\":" << (comb ? (r.v.aware ? "true" : "false") : "null") << ",\"theta\":" << theta
+           << ",\"reps\":" << reps << ",\"rounds\":" << rounds << ",\"lat_max_s\":" << r.lat_max
+           << ",\"lat_best_s\":" << r.lat_best << ",\"lat_worst_s\":" << r.lat_worst << ",\"lat_mean_s\":" << r.lat_mean
+           << ",\"neighbor_lat_max_s\":" << base << ",\"speedup_vs_neighbor\":" << base / r.lat_max
+           << ",\"speedup_best_vs_neighbor_best\":" << base_best / r.lat_best
+           << ",\"stages\":" << r.stages << ",\"msgs_max\":" << r.msgs_max << ",\"msgs_mean\":" << r.msgs_mean
+           << ",\"msgs_inter_max\":" << r.msgs_inter_max << ",\"msgs_inter_mean\":" << r.msgs_inter_mean
+           << ",\"bytes_sent_max\":" << r.bytes_max << ",\"groups\":" << r.groups
+           << ",\"setup_phase1_s\":" << r.phase1 << ",\"setup_phase2_s\":" << r.phase2
+           << ",\"setup_backend_s\":" << r.setup_backend << ",\"verified\":" << (r.verified ? "true" : "false")
+           << "}\n";
+      }
+    }
+    report << t.str();
+    std::cerr << "nbrbench: " << spec << " done (out-degree max " << deg[0].max << ") in "
+              << apps::num("%.2f", MPI_Wtime() - t_topo) << " s\n";
+  }
+  if (rank == 0) {
+    std::cout << report.str() << "\n"
+              << (all_ok ? "every exchange verified against the expected blocks\n" : "VERIFICATION FAILED\n");
+    if (js.is_open()) std::cout << "JSON lines appended to " << opt.get("json") << "\n";
+  }
+  return all_ok ? 0 : 3;
+}
+
+}  // namespace sparsecomm::apps
