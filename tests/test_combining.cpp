@@ -21,6 +21,10 @@ std::vector<std::pair<int, int>> delivered(const CombiningSchedule& s) {
   std::vector<int> mine;
   for (size_t i = 0; i < s.dest.size(); ++i)
     for (int o : s.dest_origins[i]) mine.insert(mine.end(), {o, s.dest[i]});
+  // A member that is also my destination gets my data with the stage-1 message.
+  for (size_t i = 0; i < s.stage1_send.size(); ++i)
+    for (int d : s.stage1_send_dests[i])
+      if (d == s.stage1_send[i]) mine.insert(mine.end(), {test::rank(), d});
   int n = static_cast<int>(mine.size());
   const int p = test::size();
   std::vector<int> counts(p), displs(p + 1, 0);

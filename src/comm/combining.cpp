@@ -75,6 +75,7 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
   }
   std::map<int, std::set<int>> origins;               // destination -> origins I deliver there
   std::map<int, std::set<int>> send_dests, recv_dests;  // stage 1: member -> destinations
+  std::vector<int> via_stage1;                          // origins whose data for me comes in stage 1
   CombiningSchedule s;
 
   for (int round = 0; round < opt.max_rounds; ++round) {
@@ -173,6 +174,32 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
       s.group_members += static_cast<int>(members.size());
     }
     Lists mine = sdde_lists(sdde, info, opt.sdde, stats);
+    // A member that is also one of my pending destinations and forwards for the group
+    // already gets my data in stage 1: deliver it there instead of a second, direct
+    // message. Members tell each other (group members know each other now).
+    Lists flags;
+    std::vector<int> flag_from;
+    for (const auto& [l, v] : mine) {
+      const size_t n = static_cast<size_t>(v[0]);
+      const size_t ncommon = v.size() - 1 - n;
+      for (size_t i = 0; i < n; ++i) {
+        const int x = static_cast<int>(v[1 + i]);
+        if (x == me) continue;
+        const bool x_forwards = i < ncommon;  // member i covers common[i], common[i+n], ...
+        size_t my_index = 0;
+        while (static_cast<int>(v[1 + my_index]) != me) ++my_index;
+        if (x_forwards) flags[x] = {pending.count(x) ? 1 : 0};
+        if (my_index < ncommon) flag_from.push_back(x);
+      }
+    }
+    Lists their_flags = known_exchange(comm.get(), kTagMerge + 1, flags, flag_from);
+    for (const auto& [x, f] : flags)
+      if (f[0]) {  // x is my pending destination and will get my data in stage 1
+        pending.erase(x);
+        send_dests[x].insert(x);
+      }
+    for (const auto& [m, f] : their_flags)
+      if (f[0]) recv_dests[m].insert(me), via_stage1.push_back(m);  // m's data for me comes in stage 1
     for (const auto& [l, v] : mine) {
       const size_t n = static_cast<size_t>(v[0]);
       std::vector<int> mem(v.begin() + 1, v.begin() + 1 + static_cast<std::ptrdiff_t>(n));
@@ -206,7 +233,7 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
     tell[d] = std::vector<int64_t>(o.begin(), o.end());
   }
   Lists told = sdde_lists(sdde, tell, opt.sdde, stats);
-  std::vector<int> covered;
+  std::vector<int> covered = via_stage1;
   for (const auto& [f, o] : told) {
     s.from.push_back(f);
     s.from_origins.emplace_back(o.begin(), o.end());

@@ -44,6 +44,8 @@ struct CombiningSchedule {
   std::vector<int> stage1_send, stage1_recv;
   /// For alltoallv-shaped use: the destinations each stage-1 peer covers for me
   /// (stage1_send_dests[i], sorted) and those I cover for each member (stage1_recv_dests[i]).
+  /// A peer may appear in its own list: then the stage-1 message also delivers the data
+  /// meant for that peer itself (a member that is also a destination gets it only once).
   std::vector<std::vector<int>> stage1_send_dests, stage1_recv_dests;
   /// Stage 2: one message per destination, carrying the data of `origins` (sorted; may
   /// contain me). Destinations sorted.

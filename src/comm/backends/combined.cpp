@@ -43,6 +43,7 @@ class CombinedPlan final : public Plan {
   }
   void do_wait() override {
     wait(stage1_wait_);
+    for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
     for (const auto& c : pack2_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
     start(second_);
     wait(final_wait_);
@@ -126,7 +127,12 @@ class CombinedPlan final : public Plan {
       in1_[i].assign(static_cast<size_t>(bytes), 0);
       int64_t pos = 0;
       for (size_t j = 0; j < s.stage1_recv_dests[i].size(); ++j) {
-        seg[{s.stage1_recv[i], s.stage1_recv_dests[i][j]}] = {in1_[i].data() + pos, in_counts[i][j] * eb};
+        const int d = s.stage1_recv_dests[i][j];
+        seg[{s.stage1_recv[i], d}] = {in1_[i].data() + pos, in_counts[i][j] * eb};
+        if (d == me) {  // this member's segment for me rides in stage 1: place it directly
+          const int k = recv_idx.at(s.stage1_recv[i]);
+          self1_.push_back({recv_buf() + rcv.offsets[k] * eb, in1_[i].data() + pos, in_counts[i][j] * eb});
+        }
         pos += in_counts[i][j] * eb;
       }
       MPI_Request r = add(false, in1_[i].data(), bytes, s.stage1_recv[i], kTagStage1);
@@ -191,7 +197,7 @@ class CombinedPlan final : public Plan {
   // handles of first_ (persistent handles stay valid across completions).
   std::vector<MPI_Request> owned_, first_, second_, stage1_wait_, final_wait_;
   std::vector<std::vector<char>> out1_, in1_, out2_, in2_;
-  std::vector<Copy> pack1_, pack2_, scatter_;
+  std::vector<Copy> pack1_, pack2_, scatter_, self1_;
 };
 
 }  // namespace

@@ -1,10 +1,12 @@
 // combined: message combining over common neighborhoods for allgather-shaped exchanges
 // (Mirsadeghi et al. 2017 and the k-group follow-up; the pattern is built in
 // comm/combining.cpp). Phase 2 turns the pattern into a schedule on the actual buffers:
-//   stage 1  send my block to the group members that forward it; receive theirs;
+//   stage 1  send my block to the group members that forward it; receive theirs (a member
+//            that is also one of my destinations keeps my block from this message);
 //   stage 2  send one message per destination carrying every block I deliver there
 //            (messages carrying only my own block leave at start(), without waiting);
 //   receive  possibly-combined messages, copied to the final receive buffer.
+#include <algorithm>
 #include <cstring>
 
 #include "comm/gather_plan.hpp"
@@ -95,6 +97,7 @@ class CombinedGather final : public GatherPlan {
   }
   void do_wait() override {
     recv1_.wait();
+    for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
     for (const auto& cp : pack_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
     combined_.start();
     for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
@@ -140,6 +143,10 @@ class CombinedGather final : public GatherPlan {
       recv1_.add(s.stage1_recv[i], at, member_count[i] * vb, false);
       count_recv("stage1", s.stage1_recv[i], member_count[i] * vb);
       block_of[s.stage1_recv[i]] = {at, member_count[i] * vb};
+      // The member's block is also meant for me: copy it from stage 1 (no second message).
+      const auto& dl = s.stage1_recv_dests[i];
+      if (std::find(dl.begin(), dl.end(), me) != dl.end())
+        self1_.push_back({recv_buf() + recv_offsets()[source_index(s.stage1_recv[i])] * vb, at, member_count[i] * vb});
       off += member_count[i] * vb;
     }
     for (int m : s.stage1_send) {
@@ -211,7 +218,7 @@ class CombinedGather final : public GatherPlan {
   Messages recv1_, send1_, direct_, combined_, final_recv_;
   std::vector<char> staging1_, staging2_;
   std::vector<std::vector<char>> out_bufs_;
-  std::vector<Copy> pack_, scatter_, self_;
+  std::vector<Copy> pack_, scatter_, self_, self1_;
 };
 
 }  // namespace
