@@ -1,0 +1,1062 @@
+// The C API (include/sparsecomm.h) on the C++ library.
+//
+// Every entry point is a thin extern "C" shell around guarded(): no exception crosses the
+// C boundary. Collective calls validate their arguments in three steps, each ending in an
+// agreement so that bad input on one rank is an error on every rank and nobody hangs:
+//   1. local checks (pointers, counts, ranks, datatypes, names, info keys), agreed;
+//   2. one allreduce comparing the options (hash of their canonical form) and the
+//      neighbor lists (sum of a hash of every edge, from both of its ends);
+//   3. for the neighborhood alltoallv, one setup message per edge that tells the receiver
+//      the sender's counts (and the ids of the values): every backend then delivers the
+//      same result, and a count mismatch is an error instead of a truncation.
+// Then the C++ layer (Sdde, make_plan, make_gather_plan) does the work; its own errors
+// are agreed there.
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <new>
+
+#include "capi_internal.hpp"
+
+// The object behind SPC_Request (declared in sparsecomm.h, global namespace).
+struct SPC_Request_s {
+  bool gather = false;
+  std::unique_ptr<sparsecomm::Plan> plan;          // alltoallv-shaped
+  std::unique_ptr<sparsecomm::GatherPlan> gplan;   // allgather-shaped
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  int64_t esz = 0;  // bytes per element of the user's datatype
+  int unit = 1;     // bytes per Plan value: esz = unit * plan width
+  // Local copies (self-loops, and for gathers the received blocks to their places):
+  // `n` bytes from sendbuf (from_send) or the staging buffer, at byte offsets.
+  struct Copy {
+    int64_t from, to, bytes;
+    bool from_send;
+  };
+  std::vector<Copy> copies;
+  bool direct = false;                // gather: the plan's layout is the user's: no staging
+  std::vector<unsigned char> staging;
+  bool active = false;
+};
+
+namespace sparsecomm {
+namespace capi {
+namespace {
+
+constexpr const char* kTagOpen = "[[spc:";
+constexpr int kTagSetup = 77;
+
+thread_local int tl_code = SPC_SUCCESS;
+thread_local std::string tl_message;
+
+// "... [[spc:N]] text ..." -> N and the text without the tag.
+bool untag(const std::string& what, int& code, std::string& text) {
+  const size_t pos = what.find(kTagOpen);
+  if (pos == std::string::npos) return false;
+  const size_t num = pos + std::strlen(kTagOpen);
+  const size_t end = what.find("]]", num);
+  if (end == std::string::npos) return false;
+  try {
+    size_t used = 0;
+    const long v = std::stol(what.substr(num, end - num), &used);
+    if (used != end - num) return false;
+    code = static_cast<int>(v);
+  } catch (const std::exception&) {
+    return false;
+  }
+  size_t after = end + 2;
+  if (after < what.size() && what[after] == ' ') ++after;
+  text = what.substr(0, pos) + what.substr(after);
+  return true;
+}
+
+int classify(const char* what, int fallback) {
+  int code = fallback;
+  std::string text;
+  if (untag(what, code, text)) return record_error(code, text);
+  return record_error(fallback, what);
+}
+
+std::string trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+uint64_t fnv(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+uint64_t mix(uint64_t x) {
+  x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdull;
+  x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+// Hash of a directed edge; summed from both ends it detects inconsistent neighbor lists.
+uint64_t edge_hash(int from, int to) {
+  return mix((static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) ^ static_cast<uint32_t>(to));
+}
+
+// Order-sensitive hash of a sequence of ids.
+struct SeqHash {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  void add(int64_t v) { h = mix(h ^ mix(static_cast<uint64_t>(v) + 0x632be59bd9b4e019ull)) + 1; }
+};
+
+// Bytes of a contiguous datatype; MPI_ERR_TYPE for anything else.
+int64_t contiguous_size(MPI_Datatype t, const char* what) {
+  if (t == MPI_DATATYPE_NULL) fail(MPI_ERR_TYPE, std::string(what) + " is MPI_DATATYPE_NULL");
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
+  SPC_MPI(MPI_Type_size(t, &size));
+  SPC_MPI(MPI_Type_get_extent(t, &lb, &extent));
+  SPC_MPI(MPI_Type_get_true_extent(t, &tlb, &textent));
+  if (size <= 0) fail(MPI_ERR_TYPE, std::string(what) + " has size 0");
+  if (lb != 0 || tlb != 0 || extent != size || textent != size)
+    fail(MPI_ERR_TYPE, std::string(what) + " is not contiguous (size " + std::to_string(size) + ", extent " +
+                           std::to_string(extent) + ", true extent " + std::to_string(textent) +
+                           "); sparsecomm supports contiguous datatypes only");
+  return size;
+}
+
+// Largest Plan value size (8, 4, 2 or 1 bytes) that divides the element size.
+int unit_for(int64_t esz) {
+  for (int u : {8, 4, 2})
+    if (esz % u == 0) return u;
+  return 1;
+}
+
+// Plan values of N bytes with alignment 1: user buffers need no particular alignment.
+// (Plan::wait also instantiates Unpack::add, which needs +=; the C API only replaces.)
+template <int N>
+struct Bytes {
+  unsigned char b[N];
+  Bytes& operator+=(const Bytes&) { throw NotImplementedError("sparsecomm C API: values cannot be added"); }
+};
+
+template <class F>
+void with_unit(int unit, F&& f) {
+  switch (unit) {
+    case 8: f(Bytes<8>{}); break;
+    case 4: f(Bytes<4>{}); break;
+    case 2: f(Bytes<2>{}); break;
+    default: f(Bytes<1>{}); break;
+  }
+}
+
+void check_names(const std::string& what, const std::string& name, const std::vector<std::string>& valid) {
+  if (!contains(valid, name))
+    fail(SPC_ERR_NOT_FOUND, "unknown " + what + " '" + name + "'; valid " + what + "s: " + join(valid));
+}
+
+// Step 2 of the validation: every rank passed the same options (hash of `canonical`) and
+// the neighbor lists are consistent (`out` / `in`: sums of edge hashes; 0 when there are
+// no lists). Every rank sees the same sums, so every rank fails alike.
+void cross_check(MPI_Comm comm, const std::string& canonical, uint64_t out, uint64_t in) {
+  const uint64_t h = fnv(canonical);
+  uint64_t v[2] = {h, ~h}, mx[2];
+  SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
+  uint64_t e[2] = {out, in}, sum[2];
+  SPC_MPI(MPI_Allreduce(e, sum, 2, MPI_UINT64_T, MPI_SUM, comm));
+  const bool differ = mx[0] != h || mx[1] != ~h;
+  // The first agreement makes the message the same everywhere (the lowest rank's).
+  agreed(comm, [&] {
+    if (differ)
+      fail(SPC_ERR_MISMATCH, "ranks passed different sparsecomm_* options or datatype sizes (rank " +
+                                 std::to_string(comm_rank(comm)) + ": " + canonical + ")");
+  });
+  if (sum[0] != sum[1])
+    fail(SPC_ERR_MISMATCH,
+         "inconsistent neighbor lists: some rank lists a destination that does not list it as a source "
+         "(or lists it a different number of times)");
+}
+
+// Neighbors of a distributed graph communicator.
+void graph_neighbors(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& destinations) {
+  int status = MPI_UNDEFINED;
+  SPC_MPI(MPI_Topo_test(comm, &status));
+  if (status != MPI_DIST_GRAPH)
+    fail(MPI_ERR_TOPOLOGY,
+         "the communicator is not a distributed graph communicator (MPI_Dist_graph_create_adjacent); "
+         "use the _lists form for explicit neighbor lists");
+  int indeg = 0, outdeg = 0, weighted = 0;
+  SPC_MPI(MPI_Dist_graph_neighbors_count(comm, &indeg, &outdeg, &weighted));
+  std::vector<int> s(static_cast<size_t>(std::max(indeg, 1))), d(static_cast<size_t>(std::max(outdeg, 1)));
+  std::vector<int> sw(s.size()), dw(d.size());
+  if (weighted)
+    SPC_MPI(MPI_Dist_graph_neighbors(comm, indeg, s.data(), sw.data(), outdeg, d.data(), dw.data()));
+  else
+    SPC_MPI(MPI_Dist_graph_neighbors(comm, indeg, s.data(), MPI_UNWEIGHTED, outdeg, d.data(), MPI_UNWEIGHTED));
+  sources.assign(s.begin(), s.begin() + indeg);
+  destinations.assign(d.begin(), d.begin() + outdeg);
+}
+
+// Neighbor lists from the graph or from the arguments, checked.
+void neighbor_lists(MPI_Comm comm, bool from_graph, int indegree, const int* sources, int outdegree,
+                    const int* destinations, std::vector<int>& srcs, std::vector<int>& dsts) {
+  if (from_graph) {
+    graph_neighbors(comm, srcs, dsts);
+  } else {
+    if (indegree < 0 || outdegree < 0) fail(SPC_ERR_ARG, "negative indegree or outdegree");
+    if ((indegree > 0 && !sources) || (outdegree > 0 && !destinations))
+      fail(SPC_ERR_ARG, "sources or destinations is NULL");
+    srcs.assign(sources, sources + indegree);
+    dsts.assign(destinations, destinations + outdegree);
+  }
+  const int p = comm_size(comm);
+  for (int r : srcs)
+    if (r < 0 || r >= p) fail(MPI_ERR_RANK, "source rank " + std::to_string(r) + " out of range [0, " + std::to_string(p) + ")");
+  for (int r : dsts)
+    if (r < 0 || r >= p)
+      fail(MPI_ERR_RANK, "destination rank " + std::to_string(r) + " out of range [0, " + std::to_string(p) + ")");
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using CBuffer = std::unique_ptr<void, FreeDeleter>;
+
+// malloc'd array (NULL for 0 bytes: MPI Advance's MPIL_Alloc convention).
+CBuffer c_alloc(int64_t bytes) {
+  if (bytes <= 0) return CBuffer(nullptr);
+  void* p = std::malloc(static_cast<size_t>(bytes));
+  if (!p) throw std::bad_alloc();
+  return CBuffer(p);
+}
+
+}  // namespace
+
+// ---- errors -----------------------------------------------------------------------------
+
+void fail(int code, const std::string& message) {
+  throw InputError(std::string(kTagOpen) + std::to_string(code) + "]] " + message);
+}
+
+int record_error(int code, const std::string& message) noexcept {
+  try {
+    tl_message = message;
+  } catch (...) {
+    tl_message.clear();
+  }
+  tl_code = code;
+  return code;
+}
+
+int record_current_exception() noexcept {
+  try {
+    try {
+      throw;
+    } catch (const MpiError& e) {
+      return classify(e.what(), e.code() == MPI_SUCCESS ? MPI_ERR_OTHER : e.code());
+    } catch (const NotImplementedError& e) {
+      return classify(e.what(), SPC_ERR_NOT_IMPLEMENTED);
+    } catch (const InputError& e) {
+      return classify(e.what(), SPC_ERR_ARG);
+    } catch (const std::bad_alloc&) {
+      return record_error(MPI_ERR_NO_MEM, "sparsecomm: out of memory");
+    } catch (const std::exception& e) {
+      return classify(e.what(), SPC_ERR_INTERNAL);
+    } catch (...) {
+      return record_error(SPC_ERR_INTERNAL, "sparsecomm: unknown exception");
+    }
+  } catch (...) {
+    return SPC_ERR_INTERNAL;
+  }
+}
+
+// ---- options ----------------------------------------------------------------------------
+
+void Options::set(const std::string& key, const std::string& raw) {
+  const std::string v = trim(raw);
+  auto bad = [&](const std::string& why) { fail(SPC_ERR_INFO_VALUE, "info key " + key + ": '" + raw + "' " + why); };
+  auto integer = [&](int lo) {
+    long x = 0;
+    size_t used = 0;
+    try {
+      x = std::stol(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (v.empty() || used != v.size()) bad("is not an integer");
+    if (x < lo || x > INT_MAX) bad("is out of range (must be >= " + std::to_string(lo) + ")");
+    return static_cast<int>(x);
+  };
+  auto boolean = [&] {
+    std::string l = v;
+    for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (l == "true" || l == "1" || l == "yes" || l == "on") return true;
+    if (l == "false" || l == "0" || l == "no" || l == "off") return false;
+    bad("is not a boolean (true/false, 1/0, yes/no, on/off)");
+    return false;
+  };
+  if (key == "sparsecomm_backend") {
+    if (v.empty()) bad("is empty");
+    backend = v;
+  } else if (key == "sparsecomm_sdde") {
+    if (v.empty()) bad("is empty");
+    sdde = v;
+  } else if (key == "sparsecomm_regions") {
+    if (v.empty()) bad("is empty");
+    regions = v;
+  } else if (key == "sparsecomm_k") {
+    combining.k = integer(2);
+  } else if (key == "sparsecomm_theta") {
+    combining.theta = integer(1);
+  } else if (key == "sparsecomm_aware") {
+    combining.aware = boolean();
+  } else if (key == "sparsecomm_rounds") {
+    combining.max_rounds = integer(0);
+  } else if (key == "sparsecomm_persistent") {
+    persistent = boolean();
+  } else {
+    fail(SPC_ERR_INFO_KEY, "unknown info key '" + key +
+                               "'; sparsecomm keys: sparsecomm_backend, sparsecomm_sdde, sparsecomm_regions, "
+                               "sparsecomm_k, sparsecomm_theta, sparsecomm_aware, sparsecomm_rounds, "
+                               "sparsecomm_persistent");
+  }
+}
+
+void Options::apply(MPI_Info info) {
+  if (info == MPI_INFO_NULL) return;
+  int n = 0;
+  SPC_MPI(MPI_Info_get_nkeys(info, &n));
+  for (int i = 0; i < n; ++i) {
+    char key[MPI_MAX_INFO_KEY + 1] = {0};
+    SPC_MPI(MPI_Info_get_nthkey(info, i, key));
+    const std::string k(key);
+    if (k.rfind("sparsecomm_", 0) != 0) continue;  // not ours: ignored, as MPI does
+    int len = 0, flag = 0;
+    SPC_MPI(MPI_Info_get_valuelen(info, key, &len, &flag));
+    if (!flag) continue;
+    std::vector<char> value(static_cast<size_t>(len) + 1, 0);
+    SPC_MPI(MPI_Info_get(info, key, len, value.data(), &flag));
+    set(k, std::string(value.data()));
+  }
+}
+
+std::string Options::canonical() const {
+  return "backend=" + backend + "|sdde=" + sdde + "|regions=" + regions + "|k=" + std::to_string(combining.k) +
+         "|theta=" + std::to_string(combining.theta) + "|aware=" + (combining.aware ? "1" : "0") +
+         "|rounds=" + std::to_string(combining.max_rounds) + "|persistent=" + (persistent ? "1" : "0");
+}
+
+Options OptionSource::resolve() const {
+  Options o = base;
+  for (const auto& [k, v] : pairs) o.set(k, v);
+  o.apply(info);
+  return o;
+}
+
+Locality make_locality(MPI_Comm comm, const std::string& spec) {
+  try {
+    return Locality::parse(comm, spec);
+  } catch (const InputError& e) {
+    fail(SPC_ERR_INFO_VALUE, std::string("sparsecomm_regions: ") + e.what());
+  }
+}
+
+// ---- SDDE (CRS shape) -------------------------------------------------------------------
+
+void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde* cached,
+                  const std::string& cached_regions) {
+  if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
+  // Outputs are 0 / NULL unless the call succeeds.
+  if (a.recv_nnz) *a.recv_nnz = 0;
+  if (a.recv_size) *a.recv_size = 0;
+  if (a.src) *a.src = nullptr;
+  if (a.recvcounts) *a.recvcounts = nullptr;
+  if (a.rdispls) *a.rdispls = nullptr;
+  if (a.recvvals) *a.recvvals = nullptr;
+
+  const int p = comm_size(comm);
+  Options opt;
+  int64_t ssz = 0, rsz = 0, fixed_bytes = -1;
+  SparseMessages<char> send;
+  // 1. Local checks, agreed.
+  agreed(comm, [&] {
+    opt = os.resolve();
+    if (opt.sdde.empty()) opt.sdde = "personalized";
+    check_names("SDDE strategy", opt.sdde, Sdde::strategies());
+    if (!a.fixed && Sdde::fixed_size_only(opt.sdde))
+      fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde +
+                                   "' handles fixed-size messages only (use it with Alltoall_crs)");
+    if (!a.recv_nnz || !a.src || !a.recvvals || (!a.fixed && (!a.recv_size || !a.recvcounts || !a.rdispls)))
+      fail(SPC_ERR_ARG, "an output pointer (recv_nnz, src, recvcounts, rdispls, recv_size, recvvals) is NULL");
+    ssz = contiguous_size(a.sendtype, "sendtype");
+    rsz = contiguous_size(a.recvtype, "recvtype");
+    if (a.send_nnz < 0) fail(SPC_ERR_ARG, "send_nnz is negative");
+    if (a.send_nnz > 0 && !a.dest) fail(SPC_ERR_ARG, "dest is NULL");
+    std::vector<char> seen(static_cast<size_t>(p), 0);
+    for (int i = 0; i < a.send_nnz; ++i) {
+      const int d = a.dest[i];
+      if (d < 0 || d >= p)
+        fail(MPI_ERR_RANK, "dest[" + std::to_string(i) + "] = " + std::to_string(d) + " out of range [0, " +
+                               std::to_string(p) + ")");
+      if (seen[d]) fail(SPC_ERR_ARG, "two messages to rank " + std::to_string(d) + " (at most one per destination)");
+      seen[d] = 1;
+    }
+    const char* vals = static_cast<const char*>(a.sendvals);
+    if (a.fixed) {
+      if (a.sendcount < 0 || a.recvcount < 0) fail(MPI_ERR_COUNT, "sendcount or recvcount is negative");
+      fixed_bytes = a.sendcount * ssz;
+      if (a.recvcount * rsz != fixed_bytes)
+        fail(SPC_ERR_ARG, "recvcount * size(recvtype) = " + std::to_string(a.recvcount * rsz) +
+                              " bytes differs from sendcount * size(sendtype) = " + std::to_string(fixed_bytes));
+      if (a.send_nnz > 0 && fixed_bytes > 0 && !vals) fail(MPI_ERR_BUFFER, "sendvals is NULL");
+      for (int i = 0; i < a.send_nnz; ++i) send.add(a.dest[i], vals + i * fixed_bytes, static_cast<size_t>(fixed_bytes));
+    } else {
+      if (a.send_size < 0) fail(SPC_ERR_ARG, "send_size is negative");
+      if (a.send_nnz > 0 && (!a.sendcounts || !a.sdispls)) fail(SPC_ERR_ARG, "sendcounts or sdispls is NULL");
+      int64_t total = 0;
+      for (int i = 0; i < a.send_nnz; ++i) {
+        const int64_t c = a.sendcounts[i], d = a.sdispls[i];
+        if (c < 0) fail(MPI_ERR_COUNT, "sendcounts[" + std::to_string(i) + "] is negative");
+        if (d < 0 || d + c > a.send_size)
+          fail(SPC_ERR_ARG, "message " + std::to_string(i) + " (sdispls " + std::to_string(d) + ", count " +
+                                std::to_string(c) + ") lies outside [0, send_size = " + std::to_string(a.send_size) + ")");
+        total += c;
+      }
+      if (total > 0 && !vals) fail(MPI_ERR_BUFFER, "sendvals is NULL");
+      for (int i = 0; i < a.send_nnz; ++i)
+        send.add(a.dest[i], vals + a.sdispls[i] * ssz, static_cast<size_t>(a.sendcounts[i] * ssz));
+    }
+  });
+  // 2. Same options (and message size) everywhere.
+  cross_check(comm, opt.canonical() + (a.fixed ? "|fixed bytes=" + std::to_string(fixed_bytes) : "|variable"), 0, 0);
+
+  // 3. The exchange.
+  std::unique_ptr<Sdde> own;
+  Sdde* sdde = (cached && cached_regions == opt.regions) ? cached : nullptr;
+  if (!sdde) {
+    own = std::make_unique<Sdde>(comm, make_locality(comm, opt.regions));
+    sdde = own.get();
+  }
+  const SparseMessages<char> got =
+      a.fixed ? sdde->exchange_fixed(send, fixed_bytes, opt.sdde) : sdde->exchange(send, opt.sdde);
+
+  // 4. Outputs (library-allocated), agreed: a size check or an allocation may fail anywhere.
+  CBuffer src, counts, displs, vals;
+  int64_t total = 0;
+  agreed(comm, [&] {
+    const int64_t n = static_cast<int64_t>(got.size());
+    src = c_alloc(n * static_cast<int64_t>(sizeof(int)));
+    for (int64_t i = 0; i < n; ++i) static_cast<int*>(src.get())[i] = got.ranks[static_cast<size_t>(i)];
+    if (!a.fixed) {
+      counts = c_alloc(n * static_cast<int64_t>(sizeof(int)));
+      displs = c_alloc(n * static_cast<int64_t>(sizeof(int)));
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t bytes = got.count(static_cast<size_t>(i));
+        if (bytes % rsz != 0)
+          fail(SPC_ERR_MISMATCH, "rank " + std::to_string(got.ranks[static_cast<size_t>(i)]) + " sent " +
+                                     std::to_string(bytes) + " bytes, not a multiple of size(recvtype) = " +
+                                     std::to_string(rsz));
+        if (total > INT_MAX) fail(SPC_ERR_ARG, "more than 2^31 elements received");
+        static_cast<int*>(counts.get())[i] = static_cast<int>(bytes / rsz);
+        static_cast<int*>(displs.get())[i] = static_cast<int>(total);
+        total += bytes / rsz;
+      }
+      if (total > INT_MAX) fail(SPC_ERR_ARG, "more than 2^31 elements received");
+    }
+    vals = c_alloc(static_cast<int64_t>(got.data.size()));
+    if (!got.data.empty()) std::memcpy(vals.get(), got.data.data(), got.data.size());
+  });
+  *a.recv_nnz = static_cast<int>(got.size());
+  if (!a.fixed) {
+    *a.recv_size = static_cast<int>(total);
+    *a.recvcounts = static_cast<int*>(counts.release());
+    *a.rdispls = static_cast<int*>(displs.release());
+  }
+  *a.src = static_cast<int*>(src.release());
+  *a.recvvals = vals.release();
+}
+
+// ---- neighborhood alltoallv -------------------------------------------------------------
+
+void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm comm, const Locality* cached,
+                    const std::string& cached_regions, SPC_Request* out) {
+  if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
+  if (out) *out = SPC_REQUEST_NULL;
+  const int me = comm_rank(comm);
+  Options opt;
+  std::vector<int> srcs, dsts;
+  int64_t esz = 0;
+  // Edges per peer (other than me), peers ascending, edges in list order.
+  std::map<int, std::vector<int>> out_edges, in_edges;
+  std::vector<SPC_Request_s::Copy> self_copies;
+  uint64_t hash_out = 0, hash_in = 0;
+
+  // 1. Local checks, agreed.
+  agreed(comm, [&] {
+    if (!out) fail(SPC_ERR_REQUEST, "request is NULL");
+    opt = os.resolve();
+    if (opt.backend.empty()) opt.backend = "p2p";
+    if (opt.sdde.empty()) opt.sdde = "nbx";
+    check_names("backend", opt.backend, backend_names());
+    check_names("SDDE strategy", opt.sdde, Sdde::strategies());
+    if (Sdde::fixed_size_only(opt.sdde))
+      fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde + "' handles fixed-size messages only");
+    neighbor_lists(comm, a.from_graph, a.indegree, a.sources, a.outdegree, a.destinations, srcs, dsts);
+    const int64_t ssz = contiguous_size(a.sendtype, "sendtype"), rsz = contiguous_size(a.recvtype, "recvtype");
+    if (ssz != rsz)
+      fail(MPI_ERR_TYPE, "sendtype (" + std::to_string(ssz) + " bytes) and recvtype (" + std::to_string(rsz) +
+                             " bytes) must have the same size");
+    esz = ssz;
+    const int indeg = static_cast<int>(srcs.size()), outdeg = static_cast<int>(dsts.size());
+    if (outdeg > 0 && (!a.sendcounts || !a.sdispls)) fail(SPC_ERR_ARG, "sendcounts or sdispls is NULL");
+    if (indeg > 0 && (!a.recvcounts || !a.rdispls)) fail(SPC_ERR_ARG, "recvcounts or rdispls is NULL");
+    int64_t send_total = 0, recv_total = 0;
+    auto check_block = [&](const char* counts, const char* displs, int i, int64_t c, int64_t d) {
+      if (c < 0) fail(MPI_ERR_COUNT, std::string(counts) + "[" + std::to_string(i) + "] is negative");
+      if (d < 0) fail(SPC_ERR_ARG, std::string(displs) + "[" + std::to_string(i) + "] is negative");
+      if (d + c > INT_MAX) fail(SPC_ERR_ARG, std::string("a block beyond 2^31 elements (") + displs + ")");
+    };
+    for (int i = 0; i < outdeg; ++i) {
+      check_block("sendcounts", "sdispls", i, a.sendcounts[i], a.sdispls[i]);
+      send_total += a.sendcounts[i];
+    }
+    for (int j = 0; j < indeg; ++j) {
+      check_block("recvcounts", "rdispls", j, a.recvcounts[j], a.rdispls[j]);
+      recv_total += a.recvcounts[j];
+    }
+    if (send_total > 0 && !a.sendbuf) fail(MPI_ERR_BUFFER, "sendbuf is NULL");
+    if (recv_total > 0 && !a.recvbuf) fail(MPI_ERR_BUFFER, "recvbuf is NULL");
+    if (a.ext && ((send_total > 0 && !a.gsend) || (recv_total > 0 && !a.grecv)))
+      fail(SPC_ERR_ARG, "global_sindices or global_rindices is NULL");
+    std::vector<int> self_out, self_in;
+    for (int i = 0; i < outdeg; ++i) {
+      hash_out += edge_hash(me, dsts[i]);
+      if (dsts[i] == me) self_out.push_back(i);
+      else out_edges[dsts[i]].push_back(i);
+    }
+    for (int j = 0; j < indeg; ++j) {
+      hash_in += edge_hash(srcs[j], me);
+      if (srcs[j] == me) self_in.push_back(j);
+      else in_edges[srcs[j]].push_back(j);
+    }
+    // Self-loops: the k-th to myself is the k-th from myself (MPI's matching order).
+    if (self_out.size() != self_in.size())
+      fail(SPC_ERR_MISMATCH, "rank " + std::to_string(me) + " lists itself " + std::to_string(self_out.size()) +
+                                 " times as a destination but " + std::to_string(self_in.size()) + " times as a source");
+    for (size_t k = 0; k < self_out.size(); ++k) {
+      const int i = self_out[k], j = self_in[k];
+      if (a.sendcounts[i] != a.recvcounts[j])
+        fail(SPC_ERR_MISMATCH, "self-loop " + std::to_string(k) + " of rank " + std::to_string(me) + ": sends " +
+                                   std::to_string(a.sendcounts[i]) + " values, receives " +
+                                   std::to_string(a.recvcounts[j]));
+      if (a.ext)
+        for (int e = 0; e < a.sendcounts[i]; ++e)
+          if (a.gsend[a.sdispls[i] + e] != a.grecv[a.rdispls[j] + e])
+            fail(SPC_ERR_MISMATCH, "self-loop of rank " + std::to_string(me) +
+                                       ": global_sindices and global_rindices differ");
+      if (a.sendcounts[i] > 0)
+        self_copies.push_back({a.sdispls[i] * esz, a.rdispls[j] * esz, a.sendcounts[i] * esz, true});
+    }
+  });
+  // 2. Same options everywhere, consistent neighbor lists.
+  cross_check(comm,
+              opt.canonical() + "|alltoallv|esz=" + std::to_string(esz) + (a.ext ? "|ext" : "|positions"),
+              hash_out, hash_in);
+
+  // 3. Setup messages on a duplicate (never matches user traffic): per peer, the edge
+  //    counts and the ids of the values (ext: a hash of them; else their positions in the
+  //    sender's buffer, which become the ids).
+  std::map<int, std::vector<int64_t>> inbox;
+  {
+    Comm setup(comm);
+    std::vector<std::vector<int64_t>> outbox;
+    std::vector<MPI_Request> reqs;
+    outbox.reserve(out_edges.size());
+    for (const auto& [d, edges] : out_edges) {
+      std::vector<int64_t> m{static_cast<int64_t>(edges.size())};
+      for (int i : edges) m.push_back(a.sendcounts[i]);
+      SeqHash h;
+      for (int i : edges)
+        for (int e = 0; e < a.sendcounts[i]; ++e) {
+          const int64_t pos = static_cast<int64_t>(a.sdispls[i]) + e;
+          if (a.ext) h.add(a.gsend[pos]);
+          else m.push_back(pos);
+        }
+      if (a.ext) m.push_back(static_cast<int64_t>(h.h));
+      outbox.push_back(std::move(m));
+      reqs.emplace_back(MPI_REQUEST_NULL);
+      SPC_MPI(MPI_Isend(outbox.back().data(), static_cast<int>(outbox.back().size()), MPI_INT64_T, d, kTagSetup,
+                        setup.get(), &reqs.back()));
+    }
+    for (const auto& [s, edges] : in_edges) {
+      MPI_Status st;
+      SPC_MPI(MPI_Probe(s, kTagSetup, setup.get(), &st));
+      int n = 0;
+      SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
+      auto& m = inbox[s];
+      m.resize(static_cast<size_t>(n));
+      SPC_MPI(MPI_Recv(m.data(), n, MPI_INT64_T, s, kTagSetup, setup.get(), MPI_STATUS_IGNORE));
+    }
+    if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  }
+
+  // 4. The pattern: send side packs from sendbuf positions, receive side unpacks into
+  //    recvbuf positions; peers ascending, edges of one peer concatenated in list order
+  //    (how MPI matches repeated edges). Peers with nothing to exchange are left out on
+  //    both sides (their counts are known to agree).
+  PatternSide send, recv;
+  int32_t owned = 0, ghost = 0;
+  agreed(comm, [&] {
+    for (const auto& [s, edges] : in_edges) {
+      const auto& m = inbox[s];
+      const std::string who = "rank " + std::to_string(s) + " -> rank " + std::to_string(me) + ": ";
+      if (m.empty() || m[0] != static_cast<int64_t>(edges.size()))
+        fail(SPC_ERR_MISMATCH, who + "the sender lists the receiver " + (m.empty() ? "?" : std::to_string(m[0])) +
+                                   " times as a destination, the receiver lists the sender " +
+                                   std::to_string(edges.size()) + " times as a source");
+      int64_t total = 0;
+      for (size_t k = 0; k < edges.size(); ++k) {
+        if (m[1 + k] != a.recvcounts[edges[k]])
+          fail(SPC_ERR_MISMATCH, who + "edge " + std::to_string(k) + " sends " + std::to_string(m[1 + k]) +
+                                     " values but recvcounts[" + std::to_string(edges[k]) + "] = " +
+                                     std::to_string(a.recvcounts[edges[k]]));
+        total += m[1 + k];
+      }
+      const size_t head = 1 + edges.size();
+      if (m.size() != head + (a.ext ? 1 : static_cast<size_t>(total)))
+        fail(SPC_ERR_INTERNAL, who + "malformed setup message");
+      if (total == 0) continue;
+      SeqHash h;
+      recv.ranks.push_back(s);
+      size_t next = head;
+      for (int j : edges)
+        for (int e = 0; e < a.recvcounts[j]; ++e) {
+          const int32_t q = a.rdispls[j] + e;
+          recv.indices.push_back(q);
+          ghost = std::max(ghost, q + 1);
+          if (a.ext) {
+            h.add(a.grecv[q]);
+            recv.global_ids.push_back(a.grecv[q]);
+          } else {
+            recv.global_ids.push_back(m[next++]);
+          }
+        }
+      recv.offsets.push_back(static_cast<int64_t>(recv.indices.size()));
+      if (a.ext && static_cast<int64_t>(h.h) != m[head])
+        fail(SPC_ERR_MISMATCH, who + "the global ids the sender sends (global_sindices) differ from those the "
+                                     "receiver expects (global_rindices), in value or order");
+    }
+    for (const auto& [d, edges] : out_edges) {
+      int64_t total = 0;
+      for (int i : edges) total += a.sendcounts[i];
+      if (total == 0) continue;
+      send.ranks.push_back(d);
+      for (int i : edges)
+        for (int e = 0; e < a.sendcounts[i]; ++e) {
+          const int32_t pos = a.sdispls[i] + e;
+          send.indices.push_back(pos);
+          send.global_ids.push_back(a.ext ? a.gsend[pos] : pos);
+          owned = std::max(owned, pos + 1);
+        }
+      send.offsets.push_back(static_cast<int64_t>(send.indices.size()));
+    }
+  });
+  const Pattern pattern(std::move(send), std::move(recv), owned, ghost);
+
+  // 5. The plan (collective; its errors are agreed by make_plan).
+  const Locality loc = (cached && cached_regions == opt.regions) ? *cached : make_locality(comm, opt.regions);
+  PlanOptions popt;
+  popt.value_bytes = unit_for(esz);
+  popt.width = static_cast<int>(esz / popt.value_bytes);
+  popt.sdde = opt.sdde;
+  popt.combining = opt.combining;
+  popt.combining.sdde = opt.sdde;
+  auto req = std::make_unique<SPC_Request_s>();
+  req->plan = make_plan(opt.backend, pattern, loc, comm, popt);
+  req->sendbuf = a.sendbuf;
+  req->recvbuf = a.recvbuf;
+  req->esz = esz;
+  req->unit = popt.value_bytes;
+  req->copies = std::move(self_copies);
+  *out = req.release();
+}
+
+// ---- neighborhood allgather(v) -----------------------------------------------------------
+
+void allgatherv_init(const AllgatherArgs& a, const OptionSource& os, MPI_Comm comm, SPC_Request* out) {
+  if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
+  if (out) *out = SPC_REQUEST_NULL;
+  const int me = comm_rank(comm);
+  Options opt;
+  std::vector<int> srcs, dsts, rcounts, rdispls;
+  int64_t esz = 0;
+  uint64_t hash_out = 0, hash_in = 0;
+  Topology topo;
+
+  agreed(comm, [&] {
+    if (!out) fail(SPC_ERR_REQUEST, "request is NULL");
+    opt = os.resolve();
+    if (opt.backend.empty()) opt.backend = "p2p";
+    if (opt.sdde.empty()) opt.sdde = "nbx";
+    check_names("gather backend", opt.backend, gather_backend_names());
+    check_names("SDDE strategy", opt.sdde, Sdde::strategies());
+    if (Sdde::fixed_size_only(opt.sdde))
+      fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde + "' handles fixed-size messages only");
+    neighbor_lists(comm, a.from_graph, a.indegree, a.sources, a.outdegree, a.destinations, srcs, dsts);
+    const int64_t ssz = contiguous_size(a.sendtype, "sendtype"), rsz = contiguous_size(a.recvtype, "recvtype");
+    if (ssz != rsz)
+      fail(MPI_ERR_TYPE, "sendtype (" + std::to_string(ssz) + " bytes) and recvtype (" + std::to_string(rsz) +
+                             " bytes) must have the same size");
+    esz = ssz;
+    const int indeg = static_cast<int>(srcs.size());
+    if (a.sendcount < 0) fail(MPI_ERR_COUNT, "sendcount is negative");
+    if (a.uniform) {
+      if (a.recvcount < 0) fail(MPI_ERR_COUNT, "recvcount is negative");
+      if (static_cast<int64_t>(a.recvcount) * indeg > INT_MAX) fail(SPC_ERR_ARG, "more than 2^31 elements received");
+      for (int j = 0; j < indeg; ++j) rcounts.push_back(a.recvcount), rdispls.push_back(j * a.recvcount);
+    } else {
+      if (indeg > 0 && (!a.recvcounts || !a.displs)) fail(SPC_ERR_ARG, "recvcounts or displs is NULL");
+      rcounts.assign(a.recvcounts, a.recvcounts + indeg);
+      rdispls.assign(a.displs, a.displs + indeg);
+    }
+    int64_t recv_total = 0;
+    for (int j = 0; j < indeg; ++j) {
+      if (rcounts[j] < 0) fail(MPI_ERR_COUNT, "recvcounts[" + std::to_string(j) + "] is negative");
+      if (rdispls[j] < 0) fail(SPC_ERR_ARG, "displs[" + std::to_string(j) + "] is negative");
+      if (static_cast<int64_t>(rdispls[j]) + rcounts[j] > INT_MAX) fail(SPC_ERR_ARG, "a block beyond 2^31 elements");
+      recv_total += rcounts[j];
+      if (srcs[j] == me && rcounts[j] != a.sendcount)
+        fail(SPC_ERR_MISMATCH, "self-loop of rank " + std::to_string(me) + ": sendcount " +
+                                   std::to_string(a.sendcount) + " but recvcounts[" + std::to_string(j) + "] = " +
+                                   std::to_string(rcounts[j]));
+    }
+    if (a.sendcount > 0 && !dsts.empty() && !a.sendbuf) fail(MPI_ERR_BUFFER, "sendbuf is NULL");
+    if (recv_total > 0 && !a.recvbuf) fail(MPI_ERR_BUFFER, "recvbuf is NULL");
+    for (int d : dsts) {
+      hash_out += edge_hash(me, d);
+      if (d != me) topo.destinations.push_back(d);
+    }
+    for (int s : srcs) {
+      hash_in += edge_hash(s, me);
+      if (s != me) topo.sources.push_back(s);
+    }
+    for (auto* v : {&topo.sources, &topo.destinations}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+  });
+  cross_check(comm, opt.canonical() + "|allgather|esz=" + std::to_string(esz), hash_out, hash_in);
+
+  const Locality loc = make_locality(comm, opt.regions);
+  GatherOptions gopt;
+  gopt.value_bytes = 1;  // blocks as bytes: any element size
+  gopt.sdde = opt.sdde;
+  gopt.combining = opt.combining;
+  gopt.combining.sdde = opt.sdde;
+  gopt.persistent = opt.persistent;
+  auto req = std::make_unique<SPC_Request_s>();
+  req->gather = true;
+  req->gplan = make_gather_plan(opt.backend, topo, loc, comm, a.sendcount * esz, gopt);
+  const GatherPlan& g = *req->gplan;
+
+  // Received block sizes against recvcounts; where every block goes.
+  agreed(comm, [&] {
+    const int indeg = static_cast<int>(srcs.size());
+    bool direct = true;
+    for (int j = 0; j < indeg; ++j) {
+      const int64_t to = static_cast<int64_t>(rdispls[j]) * esz;
+      if (srcs[j] == me) {
+        direct = false;
+        if (rcounts[j] > 0) req->copies.push_back({0, to, rcounts[j] * esz, true});
+        continue;
+      }
+      const size_t i = static_cast<size_t>(std::lower_bound(topo.sources.begin(), topo.sources.end(), srcs[j]) -
+                                           topo.sources.begin());
+      const int64_t bytes = g.recv_counts()[i];
+      if (bytes != rcounts[j] * esz)
+        fail(SPC_ERR_MISMATCH, "rank " + std::to_string(srcs[j]) + " -> rank " + std::to_string(me) + ": the sender's " +
+                                   "sendcount is " + std::to_string(bytes / esz) + " but recvcounts[" +
+                                   std::to_string(j) + "] = " + std::to_string(rcounts[j]));
+      if (i != static_cast<size_t>(j) || to != g.recv_offsets()[i]) direct = false;
+      if (bytes > 0) req->copies.push_back({g.recv_offsets()[i], to, bytes, false});
+    }
+    req->direct = direct;
+    if (!direct) req->staging.assign(static_cast<size_t>(std::max<int64_t>(g.recv_total(), 1)), 0);
+  });
+  if (req->direct) req->copies.clear();
+  req->sendbuf = a.sendbuf;
+  req->recvbuf = a.recvbuf;
+  req->esz = esz;
+  *out = req.release();
+}
+
+}  // namespace capi
+}  // namespace sparsecomm
+
+// ---- the C entry points -------------------------------------------------------------------
+
+using sparsecomm::capi::fail;
+using sparsecomm::capi::guarded;
+
+namespace {
+
+std::string generic_message(int code) {
+  switch (code) {
+    case SPC_SUCCESS: return "no error";
+    case SPC_ERR_ARG: return "sparsecomm: invalid argument";
+    case SPC_ERR_NOT_FOUND: return "sparsecomm: unknown backend or SDDE strategy name";
+    case SPC_ERR_INFO_KEY: return "sparsecomm: unknown sparsecomm_* info key";
+    case SPC_ERR_INFO_VALUE: return "sparsecomm: malformed value of a sparsecomm_* info key";
+    case SPC_ERR_MISMATCH: return "sparsecomm: ranks disagree (options, neighbor lists, counts or ids)";
+    case SPC_ERR_REQUEST: return "sparsecomm: invalid request or request state";
+    case SPC_ERR_NOT_IMPLEMENTED: return "sparsecomm: not implemented";
+    case SPC_ERR_INTERNAL: return "sparsecomm: internal error";
+    default: break;
+  }
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (code > 0 && code < SPC_ERR_BASE && initialized && !finalized) {
+    int* last = nullptr;
+    int flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag);
+    const int lastcode = (flag && last) ? *last : MPI_ERR_LASTCODE;
+    if (code <= std::max(lastcode, static_cast<int>(MPI_ERR_LASTCODE))) {
+      char buf[MPI_MAX_ERROR_STRING];
+      int len = 0;
+      if (MPI_Error_string(code, buf, &len) == MPI_SUCCESS) return std::string(buf, static_cast<size_t>(len));
+    }
+  }
+  return "unknown error code " + std::to_string(code);
+}
+
+void set_empty_status(MPI_Status* status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = MPI_ANY_SOURCE;
+  status->MPI_TAG = MPI_ANY_TAG;
+  status->MPI_ERROR = MPI_SUCCESS;
+  MPI_Status_set_elements(status, MPI_BYTE, 0);
+  MPI_Status_set_cancelled(status, 0);
+}
+
+void run_copies(const SPC_Request_s& r, const unsigned char* staging) {
+  const auto* send = static_cast<const unsigned char*>(r.sendbuf);
+  auto* recv = static_cast<unsigned char*>(r.recvbuf);
+  for (const auto& c : r.copies)
+    std::memmove(recv + c.to, (c.from_send ? send : staging) + c.from, static_cast<size_t>(c.bytes));
+}
+
+sparsecomm::capi::OptionSource from_info(MPI_Info info) {
+  sparsecomm::capi::OptionSource os;
+  os.info = info;
+  return os;
+}
+
+}  // namespace
+
+extern "C" {
+
+int SPC_Error_string(int code, char* string, int* resultlen) {
+  if (!string || !resultlen) return SPC_ERR_ARG;
+  try {
+    std::string msg = (code != SPC_SUCCESS && code == sparsecomm::capi::tl_code && !sparsecomm::capi::tl_message.empty())
+                          ? sparsecomm::capi::tl_message
+                          : generic_message(code);
+    if (msg.size() > SPC_MAX_ERROR_STRING - 1) msg.resize(SPC_MAX_ERROR_STRING - 1);
+    std::memcpy(string, msg.c_str(), msg.size() + 1);
+    *resultlen = static_cast<int>(msg.size());
+    return SPC_SUCCESS;
+  } catch (...) {
+    string[0] = '\0';
+    *resultlen = 0;
+    return SPC_ERR_INTERNAL;
+  }
+}
+
+int SPC_Free(void* ptr) {
+  std::free(ptr);
+  return SPC_SUCCESS;
+}
+
+int SPC_Alltoall_crs(int send_nnz, const int* dest, int sendcount, MPI_Datatype sendtype, const void* sendvals,
+                     int* recv_nnz, int** src, int recvcount, MPI_Datatype recvtype, void** recvvals, MPI_Info info,
+                     MPI_Comm comm) {
+  return guarded([&] {
+    sparsecomm::capi::CrsArgs a;
+    a.fixed = true;
+    a.send_nnz = send_nnz, a.dest = dest, a.sendcount = sendcount, a.sendtype = sendtype, a.sendvals = sendvals;
+    a.recv_nnz = recv_nnz, a.src = src, a.recvcount = recvcount, a.recvtype = recvtype, a.recvvals = recvvals;
+    sparsecomm::capi::crs_exchange(a, from_info(info), comm, nullptr, "");
+  });
+}
+
+int SPC_Alltoallv_crs(int send_nnz, int send_size, const int* dest, const int* sendcounts, const int* sdispls,
+                      MPI_Datatype sendtype, const void* sendvals, int* recv_nnz, int* recv_size, int** src,
+                      int** recvcounts, int** rdispls, MPI_Datatype recvtype, void** recvvals, MPI_Info info,
+                      MPI_Comm comm) {
+  return guarded([&] {
+    sparsecomm::capi::CrsArgs a;
+    a.send_nnz = send_nnz, a.send_size = send_size, a.dest = dest, a.sendcounts = sendcounts, a.sdispls = sdispls;
+    a.sendtype = sendtype, a.sendvals = sendvals;
+    a.recv_nnz = recv_nnz, a.recv_size = recv_size, a.src = src, a.recvcounts = recvcounts, a.rdispls = rdispls;
+    a.recvtype = recvtype, a.recvvals = recvvals;
+    sparsecomm::capi::crs_exchange(a, from_info(info), comm, nullptr, "");
+  });
+}
+
+int SPC_Neighbor_alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, SPC_Request* request) {
+  return guarded([&] {
+    sparsecomm::capi::AlltoallvArgs a;
+    a.sendbuf = sendbuf, a.sendcounts = sendcounts, a.sdispls = sdispls, a.sendtype = sendtype;
+    a.recvbuf = recvbuf, a.recvcounts = recvcounts, a.rdispls = rdispls, a.recvtype = recvtype;
+    sparsecomm::capi::alltoallv_init(a, from_info(info), comm, nullptr, "", request);
+  });
+}
+
+int SPC_Neighbor_alltoallv_init_ext(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                    const int64_t global_sindices[], MPI_Datatype sendtype, void* recvbuf,
+                                    const int recvcounts[], const int rdispls[], const int64_t global_rindices[],
+                                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, SPC_Request* request) {
+  return guarded([&] {
+    sparsecomm::capi::AlltoallvArgs a;
+    a.sendbuf = sendbuf, a.sendcounts = sendcounts, a.sdispls = sdispls, a.sendtype = sendtype;
+    a.recvbuf = recvbuf, a.recvcounts = recvcounts, a.rdispls = rdispls, a.recvtype = recvtype;
+    a.gsend = global_sindices, a.grecv = global_rindices, a.ext = true;
+    sparsecomm::capi::alltoallv_init(a, from_info(info), comm, nullptr, "", request);
+  });
+}
+
+int SPC_Neighbor_alltoallv_init_lists(int indegree, const int sources[], int outdegree, const int destinations[],
+                                      const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                      const int64_t global_sindices[], MPI_Datatype sendtype, void* recvbuf,
+                                      const int recvcounts[], const int rdispls[], const int64_t global_rindices[],
+                                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, SPC_Request* request) {
+  return guarded([&] {
+    sparsecomm::capi::AlltoallvArgs a;
+    a.from_graph = false;
+    a.indegree = indegree, a.sources = sources, a.outdegree = outdegree, a.destinations = destinations;
+    a.sendbuf = sendbuf, a.sendcounts = sendcounts, a.sdispls = sdispls, a.sendtype = sendtype;
+    a.recvbuf = recvbuf, a.recvcounts = recvcounts, a.rdispls = rdispls, a.recvtype = recvtype;
+    // Both id arrays or neither: decided from arguments every rank can see differently, so
+    // a rank with only one of them still takes part in the agreement (as an ext call).
+    a.ext = global_sindices || global_rindices;
+    a.gsend = global_sindices, a.grecv = global_rindices;
+    sparsecomm::capi::alltoallv_init(a, from_info(info), comm, nullptr, "", request);
+  });
+}
+
+int SPC_Neighbor_allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                SPC_Request* request) {
+  return guarded([&] {
+    sparsecomm::capi::AllgatherArgs a;
+    a.sendbuf = sendbuf, a.sendcount = sendcount, a.sendtype = sendtype;
+    a.recvbuf = recvbuf, a.uniform = true, a.recvcount = recvcount, a.recvtype = recvtype;
+    sparsecomm::capi::allgatherv_init(a, from_info(info), comm, request);
+  });
+}
+
+int SPC_Neighbor_allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                                 MPI_Info info, SPC_Request* request) {
+  return guarded([&] {
+    sparsecomm::capi::AllgatherArgs a;
+    a.sendbuf = sendbuf, a.sendcount = sendcount, a.sendtype = sendtype;
+    a.recvbuf = recvbuf, a.recvcounts = recvcounts, a.displs = displs, a.recvtype = recvtype;
+    sparsecomm::capi::allgatherv_init(a, from_info(info), comm, request);
+  });
+}
+
+int SPC_Neighbor_allgatherv_init_lists(int indegree, const int sources[], int outdegree, const int destinations[],
+                                       const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                       const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                                       MPI_Comm comm, MPI_Info info, SPC_Request* request) {
+  return guarded([&] {
+    sparsecomm::capi::AllgatherArgs a;
+    a.from_graph = false;
+    a.indegree = indegree, a.sources = sources, a.outdegree = outdegree, a.destinations = destinations;
+    a.sendbuf = sendbuf, a.sendcount = sendcount, a.sendtype = sendtype;
+    a.recvbuf = recvbuf, a.recvcounts = recvcounts, a.displs = displs, a.recvtype = recvtype;
+    sparsecomm::capi::allgatherv_init(a, from_info(info), comm, request);
+  });
+}
+
+int SPC_Start(SPC_Request* request) {
+  return guarded([&] {
+    if (!request || !*request) fail(SPC_ERR_REQUEST, "SPC_Start: the request is null");
+    SPC_Request_s& r = **request;
+    if (r.active) fail(SPC_ERR_REQUEST, "SPC_Start: the request is already active (SPC_Wait for it first)");
+    static const unsigned char nothing = 0;
+    if (r.gather) {
+      r.gplan->start(r.sendbuf ? static_cast<const unsigned char*>(r.sendbuf) : &nothing);
+    } else {
+      sparsecomm::capi::with_unit(r.unit, [&](auto tag) {
+        using T = decltype(tag);
+        r.plan->start(static_cast<const T*>(r.sendbuf));
+      });
+    }
+    r.active = true;
+  });
+}
+
+int SPC_Wait(SPC_Request* request, MPI_Status* status) {
+  return guarded([&] {
+    if (!request || !*request) fail(SPC_ERR_REQUEST, "SPC_Wait: the request is null");
+    set_empty_status(status);
+    SPC_Request_s& r = **request;
+    if (!r.active) return;  // inactive persistent request: returns at once (MPI semantics)
+    r.active = false;
+    if (r.gather) {
+      if (r.direct && r.recvbuf) {
+        r.gplan->wait(static_cast<unsigned char*>(r.recvbuf));
+      } else {
+        if (r.staging.empty()) r.staging.assign(1, 0);
+        r.gplan->wait(r.staging.data());
+      }
+      run_copies(r, r.staging.data());
+    } else {
+      sparsecomm::capi::with_unit(r.unit, [&](auto tag) {
+        using T = decltype(tag);
+        r.plan->wait(static_cast<T*>(r.recvbuf));
+      });
+      run_copies(r, nullptr);
+    }
+  });
+}
+
+int SPC_Request_free(SPC_Request* request) {
+  if (!request || !*request) {
+    return guarded([] { fail(SPC_ERR_REQUEST, "SPC_Request_free: the request is null"); });
+  }
+  int rc = SPC_SUCCESS;
+  if ((*request)->active) rc = SPC_Wait(request, MPI_STATUS_IGNORE);  // complete, never drop
+  delete *request;
+  *request = SPC_REQUEST_NULL;
+  return rc;
+}
+
+int SPC_Request_backend(SPC_Request request, char* name, int* resultlen) {
+  return guarded([&] {
+    if (!request) fail(SPC_ERR_REQUEST, "SPC_Request_backend: the request is null");
+    if (!name || !resultlen) fail(SPC_ERR_ARG, "SPC_Request_backend: name or resultlen is NULL");
+    std::string n = request->gather ? request->gplan->name() : request->plan->name();
+    if (n.size() > 63) n.resize(63);
+    std::memcpy(name, n.c_str(), n.size() + 1);
+    *resultlen = static_cast<int>(n.size());
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,101 @@
+/* Helpers shared by the C API tests (plain C99). Each test counts checks on every rank;
+ * capi_finish() sums them over the ranks, prints "N passed, N failed" on rank 0 and returns
+ * the exit code (non-zero on every rank if any check failed anywhere). */
+#ifndef SPARSECOMM_CAPI_TEST_H
+#define SPARSECOMM_CAPI_TEST_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sparsecomm.h"
+
+static long capi_passed = 0, capi_failed = 0;
+static int capi_rank = 0, capi_size = 1;
+
+#define CHECK(cond, ...)                                                               \
+  do {                                                                                 \
+    if (cond) {                                                                        \
+      ++capi_passed;                                                                   \
+    } else {                                                                           \
+      ++capi_failed;                                                                   \
+      fprintf(stderr, "[rank %d] FAILED %s:%d: ", capi_rank, __FILE__, __LINE__);      \
+      fprintf(stderr, __VA_ARGS__);                                                    \
+      fprintf(stderr, "\n");                                                           \
+    }                                                                                  \
+  } while (0)
+
+/* Checks a return code, printing the library's message when it is not the expected one. */
+#define CHECK_RC(rc, expected, what)                                                               \
+  do {                                                                                             \
+    int capi_rc_ = (rc);                                                                           \
+    if (capi_rc_ == (expected)) {                                                                  \
+      ++capi_passed;                                                                               \
+    } else {                                                                                       \
+      char capi_msg_[SPC_MAX_ERROR_STRING];                                                        \
+      int capi_len_ = 0;                                                                           \
+      SPC_Error_string(capi_rc_, capi_msg_, &capi_len_);                                           \
+      ++capi_failed;                                                                               \
+      fprintf(stderr, "[rank %d] FAILED %s:%d: %s: code %d, expected %d: %s\n", capi_rank, __FILE__, \
+              __LINE__, (what), capi_rc_, (int)(expected), capi_msg_);                             \
+    }                                                                                              \
+  } while (0)
+
+static inline void capi_init(int* argc, char*** argv) {
+  MPI_Init(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &capi_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &capi_size);
+}
+
+static inline int capi_finish(void) {
+  long mine[2] = {capi_passed, capi_failed}, sum[2] = {0, 0};
+  MPI_Allreduce(mine, sum, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (capi_rank == 0) {
+    printf("%ld passed, %ld failed\n", sum[0], sum[1]);
+    fflush(stdout);
+  }
+  MPI_Finalize();
+  return sum[1] == 0 ? 0 : 1;
+}
+
+/* Deterministic pseudo-random numbers: the same on every rank for the same arguments. */
+static inline uint64_t capi_mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+static inline uint64_t capi_hash(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+  return capi_mix(capi_mix(capi_mix(capi_mix(a) ^ b) ^ c) ^ d);
+}
+
+/* The same code on every rank (for collective calls). */
+static inline int capi_same_everywhere(int code) {
+  int v[2] = {code, -code}, mx[2];
+  MPI_Allreduce(v, mx, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return mx[0] == code && mx[1] == -code;
+}
+
+static inline void* capi_xmalloc(size_t n) {
+  void* p = malloc(n ? n : 1);
+  if (!p) {
+    fprintf(stderr, "out of memory\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return p;
+}
+
+/* An MPI_Info with up to three key/value pairs (NULL key: unused). */
+static inline MPI_Info capi_info(const char* k1, const char* v1, const char* k2, const char* v2, const char* k3,
+                          const char* v3) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  if (k1) MPI_Info_set(info, k1, v1);
+  if (k2) MPI_Info_set(info, k2, v2);
+  if (k3) MPI_Info_set(info, k3, v3);
+  return info;
+}
+
+#endif

@@ -1,0 +1,325 @@
+/* Invalid input gives error codes, never a hang or an abort: the same code on every rank
+ * for collective calls (also when only one rank is wrong), readable messages through
+ * SPC_Error_string, untouched outputs, and a working library afterwards. */
+#include "capi_test.h"
+
+static int last_rank(void) { return capi_size - 1; }
+
+/* Checks that a collective call returned `expected` on every rank. */
+#define CHECK_ALL(rc, expected, what)                                                          \
+  do {                                                                                         \
+    int capi_all_ = (rc);                                                                      \
+    CHECK_RC(capi_all_, expected, what);                                                       \
+    CHECK(capi_same_everywhere(capi_all_), "%s: the same code on every rank", what);           \
+  } while (0)
+
+/* A message contains a substring (the message of the calling thread's last error). */
+static int message_has(int code, const char* needle) {
+  char msg[SPC_MAX_ERROR_STRING];
+  int len = 0;
+  SPC_Error_string(code, msg, &len);
+  return strstr(msg, needle) != NULL && len == (int)strlen(msg);
+}
+
+/* The same message on every rank (hash compared). */
+static int same_message_everywhere(int code) {
+  char msg[SPC_MAX_ERROR_STRING];
+  int len = 0;
+  SPC_Error_string(code, msg, &len);
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < len; ++i) h = (h ^ (unsigned char)msg[i]) * 1099511628211ull;
+  uint64_t v[2] = {h, ~h}, mx[2];
+  MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return mx[0] == h && mx[1] == ~h;
+}
+
+/* Ring graph: receive from the left neighbor, send to the right one (a self-loop on 1 rank). */
+static MPI_Comm ring(void) {
+  const int me = capi_rank, p = capi_size;
+  int src = (me - 1 + p) % p, dst = (me + 1) % p;
+  MPI_Comm g;
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &src, MPI_UNWEIGHTED, 1, &dst, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                                 &g);
+  return g;
+}
+
+/* Neighbor alltoallv on the ring with `info`, 3 doubles each way unless told otherwise. */
+static int ring_init(MPI_Comm g, MPI_Info info, int scount, int rcount, MPI_Datatype st, MPI_Datatype rt,
+                     double* s, double* r, SPC_Request* req) {
+  int sd = 0, rd = 0;
+  return SPC_Neighbor_alltoallv_init(s, &scount, &sd, st, r, &rcount, &rd, rt, g, info, req);
+}
+
+static void test_names_and_info(MPI_Comm g) {
+  double s[8] = {0}, r[8] = {0};
+  SPC_Request req = SPC_REQUEST_NULL;
+  MPI_Info info;
+
+  info = capi_info("sparsecomm_backend", "nope", NULL, NULL, NULL, NULL);
+  int rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, SPC_ERR_NOT_FOUND, "unknown backend");
+  CHECK(message_has(rc, "nope") && message_has(rc, "aggregated_dedup") && message_has(rc, "p2p"),
+        "the message names the bad backend and lists the valid ones");
+  CHECK(req == SPC_REQUEST_NULL, "no request on error");
+  MPI_Info_free(&info);
+
+  info = capi_info("sparsecomm_bogus", "1", NULL, NULL, NULL, NULL);
+  rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, SPC_ERR_INFO_KEY, "unknown sparsecomm_ key");
+  CHECK(message_has(rc, "sparsecomm_bogus"), "the message names the key");
+  MPI_Info_free(&info);
+
+  info = capi_info("foo_unrelated", "whatever", "sparsecomm_backend", " aggregated ", NULL, NULL);
+  rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, SPC_SUCCESS, "foreign keys are ignored, values trimmed");
+  if (rc == SPC_SUCCESS) SPC_Request_free(&req);
+  MPI_Info_free(&info);
+
+  const char* bad[][2] = {{"sparsecomm_k", "abc"}, {"sparsecomm_k", "1"},          {"sparsecomm_theta", "0"},
+                          {"sparsecomm_aware", "maybe"}, {"sparsecomm_rounds", "-1"}, {"sparsecomm_regions", "ppn:x"},
+                          {"sparsecomm_regions", "bogus"}, {"sparsecomm_regions", "ppn:0"}, {"sparsecomm_persistent", "2"},
+                          {"sparsecomm_backend", "   "}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    info = capi_info("sparsecomm_backend", "combined", bad[i][0], bad[i][1], NULL, NULL);
+    if (strcmp(bad[i][0], "sparsecomm_backend") == 0) MPI_Info_set(info, bad[i][0], bad[i][1]);
+    rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+    char what[100];
+    snprintf(what, sizeof what, "bad value %s=%s", bad[i][0], bad[i][1]);
+    CHECK_ALL(rc, SPC_ERR_INFO_VALUE, what);
+    MPI_Info_free(&info);
+  }
+
+  info = capi_info("sparsecomm_sdde", "rma", NULL, NULL, NULL, NULL);
+  rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, SPC_ERR_INFO_VALUE, "rma as the setup SDDE of a neighborhood call");
+  MPI_Info_free(&info);
+
+  /* A bad key on the last rank only: every rank fails with the same code and message. */
+  info = capi_rank == last_rank() ? capi_info("sparsecomm_typo", "1", NULL, NULL, NULL, NULL)
+                                  : capi_info("sparsecomm_backend", "p2p", NULL, NULL, NULL, NULL);
+  rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, SPC_ERR_INFO_KEY, "bad key on one rank");
+  CHECK(same_message_everywhere(rc), "the same message on every rank");
+  MPI_Info_free(&info);
+
+  /* Ranks asking for different backends. */
+  if (capi_size > 1) {
+    info = capi_info("sparsecomm_backend", capi_rank == 0 ? "p2p" : "neighbor", NULL, NULL, NULL, NULL);
+    rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+    CHECK_ALL(rc, SPC_ERR_MISMATCH, "different backends on different ranks");
+    MPI_Info_free(&info);
+  }
+}
+
+static void test_neighbor_args(MPI_Comm g) {
+  double s[8] = {0}, r[8] = {0};
+  SPC_Request req = SPC_REQUEST_NULL;
+  const int me = capi_rank, p = capi_size;
+
+  int rc = ring_init(MPI_COMM_WORLD, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, MPI_ERR_TOPOLOGY, "not a graph communicator");
+  rc = ring_init(MPI_COMM_NULL, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_RC(rc, MPI_ERR_COMM, "MPI_COMM_NULL");
+
+  /* Counts that do not match between sender and receiver (rank 0 sends 2, 3 expected). */
+  rc = ring_init(g, MPI_INFO_NULL, me == 0 ? 2 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, SPC_ERR_MISMATCH, "count mismatch between sender and receiver");
+  CHECK(req == SPC_REQUEST_NULL, "no request on error");
+
+  rc = ring_init(g, MPI_INFO_NULL, me == last_rank() ? -1 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, MPI_ERR_COUNT, "negative count on one rank");
+
+  rc = ring_init(g, MPI_INFO_NULL, 3, 3, MPI_INT, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, MPI_ERR_TYPE, "sendtype and recvtype of different sizes");
+
+  MPI_Datatype vec, resized;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+  MPI_Type_commit(&vec);
+  MPI_Type_create_resized(MPI_DOUBLE, 0, 16, &resized);
+  MPI_Type_commit(&resized);
+  rc = ring_init(g, MPI_INFO_NULL, 1, 1, vec, vec, s, r, &req);
+  CHECK_ALL(rc, MPI_ERR_TYPE, "non-contiguous datatype");
+  CHECK(message_has(rc, "contiguous"), "the message says why");
+  rc = ring_init(g, MPI_INFO_NULL, 1, 1, resized, resized, s, r, &req);
+  CHECK_ALL(rc, MPI_ERR_TYPE, "datatype with extent > size");
+  rc = ring_init(g, MPI_INFO_NULL, 1, 1, MPI_DATATYPE_NULL, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, MPI_ERR_TYPE, "MPI_DATATYPE_NULL");
+  MPI_Type_free(&vec);
+  MPI_Type_free(&resized);
+
+  rc = ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, me == 0 ? NULL : s, r, &req);
+  CHECK_ALL(rc, MPI_ERR_BUFFER, "NULL sendbuf with data to send");
+
+  rc = ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, me == last_rank() ? NULL : &req);
+  CHECK_ALL(rc, SPC_ERR_REQUEST, "NULL request pointer on one rank");
+
+  /* Inconsistent explicit lists: rank 0 sends to rank 1 % p, nobody expects it. */
+  {
+    int dst = 1 % p, cnt = 1, dsp = 0;
+    rc = SPC_Neighbor_alltoallv_init_lists(0, NULL, me == 0 ? 1 : 0, &dst, s, &cnt, &dsp, NULL, MPI_DOUBLE, r, NULL,
+                                           NULL, NULL, MPI_DOUBLE, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    CHECK_ALL(rc, SPC_ERR_MISMATCH, "inconsistent neighbor lists");
+    int bad = p + 3;
+    rc = SPC_Neighbor_alltoallv_init_lists(0, NULL, me == 0 ? 1 : 0, &bad, s, &cnt, &dsp, NULL, MPI_DOUBLE, r, NULL,
+                                           NULL, NULL, MPI_DOUBLE, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    CHECK_ALL(rc, MPI_ERR_RANK, "destination out of range");
+  }
+  /* _ext: the ids the receiver expects differ from the ids sent. */
+  {
+    int cnt = 2, dsp = 0;
+    int64_t gs[2] = {me * 10, me * 10 + 1}, gr[2];
+    const int left = (me - 1 + p) % p;
+    gr[0] = left * 10 + (me == 0 ? 1 : 0);
+    gr[1] = left * 10 + (me == 0 ? 0 : 1); /* rank 0 expects them swapped */
+    rc = SPC_Neighbor_alltoallv_init_ext(s, &cnt, &dsp, gs, MPI_DOUBLE, r, &cnt, &dsp, gr, MPI_DOUBLE, g,
+                                         MPI_INFO_NULL, &req);
+    CHECK_ALL(rc, SPC_ERR_MISMATCH, "ext ids in a different order");
+    rc = SPC_Neighbor_alltoallv_init_ext(s, &cnt, &dsp, NULL, MPI_DOUBLE, r, &cnt, &dsp, gr, MPI_DOUBLE, g,
+                                         MPI_INFO_NULL, &req);
+    CHECK_ALL(rc, SPC_ERR_ARG, "ext without global_sindices");
+  }
+  /* Allgather: wrong recvcounts, and a halo backend name. */
+  {
+    int rcount = me == 0 ? 4 : 3, displ = 0;
+    rc = SPC_Neighbor_allgatherv_init(s, 3, MPI_DOUBLE, r, &rcount, &displ, MPI_DOUBLE, g, MPI_INFO_NULL, &req);
+    CHECK_ALL(rc, SPC_ERR_MISMATCH, "allgatherv recvcounts differ from the sender's sendcount");
+    MPI_Info info = capi_info("sparsecomm_backend", "aggregated", NULL, NULL, NULL, NULL);
+    rc = SPC_Neighbor_allgather_init(s, 3, MPI_DOUBLE, r, 3, MPI_DOUBLE, g, info, &req);
+    CHECK_ALL(rc, SPC_ERR_NOT_FOUND, "a halo backend for an allgather");
+    CHECK(message_has(rc, "combined"), "lists the gather backends");
+    MPI_Info_free(&info);
+  }
+}
+
+static void test_crs_args(void) {
+  const int me = capi_rank, p = capi_size;
+  int dest[2] = {(me + 1) % p, (me + 1) % p};
+  int vals[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  int recv_nnz = 123, *src = (int*)0x1, *got = (int*)0x1;
+  MPI_Info info;
+
+  info = capi_info("sparsecomm_sdde", "fast", NULL, NULL, NULL, NULL);
+  int rc = SPC_Alltoall_crs(1, dest, 2, MPI_INT, vals, &recv_nnz, &src, 2, MPI_INT, (void**)&got, info, MPI_COMM_WORLD);
+  CHECK_ALL(rc, SPC_ERR_NOT_FOUND, "unknown SDDE strategy");
+  CHECK(message_has(rc, "locality_nbx"), "lists the strategies");
+  CHECK(recv_nnz == 0 && src == NULL && got == NULL, "outputs cleared on error");
+  MPI_Info_free(&info);
+
+  rc = SPC_Alltoall_crs(2, dest, 2, MPI_INT, vals, &recv_nnz, &src, 2, MPI_INT, (void**)&got, MPI_INFO_NULL,
+                        MPI_COMM_WORLD);
+  CHECK_ALL(rc, SPC_ERR_ARG, "two messages to one destination");
+
+  int bad_dest = me == last_rank() ? p : 0;
+  rc = SPC_Alltoall_crs(1, &bad_dest, 2, MPI_INT, vals, &recv_nnz, &src, 2, MPI_INT, (void**)&got, MPI_INFO_NULL,
+                        MPI_COMM_WORLD);
+  CHECK_ALL(rc, MPI_ERR_RANK, "destination out of range on one rank");
+  CHECK(same_message_everywhere(rc), "the same message on every rank");
+
+  rc = SPC_Alltoall_crs(1, dest, 2, MPI_INT, vals, &recv_nnz, &src, 1, MPI_INT, (void**)&got, MPI_INFO_NULL,
+                        MPI_COMM_WORLD);
+  CHECK_ALL(rc, SPC_ERR_ARG, "recvcount inconsistent with sendcount");
+
+  if (p > 1) {
+    rc = SPC_Alltoall_crs(1, dest, me == 0 ? 3 : 2, MPI_INT, vals, &recv_nnz, &src, me == 0 ? 3 : 2, MPI_INT,
+                          (void**)&got, MPI_INFO_NULL, MPI_COMM_WORLD);
+    CHECK_ALL(rc, SPC_ERR_MISMATCH, "fixed message sizes differ between ranks");
+  }
+
+  rc = SPC_Alltoall_crs(1, dest, 2, MPI_INT, vals, NULL, &src, 2, MPI_INT, (void**)&got, MPI_INFO_NULL,
+                        MPI_COMM_WORLD);
+  CHECK_ALL(rc, SPC_ERR_ARG, "NULL output pointer");
+
+  rc = SPC_Alltoall_crs(1, dest, 2, MPI_INT, me == 0 ? NULL : vals, &recv_nnz, &src, 2, MPI_INT, (void**)&got,
+                        MPI_INFO_NULL, MPI_COMM_WORLD);
+  CHECK_ALL(rc, MPI_ERR_BUFFER, "NULL sendvals");
+
+  MPI_Datatype vec;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+  MPI_Type_commit(&vec);
+  rc = SPC_Alltoall_crs(1, dest, 1, vec, vals, &recv_nnz, &src, 1, vec, (void**)&got, MPI_INFO_NULL, MPI_COMM_WORLD);
+  CHECK_ALL(rc, MPI_ERR_TYPE, "non-contiguous CRS datatype");
+  MPI_Type_free(&vec);
+
+  int recv_size, *rcounts, *rdispls;
+  int counts = me == 0 ? -2 : 2, displs = 0;
+  rc = SPC_Alltoallv_crs(1, 8, dest, &counts, &displs, MPI_INT, vals, &recv_nnz, &recv_size, &src, &rcounts, &rdispls,
+                         MPI_INT, (void**)&got, MPI_INFO_NULL, MPI_COMM_WORLD);
+  CHECK_ALL(rc, MPI_ERR_COUNT, "negative count on one rank");
+  counts = 2, displs = 7;
+  rc = SPC_Alltoallv_crs(1, 8, dest, &counts, &displs, MPI_INT, vals, &recv_nnz, &recv_size, &src, &rcounts, &rdispls,
+                         MPI_INT, (void**)&got, MPI_INFO_NULL, MPI_COMM_WORLD);
+  CHECK_ALL(rc, SPC_ERR_ARG, "message outside send_size");
+  displs = 0;
+  info = capi_info("sparsecomm_sdde", "rma", NULL, NULL, NULL, NULL);
+  rc = SPC_Alltoallv_crs(1, 8, dest, &counts, &displs, MPI_INT, vals, &recv_nnz, &recv_size, &src, &rcounts, &rdispls,
+                         MPI_INT, (void**)&got, info, MPI_COMM_WORLD);
+  CHECK_ALL(rc, SPC_ERR_INFO_VALUE, "rma for variable-size messages");
+  MPI_Info_free(&info);
+  /* 3 ints received as MPI_2INT: not a whole number of elements. */
+  counts = 3;
+  rc = SPC_Alltoallv_crs(1, 8, dest, &counts, &displs, MPI_INT, vals, &recv_nnz, &recv_size, &src, &rcounts, &rdispls,
+                         MPI_2INT, (void**)&got, MPI_INFO_NULL, MPI_COMM_WORLD);
+  CHECK_ALL(rc, SPC_ERR_MISMATCH, "received bytes not a multiple of the receive type");
+  CHECK(src == NULL && rcounts == NULL && rdispls == NULL && got == NULL, "nothing allocated on error");
+}
+
+static void test_requests(MPI_Comm g) {
+  const int me = capi_rank, p = capi_size;
+  double s[3], r[3] = {0, 0, 0};
+  SPC_Request req = SPC_REQUEST_NULL;
+  MPI_Info info = capi_info("sparsecomm_backend", "aggregated_dedup", "sparsecomm_regions", "ppn:2", NULL, NULL);
+  int rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, SPC_SUCCESS, "a valid exchange after all the errors");
+  MPI_Info_free(&info);
+  if (rc != SPC_SUCCESS) return;
+  MPI_Status st;
+  st.MPI_SOURCE = 77;
+  CHECK_RC(SPC_Wait(&req, &st), SPC_SUCCESS, "wait on an inactive request returns at once");
+  CHECK(st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG && st.MPI_ERROR == MPI_SUCCESS,
+        "empty status");
+  for (int i = 0; i < 3; ++i) s[i] = me * 10 + i;
+  CHECK_RC(SPC_Start(&req), SPC_SUCCESS, "start");
+  rc = SPC_Start(&req);
+  CHECK_RC(rc, SPC_ERR_REQUEST, "start while active");
+  CHECK(message_has(rc, "already active"), "says why");
+  CHECK_RC(SPC_Wait(&req, MPI_STATUS_IGNORE), SPC_SUCCESS, "wait");
+  const int left = (me - 1 + p) % p;
+  CHECK(r[0] == left * 10 && r[2] == left * 10 + 2, "the exchange delivered the left neighbor's values");
+  CHECK_RC(SPC_Request_free(&req), SPC_SUCCESS, "free");
+  SPC_Request null = SPC_REQUEST_NULL;
+  CHECK_RC(SPC_Start(&null), SPC_ERR_REQUEST, "start of a null request");
+  CHECK_RC(SPC_Start(NULL), SPC_ERR_REQUEST, "start(NULL)");
+  CHECK_RC(SPC_Wait(&null, MPI_STATUS_IGNORE), SPC_ERR_REQUEST, "wait of a null request");
+  CHECK_RC(SPC_Request_free(&null), SPC_ERR_REQUEST, "free of a null request");
+  CHECK_RC(SPC_Request_free(NULL), SPC_ERR_REQUEST, "free(NULL)");
+}
+
+static void test_error_strings(void) {
+  const int codes[] = {SPC_SUCCESS,      SPC_ERR_ARG,     SPC_ERR_NOT_FOUND,       SPC_ERR_INFO_KEY,
+                       SPC_ERR_INFO_VALUE, SPC_ERR_MISMATCH, SPC_ERR_REQUEST, SPC_ERR_NOT_IMPLEMENTED,
+                       SPC_ERR_INTERNAL, MPI_ERR_TYPE,    MPI_ERR_TOPOLOGY,        12345678};
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
+    char msg[SPC_MAX_ERROR_STRING];
+    int len = -1;
+    int rc = SPC_Error_string(codes[i], msg, &len);
+    CHECK(rc == SPC_SUCCESS && len > 0 && (int)strlen(msg) == len, "error string of code %d: '%s'", codes[i], msg);
+  }
+  char msg[SPC_MAX_ERROR_STRING];
+  int len;
+  SPC_Error_string(SPC_SUCCESS, msg, &len);
+  CHECK(strcmp(msg, "no error") == 0, "SPC_SUCCESS: '%s'", msg);
+  CHECK(SPC_Error_string(SPC_ERR_ARG, NULL, &len) == SPC_ERR_ARG, "NULL string buffer");
+  CHECK(SPC_Free(NULL) == SPC_SUCCESS, "SPC_Free(NULL)");
+}
+
+int main(int argc, char** argv) {
+  capi_init(&argc, &argv);
+  MPI_Comm g = ring();
+  test_names_and_info(g);
+  test_neighbor_args(g);
+  test_crs_args();
+  test_requests(g);
+  test_error_strings();
+  MPI_Comm_free(&g);
+  return capi_finish();
+}
