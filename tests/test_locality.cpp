@@ -121,6 +121,11 @@ TEST(Locality, BadSpecsThrowOnEveryRank) {
     if (test::rank() == 1) mine[0] = 5;
     EXPECT_THROW(Locality::from_labels(MPI_COMM_WORLD, mine), InputError);
   }
+  // Ranks passing different specs: every rank throws (nobody waits in MPI_Comm_split).
+  if (test::size() > 1) {
+    EXPECT_THROW(Locality::parse(MPI_COMM_WORLD, test::rank() == 0 ? "ppn:x" : "ppn:2"), InputError);
+    EXPECT_THROW(Locality::parse(MPI_COMM_WORLD, test::rank() == 0 ? "ppn:3" : "ppn:2"), InputError);
+  }
   try {
     Locality::parse(MPI_COMM_WORLD, "bogus");
   } catch (const InputError& e) {

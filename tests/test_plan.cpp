@@ -246,6 +246,18 @@ TEST(PlanErrors, BadUseIsReported) {
   if (test::size() > 1) {
     EXPECT_THROW(make_plan(test::rank() == 1 ? "p2p" : "neighbor", pat, loc, MPI_COMM_WORLD), InputError);
   }
+  // A hand-made pattern whose sender and receiver disagree is refused before any exchange.
+  if (test::size() > 1) {
+    PatternSide send, recv;
+    if (test::rank() == 0) {
+      send.ranks = {1}, send.offsets = {0, 2}, send.indices = {0, 0}, send.global_ids = {0, 0};
+    }
+    if (test::rank() == 1) {
+      recv.ranks = {0}, recv.offsets = {0, 3}, recv.indices = {0, 1, 2}, recv.global_ids = {0, 1, 2};  // expects 3
+    }
+    Pattern bad(send, recv, 1, test::rank() == 1 ? 3 : 0);
+    EXPECT_THROW(make_plan("p2p", bad, loc, MPI_COMM_WORLD), InputError);
+  }
   auto plan = make_plan("p2p", pat, loc, MPI_COMM_WORLD);
   std::vector<double> x(static_cast<size_t>(a.local_cols()), 1.0), g(static_cast<size_t>(a.num_ghosts()));
   std::vector<float> xf(x.size());

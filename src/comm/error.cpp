@@ -16,7 +16,7 @@ void throw_mpi_error(int code, const char* call, const char* file, int line) {
   throw MpiError(code, msg);
 }
 
-void agree_kind(MPI_Comm comm, ErrorKind kind, const std::string& local_error) {
+void agree_kind(MPI_Comm comm, ErrorKind kind, const std::string& local_error, int mpi_code) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -28,8 +28,8 @@ void agree_kind(MPI_Comm comm, ErrorKind kind, const std::string& local_error) {
   if (mins[0] == INT_MAX) return;  // nobody failed: the common path costs one allreduce
   SPC_MPI(MPI_Allreduce(&local[1], sums, 1, MPI_INT, MPI_SUM, comm));
   const int root = mins[0];
-  long long header[2] = {static_cast<long long>(local_error.size()), static_cast<long long>(kind)};
-  SPC_MPI(MPI_Bcast(header, 2, MPI_LONG_LONG, root, comm));
+  long long header[3] = {static_cast<long long>(local_error.size()), static_cast<long long>(kind), mpi_code};
+  SPC_MPI(MPI_Bcast(header, 3, MPI_LONG_LONG, root, comm));
   std::vector<char> text(static_cast<size_t>(header[0]));
   if (rank == root) text.assign(local_error.begin(), local_error.end());
   if (header[0] > 0) SPC_MPI(MPI_Bcast(text.data(), static_cast<int>(header[0]), MPI_CHAR, root, comm));
@@ -42,7 +42,7 @@ void agree_kind(MPI_Comm comm, ErrorKind kind, const std::string& local_error) {
   switch (static_cast<ErrorKind>(header[1])) {
     case ErrorKind::input: throw InputError(msg);
     case ErrorKind::not_implemented: throw NotImplementedError(msg);
-    case ErrorKind::mpi: throw MpiError(MPI_ERR_OTHER, msg);
+    case ErrorKind::mpi: throw MpiError(header[2] != 0 ? static_cast<int>(header[2]) : MPI_ERR_OTHER, msg);
     default: throw Error(msg);
   }
 }

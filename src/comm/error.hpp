@@ -64,7 +64,7 @@ void agree(MPI_Comm comm, const std::string& local_error);
 namespace detail {
 // Kind codes carried through agreement so every rank rethrows the same type.
 enum class ErrorKind : int { generic = 0, input = 1, not_implemented = 2, mpi = 3 };
-void agree_kind(MPI_Comm comm, ErrorKind kind, const std::string& local_error);
+void agree_kind(MPI_Comm comm, ErrorKind kind, const std::string& local_error, int mpi_code = 0);
 }  // namespace detail
 
 /// Collective. Runs `f` on every rank; if it throws on any rank (a std::exception),
@@ -77,6 +77,7 @@ auto agreed(MPI_Comm comm, F&& f) -> decltype(f()) {
   using R = decltype(f());
   std::string err;
   detail::ErrorKind kind = detail::ErrorKind::generic;
+  int code = 0;
   auto run = [&](auto&& body) {
     try {
       body();
@@ -85,7 +86,7 @@ auto agreed(MPI_Comm comm, F&& f) -> decltype(f()) {
     } catch (const InputError& e) {
       err = e.what(), kind = detail::ErrorKind::input;
     } catch (const MpiError& e) {
-      err = e.what(), kind = detail::ErrorKind::mpi;
+      err = e.what(), kind = detail::ErrorKind::mpi, code = e.code();
     } catch (const std::exception& e) {
       err = e.what(), kind = detail::ErrorKind::generic;
     } catch (...) {
@@ -96,13 +97,13 @@ auto agreed(MPI_Comm comm, F&& f) -> decltype(f()) {
     bool threw = true;
     run([&] { f(); threw = false; });
     if (threw && err.empty()) err = "error with an empty message";
-    detail::agree_kind(comm, kind, err);
+    detail::agree_kind(comm, kind, err, code);
   } else {
     R result{};
     bool threw = true;
     run([&] { result = f(); threw = false; });
     if (threw && err.empty()) err = "error with an empty message";
-    detail::agree_kind(comm, kind, err);
+    detail::agree_kind(comm, kind, err, code);
     return result;
   }
 }

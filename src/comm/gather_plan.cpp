@@ -55,21 +55,25 @@ struct GEntry {
   std::string description;
   GatherFactory factory;
 };
-std::map<std::string, GEntry>& gregistry() {
-  // Built-ins added on first use (static libraries drop unreferenced registrar objects).
+std::map<std::string, GEntry>& gregistry_storage() {
   static std::map<std::string, GEntry> r;
-  static bool init = false;
-  if (!init) {
-    init = true;
+  return r;
+}
+std::map<std::string, GEntry>& gregistry() {
+  // Built-ins added on first use (static libraries drop unreferenced registrar objects);
+  // a function-local static makes the first use thread-safe.
+  static const bool init = [] {
     detail::register_gather_basic();
     detail::register_gather_combined();
-  }
-  return r;
+    return true;
+  }();
+  (void)init;
+  return gregistry_storage();
 }
 }  // namespace
 
 void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f) {
-  gregistry()[name] = GEntry{description, std::move(f)};
+  gregistry_storage()[name] = GEntry{description, std::move(f)};
 }
 
 std::vector<std::string> gather_backend_names() {
@@ -101,10 +105,10 @@ std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const T
       err = "make_gather_plan: topology neighbor lists must be sorted";
   }
   const auto& c = opt.combining;
-  const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde + "|" + c.sdde) ^
-                     (static_cast<uint64_t>(opt.value_bytes) << 40) ^ (static_cast<uint64_t>(c.theta) << 20) ^
-                     (static_cast<uint64_t>(c.k) << 8) ^ (c.aware ? 1u : 0u) ^ (opt.persistent ? 2u : 0u) ^
-                     (static_cast<uint64_t>(c.max_rounds) << 32);
+  const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde + "|" + c.sdde + "|" +
+                                              std::to_string(opt.value_bytes) + "|" + std::to_string(c.theta) + "|" +
+                                              std::to_string(c.k) + "|" + (c.aware ? "1" : "0") + "|" +
+                                              (opt.persistent ? "1" : "0") + "|" + std::to_string(c.max_rounds));
   uint64_t v[2] = {h, ~h}, mx[2];
   SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
   if (err.empty() && (mx[0] != h || mx[1] != ~h)) err = "make_gather_plan: ranks asked for different backends or options";

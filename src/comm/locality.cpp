@@ -91,6 +91,11 @@ Locality Locality::from_labels(MPI_Comm comm, const std::vector<int>& labels) {
 }
 
 Locality Locality::parse(MPI_Comm comm, const std::string& spec) {
+  // Every rank must pass the same spec (otherwise some would wait in MPI_Comm_split).
+  const uint64_t h = std::hash<std::string>{}(spec);
+  uint64_t hh[2] = {h, ~h}, mx[2];
+  SPC_MPI(MPI_Allreduce(hh, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
+  agree(comm, mx[0] != h || mx[1] != ~h ? "Locality: ranks passed different region specs ('" + spec + "' here)" : "");
   const std::string valid = "valid forms: node, ppn:<k>, cyclic:<n>, list:<r0>,<r1>,..., flat, single";
   auto number = [&](const std::string& s) {
     size_t pos = 0;

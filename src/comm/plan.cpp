@@ -49,26 +49,31 @@ struct Entry {
   PlanFactory factory;
 };
 
+std::map<std::string, Entry>& registry_storage() {
+  static std::map<std::string, Entry> r;
+  return r;
+}
+
 std::map<std::string, Entry>& registry() {
   // Built-ins are added here, on first use, rather than by static registrar objects:
   // a static library drops object files nobody references, and registrars with them.
-  static std::map<std::string, Entry> r;
-  static bool init = false;
-  if (!init) {
-    init = true;
+  // A function-local static makes the first use thread-safe.
+  static const bool init = [] {
     detail::register_p2p();
     detail::register_neighbor();
     detail::register_aggregated();
     detail::register_combined();
     detail::register_auto();
-  }
-  return r;
+    return true;
+  }();
+  (void)init;
+  return registry_storage();
 }
 
 }  // namespace
 
 void register_backend(const std::string& name, const std::string& description, PlanFactory factory) {
-  registry()[name] = Entry{description, std::move(factory)};
+  registry_storage()[name] = Entry{description, std::move(factory)};
 }
 
 std::vector<std::string> backend_names() {
@@ -99,15 +104,32 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
           std::to_string(comm_size(comm));
   }
   // Every rank must ask for the same backend and options.
+  // Every rank must ask for the same backend and options (a canonical string's hash), and
+  // the pattern must be consistent: what I send to d is what d expects from me (a hash of
+  // every edge with its count, summed from both ends).
   const auto& c = opt.combining;
-  const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde + "|" + c.sdde) ^
-                     static_cast<uint64_t>(opt.expected_iterations) * 0x9e3779b97f4a7c15ull ^
-                     (static_cast<uint64_t>(opt.width) << 32) ^ static_cast<uint64_t>(opt.value_bytes) ^
-                     (static_cast<uint64_t>(c.theta) << 12) ^ (static_cast<uint64_t>(c.k) << 24) ^
-                     (static_cast<uint64_t>(c.max_rounds) << 48) ^ (c.aware ? 1ull << 60 : 0);
+  const std::string canon = backend + "|" + opt.sdde + "|" + c.sdde + "|" + std::to_string(opt.width) + "|" +
+                            std::to_string(opt.value_bytes) + "|" + std::to_string(c.theta) + "|" +
+                            std::to_string(c.k) + "|" + std::to_string(c.max_rounds) + "|" + (c.aware ? "1" : "0") +
+                            "|" + std::to_string(opt.expected_iterations);
+  const uint64_t h = std::hash<std::string>{}(canon);
+  auto edge = [](int a, int b, int64_t n) {
+    uint64_t x = (static_cast<uint64_t>(a) << 32) ^ static_cast<uint32_t>(b) ^ (static_cast<uint64_t>(n) * 0x9e3779b97f4a7c15ull);
+    x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdull;
+    x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+  };
+  const int me = comm_rank(comm);
+  uint64_t sums[2] = {0, 0}, tot[2];
+  for (int i = 0; i < pattern.send().num_neighbors(); ++i) sums[0] += edge(me, pattern.send().ranks[i], pattern.send().count(i));
+  for (int i = 0; i < pattern.recv().num_neighbors(); ++i) sums[1] += edge(pattern.recv().ranks[i], me, pattern.recv().count(i));
   uint64_t v[2] = {h, ~h}, mx[2];
   SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
+  SPC_MPI(MPI_Allreduce(sums, tot, 2, MPI_UINT64_T, MPI_SUM, comm));
   if (err.empty() && (mx[0] != h || mx[1] != ~h)) err = "make_plan: ranks asked for different backends or options";
+  if (err.empty() && tot[0] != tot[1])
+    err = "make_plan: inconsistent pattern (a rank's send count to a neighbor differs from what that neighbor "
+          "expects to receive, or one side does not list the other)";
   agree(comm, err);
   const double t0 = MPI_Wtime();
   std::unique_ptr<Plan> plan = agreed(comm, [&] { return it->second.factory(pattern, loc, comm, opt); });

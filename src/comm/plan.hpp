@@ -77,6 +77,8 @@ class Plan {
   void wait(T* ghost, Unpack mode = Unpack::replace) {
     check_type(sizeof(T), "wait");
     if (!active_) throw Error("Plan(" + name_ + "): wait() without start()");
+    if (mode == Unpack::add && !std::is_arithmetic_v<T>)
+      throw InputError("Plan(" + name_ + ")::wait: Unpack::add needs an arithmetic value type");
     {
       ScopedTimer t(&exec_, "wait");
       active_ = false;
@@ -88,10 +90,11 @@ class Plan {
     const int w = opt_.width;
     for (int64_t k = 0; k < r.size(); ++k) {
       T* dst = ghost + static_cast<int64_t>(r.indices[k]) * w;
-      if (mode == Unpack::replace)
+      if (mode == Unpack::replace) {
         for (int j = 0; j < w; ++j) dst[j] = buf[k * w + j];
-      else
+      } else if constexpr (std::is_arithmetic_v<T>) {
         for (int j = 0; j < w; ++j) dst[j] += buf[k * w + j];
+      }
     }
   }
 
