@@ -5,32 +5,22 @@ usage: /usr/bin/python3 scripts/plot_amg.py results/amg.jsonl [out.png]
 One panel per (ranks, regions) run found in the file (the last run of each): time per
 exchange per level for Hypre and every backend (log scale), and the speedup over Hypre.
 Uses Debian's python3-matplotlib (scripts/setup.sh installs it)."""
-import json
 import sys
 from collections import OrderedDict
 
 import matplotlib
+import plotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    src = sys.argv[1]
-    out = sys.argv[2] if len(sys.argv) > 2 else src.rsplit(".", 1)[0] + ".png"
+    src, out = plotlib.args(__doc__)
     runs = OrderedDict()
-    with open(src) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            r = json.loads(line)
-            if r.get("bench") != "amg_spmv":
-                continue
-            key = (r["nx"], r["ny"], r["ranks"], r["regions"])
-            runs.setdefault(key, {})[(r["level"], r["backend"])] = r
+    for r in plotlib.records(src, "amg_spmv"):
+        key = (r["nx"], r["ny"], r["ranks"], r["regions"])
+        runs.setdefault(key, {})[(r["level"], r["backend"])] = r
     if not runs:
         sys.exit("no amg_spmv records in " + src)
     fig, axes = plt.subplots(2, len(runs), figsize=(6 * len(runs), 8), squeeze=False)

@@ -4,27 +4,20 @@
 usage: /usr/bin/python3 scripts/plot_bfs.py results/bfs.jsonl [out.png]
 One stacked bar per (graph, ranks, variant): transpose, expand, fold, compute, sort
 (ms per BFS, max over ranks of each part), with the exposed communication marked."""
-import json
 import sys
 
 import matplotlib
+import plotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    src = sys.argv[1]
-    out = sys.argv[2] if len(sys.argv) > 2 else src.rsplit(".", 1)[0] + ".png"
+    src, out = plotlib.args(__doc__)
     rows = {}
-    with open(src) as f:
-        for line in f:
-            if line.strip():
-                r = json.loads(line)
-                if r.get("bench") == "bfs":
-                    rows[(r["graph"], r["ranks"], r["variant"])] = r  # last run wins
+    for r in plotlib.records(src, "bfs"):
+        rows[(r["graph"], r["ranks"], r["variant"])] = r  # last run wins
     if not rows:
         sys.exit("no bfs records in " + src)
     keys = sorted(rows)

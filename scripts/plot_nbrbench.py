@@ -9,12 +9,12 @@ Writes two figures (the last record of each (ranks, regions, topology, size, var
   out_speedup.png    speedup over neighbor per topology and variant, one row of grouped
                      bars per message size (the view of the papers' small-message figures).
 Uses Debian's python3-matplotlib (scripts/setup.sh installs it)."""
-import json
 import math
 import sys
 from collections import OrderedDict
 
 import matplotlib
+import plotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -39,20 +39,10 @@ def style(r, kcolors):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    src = sys.argv[1]
-    out = sys.argv[2] if len(sys.argv) > 2 else src.rsplit(".", 1)[0] + ".png"
+    src, out = plotlib.args(__doc__)
     recs = OrderedDict()
-    with open(src) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            r = json.loads(line)
-            if r.get("bench") != "nbrbench":
-                continue
-            recs[(r["ranks"], r["regions"], r["topology"], r["size_bytes"], r["variant"])] = r
+    for r in plotlib.records(src, "nbrbench"):
+        recs[(r["ranks"], r["regions"], r["topology"], r["size_bytes"], r["variant"])] = r
     if not recs:
         sys.exit("no nbrbench records in " + src)
     panels = OrderedDict()  # (ranks, regions, topology) -> {variant: [records]}

@@ -3,32 +3,22 @@
 (and sparsecomm_autoeval's, which carry measured times per backend).
 
 usage: /usr/bin/python3 scripts/plot_speedup.py results/spmv.jsonl [out.png]"""
-import json
 import sys
 from collections import defaultdict
 
 import matplotlib
+import plotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    src = sys.argv[1]
-    out = sys.argv[2] if len(sys.argv) > 2 else src.rsplit(".", 1)[0] + ".png"
+    src, out = plotlib.args(__doc__)
     t = defaultdict(dict)  # (matrix, ranks, regions) -> backend -> seconds
-    with open(src) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            key = (r.get("matrix"), r.get("ranks"), r.get("regions"))
-            if r.get("bench") == "spmv":
-                t[key][r["backend"]] = r["spmv_s"]
-            elif r.get("bench") == "autoeval":
-                t[key][r["backend"]] = r["measured_s"]
+    for r in plotlib.records(src, "spmv", "autoeval"):
+        key = (r.get("matrix"), r.get("ranks"), r.get("regions"))
+        t[key][r["backend"]] = r["spmv_s"] if r["bench"] == "spmv" else r["measured_s"]
     keys = sorted(k for k in t if "p2p" in t[k])
     if not keys:
         sys.exit("no records with a p2p baseline in " + src)

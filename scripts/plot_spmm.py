@@ -6,11 +6,11 @@ One row of panels per rank count found in the file (the last record of each (ran
 matrix, variant) wins): grouped bars per matrix of the speedup of every variant over the
 global MPI_Allgatherv baseline (log scale) and over the per-column neighbor exchange.
 Uses Debian's python3-matplotlib (scripts/setup.sh installs it)."""
-import json
 import sys
 from collections import OrderedDict
 
 import matplotlib
+import plotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -43,20 +43,10 @@ def color(r, kcolors, halo_colors):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    src = sys.argv[1]
-    out = sys.argv[2] if len(sys.argv) > 2 else src.rsplit(".", 1)[0] + ".png"
+    src, out = plotlib.args(__doc__)
     recs = OrderedDict()
-    with open(src) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            r = json.loads(line)
-            if r.get("bench") != "spmm":
-                continue
-            recs[(r["ranks"], r["regions"], r["matrix"], r["variant"])] = r
+    for r in plotlib.records(src, "spmm"):
+        recs[(r["ranks"], r["regions"], r["matrix"], r["variant"])] = r
     if not recs:
         sys.exit("no spmm records in " + src)
     runs = OrderedDict()  # (ranks, regions) -> matrix -> variant -> record

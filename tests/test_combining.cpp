@@ -16,15 +16,8 @@ using namespace sparsecomm;
 
 namespace {
 
-// Global census: (origin, destination) pairs delivered in stage 2, gathered to all.
-std::vector<std::pair<int, int>> delivered(const CombiningSchedule& s) {
-  std::vector<int> mine;
-  for (size_t i = 0; i < s.dest.size(); ++i)
-    for (int o : s.dest_origins[i]) mine.insert(mine.end(), {o, s.dest[i]});
-  // A member that is also my destination gets my data with the stage-1 message.
-  for (size_t i = 0; i < s.stage1_send.size(); ++i)
-    for (int d : s.stage1_send_dests[i])
-      if (d == s.stage1_send[i]) mine.insert(mine.end(), {test::rank(), d});
+// Gathers (a, b) pairs from every rank, sorted.
+std::vector<std::pair<int, int>> gather_pairs(const std::vector<int>& mine) {
   int n = static_cast<int>(mine.size());
   const int p = test::size();
   std::vector<int> counts(p), displs(p + 1, 0);
@@ -38,20 +31,22 @@ std::vector<std::pair<int, int>> delivered(const CombiningSchedule& s) {
   return pairs;
 }
 
+// Global census: (origin, destination) pairs the schedule delivers.
+std::vector<std::pair<int, int>> delivered(const CombiningSchedule& s) {
+  std::vector<int> mine;
+  for (size_t i = 0; i < s.dest.size(); ++i)
+    for (int o : s.dest_origins[i]) mine.insert(mine.end(), {o, s.dest[i]});
+  // A member that is also my destination gets my data with the stage-1 message.
+  for (size_t i = 0; i < s.stage1_send.size(); ++i)
+    for (int d : s.stage1_send_dests[i])
+      if (d == s.stage1_send[i]) mine.insert(mine.end(), {test::rank(), d});
+  return gather_pairs(mine);
+}
+
 std::vector<std::pair<int, int>> edges(const Topology& t) {
   std::vector<int> mine;
   for (int d : t.destinations) mine.insert(mine.end(), {test::rank(), d});
-  int n = static_cast<int>(mine.size());
-  const int p = test::size();
-  std::vector<int> counts(p), displs(p + 1, 0);
-  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  for (int i = 0; i < p; ++i) displs[i + 1] = displs[i] + counts[i];
-  std::vector<int> all(static_cast<size_t>(displs[p]));
-  MPI_Allgatherv(mine.data(), n, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, MPI_COMM_WORLD);
-  std::vector<std::pair<int, int>> pairs;
-  for (size_t i = 0; i < all.size(); i += 2) pairs.emplace_back(all[i], all[i + 1]);
-  std::sort(pairs.begin(), pairs.end());
-  return pairs;
+  return gather_pairs(mine);
 }
 
 void check(const Topology& t, const Locality& loc, const CombiningOptions& opt, bool expect_groups) {

@@ -228,15 +228,6 @@ struct Impl {
   }
 };
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\';
-    o += ch;
-  }
-  return o;
-}
-
 int run(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), P = comm_size(comm);
@@ -392,7 +383,7 @@ int run(int argc, char** argv) {
   if (rank == 0 && !opt.get("json").empty()) {
     std::ofstream js(opt.get("json"), std::ios::app);
     for (const auto& im : impls) {
-      js << "{\"bench\":\"bfs_combblas\",\"graph\":\"" << json_escape(graph_name) << "\",\"vertices\":" << n
+      js << "{\"bench\":\"bfs_combblas\",\"graph\":\"" << apps::json_escape(graph_name) << "\",\"vertices\":" << n
          << ",\"undirected_edges\":" << g.global_nnz() / 2 << ",\"ranks\":" << P << ",\"grid\":\"" << side << "x"
          << side << "\",\"impl\":\"" << im.name << "\",\"variant\":\"" << im.variant
          << "\",\"omp_threads\":" << (im.combblas ? threads : 1) << ",\"roots\":" << im.times.size()

@@ -195,15 +195,6 @@ std::vector<Result> measure(const Topology& topo, const Locality& loc, const std
   return res;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\';
-    o += ch;
-  }
-  return o;
-}
-
 }  // namespace
 
 namespace sparsecomm::apps {
@@ -313,8 +304,8 @@ int nbrbench_main(int argc, char** argv) {
              comb ? apps::num("%.0f", r.groups) : "-", comb ? apps::num("%.2f", r.phase1 * 1e3) : "-",
              comb ? apps::num("%.2f", r.phase2 * 1e3) : "-", r.verified ? "yes" : "NO"});
       if (js.is_open()) {
-        js << "{\"bench\":\"nbrbench\",\"topology\":\"" << json_escape(spec) << "\",\"ranks\":" << nranks
-           << ",\"regions\":\"" << json_escape(loc.describe()) << "\",\"out_degree_max\":" << deg[0].max
+        js << "{\"bench\":\"nbrbench\",\"topology\":\"" << apps::json_escape(spec) << "\",\"ranks\":" << nranks
+           << ",\"regions\":\"" << apps::json_escape(loc.describe()) << "\",\"out_degree_max\":" << deg[0].max
            << ",\"out_degree_mean\":" << deg[0].sum / nranks << ",\"size_bytes\":" << r.size << ",\"backend\":\""
            << r.v.backend << "\",\"variant\":\"" << r.v.label() << "\",\"k\":" << (comb ? std::to_string(r.v.k) : "null")
            << ",\"aware\":" << (comb ? (r.v.aware ? "true" : "false") : "null") << ",\"theta\":" << theta

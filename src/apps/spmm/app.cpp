@@ -127,15 +127,6 @@ std::string matrix_label(const std::string& path) {
   return name;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\';
-    o += ch;
-  }
-  return o;
-}
-
 struct Config {
   std::vector<int> ks;
   std::vector<bool> awares;
@@ -412,9 +403,9 @@ bool run_matrix(const std::string& path, const Config& cfg) {
       std::ofstream js(cfg.json, std::ios::app);
       for (const auto& r : results) {
         const bool comb = r.kind == "gather" && r.backend == "combined";
-        js << "{\"bench\":\"spmm\",\"matrix\":\"" << json_escape(name) << "\",\"rows\":" << N
+        js << "{\"bench\":\"spmm\",\"matrix\":\"" << apps::json_escape(name) << "\",\"rows\":" << N
            << ",\"nnz\":" << a.global_nnz() << ",\"cols\":" << n << ",\"ranks\":" << nranks << ",\"regions\":\""
-           << json_escape(cfg.loc.describe()) << "\",\"in_degree_max\":" << deg[0].max
+           << apps::json_escape(cfg.loc.describe()) << "\",\"in_degree_max\":" << deg[0].max
            << ",\"in_degree_mean\":" << deg[0].sum / nranks << ",\"variant\":\"" << r.variant << "\",\"kind\":\""
            << r.kind << "\",\"backend\":\"" << r.backend << "\",\"k\":" << (comb ? std::to_string(r.k) : "null")
            << ",\"aware\":" << (comb ? (r.aware ? "true" : "false") : "null") << ",\"theta\":" << cfg.theta

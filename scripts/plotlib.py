@@ -1,0 +1,24 @@
+"""Shared helpers of the plot scripts: command-line arguments and JSON-lines records."""
+import json
+import sys
+
+
+def args(doc):
+    """(source .jsonl, output .png) from argv; exits with the script's usage otherwise."""
+    if len(sys.argv) < 2:
+        sys.exit(doc)
+    src = sys.argv[1]
+    out = sys.argv[2] if len(sys.argv) > 2 else src.rsplit(".", 1)[0] + ".png"
+    return src, out
+
+
+def records(src, *benches):
+    """Every record of the given bench kinds, in file order (blank lines skipped)."""
+    with open(src) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            r = json.loads(line)
+            if r.get("bench") in benches:
+                yield r
