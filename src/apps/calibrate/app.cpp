@@ -3,7 +3,7 @@
 //   alpha/beta intra-region   ping-pong between two ranks of region 0 (8 B .. 256 KiB)
 //   alpha/beta inter-region   ping-pong between region 0 and region 1
 //   region_rate               every rank of region 0 streams to region 1 at once
-//   stage                     a two-hop relay minus one hop, slowest class
+//   stage                     two dependent ring exchanges minus one (at least a latency)
 //   copy                      memcpy bandwidth
 // Latency: the 8-byte round trip / 2; per byte: the slope between 4 KiB and 256 KiB.
 // A class that cannot be measured (one region, or regions of one rank) keeps its default.
@@ -96,8 +96,35 @@ int calibrate_main(int argc, char** argv) {
     std::sort(t.begin(), t.end());
     m.region_rate = static_cast<double>(bytes) * loc.region_size(0) / t[t.size() / 2];
   }
-  // A stage costs about one latency of the slower class.
-  m.stage = std::max(m.alpha_intra, inter ? m.alpha_inter : 0.0);
+  // A stage: every rank exchanges with a ring neighbor, once or twice in a row (the second
+  // exchange waits for the first). The extra time beyond the second exchange's messages is
+  // what a dependent stage costs here (on an oversubscribed node it includes waiting for
+  // the peer to be scheduled). Never below the slower class's latency.
+  {
+    const int p = comm_size(comm), me = comm_rank(comm);
+    char sbuf[8] = {0}, rbuf[2][8];
+    auto ring = [&](int stages) {
+      std::vector<double> t;
+      for (int r = 0; r < reps + 2; ++r) {
+        MPI_Barrier(comm);
+        const double t0 = MPI_Wtime();
+        for (int s = 0; s < stages; ++s) {
+          MPI_Request q[2];
+          MPI_Irecv(rbuf[s % 2], 8, MPI_BYTE, (me - 1 - s + 2 * p) % p, 9, comm, &q[0]);
+          MPI_Isend(sbuf, 8, MPI_BYTE, (me + 1 + s) % p, 9, comm, &q[1]);
+          MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        }
+        double dt = MPI_Wtime() - t0, mx = 0;
+        MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
+        if (r >= 2) t.push_back(mx);
+      }
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
+    };
+    const double one = p > 1 ? ring(1) : 0, two = p > 1 ? ring(2) : 0;
+    const double alpha_max = std::max(m.alpha_intra, inter ? m.alpha_inter : 0.0);
+    m.stage = std::max(alpha_max, two - one - alpha_max);
+  }
   {
     std::vector<char> a(1 << 22, 1), b(1 << 22);
     const double t0 = MPI_Wtime();
