@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <queue>
 
 #include "comm/gather_plan.hpp"
@@ -114,9 +115,15 @@ struct Ctx {
 
   // Local SpMSpV over (select, min): frontier vertices u of my column block -> candidate
   // parent u for every neighbor v in my row block. Results in best[] / touched.
-  void spmspv(const int64_t* f, size_t n) {
+  // `poll` (optional) is called every few thousand edges: without network offload, Open
+  // MPI progresses non-blocking collectives only inside MPI calls, so the overlapped
+  // variant tests its outstanding requests from inside the compute.
+  void spmspv(const int64_t* f, size_t n, const std::function<void()>& poll = {}) {
     Clock c(&t.compute);
+    int64_t since = 0;
     for (size_t k = 0; k < n; ++k) {
+      if (poll && since > 4096) poll(), since = 0;
+      since += g.colptr[f[k] - g.col_begin + 1] - g.colptr[f[k] - g.col_begin];
       const int64_t u = f[k], cu = u - g.col_begin;
       for (int64_t e = g.colptr[cu]; e < g.colptr[cu + 1]; ++e) {
         const int32_t v = g.rowidx[e];
@@ -310,8 +317,15 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
       if (!progress(f, block)) break;  // data not posted yet: later chunks must wait
   };
   // Phase k's transfer overlaps with the compute on phase k-1 (own data first).
+  // Polling from inside the compute: the expand phase in flight and the folds posted.
+  size_t inflight = 0;
+  auto poll = [&]() {
+    int flag = 0;
+    if (inflight < nph && ereq[inflight] != MPI_REQUEST_NULL) MPI_Test(&ereq[inflight], &flag, MPI_STATUS_IGNORE);
+    progress_all(false);
+  };
   if (nph > 0) post_expand(0);
-  c.spmspv(L.data(), L.size());
+  c.spmspv(L.data(), L.size(), poll);
   post_fold();
   for (size_t k = 0; k < nph; ++k) {
     {
@@ -319,8 +333,9 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
       SPC_MPI(MPI_Wait(&ereq[k], MPI_STATUS_IGNORE));
     }
     if (k + 1 < nph) post_expand(k + 1);
+    inflight = k + 1;
     progress_all(false);
-    c.spmspv(ebuf[k].data(), ebuf[k].size());
+    c.spmspv(ebuf[k].data(), ebuf[k].size(), poll);
     post_fold();
   }
   progress_all(true);
