@@ -15,6 +15,7 @@ packages=(
   libcombblas-dev                       # CombBLAS BFS anchor (side-by-side benchmark)
   python3-matplotlib                    # plots (Debian's /usr/bin/python3)
   iproute2                              # emulated multi-node cluster (network namespaces)
+  libsimgrid-dev simgrid                # SimGrid SMPI: paper-scale simulated runs
 )
 
 missing=()

@@ -4,6 +4,7 @@
 #include <climits>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 
 namespace sparsecomm {
@@ -75,6 +76,56 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send) {
   return pack_sorted(got);
 }
 
+// A non-blocking barrier. MPI_Ibarrier normally; under SimGrid SMPI 3.32, whose
+// MPI_Ibarrier lets ranks leave early (../shared/simgrid/NOTES.md), a dissemination barrier
+// (Hensgen, Finkel and Manber 1988) on Isend/Irecv: in round k every rank signals
+// rank + 2^k and waits for rank - 2^k; after ceil(log2 P) rounds everyone has arrived.
+class NonblockingBarrier {
+ public:
+  NonblockingBarrier(MPI_Comm comm, int tag) : comm_(comm), tag_(tag) {
+#ifdef SPARSECOMM_SMPI
+    p_ = comm_size(comm), me_ = comm_rank(comm);
+    post();
+#else
+    SPC_MPI(MPI_Ibarrier(comm, &req_[0]));
+#endif
+  }
+  /// True once the barrier has completed.
+  bool test() {
+#ifdef SPARSECOMM_SMPI
+    while (dist_ < p_) {
+      int done = 0;
+      SPC_MPI(MPI_Testall(2, req_, &done, MPI_STATUSES_IGNORE));
+      if (!done) return false;
+      dist_ *= 2;
+      if (dist_ < p_) post();
+    }
+    return true;
+#else
+    int done = 0;
+    SPC_MPI(MPI_Test(&req_[0], &done, MPI_STATUS_IGNORE));
+    return done != 0;
+#endif
+  }
+
+ private:
+#ifdef SPARSECOMM_SMPI
+  void post() {
+    if (p_ == 1) {
+      dist_ = p_;
+      return;
+    }
+    SPC_MPI(MPI_Irecv(&in_, 1, MPI_CHAR, (me_ - dist_ % p_ + p_) % p_, tag_, comm_, &req_[0]));
+    SPC_MPI(MPI_Isend(&out_, 1, MPI_CHAR, (me_ + dist_) % p_, tag_, comm_, &req_[1]));
+  }
+  int p_ = 1, me_ = 0, dist_ = 1;
+  char in_ = 0, out_ = 0;
+#endif
+  MPI_Comm comm_;
+  int tag_;
+  MPI_Request req_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+};
+
 // NBX (Hoefler, Siebert, Lumsdaine 2010): synchronous sends complete only once matched,
 // so when all of mine are done I enter a non-blocking barrier; when the barrier completes
 // every rank's sends have been matched, hence every message has been received.
@@ -82,8 +133,7 @@ ByteMessages nbx(const Channel& ch, const ByteMessages& send) {
   std::vector<MPI_Request> reqs;
   post_sends(ch, send, reqs, true);
   std::vector<std::pair<int, std::vector<char>>> got;
-  MPI_Request barrier = MPI_REQUEST_NULL;
-  bool in_barrier = false;
+  std::unique_ptr<NonblockingBarrier> barrier;
   while (true) {
     int flag = 0;
     MPI_Status st;
@@ -92,17 +142,15 @@ ByteMessages nbx(const Channel& ch, const ByteMessages& send) {
       receive_probed(ch, st, got);
       continue;
     }
-    int done = 0;
-    if (!in_barrier) {
+    if (!barrier) {
+      int done = 0;
       if (reqs.empty()) done = 1;
       else SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
-      if (done) {
-        SPC_MPI(MPI_Ibarrier(ch.comm, &barrier));
-        in_barrier = true;
-      }
-    } else {
-      SPC_MPI(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE));
-      if (done) break;
+      // The barrier's own messages use a tag range of their own (data tags are 1000..3047):
+      // never matched by the probe above, nor by a later exchange.
+      if (done) barrier = std::make_unique<NonblockingBarrier>(ch.comm, ch.tag + 4096);
+    } else if (barrier->test()) {
+      break;
     }
   }
   return pack_sorted(got);
@@ -185,7 +233,12 @@ void for_each_record(const char* p, int64_t len, F&& f) {
 using detail::ByteMessages;
 
 namespace {
-const std::vector<std::string> kStrategies = {"personalized", "nbx", "rma", "locality_personalized", "locality_nbx"};
+// A function-local static, not a namespace-scope one: tests instantiate parameters from
+// Sdde::strategies() during static initialisation, whose order across files is unspecified.
+const std::vector<std::string>& strategy_list() {
+  static const std::vector<std::string> s = {"personalized", "nbx", "rma", "locality_personalized", "locality_nbx"};
+  return s;
+}
 }
 
 Sdde::Sdde(MPI_Comm comm, Locality loc) : comm_(comm), loc_(std::move(loc)) {
@@ -197,14 +250,15 @@ Sdde::Sdde(MPI_Comm comm, Locality loc) : comm_(comm), loc_(std::move(loc)) {
 
 Sdde::Sdde(MPI_Comm comm) : Sdde(comm, Locality::detect(comm)) {}
 
-const std::vector<std::string>& Sdde::strategies() { return kStrategies; }
+const std::vector<std::string>& Sdde::strategies() { return strategy_list(); }
 
 bool Sdde::fixed_size_only(const std::string& s) { return s == "rma"; }
 
 void Sdde::check_strategy(const std::string& s) {
-  if (std::find(kStrategies.begin(), kStrategies.end(), s) != kStrategies.end()) return;
+  const auto& all = strategy_list();
+  if (std::find(all.begin(), all.end(), s) != all.end()) return;
   std::string names;
-  for (const auto& n : kStrategies) names += (names.empty() ? "" : ", ") + n;
+  for (const auto& n : all) names += (names.empty() ? "" : ", ") + n;
   throw InputError("unknown SDDE strategy '" + s + "'; valid strategies: " + names);
 }
 

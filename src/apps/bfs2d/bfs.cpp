@@ -476,6 +476,11 @@ std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, c
   std::unique_ptr<Overlap> ov;
   std::unique_ptr<Sdde> sdde;
   Locality loc;
+#ifdef SPARSECOMM_SMPI
+  if (opt.variant == "overlapped")
+    throw NotImplementedError("bfs: the overlapped variant needs MPI neighborhood collectives, which SimGrid SMPI "
+                              "3.32 does not implement");
+#endif
   if (opt.variant == "overlapped") ov = std::make_unique<Overlap>(grid, opt.phase_size);
   if (opt.variant == "plan") {
     loc = Locality::detect(comm);

@@ -66,6 +66,10 @@ class NeighborPlan final : public Plan {
 
 namespace detail {
 void register_neighbor() {
+#ifdef SPARSECOMM_SMPI
+  // SimGrid SMPI 3.32 aborts on MPI's topology and neighborhood calls: not registered.
+  return;
+#endif
   register_backend("neighbor", "MPI's neighborhood collective (Dist_graph_create_adjacent + Ineighbor_alltoallv)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new NeighborPlan(p, l, c, o, false));
