@@ -489,6 +489,29 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
 
 // ---- neighborhood alltoallv -------------------------------------------------------------
 
+// The checks every neighborhood init starts with (run inside agreed()): the options with
+// their defaults, valid names, the neighbor lists, equal element sizes of both datatypes.
+template <class Args>
+Options resolve_neighborhood(const Args& a, const OptionSource& os, MPI_Comm comm, SPC_Request* out,
+                             const char* backend_kind, const std::vector<std::string>& backends,
+                             std::vector<int>& srcs, std::vector<int>& dsts, int64_t& esz) {
+  if (!out) fail(SPC_ERR_REQUEST, "request is NULL");
+  Options opt = os.resolve();
+  if (opt.backend.empty()) opt.backend = "p2p";
+  if (opt.sdde.empty()) opt.sdde = "nbx";
+  check_names(backend_kind, opt.backend, backends);
+  check_names("SDDE strategy", opt.sdde, Sdde::strategies());
+  if (Sdde::fixed_size_only(opt.sdde))
+    fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde + "' handles fixed-size messages only");
+  neighbor_lists(comm, a.from_graph, a.indegree, a.sources, a.outdegree, a.destinations, srcs, dsts);
+  const int64_t ssz = contiguous_size(a.sendtype, "sendtype"), rsz = contiguous_size(a.recvtype, "recvtype");
+  if (ssz != rsz)
+    fail(MPI_ERR_TYPE, "sendtype (" + std::to_string(ssz) + " bytes) and recvtype (" + std::to_string(rsz) +
+                           " bytes) must have the same size");
+  esz = ssz;
+  return opt;
+}
+
 void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm comm, const Locality* cached,
                     const std::string& cached_regions, SPC_Request* out) {
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
@@ -504,20 +527,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
 
   // 1. Local checks, agreed.
   agreed(comm, [&] {
-    if (!out) fail(SPC_ERR_REQUEST, "request is NULL");
-    opt = os.resolve();
-    if (opt.backend.empty()) opt.backend = "p2p";
-    if (opt.sdde.empty()) opt.sdde = "nbx";
-    check_names("backend", opt.backend, backend_names());
-    check_names("SDDE strategy", opt.sdde, Sdde::strategies());
-    if (Sdde::fixed_size_only(opt.sdde))
-      fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde + "' handles fixed-size messages only");
-    neighbor_lists(comm, a.from_graph, a.indegree, a.sources, a.outdegree, a.destinations, srcs, dsts);
-    const int64_t ssz = contiguous_size(a.sendtype, "sendtype"), rsz = contiguous_size(a.recvtype, "recvtype");
-    if (ssz != rsz)
-      fail(MPI_ERR_TYPE, "sendtype (" + std::to_string(ssz) + " bytes) and recvtype (" + std::to_string(rsz) +
-                             " bytes) must have the same size");
-    esz = ssz;
+    opt = resolve_neighborhood(a, os, comm, out, "backend", backend_names(), srcs, dsts, esz);
     const int indeg = static_cast<int>(srcs.size()), outdeg = static_cast<int>(dsts.size());
     if (outdeg > 0 && (!a.sendcounts || !a.sdispls)) fail(SPC_ERR_ARG, "sendcounts or sdispls is NULL");
     if (indeg > 0 && (!a.recvcounts || !a.rdispls)) fail(SPC_ERR_ARG, "recvcounts or rdispls is NULL");
@@ -705,20 +715,7 @@ void allgatherv_init(const AllgatherArgs& a, const OptionSource& os, MPI_Comm co
   Topology topo;
 
   agreed(comm, [&] {
-    if (!out) fail(SPC_ERR_REQUEST, "request is NULL");
-    opt = os.resolve();
-    if (opt.backend.empty()) opt.backend = "p2p";
-    if (opt.sdde.empty()) opt.sdde = "nbx";
-    check_names("gather backend", opt.backend, gather_backend_names());
-    check_names("SDDE strategy", opt.sdde, Sdde::strategies());
-    if (Sdde::fixed_size_only(opt.sdde))
-      fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde + "' handles fixed-size messages only");
-    neighbor_lists(comm, a.from_graph, a.indegree, a.sources, a.outdegree, a.destinations, srcs, dsts);
-    const int64_t ssz = contiguous_size(a.sendtype, "sendtype"), rsz = contiguous_size(a.recvtype, "recvtype");
-    if (ssz != rsz)
-      fail(MPI_ERR_TYPE, "sendtype (" + std::to_string(ssz) + " bytes) and recvtype (" + std::to_string(rsz) +
-                             " bytes) must have the same size");
-    esz = ssz;
+    opt = resolve_neighborhood(a, os, comm, out, "gather backend", gather_backend_names(), srcs, dsts, esz);
     const int indeg = static_cast<int>(srcs.size());
     if (a.sendcount < 0) fail(MPI_ERR_COUNT, "sendcount is negative");
     if (a.uniform) {
