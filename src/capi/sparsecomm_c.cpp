@@ -19,6 +19,7 @@
 #include <map>
 #include <new>
 
+#include "comm/hash.hpp"
 #include "capi_internal.hpp"
 
 // The object behind SPC_Request (declared in sparsecomm.h, global namespace).
@@ -103,21 +104,13 @@ uint64_t fnv(const std::string& s) {
   return h;
 }
 
-uint64_t mix(uint64_t x) {
-  x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdull;
-  x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
-
-// Hash of a directed edge; summed from both ends it detects inconsistent neighbor lists.
-uint64_t edge_hash(int from, int to) {
-  return mix((static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) ^ static_cast<uint32_t>(to));
-}
+using sparsecomm::detail::edge_hash;
+using sparsecomm::detail::fmix64;
 
 // Order-sensitive hash of a sequence of ids.
 struct SeqHash {
   uint64_t h = 0x9e3779b97f4a7c15ull;
-  void add(int64_t v) { h = mix(h ^ mix(static_cast<uint64_t>(v) + 0x632be59bd9b4e019ull)) + 1; }
+  void add(int64_t v) { h = fmix64(h ^ fmix64(static_cast<uint64_t>(v) + 0x632be59bd9b4e019ull)) + 1; }
 };
 
 // Bytes of a contiguous datatype; MPI_ERR_TYPE for anything else.

@@ -1,5 +1,7 @@
 #include "comm/gather_plan.hpp"
 
+#include "comm/hash.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -115,16 +117,10 @@ std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const T
   // The graph must be consistent: every edge listed as a destination by its source and as a
   // source by its destination (else exchanges would wait forever). A hash of every edge,
   // summed from both ends, catches a mismatch without gathering the graph.
-  auto edge = [](int a, int b) {
-    uint64_t x = (static_cast<uint64_t>(a) << 32) ^ static_cast<uint32_t>(b);
-    x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdull;
-    x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-  };
   const int me = comm_rank(comm);
   uint64_t sums[2] = {0, 0}, tot[2];
-  for (int d : topo.destinations) sums[0] += edge(me, d);
-  for (int s : topo.sources) sums[1] += edge(s, me);
+  for (int d : topo.destinations) sums[0] += detail::edge_hash(me, d);
+  for (int s : topo.sources) sums[1] += detail::edge_hash(s, me);
   SPC_MPI(MPI_Allreduce(sums, tot, 2, MPI_UINT64_T, MPI_SUM, comm));
   if (err.empty() && tot[0] != tot[1])
     err = "make_gather_plan: inconsistent topology (some rank lists a destination that does not list it as a "

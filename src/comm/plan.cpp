@@ -1,5 +1,7 @@
 #include "comm/plan.hpp"
 
+#include "comm/hash.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <climits>
@@ -113,16 +115,10 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
                             std::to_string(c.k) + "|" + std::to_string(c.max_rounds) + "|" + (c.aware ? "1" : "0") +
                             "|" + std::to_string(opt.expected_iterations);
   const uint64_t h = std::hash<std::string>{}(canon);
-  auto edge = [](int a, int b, int64_t n) {
-    uint64_t x = (static_cast<uint64_t>(a) << 32) ^ static_cast<uint32_t>(b) ^ (static_cast<uint64_t>(n) * 0x9e3779b97f4a7c15ull);
-    x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdull;
-    x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-  };
   const int me = comm_rank(comm);
   uint64_t sums[2] = {0, 0}, tot[2];
-  for (int i = 0; i < pattern.send().num_neighbors(); ++i) sums[0] += edge(me, pattern.send().ranks[i], pattern.send().count(i));
-  for (int i = 0; i < pattern.recv().num_neighbors(); ++i) sums[1] += edge(pattern.recv().ranks[i], me, pattern.recv().count(i));
+  for (int i = 0; i < pattern.send().num_neighbors(); ++i) sums[0] += detail::edge_hash(me, pattern.send().ranks[i], pattern.send().count(i));
+  for (int i = 0; i < pattern.recv().num_neighbors(); ++i) sums[1] += detail::edge_hash(pattern.recv().ranks[i], me, pattern.recv().count(i));
   uint64_t v[2] = {h, ~h}, mx[2];
   SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
   SPC_MPI(MPI_Allreduce(sums, tot, 2, MPI_UINT64_T, MPI_SUM, comm));

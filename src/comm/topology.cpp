@@ -5,18 +5,14 @@
 #include <set>
 #include <sstream>
 
+#include "comm/hash.hpp"
 #include "comm/sdde.hpp"
 
 namespace sparsecomm {
 
 namespace {
 
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using detail::splitmix64;
 
 void sort_unique(std::vector<int>& v) {
   std::sort(v.begin(), v.end());
@@ -78,7 +74,7 @@ Topology Topology::erdos_renyi(MPI_Comm comm, double density, uint64_t seed) {
   std::vector<int> dest;
   for (int j = 0; j < p; ++j) {
     if (j == me) continue;
-    const uint64_t h = splitmix(seed * 0x100000001b3ull ^ splitmix((static_cast<uint64_t>(me) << 32) | static_cast<uint32_t>(j)));
+    const uint64_t h = splitmix64(seed * 0x100000001b3ull ^ splitmix64((static_cast<uint64_t>(me) << 32) | static_cast<uint32_t>(j)));
     if (static_cast<double>(h >> 11) * 0x1.0p-53 < density) dest.push_back(j);
   }
   return from_destinations(comm, dest);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "comm/hash.hpp"
 #include "comm/plan.hpp"
 #include "matrix/mtx_reader.hpp"
 
@@ -32,14 +33,6 @@ DistCsr<double> file_graph(MPI_Comm comm, const std::string& path) {
   return DistCsr<double>::from_distributed_triplets(comm, rows, rows, std::move(t), Duplicates::keep_first);
 }
 
-namespace {
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 std::vector<int64_t> pick_roots(const DistCsr<double>& g, int count, uint64_t seed) {
   const int64_t n = g.global_rows();
@@ -51,7 +44,7 @@ std::vector<int64_t> pick_roots(const DistCsr<double>& g, int count, uint64_t se
     std::vector<int64_t> cand(batch);
     std::vector<double> deg(batch, 0.0), tot(batch);
     for (int i = 0; i < batch; ++i, ++k) {
-      cand[i] = n > 0 ? static_cast<int64_t>(mix(seed * 0x100000001b3ull + k) % static_cast<uint64_t>(n)) : 0;
+      cand[i] = n > 0 ? static_cast<int64_t>(detail::splitmix64(seed * 0x100000001b3ull + k) % static_cast<uint64_t>(n)) : 0;
       const int64_t v = cand[i] - g.row_begin();
       if (v >= 0 && v < g.local_rows())
         deg[i] = static_cast<double>(g.diag().row_ptr[v + 1] - g.diag().row_ptr[v] + g.offd().row_ptr[v + 1] -

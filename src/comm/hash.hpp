@@ -1,0 +1,31 @@
+#pragma once
+// Small integer hashes shared by the library (internal).
+#include <cstdint>
+
+namespace sparsecomm::detail {
+
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators",
+/// OOPSLA'14): a counter-based draw, the same value for the same key on every rank.
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// MurmurHash3's 64-bit finalizer.
+inline uint64_t fmix64(uint64_t x) {
+  x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdull;
+  x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+/// Hash of a directed edge (and its message size). Summed over every rank's outgoing and,
+/// separately, incoming edges, the two totals agree exactly when every edge is listed by
+/// both ends with the same size: a consistency check without gathering the graph.
+inline uint64_t edge_hash(int from, int to, int64_t count = 0) {
+  return fmix64((static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) ^ static_cast<uint32_t>(to) ^
+                (static_cast<uint64_t>(count) * 0x9e3779b97f4a7c15ull));
+}
+
+}  // namespace sparsecomm::detail
