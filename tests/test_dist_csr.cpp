@@ -32,23 +32,8 @@ using Entries = std::vector<Triplet<double>>;
 int world_rank() { return sparsecomm::test::rank(); }
 int world_size() { return sparsecomm::test::size(); }
 
-Entries sorted(Entries e) {
-  std::sort(e.begin(), e.end(), [](const Triplet<double>& a, const Triplet<double>& b) {
-    return a.row != b.row ? a.row < b.row : a.col < b.col;
-  });
-  return e;
-}
-
-::testing::AssertionResult same_entries(const Entries& a, const Entries& b) {
-  if (a.size() != b.size())
-    return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
-  for (size_t k = 0; k < a.size(); ++k)
-    if (a[k].row != b[k].row || a[k].col != b[k].col || a[k].val != b[k].val)
-      return ::testing::AssertionFailure() << "entry " << k << " differs: (" << a[k].row << ", " << a[k].col << ", "
-                                           << a[k].val << ") vs (" << b[k].row << ", " << b[k].col << ", "
-                                           << b[k].val << ")";
-  return ::testing::AssertionSuccess();
-}
+using sparsecomm::test::same_entries;
+using sparsecomm::test::sorted;
 
 /// The entries of `all` in the rows that `rank` owns under `rows`.
 Entries rows_of(const Entries& all, const RowPartition& rows, int rank) {

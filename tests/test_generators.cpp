@@ -44,25 +44,8 @@ using sparsecomm::Triplet;
 namespace gen = sparsecomm::gen;
 using Entries = std::vector<Triplet<double>>;
 
-Entries sorted(Entries e) {
-  std::sort(e.begin(), e.end(), [](const Triplet<double>& a, const Triplet<double>& b) {
-    return a.row != b.row ? a.row < b.row : a.col < b.col;
-  });
-  return e;
-}
-
-/// Exact equality of two sorted entry lists, reporting the first difference.
-::testing::AssertionResult same_entries(const Entries& a, const Entries& b) {
-  if (a.size() != b.size())
-    return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k].row != b[k].row || a[k].col != b[k].col || a[k].val != b[k].val)
-      return ::testing::AssertionFailure() << "entry " << k << " differs: (" << a[k].row << ", " << a[k].col << ", "
-                                           << a[k].val << ") vs (" << b[k].row << ", " << b[k].col << ", "
-                                           << b[k].val << ")";
-  }
-  return ::testing::AssertionSuccess();
-}
+using sparsecomm::test::same_entries;
+using sparsecomm::test::sorted;
 
 /// Same pattern, values equal to a relative tolerance.
 ::testing::AssertionResult close_entries(const Entries& a, const Entries& b, double rtol) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +49,24 @@ std::string temp_dir() {
     dir.path = tmpl;
   }
   return dir.path;
+}
+
+std::vector<Triplet<double>> sorted(std::vector<Triplet<double>> e) {
+  std::sort(e.begin(), e.end(), [](const Triplet<double>& a, const Triplet<double>& b) {
+    return a.row != b.row ? a.row < b.row : a.col < b.col;
+  });
+  return e;
+}
+
+::testing::AssertionResult same_entries(const std::vector<Triplet<double>>& a, const std::vector<Triplet<double>>& b) {
+  if (a.size() != b.size())
+    return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
+  for (size_t k = 0; k < a.size(); ++k)
+    if (a[k].row != b[k].row || a[k].col != b[k].col || a[k].val != b[k].val)
+      return ::testing::AssertionFailure() << "entry " << k << " differs: (" << a[k].row << ", " << a[k].col << ", "
+                                           << a[k].val << ") vs (" << b[k].row << ", " << b[k].col << ", "
+                                           << b[k].val << ")";
+  return ::testing::AssertionSuccess();
 }
 
 std::string write_file(const std::string& dir, const std::string& name, const std::string& text) {

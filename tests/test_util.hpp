@@ -1,8 +1,12 @@
 #pragma once
 // Helpers shared by the tests.
+#include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <string>
+#include <vector>
+
+#include "matrix/dist_csr.hpp"
 
 namespace sparsecomm::test {
 
@@ -15,6 +19,12 @@ std::string find_suitesparse(const std::string& name);
 
 /// A fresh temporary directory (rank-local, removed at exit).
 std::string temp_dir();
+
+/// Entries sorted by (row, column).
+std::vector<Triplet<double>> sorted(std::vector<Triplet<double>> e);
+
+/// Exact equality of two sorted entry lists, reporting the first difference.
+::testing::AssertionResult same_entries(const std::vector<Triplet<double>>& a, const std::vector<Triplet<double>>& b);
 
 /// Writes `text` into `dir`/`name` and returns the path.
 std::string write_file(const std::string& dir, const std::string& name, const std::string& text);
