@@ -23,6 +23,8 @@ int spmv_main(int argc, char** argv) {
              {"regions", {"node", "region layout"}},
              {"width", {"1", "vectors per SpMV"}},
              {"reps", {"500", "SpMVs timed per backend"}},
+             {"reference", {"gathered", "oracle: gathered (serial product on the gathered matrix) or rows (each rank "
+                                        "multiplies its own rows; no gather, for thousands of simulated ranks)"}},
              {"json", {"", "append JSON lines"}}},
             "usage: mpirun -np P sparsecomm spmv [options]\n"
             "example: mpirun -np 8 sparsecomm spmv --matrix Oberwolfach/gyro_m --regions ppn:4 --backend p2p,auto");
@@ -37,20 +39,35 @@ int spmv_main(int argc, char** argv) {
   auto backends = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
   Sdde sdde(comm, loc);
   Pattern pat = Pattern::from_matrix(a, sdde, o.get("sdde"));
-  // Reference: y = A x on the gathered matrix (x_i = sin(i)).
-  const auto ref = reference::gather_eigen(a);
-  std::vector<double> xg(static_cast<size_t>(a.global_cols()));
-  for (size_t i = 0; i < xg.size(); ++i) xg[i] = std::sin(static_cast<double>(i));
-  const auto yg = reference::spmv(ref, xg);
+  // Reference: y = A x with x_i = sin(i). "gathered": the serial product on the gathered
+  // matrix. "rows": x is a closed form of the global index, so each rank multiplies its own
+  // rows (global column ids) without any exchange; gathering would put a copy of the whole
+  // matrix on every rank, which thousands of SMPI ranks in one process cannot hold.
+  const std::string refkind = o.get("reference");
+  if (refkind != "gathered" && refkind != "rows") throw InputError("--reference must be gathered or rows");
+  auto xval = [](int64_t gid) { return std::sin(static_cast<double>(gid)); };
+  std::vector<double> yg;  // indexed by global row (gathered) or local row (rows)
+  int64_t yoff = 0;
+  if (refkind == "gathered") {
+    const auto ref = reference::gather_eigen(a);
+    std::vector<double> xg(static_cast<size_t>(a.global_cols()));
+    for (size_t i = 0; i < xg.size(); ++i) xg[i] = xval(static_cast<int64_t>(i));
+    yg = reference::spmv(ref, xg);
+    yoff = a.row_begin();
+  } else {
+    yg.assign(static_cast<size_t>(a.local_rows()), 0.0);
+    for (const auto& e : a.local_triplets()) yg[e.row - a.row_begin()] += e.val * xval(e.col);
+  }
   std::vector<double> x(static_cast<size_t>(a.local_cols()) * w + 1), y(static_cast<size_t>(a.local_rows()) * w + 1);
   for (int32_t i = 0; i < a.local_cols(); ++i)
-    for (int k = 0; k < w; ++k) x[i * w + k] = xg[a.col_begin() + i];
+    for (int k = 0; k < w; ++k) x[i * w + k] = xval(a.col_begin() + i);
   Table t({"backend", "us/SpMV", "vs p2p", "setup ms", "inter msgs/rank", "verified"});
   std::vector<std::vector<std::string>> rows;
   std::map<std::string, double> times;
   bool ok = true;
   std::ofstream js;
   if (rank == 0 && !o.get("json").empty()) js.open(o.get("json"), std::ios::app);
+  js.precision(12);  // byte sums over thousands of ranks exceed the default 6 digits
   for (const auto& b : backends) {
     PlanOptions po;
     po.width = w;
@@ -60,20 +77,30 @@ int spmv_main(int argc, char** argv) {
     double err = 0, scale = 1e-300;
     for (int32_t i = 0; i < a.local_rows(); ++i)
       for (int k = 0; k < w; ++k) {
-        err = std::max(err, std::abs(y[i * w + k] - yg[a.row_begin() + i]));
-        scale = std::max(scale, std::abs(yg[a.row_begin() + i]));
+        err = std::max(err, std::abs(y[i * w + k] - yg[yoff + i]));
+        scale = std::max(scale, std::abs(yg[yoff + i]));
       }
     const bool good = allreduce_max(comm, err) <= 1e-12 * allreduce_max(comm, scale);
     ok = ok && good;
     times[b] = time_per_call(comm, o.get_int("reps"), [&] { spmv.apply(x.data(), y.data()); });
     const double setup = allreduce_max(comm, spmv.plan().setup_stats().time("setup.backend"));
-    const double inter =
-        double(allreduce_max(comm, spmv.plan().iteration_counts().total().sent_inter.msgs));
+    // Deterministic counts per exchange: max and sum over ranks, per locality class.
+    const auto& c = spmv.plan().iteration_counts().total();
+    const auto red = reduce_all(comm, {double(c.sent_inter.msgs), double(c.sent_intra.msgs),
+                                       double(c.sent_inter.bytes), double(c.sent_intra.bytes),
+                                       double(spmv.plan().stages())});
+    const double inter = red[0].max;
     const std::string name = b == spmv.plan().name() ? b : b + " -> " + spmv.plan().name();
     rows.push_back({name, num("%.1f", times[b] * 1e6), b, num("%.2f", setup * 1e3), num("%.0f", inter), good ? "yes" : "NO"});
     if (js) js << "{\"bench\":\"spmv\",\"matrix\":\"" << label << "\",\"ranks\":" << comm_size(comm) << ",\"regions\":\""
                << loc.describe() << "\",\"backend\":\"" << b << "\",\"chosen\":\"" << spmv.plan().name()
-               << "\",\"spmv_s\":" << times[b] << ",\"setup_s\":" << setup << ",\"width\":" << w << "}\n";
+               << "\",\"spmv_s\":" << times[b] << ",\"setup_s\":" << setup << ",\"width\":" << w
+               << ",\"rows\":" << a.global_rows() << ",\"nnz\":" << a.global_nnz() << ",\"reps\":" << o.get_int("reps")
+               << ",\"inter_msgs_max\":" << red[0].max << ",\"inter_msgs_sum\":" << red[0].sum
+               << ",\"intra_msgs_max\":" << red[1].max << ",\"intra_msgs_sum\":" << red[1].sum
+               << ",\"inter_bytes_max\":" << red[2].max << ",\"inter_bytes_sum\":" << red[2].sum
+               << ",\"intra_bytes_max\":" << red[3].max << ",\"intra_bytes_sum\":" << red[3].sum
+               << ",\"stages\":" << red[4].max << ",\"verified\":" << (good ? "true" : "false") << "}\n";
   }
   for (auto& r : rows) {
     const std::string b = r[2];
