@@ -11,11 +11,17 @@
 //
 //   mpirun -np 16 sparsecomm_amg_spmv --nx 512 --ny 512 --regions node --json amg.jsonl
 //   mpirun -np 8 sparsecomm_amg_spmv --nx 128 --ny 128 --regions ppn:4 --reps 200
+//
+// --dump-levels DIR writes every level's matrix to DIR/level_L.mtx (see level_dump.hpp)
+// and reads each file back to check it against Hypre's matrix, so that the hierarchy can
+// be re-run elsewhere: at simulated scale under SimGrid SMPI, where Hypre is not built
+// (scripts/repro_collom.sh: Collom, Li, Bienz, EuroMPI'23, at 2,048 simulated ranks).
 #include <HYPRE.h>
 #include <HYPRE_parcsr_ls.h>
 #include <_hypre_parcsr_ls.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -27,8 +33,10 @@
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
+#include "amg_spmv/level_dump.hpp"
 #include "matrix/dist_spmv.hpp"
 #include "matrix/hypre_interop.hpp"
+#include "matrix/mtx_reader.hpp"
 
 using namespace sparsecomm;
 
@@ -43,7 +51,32 @@ struct Result {
 struct Level {
   int64_t rows = 0, nnz = 0;
   std::map<std::string, Result> by;  // "hypre" and every backend
+  // --dump-levels: the file, and what reading it back found.
+  std::string file;
+  int64_t hypre_nnz = 0, file_nnz = 0;
+  bool same_entries = false;
+  double reread_err = 0;  // SpMV of the re-read matrix vs hypre_ParCSRMatrixMatvec
 };
+
+const char* kUsage =
+    "usage: mpirun -np P sparsecomm_amg_spmv [options]\n"
+    "Builds the rotated anisotropic diffusion problem (Hypre's GenerateRotate7pt, nx*ny rows), a BoomerAMG\n"
+    "hierarchy with Hypre's default settings, and times every level's SpMV with every backend vs Hypre.\n"
+    "\n"
+    "--dump-levels DIR writes each level's matrix A_l to DIR/level_L.mtx (L = 0 is the finest) and an index\n"
+    "DIR/levels.tsv (level, rows, nnz, file). Format: '%%MatrixMarket matrix coordinate real general', '%'\n"
+    "comment lines saying how the hierarchy was built (grid, angle, eps, the number of ranks Hypre ran on),\n"
+    "then 'rows cols nnz' and one 'row col value' line per stored entry: 1-based global ids in Hypre's\n"
+    "global row order, rows ascending (each rank writes its own rows in place with MPI-IO), columns\n"
+    "ascending in a row, values with 17 significant digits (exact), explicit zeros kept. The files are\n"
+    "the same at any rank count for the same hierarchy. (Hypre's global order depends on its processor\n"
+    "grid: with 1, 2 or 3 ranks (one column of processors) level 0 is in natural lexicographic order.)\n"
+    "Every file is read back with the library's Matrix Market reader and checked: identical entries and\n"
+    "nnz as Hypre's level matrix, and its SpMV equal to hypre_ParCSRMatrixMatvec (exit 3 otherwise).\n"
+    "--dump-only skips the benchmarks. Re-run a level elsewhere, e.g. on simulated ranks:\n"
+    "  mpirun -np 2 sparsecomm_amg_spmv --nx 1024 --ny 512 --dump-levels lv --dump-only\n"
+    "  scripts/smpi.sh run 2048 --ppn 16 -- build-smpi/src/apps/cli/sparsecomm spmv --matrix lv/level_3.mtx \\\n"
+    "      --regions node --reference rows --backend p2p,aggregated_dedup";
 
 }  // namespace
 
@@ -61,8 +94,11 @@ int amg_main(int argc, char** argv) {
                      {"sdde", {"nbx", "SDDE strategy for the patterns and setup exchanges"}},
                      {"regions", {"node", "region layout: node (detected), ppn:k, cyclic:n, list:..."}},
                      {"max-levels", {"25", "BoomerAMG max levels"}},
+                     {"dump-levels", {"", "write each level to DIR/level_L.mtx and DIR/levels.tsv, "
+                                          "read back and checked (format above)"}},
+                     {"dump-only", {"", "[flag] with --dump-levels: only build, write and check the levels"}},
                      {"json", {"", "append JSON lines to this file"}}},
-                    "usage: mpirun -np P sparsecomm_amg_spmv [options]");
+                    kUsage);
   if (!opt.parse(argc, argv)) {
     if (rank == 0) std::cout << opt.help();
     return 0;
@@ -74,6 +110,10 @@ int amg_main(int argc, char** argv) {
   Sdde::check_strategy(opt.get("sdde"));
   if (nx < 2 || ny < 2 || reps < 1) throw InputError("--nx, --ny must be >= 2 and --reps >= 1");
   Locality loc = Locality::parse(comm, opt.get("regions"));
+  const std::string dump_dir = opt.get("dump-levels");
+  const bool dump_only = opt.flag("dump-only");
+  if (dump_only && dump_dir.empty()) throw InputError("--dump-only needs --dump-levels DIR");
+  if (!dump_dir.empty()) make_directory(comm, dump_dir);
 
   // Processor grid P x Q as close to square as possible (Hypre's ij driver layout).
   int P = 1;
@@ -100,7 +140,10 @@ int amg_main(int argc, char** argv) {
   hypre_ParCSRMatrix** levels = hypre_ParAMGDataAArray(amg_data);
   if (rank == 0)
     std::cerr << "amg_spmv: " << nx << "x" << ny << " rotated diffusion, " << nlevels << " levels (BoomerAMG setup "
-              << apps::num("%.2f", amg_setup) << " s), " << backends.size() << " backends, " << reps << " reps\n";
+              << apps::num("%.2f", amg_setup) << " s), "
+              << (dump_only ? std::string("dump only")
+                            : std::to_string(backends.size()) + " backends, " + std::to_string(reps) + " reps")
+              << "\n";
 
   std::vector<Level> out(static_cast<size_t>(nlevels));
   for (int l = 0; l < nlevels; ++l) {
@@ -121,6 +164,59 @@ int amg_main(int argc, char** argv) {
     std::vector<double> xs(xd, xd + a.local_cols());
     hypre_ParCSRMatrixMatvec(1.0, Al, hx, 0.0, hy);
     const double* yref = hypre_VectorData(hypre_ParVectorLocalVector(hy));
+
+    if (!dump_dir.empty()) {
+      // Write the level, read it back through the library's reader on Hypre's row
+      // partition, and check it against Hypre's matrix: same nnz, identical entries, and
+      // the SpMV of the re-read matrix equal to hypre_ParCSRMatrixMatvec.
+      L.file = dump_dir + "/level_" + std::to_string(l) + ".mtx";
+      std::ostringstream what;
+      what << "sparsecomm_amg_spmv: BoomerAMG level " << l << " of " << nlevels << ", " << nx << "x" << ny
+           << " rotated anisotropic diffusion (Hypre GenerateRotate7pt, angle " << angle << " deg, eps " << eps << ")";
+      std::ostringstream how;
+      how << "hierarchy built with Hypre on " << nranks << " MPI rank(s), processor grid " << P << "x" << Q
+          << "; global row order is Hypre's; rows " << L.rows << ", nnz " << L.nnz;
+      write_matrix_market(a, L.file, {what.str(), how.str()});
+      MtxReadOptions ro;
+      ro.has_row_partition = true;
+      ro.rows = a.row_partition();
+      DistCsr<double> back = read_matrix_market(comm, L.file, ro);
+      const double hnnz = static_cast<double>(hypre_CSRMatrixNumNonzeros(hypre_ParCSRMatrixDiag(Al)) +
+                                              hypre_CSRMatrixNumNonzeros(hypre_ParCSRMatrixOffd(Al)));
+      auto order = [](const Triplet<double>& u, const Triplet<double>& v) {
+        return u.row != v.row ? u.row < v.row : u.col < v.col;
+      };
+      auto ta = a.local_triplets(), tb = back.local_triplets();
+      std::sort(ta.begin(), ta.end(), order);
+      std::sort(tb.begin(), tb.end(), order);
+      bool same = ta.size() == tb.size() && back.col_partition() == a.col_partition();
+      for (size_t k = 0; same && k < ta.size(); ++k)
+        same = ta[k].row == tb[k].row && ta[k].col == tb[k].col && ta[k].val == tb[k].val;
+      auto red = reduce_all(comm, {hnnz, same ? 0.0 : 1.0});
+      L.hypre_nnz = static_cast<int64_t>(red[0].sum);
+      L.file_nnz = back.global_nnz();
+      L.same_entries = red[1].max == 0.0 && L.file_nnz == L.hypre_nnz && L.file_nnz == L.nnz;
+      Sdde sdde(comm, loc);
+      PlanOptions popt;
+      popt.sdde = opt.get("sdde");
+      DistSpmv bspmv(back, make_plan("p2p", Pattern::from_matrix(back, sdde, opt.get("sdde")), loc, comm, popt));
+      std::vector<double> yb(static_cast<size_t>(back.local_rows()) + 1);
+      bspmv.apply(xs.data(), yb.data());
+      double err = 0, scale = 1e-300;
+      for (int32_t i = 0; i < back.local_rows(); ++i) {
+        err = std::max(err, std::abs(yb[i] - yref[i]));
+        scale = std::max(scale, std::abs(yref[i]));
+      }
+      L.reread_err = allreduce_max(comm, err) / allreduce_max(comm, scale);
+      if (rank == 0)
+        std::cerr << "    wrote " << L.file << " (re-read: " << (L.same_entries ? "entries identical" : "ENTRIES DIFFER")
+                  << ", SpMV rel err " << apps::num("%.1e", L.reread_err) << " vs hypre_ParCSRMatrixMatvec)\n";
+      if (dump_only) {
+        hypre_ParVectorDestroy(hx);
+        hypre_ParVectorDestroy(hy);
+        continue;
+      }
+    }
 
     // Hypre's own halo exchange: pack into the send buffer + CommHandleCreate/Destroy.
     if (!hypre_ParCSRMatrixCommPkg(Al)) hypre_MatvecCommPkgCreate(Al);
@@ -189,7 +285,29 @@ int amg_main(int argc, char** argv) {
   }
 
   bool ok = true;
-  if (rank == 0) {
+  if (!dump_dir.empty() && rank == 0) {
+    // The index of the dumped levels, and the verdict of reading them back.
+    std::ofstream idx(dump_dir + "/levels.tsv");
+    idx << "# BoomerAMG hierarchy of the " << nx << "x" << ny << " rotated anisotropic diffusion (angle " << angle
+        << " deg, eps " << eps << "), built with Hypre on " << nranks << " MPI rank(s), " << nlevels << " levels\n"
+        << "level\trows\tnnz\tfile\n";
+    std::ostringstream os;
+    os << "\nlevels written to " << dump_dir << " (hierarchy built with Hypre on " << nranks << " rank(s)):\n";
+    apps::Table t({"level", "rows", "nnz", "hypre nnz", "file nnz", "entries", "SpMV rel err", "file"});
+    for (int l = 0; l < nlevels; ++l) {
+      const Level& L = out[l];
+      const std::string fname = L.file.substr(L.file.find_last_of('/') + 1);
+      idx << l << "\t" << L.rows << "\t" << L.nnz << "\t" << fname << "\n";
+      const bool good = L.same_entries && L.reread_err <= 1e-12;
+      ok = ok && good;
+      t.add({std::to_string(l), std::to_string(L.rows), std::to_string(L.nnz), std::to_string(L.hypre_nnz),
+             std::to_string(L.file_nnz), L.same_entries ? "identical" : "DIFFER", apps::num("%.1e", L.reread_err), fname});
+    }
+    std::cout << os.str() << t.str()
+              << (ok ? "every level re-read and checked against Hypre (entries, nnz, hypre_ParCSRMatrixMatvec)\n"
+                     : "DUMP VERIFICATION FAILED\n");
+  }
+  if (rank == 0 && !dump_only) {
     using apps::num;
     std::ostringstream os;
     os << "\nsparsecomm AMG per-level SpMV: " << nx << "x" << ny << " rotated anisotropic diffusion (" << angle
