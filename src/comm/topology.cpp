@@ -67,28 +67,50 @@ Topology Topology::from_matrix_blocks(const DistCsr<double>& a, const std::strin
   return t;
 }
 
-Topology Topology::erdos_renyi(MPI_Comm comm, double density, uint64_t seed) {
+std::vector<int> erdos_renyi_destinations(int rank, int p, double density, uint64_t seed) {
   if (!(density >= 0.0 && density <= 1.0))
     throw InputError("Topology: Erdős–Rényi density must be in [0, 1], got " + std::to_string(density));
-  const int p = comm_size(comm), me = comm_rank(comm);
   std::vector<int> dest;
   for (int j = 0; j < p; ++j) {
-    if (j == me) continue;
-    const uint64_t h = splitmix64(seed * 0x100000001b3ull ^ splitmix64((static_cast<uint64_t>(me) << 32) | static_cast<uint32_t>(j)));
+    if (j == rank) continue;
+    const uint64_t h = splitmix64(seed * 0x100000001b3ull ^ splitmix64((static_cast<uint64_t>(rank) << 32) | static_cast<uint32_t>(j)));
     if (static_cast<double>(h >> 11) * 0x1.0p-53 < density) dest.push_back(j);
   }
-  return from_destinations(comm, dest);
+  return dest;
 }
 
-Topology Topology::moore(MPI_Comm comm, int dims, int radius) {
+Topology Topology::erdos_renyi(MPI_Comm comm, double density, uint64_t seed) {
+  return from_destinations(comm, erdos_renyi_destinations(comm_rank(comm), comm_size(comm), density, seed));
+}
+
+std::vector<int> balanced_dims(int p, int ndims) {
+  if (p < 1 || ndims < 1) throw InputError("balanced_dims: need p >= 1 and dims >= 1");
+  // Prime factors, largest first, each to the currently smallest side: sides as even as
+  // this greedy makes them (the same shapes as MPI_Dims_create for the sizes we use, but
+  // ours, so that MPI, SMPI and the plan statistics build the same torus).
+  std::vector<int> primes;
+  for (int n = p, f = 2; n > 1;) {
+    if (static_cast<int64_t>(f) * f > n) {
+      primes.push_back(n);
+      break;
+    }
+    if (n % f == 0) primes.push_back(f), n /= f;
+    else ++f;
+  }
+  std::sort(primes.rbegin(), primes.rend());
+  std::vector<int> side(static_cast<size_t>(ndims), 1);
+  for (int f : primes) *std::min_element(side.begin(), side.end()) *= f;
+  std::sort(side.rbegin(), side.rend());
+  return side;
+}
+
+std::vector<int> moore_destinations(int rank, int p, int dims, int radius) {
   if (dims < 1 || dims > 6) throw InputError("Topology: Moore dims must be in 1..6, got " + std::to_string(dims));
   if (radius < 1) throw InputError("Topology: Moore radius must be >= 1, got " + std::to_string(radius));
-  const int p = comm_size(comm), me = comm_rank(comm);
-  std::vector<int> side(static_cast<size_t>(dims), 0);
-  SPC_MPI(MPI_Dims_create(p, dims, side.data()));
+  const std::vector<int> side = balanced_dims(p, dims);
   // Coordinates: first dimension fastest.
   std::vector<int> c(static_cast<size_t>(dims));
-  for (int d = 0, r = me; d < dims; ++d) c[d] = r % side[d], r /= side[d];
+  for (int d = 0, r = rank; d < dims; ++d) c[d] = r % side[d], r /= side[d];
   std::set<int> dest;
   std::vector<int> off(static_cast<size_t>(dims), -radius);
   while (true) {
@@ -98,19 +120,23 @@ Topology Topology::moore(MPI_Comm comm, int dims, int radius) {
       r += x * stride;
       stride *= side[d];
     }
-    if (r != me) dest.insert(r);
+    if (r != rank) dest.insert(r);
     int d = 0;
     while (d < dims && off[d] == radius) off[d++] = -radius;
     if (d == dims) break;
     ++off[d];
   }
+  return {dest.begin(), dest.end()};
+}
+
+Topology Topology::moore(MPI_Comm comm, int dims, int radius) {
   Topology t;
-  t.destinations.assign(dest.begin(), dest.end());
+  t.destinations = moore_destinations(comm_rank(comm), comm_size(comm), dims, radius);
   t.sources = t.destinations;  // symmetric
   return t;
 }
 
-Topology Topology::parse(MPI_Comm comm, const std::string& spec) {
+std::vector<int> spec_destinations(const std::string& spec, int rank, int p) {
   const std::string valid = "valid forms: er:<density>[,<seed>], moore:<dims>,<radius>";
   auto colon = spec.find(':');
   const std::string name = spec.substr(0, colon);
@@ -122,14 +148,26 @@ Topology Topology::parse(MPI_Comm comm, const std::string& spec) {
   }
   try {
     if (name == "er" && (args.size() == 1 || args.size() == 2))
-      return erdos_renyi(comm, std::stod(args[0]), args.size() == 2 ? std::stoull(args[1]) : 1);
-    if (name == "moore" && args.size() == 2) return moore(comm, std::stoi(args[0]), std::stoi(args[1]));
+      return erdos_renyi_destinations(rank, p, std::stod(args[0]), args.size() == 2 ? std::stoull(args[1]) : 1);
+    if (name == "moore" && args.size() == 2) return moore_destinations(rank, p, std::stoi(args[0]), std::stoi(args[1]));
   } catch (const InputError&) {
     throw;
   } catch (const std::exception&) {
     throw InputError("Topology: malformed spec '" + spec + "'; " + valid);
   }
   throw InputError("Topology: unknown spec '" + spec + "'; " + valid);
+}
+
+Topology Topology::parse(MPI_Comm comm, const std::string& spec) {
+  // Every rank parses the same spec: an error is thrown on every rank alike.
+  std::vector<int> dest = spec_destinations(spec, comm_rank(comm), comm_size(comm));
+  if (spec.rfind("moore:", 0) == 0) {  // symmetric: no exchange needed
+    Topology t;
+    t.sources = dest;
+    t.destinations = std::move(dest);
+    return t;
+  }
+  return from_destinations(comm, std::move(dest));
 }
 
 }  // namespace sparsecomm

@@ -35,7 +35,7 @@ struct Topology {
   /// for a given seed.
   static Topology erdos_renyi(MPI_Comm comm, double density, uint64_t seed = 1);
   /// Collective. Moore neighborhood of `radius` on a `dims`-dimensional torus whose sides
-  /// multiply to P (as even as MPI_Dims_create makes them): every rank within Chebyshev
+  /// multiply to P (balanced_dims: as even as possible): every rank within Chebyshev
   /// distance `radius` (wrapping), except itself. Symmetric.
   static Topology moore(MPI_Comm comm, int dims, int radius);
   /// Collective. Parses "er:<density>[,seed]", "moore:<dims>,<radius>".
@@ -43,5 +43,15 @@ struct Topology {
 
   bool operator==(const Topology& o) const { return sources == o.sources && destinations == o.destinations; }
 };
+
+/// Local. The out-neighbors of `rank` in the graphs of Topology::erdos_renyi and
+/// Topology::moore on `p` ranks: the same lists for any caller, so that the plan statistics
+/// (plan_stats.hpp) can build the graph of thousands of virtual ranks in one process.
+std::vector<int> erdos_renyi_destinations(int rank, int p, double density, uint64_t seed = 1);
+std::vector<int> moore_destinations(int rank, int p, int dims, int radius);
+/// Local. The out-neighbors of `rank` for a Topology::parse spec on `p` ranks.
+std::vector<int> spec_destinations(const std::string& spec, int rank, int p);
+/// `p` factored into `dims` torus sides, as even as possible, non-increasing.
+std::vector<int> balanced_dims(int p, int dims);
 
 }  // namespace sparsecomm
