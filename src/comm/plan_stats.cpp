@@ -1,0 +1,358 @@
+#include "comm/plan_stats.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <set>
+
+#include "comm/error.hpp"
+#include "comm/topology.hpp"
+
+namespace sparsecomm::virt {
+
+namespace {
+
+// A set of ranks in [0, p) as a bitset: intersections and counts of common neighborhoods
+// in p/64 word operations.
+class Bits {
+ public:
+  explicit Bits(int p = 0) : w_(static_cast<size_t>((p + 63) / 64), 0) {}
+  void set(int i) { w_[static_cast<size_t>(i) >> 6] |= 1ull << (i & 63); }
+  void reset(int i) { w_[static_cast<size_t>(i) >> 6] &= ~(1ull << (i & 63)); }
+  bool test(int i) const { return (w_[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1u; }
+  int count() const {
+    int c = 0;
+    for (uint64_t x : w_) c += __builtin_popcountll(x);
+    return c;
+  }
+  int and_count(const Bits& o) const {
+    int c = 0;
+    for (size_t k = 0; k < w_.size(); ++k) c += __builtin_popcountll(w_[k] & o.w_[k]);
+    return c;
+  }
+  Bits& operator&=(const Bits& o) {
+    for (size_t k = 0; k < w_.size(); ++k) w_[k] &= o.w_[k];
+    return *this;
+  }
+  /// Members in ascending order.
+  std::vector<int> list() const {
+    std::vector<int> v;
+    for (size_t k = 0; k < w_.size(); ++k)
+      for (uint64_t x = w_[k]; x; x &= x - 1) v.push_back(static_cast<int>(k * 64) + __builtin_ctzll(x));
+    return v;
+  }
+
+ private:
+  std::vector<uint64_t> w_;
+};
+
+// One candidate of a leader: (-weight, rank), so that ascending order = the leader's
+// preference (heaviest common neighborhood first, ties to the lower rank), exactly the
+// choice CombiningSchedule::build makes.
+using Cand = std::pair<int, int>;
+
+// The live candidate lists of every growing leader: pairs of leaders with at least theta
+// common destinations, whose merged group stays within k (and, topology-aware, inside
+// one region). Computed with inverted lists (sum over destinations of askers^2) or with
+// bitset intersections (growers^2 * p / 64), whichever is cheaper.
+std::vector<std::vector<Cand>> live_lists(int p, const std::vector<int>& grow, const std::vector<Bits>& common,
+                                          const std::vector<std::vector<int>>& members,
+                                          const std::vector<int>& region, const CombiningOptions& opt,
+                                          WeightMethod method) {
+  std::vector<std::vector<Cand>> live(static_cast<size_t>(p));
+  auto admit = [&](int a, int b, int w) {
+    return w >= opt.theta && members[a].size() + members[b].size() <= static_cast<size_t>(opt.k) &&
+           (!opt.aware || region[a] == region[b]);
+  };
+  std::vector<std::vector<int>> askers(static_cast<size_t>(p));
+  std::vector<std::vector<int>> lists(static_cast<size_t>(p));
+  for (int a : grow) {
+    lists[a] = common[a].list();
+    for (int c : lists[a]) askers[c].push_back(a);
+  }
+  double inv_cost = 0;
+  for (const auto& v : askers) inv_cost += static_cast<double>(v.size()) * static_cast<double>(v.size());
+  const double bit_cost = 0.5 * static_cast<double>(grow.size()) * static_cast<double>(grow.size()) * ((p + 63) / 64);
+  const bool inverted = method == WeightMethod::inverted || (method == WeightMethod::automatic && inv_cost <= bit_cost);
+  if (inverted) {
+    std::vector<int> cnt(static_cast<size_t>(p), 0), touched;
+    for (int a : grow) {
+      touched.clear();
+      for (int c : lists[a])
+        for (int b : askers[c])
+          if (b != a && cnt[b]++ == 0) touched.push_back(b);
+      for (int b : touched) {
+        if (admit(a, b, cnt[b])) live[a].emplace_back(-cnt[b], b);
+        cnt[b] = 0;
+      }
+    }
+  } else {
+    for (size_t i = 0; i < grow.size(); ++i)
+      for (size_t j = i + 1; j < grow.size(); ++j) {
+        const int a = grow[i], b = grow[j];
+        const int w = common[a].and_count(common[b]);
+        if (admit(a, b, w)) live[a].emplace_back(-w, b), live[b].emplace_back(-w, a);
+      }
+  }
+  for (auto& v : live) std::sort(v.begin(), v.end());
+  return live;
+}
+
+// The proposal sub-rounds of one merge level (the matching of CombiningSchedule::build):
+// every unmatched leader proposes to its best live candidate; mutual proposals match; a
+// leader matched in sub-round t tells its candidates in sub-round t+1, which drop it
+// then. So at the start of sub-round t a candidate l is gone from every list iff it was
+// matched at sub-round t-2 or earlier: the lists are scanned with one pointer each.
+std::vector<int> match(int p, const std::vector<std::vector<Cand>>& live) {
+  std::vector<int> partner(static_cast<size_t>(p), -1), matched_at(static_cast<size_t>(p), INT_MAX);
+  std::vector<size_t> pos(static_cast<size_t>(p), 0);
+  std::vector<int> act;  // ranks whose live list is not empty
+  for (int a = 0; a < p; ++a)
+    if (!live[a].empty()) act.push_back(a);
+  std::vector<int> status(static_cast<size_t>(p), -1);
+  for (int t = 0; !act.empty(); ++t) {
+    for (int a : act) status[a] = partner[a] >= 0 ? -2 : live[a][pos[a]].second;
+    for (int a : act) {
+      const int b = status[a];
+      if (b > a && status[b] == a) partner[a] = b, partner[b] = a, matched_at[a] = matched_at[b] = t;
+    }
+    std::vector<int> next;
+    for (int a : act) {
+      status[a] = -1;
+      const auto& v = live[a];
+      if (partner[a] >= 0 && matched_at[a] < t) continue;  // told its candidates: list cleared
+      // Drop candidates that announced their match in this sub-round (matched <= t-1).
+      while (pos[a] < v.size() && matched_at[v[pos[a]].second] <= t - 1) ++pos[a];
+      if (partner[a] < 0) {
+        if (pos[a] < v.size()) next.push_back(a);
+        continue;
+      }
+      // Matched now: it still has to tell whoever remains besides its partner.
+      bool any = false;
+      for (size_t k = pos[a]; k < v.size() && !any; ++k)
+        any = v[k].second != partner[a] && matched_at[v[k].second] >= t;
+      if (any) next.push_back(a);
+    }
+    act.swap(next);
+  }
+  return partner;
+}
+
+}  // namespace
+
+int64_t Graph::edges() const {
+  int64_t e = 0;
+  for (const auto& d : dest) e += static_cast<int64_t>(d.size());
+  return e;
+}
+
+Graph Graph::from_destinations(int p, std::vector<std::vector<int>> dest) {
+  if (p < 1) throw InputError("plan statistics: need at least 1 rank, got " + std::to_string(p));
+  if (dest.size() != static_cast<size_t>(p))
+    throw InputError("plan statistics: " + std::to_string(dest.size()) + " destination lists for " +
+                     std::to_string(p) + " ranks");
+  Graph g;
+  g.p = p;
+  g.src.assign(static_cast<size_t>(p), {});
+  for (int a = 0; a < p; ++a) {
+    auto& d = dest[a];
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    for (int x : d) {
+      if (x < 0 || x >= p)
+        throw InputError("plan statistics: destination " + std::to_string(x) + " of rank " + std::to_string(a) +
+                         " out of range [0, " + std::to_string(p) + ")");
+      if (x == a) throw InputError("plan statistics: self-loop at rank " + std::to_string(a));
+      g.src[x].push_back(a);  // a ascending: sorted
+    }
+  }
+  g.dest = std::move(dest);
+  return g;
+}
+
+Graph Graph::from_spec(int p, const std::string& spec) {
+  if (p < 1) throw InputError("plan statistics: need at least 1 rank, got " + std::to_string(p));
+  std::vector<std::vector<int>> dest(static_cast<size_t>(p));
+  for (int a = 0; a < p; ++a) dest[a] = spec_destinations(spec, a, p);
+  return from_destinations(p, std::move(dest));
+}
+
+std::vector<int> regions_from_spec(int p, const std::string& spec) {
+  const std::string valid = "valid layouts for virtual ranks: ppn:<k>, cyclic:<n>, flat, single";
+  std::vector<int> r(static_cast<size_t>(p));
+  auto number = [&](const std::string& s) {
+    size_t pos = 0;
+    int v = 0;
+    try {
+      v = std::stoi(s, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != s.size() || v < 1) throw InputError("plan statistics: bad region layout '" + spec + "'; " + valid);
+    return v;
+  };
+  if (spec == "flat") return std::vector<int>(static_cast<size_t>(p), 0);
+  if (spec == "single") {
+    for (int a = 0; a < p; ++a) r[a] = a;
+  } else if (spec.rfind("ppn:", 0) == 0) {
+    const int k = number(spec.substr(4));
+    for (int a = 0; a < p; ++a) r[a] = a / k;
+  } else if (spec.rfind("cyclic:", 0) == 0) {
+    const int n = number(spec.substr(7));
+    for (int a = 0; a < p; ++a) r[a] = a % n;
+  } else {
+    throw InputError("plan statistics: unknown region layout '" + spec + "'; " + valid);
+  }
+  return r;
+}
+
+std::vector<CombiningSchedule> combining_schedules(const Graph& g, const std::vector<int>& region,
+                                                   const CombiningOptions& opt, WeightMethod method) {
+  // The same checks and messages as CombiningSchedule::build.
+  if (opt.k < 2) throw InputError("combining: group size k must be >= 2, got " + std::to_string(opt.k));
+  if (opt.theta < 1) throw InputError("combining: theta must be >= 1, got " + std::to_string(opt.theta));
+  if (opt.max_rounds < 0) throw InputError("combining: max_rounds must be >= 0");
+  const int p = g.p;
+  if (region.size() != static_cast<size_t>(p))
+    throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(p) + " ranks");
+
+  std::vector<Bits> pending(static_cast<size_t>(p), Bits(p));
+  for (int a = 0; a < p; ++a)
+    for (int d : g.dest[a]) pending[a].set(d);
+  using SetMap = std::map<int, std::set<int>>;
+  std::vector<SetMap> origins(static_cast<size_t>(p)), send_dests(static_cast<size_t>(p)), recv_dests(static_cast<size_t>(p));
+  std::vector<std::vector<int>> via(static_cast<size_t>(p));
+  std::vector<CombiningSchedule> s(static_cast<size_t>(p));
+
+  for (int round = 0; round < opt.max_rounds; ++round) {
+    std::vector<char> leader(static_cast<size_t>(p), 1);
+    std::vector<std::vector<int>> members(static_cast<size_t>(p));
+    for (int a = 0; a < p; ++a) members[a] = {a};
+    std::vector<Bits> common = pending;
+    while (true) {  // merge levels
+      std::vector<int> grow;
+      for (int a = 0; a < p; ++a)
+        if (leader[a] && static_cast<int>(members[a].size()) < opt.k && common[a].count() >= opt.theta) grow.push_back(a);
+      const auto live = live_lists(p, grow, common, members, region, opt, method);
+      if (std::all_of(live.begin(), live.end(), [](const auto& v) { return v.empty(); })) break;
+      const std::vector<int> partner = match(p, live);
+      bool merged = false;
+      for (int a = 0; a < p; ++a) {
+        const int b = partner[a];
+        if (b <= a) continue;  // the lower rank leads the merged group
+        merged = true;
+        members[a].insert(members[a].end(), members[b].begin(), members[b].end());
+        std::sort(members[a].begin(), members[a].end());
+        common[a] &= common[b];
+        leader[b] = 0;
+      }
+      if (!merged) break;
+    }
+    // Groups of 2+ with a common neighborhood: flags, then the split of the common set.
+    bool any_group = false;
+    for (int l = 0; l < p; ++l) {
+      if (!leader[l] || members[l].size() < 2) continue;
+      const std::vector<int> com = common[l].list();
+      if (com.empty()) continue;
+      any_group = true;
+      const auto& mem = members[l];
+      const size_t n = mem.size(), ncommon = com.size();
+      ++s[l].groups_led;
+      s[l].group_members += static_cast<int>(n);
+      // A forwarding member (index < ncommon) that is also one of my pending destinations
+      // gets my data in stage 1 instead of a direct message.
+      for (int a : mem)
+        for (size_t i = 0; i < n && i < ncommon; ++i) {
+          const int x = mem[i];
+          if (x == a || !pending[a].test(x)) continue;
+          pending[a].reset(x);
+          send_dests[a][x].insert(x);
+          recv_dests[x][a].insert(x);
+          via[x].push_back(a);
+        }
+      for (size_t j = 0; j < ncommon; ++j) {
+        const int cover = mem[j % n], c = com[j];
+        for (int a : mem) {
+          pending[a].reset(c);
+          if (cover == a) {
+            origins[a][c].insert(mem.begin(), mem.end());
+            for (int m : mem)
+              if (m != a) recv_dests[a][m].insert(c);
+          } else {
+            send_dests[a][cover].insert(c);
+          }
+        }
+      }
+    }
+    for (auto& x : s) ++x.rounds;
+    if (!any_group) break;
+  }
+
+  for (int a = 0; a < p; ++a) {
+    for (int d : pending[a].list()) origins[a][d].insert(a);
+    auto& x = s[a];
+    for (const auto& [m, d] : send_dests[a]) {
+      x.stage1_send.push_back(m);
+      x.stage1_send_dests.emplace_back(d.begin(), d.end());
+    }
+    for (const auto& [m, d] : recv_dests[a]) {
+      x.stage1_recv.push_back(m);
+      x.stage1_recv_dests.emplace_back(d.begin(), d.end());
+    }
+    for (const auto& [d, o] : origins[a]) {
+      x.dest.push_back(d);
+      x.dest_origins.emplace_back(o.begin(), o.end());
+      s[d].from.push_back(a);  // a ascending: sorted by forwarder
+      s[d].from_origins.emplace_back(o.begin(), o.end());
+    }
+  }
+  // Every (source, destination) edge covered exactly once, as build() checks.
+  for (int d = 0; d < p; ++d) {
+    std::vector<int> covered = via[d];
+    for (const auto& o : s[d].from_origins) covered.insert(covered.end(), o.begin(), o.end());
+    std::sort(covered.begin(), covered.end());
+    if (covered != g.src[d])
+      throw Error("plan statistics: the combining pattern does not cover rank " + std::to_string(d) +
+                  "'s in-neighbors exactly once (internal error; please report)");
+  }
+  return s;
+}
+
+std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g, const std::vector<int>& region,
+                                      const GatherOptions& opt, int64_t count) {
+  if (region.size() != static_cast<size_t>(g.p))
+    throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(g.p) + " ranks");
+  if (count < 0) throw InputError("plan statistics: negative block size");
+  const int64_t bytes = count * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(g.p));
+  auto intra = [&](int a, int b) { return region[a] == region[b]; };
+  if (backend == "p2p" || backend == "neighbor") {
+    for (int a = 0; a < g.p; ++a) {
+      for (int x : g.src[a]) out[a].counts.record_recv("direct", intra(a, x), bytes);
+      for (int d : g.dest[a]) out[a].counts.record_send("direct", intra(a, d), bytes);
+    }
+    return out;
+  }
+  if (backend != "combined")
+    throw InputError("plan statistics: no statistics for gather backend '" + backend +
+                     "'; available: p2p, neighbor, combined");
+  const auto sched = combining_schedules(g, region, opt.combining);
+  for (int a = 0; a < g.p; ++a) {
+    const auto& s = sched[a];
+    auto& c = out[a].counts;
+    // The order of GatherPlan's combined backend: stage-1 receives, stage-1 sends,
+    // stage-2 sends (one per destination), stage-2 receives (one per forwarder).
+    for (int m : s.stage1_recv) c.record_recv("stage1", intra(a, m), bytes);
+    for (int m : s.stage1_send) c.record_send("stage1", intra(a, m), bytes);
+    for (size_t i = 0; i < s.dest.size(); ++i)
+      if (s.dest[i] != a) c.record_send("stage2", intra(a, s.dest[i]), bytes * static_cast<int64_t>(s.dest_origins[i].size()));
+    for (size_t i = 0; i < s.from.size(); ++i)
+      if (s.from[i] != a) c.record_recv("stage2", intra(a, s.from[i]), bytes * static_cast<int64_t>(s.from_origins[i].size()));
+    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
+    out[a].groups_led = s.groups_led;
+    out[a].group_members = s.group_members;
+  }
+  return out;
+}
+
+}  // namespace sparsecomm::virt

@@ -1,0 +1,67 @@
+#pragma once
+// Exact plan statistics for P virtual ranks in one process (`sparsecomm plan-stats`).
+//
+// Simulating the execution of dense random graphs at thousands of ranks is too slow even
+// under SMPI (../shared/simgrid/NOTES.md), but the setup algorithms are deterministic
+// (a plan never depends on message timing), so each rank's schedule can be computed
+// without running MPI at all. This file does that for the allgather-shaped exchange
+// (gather_plan.hpp): the direct schedule (`p2p`, `neighbor`) and message combining
+// (`combined`, combining.hpp). It makes exactly the decisions of
+// CombiningSchedule::build -- same queries, same matching sub-rounds, same tie-breaks, same
+// splits of the common neighborhoods -- from the whole graph instead of from messages,
+// with bitsets and inverted lists instead of the O(degree^2) replies a rank exchanges.
+// tests/test_plan_stats.cpp checks schedules and counts against the MPI runs (and, in
+// the SMPI build, against the simulated runs) rank by rank.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/combining.hpp"
+#include "comm/gather_plan.hpp"
+#include "comm/stats.hpp"
+
+namespace sparsecomm::virt {
+
+/// A directed graph on p virtual ranks: every rank's out-neighbors (sorted, unique, no
+/// self-loops) and in-neighbors.
+struct Graph {
+  int p = 0;
+  std::vector<std::vector<int>> dest, src;
+  int64_t edges() const;
+  /// The graph of a Topology::parse spec ("er:<density>[,seed]", "moore:<dims>,<radius>").
+  static Graph from_spec(int p, const std::string& spec);
+  /// From every rank's out-neighbors (sorted and checked here).
+  static Graph from_destinations(int p, std::vector<std::vector<int>> dest);
+};
+
+/// The region of every virtual rank for a layout spec: ppn:k, cyclic:n, flat, single
+/// (the ones Locality::parse accepts that do not need real hosts).
+std::vector<int> regions_from_spec(int p, const std::string& spec);
+
+/// How the common-neighborhood sizes of candidate pairs are counted: inverted lists
+/// (cost: sum over destinations of askers^2, good for sparse graphs), bitset
+/// intersections (growers^2 * P / 64, good for dense ones), or the cheaper of the two.
+/// The result is the same; the choice only exists so that tests can run both.
+enum class WeightMethod { automatic, inverted, bitset };
+
+/// The combining schedule of every rank: element r equals what
+/// CombiningSchedule::build returns on rank r of a P-rank run with these regions.
+std::vector<CombiningSchedule> combining_schedules(const Graph& g, const std::vector<int>& region,
+                                                   const CombiningOptions& opt,
+                                                   WeightMethod method = WeightMethod::automatic);
+
+/// What one execution of a gather plan sends and receives on one rank.
+struct RankCounts {
+  Stats counts;  ///< per step and locality class, as GatherPlan::iteration_counts()
+  int stages = 1;
+  int groups_led = 0;      ///< combining groups (hyperedges of size >= 2) this rank leads
+  int group_members = 0;   ///< their total size
+};
+
+/// Per-rank counts of gather backend `backend` ("p2p", "neighbor" or "combined") when
+/// every rank sends `count` values of opt.value_bytes bytes. Throws InputError for other
+/// names (the statistics of the other backends are not computed here).
+std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g, const std::vector<int>& region,
+                                      const GatherOptions& opt, int64_t count);
+
+}  // namespace sparsecomm::virt
