@@ -12,6 +12,7 @@
 namespace sparsecomm::apps {
 int info_main(int argc, char** argv);
 int spmv_main(int argc, char** argv);
+int plan_stats_main(int argc, char** argv);
 }  // namespace sparsecomm::apps
 
 namespace {
@@ -35,6 +36,7 @@ const std::map<std::string, Sub>& subcommands() {
       {"calibrate", {calibrate_main, "measure the performance-model parameters and write them"}},
       {"nbrbench", {nbrbench_main, "neighbor allgather microbenchmark: random / Moore topologies, combining"}},
       {"spmm", {spmm_main, "SpMM C = A x B via allgather-shaped exchanges, combining, halo"}},
+      {"plan-stats", {plan_stats_main, "exact schedule counts of direct vs combined for P virtual ranks (one process)"}},
       {"autoeval", {autoeval_main, "auto's regret and the model's prediction error over matrices"}},
   };
   return s;

@@ -1,0 +1,201 @@
+// sparsecomm plan-stats: exact schedule counts of the allgather-shaped backends for P
+// VIRTUAL ranks, computed in one process (no MPI exchange, no simulation): messages and
+// bytes per rank split intra/inter-region, stages, combining groups (hyperedges) and their
+// sizes, and a MODELLED latency from the alpha-beta model per locality class. These are
+// the counts the real runs produce (tests/test_plan_stats.cpp checks that rank by rank),
+// for the sizes where even SMPI is too slow (dense random graphs at 4K+ ranks).
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "comm/model.hpp"
+#include "comm/plan_stats.hpp"
+#include "common/app_main.hpp"
+#include "common/cli.hpp"
+#include "common/table.hpp"
+
+namespace sparsecomm::apps {
+
+namespace {
+
+std::vector<std::string> split_semicolon(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ';'))
+    if (!tok.empty()) out.push_back(tok);
+  return out;
+}
+
+std::vector<int> int_list(const std::string& name, const std::string& s) {
+  std::vector<int> v;
+  for (const auto& x : split_list(s)) {
+    size_t pos = 0;
+    int n = 0;
+    try {
+      n = std::stoi(x, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != x.size()) throw InputError("plan-stats: --" + name + " expects integers, got '" + x + "'");
+    v.push_back(n);
+  }
+  if (v.empty()) throw InputError("plan-stats: --" + name + " is empty");
+  return v;
+}
+
+struct Summary {
+  double msgs_max = 0, msgs_mean = 0, intra_mean = 0, inter_mean = 0, inter_max = 0;
+  double bytes_max = 0, bytes_mean = 0, model_max = 0;
+  int stages = 1, groups = 0;
+  double group_size_mean = 0;
+};
+
+// Modelled seconds of one execution on one rank: per step, the larger of its send and
+// receive costs (alpha per message + beta per byte, per locality class), steps in sequence,
+// plus the model's cost per extra stage. A postal model in the spirit of the max-rate
+// models the auto backend uses (model.hpp); labelled as modelled wherever printed.
+double modelled(const virt::RankCounts& rc, const ModelParams& m) {
+  auto cost = [&](const MessageCounts& intra, const MessageCounts& inter) {
+    return intra.msgs * m.alpha_intra + intra.bytes * m.beta_intra + inter.msgs * m.alpha_inter +
+           inter.bytes * m.beta_inter;
+  };
+  double t = 0;
+  for (const auto& [step, c] : rc.counts.steps())
+    t += std::max(cost(c.sent_intra, c.sent_inter), cost(c.recv_intra, c.recv_inter));
+  return t + (rc.stages - 1) * m.stage;
+}
+
+Summary summarize(const std::vector<virt::RankCounts>& v, const ModelParams& m) {
+  Summary s;
+  int64_t members = 0;
+  for (const auto& rc : v) {
+    const auto& t = rc.counts.total();
+    const double msgs = static_cast<double>(t.sent().msgs), bytes = static_cast<double>(t.sent().bytes);
+    s.msgs_max = std::max(s.msgs_max, msgs);
+    s.inter_max = std::max(s.inter_max, static_cast<double>(t.sent_inter.msgs));
+    s.bytes_max = std::max(s.bytes_max, bytes);
+    s.msgs_mean += msgs, s.bytes_mean += bytes;
+    s.intra_mean += static_cast<double>(t.sent_intra.msgs), s.inter_mean += static_cast<double>(t.sent_inter.msgs);
+    s.stages = std::max(s.stages, rc.stages);
+    s.groups += rc.groups_led;
+    members += rc.group_members;
+    s.model_max = std::max(s.model_max, modelled(rc, m));
+  }
+  const double n = static_cast<double>(v.size());
+  s.msgs_mean /= n, s.bytes_mean /= n, s.intra_mean /= n, s.inter_mean /= n;
+  s.group_size_mean = s.groups ? static_cast<double>(members) / s.groups : 0;
+  return s;
+}
+
+}  // namespace
+
+int plan_stats_main(int argc, char** argv) {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = comm_rank(comm);
+  Options o({{"ranks", {"4096", "P: number of virtual ranks (comma-separated list allowed)"}},
+             {"topos", {"er:0.05;moore:2,2", "topologies, ';'-separated: er:<density>[,seed], moore:<dims>,<radius>"}},
+             {"regions", {"ppn:32", "region layout of the virtual ranks: ppn:k, cyclic:n, flat, single"}},
+             {"k", {"2", "combining group sizes, comma-separated (each >= 2)"}},
+             {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
+             {"aware", {"agnostic", "agnostic, aware or both"}},
+             {"size", {"4", "bytes each rank sends to each out-neighbor"}},
+             {"model", {"", "model parameter file for the modelled latency (default: built-in, see model.hpp)"}},
+             {"json", {"", "append one JSON line per (topology, P, variant) to this file"}}},
+            "usage: sparsecomm plan-stats [options]     (one process; extra MPI ranks stay idle)\n"
+            "Exact per-rank schedule counts of p2p/neighbor (direct) and combined for P virtual ranks,\n"
+            "the same counts a real run builds (tested), plus a MODELLED latency.\n"
+            "examples:\n"
+            "  sparsecomm plan-stats --ranks 4096 --topos 'er:0.1;er:0.4' --k 2,4 --aware both\n"
+            "  sparsecomm plan-stats --ranks 1024,4096,8192 --topos 'moore:2,2' --regions ppn:8");
+  if (!o.parse(argc, argv)) {
+    if (rank == 0) std::cout << o.help();
+    return 0;
+  }
+  // Everything happens on rank 0; an error there is agreed with the other ranks.
+  std::string err;
+  int rc = 0;
+  if (rank == 0) {
+    try {
+      const auto ranks = int_list("ranks", o.get("ranks"));
+      const auto ks = int_list("k", o.get("k"));
+      const int theta = int_list("theta", o.get("theta")).at(0);
+      const int64_t size = int_list("size", o.get("size")).at(0);
+      std::vector<bool> awares;
+      const std::string aw = o.get("aware");
+      if (aw == "agnostic" || aw == "both") awares.push_back(false);
+      if (aw == "aware" || aw == "both") awares.push_back(true);
+      if (awares.empty()) throw InputError("plan-stats: --aware must be agnostic, aware or both, got '" + aw + "'");
+      const auto topos = split_semicolon(o.get("topos"));
+      if (topos.empty()) throw InputError("plan-stats: --topos is empty");
+      const ModelParams model = ModelParams::load(o.get("model"));
+      std::ofstream json;
+      if (!o.get("json").empty()) {
+        json.open(o.get("json"), std::ios::app);
+        if (!json) throw InputError("plan-stats: cannot open " + o.get("json") + " for appending");
+      }
+      std::cout << "plan-stats: exact schedule counts of virtual ranks (no execution); latency is MODELLED\n"
+                << "model: " << model.describe() << "\nmessage size " << size << " B per out-neighbor, regions "
+                << o.get("regions") << ", theta " << theta << "\n"
+                << "msgs = messages sent per rank per exchange (max, mean; mean intra/inter-region);"
+                   " groups = combining groups (hyperedges) of size >= 2, mean size;\n"
+                   "reduction = mean msgs of direct / mean msgs; modelled = busiest rank, alpha-beta per class\n\n";
+      for (int p : ranks)
+        for (const auto& spec : topos) {
+          const auto t0 = std::chrono::steady_clock::now();
+          const auto g = virt::Graph::from_spec(p, spec);
+          const auto region = virt::regions_from_spec(p, o.get("regions"));
+          std::cout << spec << " on " << p << " ranks: " << g.edges() << " edges, mean degree "
+                    << num("%.1f", static_cast<double>(g.edges()) / p) << "\n";
+          Table tab({"variant", "msgs max", "msgs mean", "intra", "inter", "inter max", "bytes max", "stages",
+                     "groups", "size", "reduction", "modelled[us]", "speedup", "host[s]"});
+          GatherOptions base;
+          base.value_bytes = 1;
+          const auto direct = summarize(virt::gather_counts("p2p", g, region, base, size), model);
+          auto row = [&](const std::string& name, const Summary& s, double host, int k, bool aware) {
+            tab.add({name, num("%.0f", s.msgs_max), num("%.1f", s.msgs_mean), num("%.1f", s.intra_mean),
+                     num("%.1f", s.inter_mean), num("%.0f", s.inter_max), num("%.0f", s.bytes_max),
+                     std::to_string(s.stages), std::to_string(s.groups), num("%.2f", s.group_size_mean),
+                     num("%.2f", direct.msgs_mean / std::max(s.msgs_mean, 1e-30)), num("%.2f", s.model_max * 1e6),
+                     num("%.2f", direct.model_max / std::max(s.model_max, 1e-30)), num("%.2f", host)});
+            if (json.is_open())
+              json << "{\"app\":\"plan-stats\",\"topo\":\"" << json_escape(spec) << "\",\"p\":" << p
+                   << ",\"regions\":\"" << json_escape(o.get("regions")) << "\",\"variant\":\"" << json_escape(name)
+                   << "\",\"k\":" << k << ",\"aware\":" << (aware ? "true" : "false") << ",\"theta\":" << theta
+                   << ",\"size\":" << size << ",\"edges\":" << g.edges() << ",\"msgs_max\":" << s.msgs_max
+                   << ",\"msgs_mean\":" << s.msgs_mean << ",\"intra_mean\":" << s.intra_mean
+                   << ",\"inter_mean\":" << s.inter_mean << ",\"inter_max\":" << s.inter_max
+                   << ",\"bytes_max\":" << s.bytes_max << ",\"stages\":" << s.stages << ",\"groups\":" << s.groups
+                   << ",\"group_size_mean\":" << s.group_size_mean
+                   << ",\"reduction\":" << direct.msgs_mean / std::max(s.msgs_mean, 1e-30)
+                   << ",\"modelled_s\":" << s.model_max << ",\"modelled_speedup\":"
+                   << direct.model_max / std::max(s.model_max, 1e-30) << ",\"host_s\":" << host << "}\n";
+          };
+          const double host0 = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          row("direct", direct, host0, 0, false);
+          for (int k : ks)
+            for (bool aware : awares) {
+              const auto t1 = std::chrono::steady_clock::now();
+              GatherOptions go = base;
+              go.combining.k = k;
+              go.combining.theta = theta;
+              go.combining.aware = aware;
+              const auto s = summarize(virt::gather_counts("combined", g, region, go, size), model);
+              const double host = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+              row("combined k=" + std::to_string(k) + (aware ? " aware" : " agnostic"), s, host, k, aware);
+            }
+          std::cout << tab.str() << "\n" << std::flush;
+        }
+    } catch (const std::exception& e) {
+      err = e.what();
+      rc = 2;
+    }
+  }
+  agree(comm, err);
+  return rc;
+}
+
+}  // namespace sparsecomm::apps
