@@ -162,7 +162,7 @@ int plan_stats_main(int argc, char** argv) {
                      num("%.2f", direct.msgs_mean / std::max(s.msgs_mean, 1e-30)), num("%.2f", s.model_max * 1e6),
                      num("%.2f", direct.model_max / std::max(s.model_max, 1e-30)), num("%.2f", host)});
             if (json.is_open())
-              json << "{\"app\":\"plan-stats\",\"topo\":\"" << json_escape(spec) << "\",\"p\":" << p
+              json << "{\"bench\":\"plan-stats\",\"topo\":\"" << json_escape(spec) << "\",\"p\":" << p
                    << ",\"regions\":\"" << json_escape(o.get("regions")) << "\",\"variant\":\"" << json_escape(name)
                    << "\",\"k\":" << k << ",\"aware\":" << (aware ? "true" : "false") << ",\"theta\":" << theta
                    << ",\"size\":" << size << ",\"edges\":" << g.edges() << ",\"msgs_max\":" << s.msgs_max
