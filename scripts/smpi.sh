@@ -4,7 +4,7 @@
 #
 #   scripts/smpi.sh configure [BUILD_DIR]          # build-smpi by default: smpicxx, SPARSECOMM_SMPI=ON
 #   scripts/smpi.sh build [BUILD_DIR] [targets...]
-#   scripts/smpi.sh run NP [--platform gpc_flat|gpc_fattree|quartz_fattree] [--map block|cyclic]
+#   scripts/smpi.sh run NP [--platform gpc_flat|gpc_fattree|quartz_fattree|FILE.xml] [--map block|cyclic]
 #                          [--ppn K] [--timeout S] -- PROGRAM ARGS...
 #
 # Results are MODELLED times: the platform file and every --cfg are printed with them.
@@ -52,6 +52,7 @@ case "$cmd" in
       gpc_flat) pf=$simdir/gpc_flat_1024x8.xml; maxnodes=1024 ;;
       gpc_fattree) pf=$simdir/gpc_fattree_1024x8.xml; maxnodes=1024 ;;
       quartz_fattree) pf=$simdir/quartz_fattree_64x32.xml; maxnodes=64; [ "$ppn" = 8 ] && ppn=32 ;;
+      *.xml) pf=$platform; maxnodes=1000000 ;;  # your own platform file (hosts node-0, node-1, ...)
       *) echo "smpi.sh: unknown platform $platform (gpc_flat, gpc_fattree, quartz_fattree)" >&2; exit 2 ;;
     esac
     [ -f "$pf" ] || { echo "smpi.sh: platform file $pf not found (set SPARSECOMM_SIMGRID)" >&2; exit 77; }

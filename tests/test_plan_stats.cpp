@@ -77,7 +77,7 @@ TEST(PlanStats, CombiningSchedulesEqualBuild) {
 }
 
 // The per-step counts of the gather plans themselves (what the benchmarks print).
-TEST(PlanStats, GatherCountsEqualThePlans) {
+void check_gather_counts(const std::vector<std::string>& topos, const std::vector<int>& ks) {
   const std::string layout = "ppn:4";
   const Locality loc = Locality::parse(MPI_COMM_WORLD, layout);
   const auto region = virt::regions_from_spec(test::size(), layout);
@@ -85,10 +85,10 @@ TEST(PlanStats, GatherCountsEqualThePlans) {
   for (const auto& b : gather_backend_names())
     if (b == "p2p" || b == "neighbor" || b == "combined") backends.push_back(b);
   ASSERT_FALSE(backends.empty());
-  for (const auto& spec : kTopos)
+  for (const auto& spec : topos)
     for (const auto& backend : backends)
-      for (int k : {2, 4}) {
-        if (backend != "combined" && k != 2) continue;
+      for (int k : ks) {
+        if (backend != "combined" && k != ks.front()) continue;
         GatherOptions opt;
         opt.value_bytes = 4;
         opt.combining.k = k;
@@ -104,6 +104,12 @@ TEST(PlanStats, GatherCountsEqualThePlans) {
         EXPECT_EQ(mine.groups_led, plan->groups_led()) << what;
       }
 }
+
+TEST(PlanStats, GatherCountsEqualThePlans) { check_gather_counts(kTopos, {2, 4}); }
+
+// A lighter version for the simulated runs (SMPI at 64 ranks): sparse graphs, pairs and
+// aware groups of 4.
+TEST(PlanStats, SparseGatherCountsEqualThePlans) { check_gather_counts({"moore:2,1", "er:0.08"}, {2, 4}); }
 
 TEST(PlanStats, BadInputIsAnInputError) {
   EXPECT_THROW(virt::Graph::from_spec(4, "er:1.5"), InputError);

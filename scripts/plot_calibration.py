@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Simulated vs measured latency per backend (scripts/repro_calibration.sh).
+
+usage: /usr/bin/python3 scripts/plot_calibration.py RESULTS_DIR
+Reads RESULTS_DIR/measured.jsonl (nbrbench on the emulated cluster) and
+RESULTS_DIR/simulated.jsonl (the same nbrbench under SMPI on a platform describing that
+cluster). Prints, per (topology, size, backend), both latencies (median over rounds of the
+slowest rank) and the error (simulated - measured) / measured, with the median absolute error
+per backend; writes calibration.png (simulated vs measured, log-log, the diagonal = exact).
+Uses Debian's python3-matplotlib."""
+import os
+import statistics
+import sys
+from collections import OrderedDict
+
+import matplotlib
+import plotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    d = sys.argv[1]
+    meas = OrderedDict()
+    for r in plotlib.records(os.path.join(d, "measured.jsonl"), "nbrbench"):
+        meas[(r["topology"], r["size_bytes"], r["variant"])] = r
+    sim = OrderedDict()
+    for r in plotlib.records(os.path.join(d, "simulated.jsonl"), "nbrbench"):
+        sim[(r["topology"], r["size_bytes"], r["variant"])] = r
+    keys = [k for k in meas if k in sim]
+    if not keys:
+        sys.exit("no (topology, size, variant) measured and simulated in " + d)
+    print("%-10s %6s  %-22s %14s %15s %8s" % ("topology", "bytes", "backend", "measured[us]", "SIMULATED[us]", "error"))
+    errs = OrderedDict()
+    pts = []
+    for k in keys:
+        m, s = meas[k]["lat_max_s"], sim[k]["lat_max_s"]
+        e = (s - m) / m
+        errs.setdefault(k[2], []).append(abs(e))
+        pts.append((m, s, k))
+        print("%-10s %6d  %-22s %14.1f %15.1f %+7.0f%%" % (k[0], k[1], k[2], m * 1e6, s * 1e6, 100 * e))
+    print("\nmedian |error| per backend:")
+    for b, v in errs.items():
+        print("  %-22s %5.0f%%  (%d cases)" % (b, 100 * statistics.median(v), len(v)))
+    # Does the simulation at least rank the backends like the measurement does?
+    same, total = 0, 0
+    for topo, size in OrderedDict(((k[0], k[1]), True) for k in keys):
+        vs = [k for k in keys if k[0] == topo and k[1] == size]
+        if len(vs) < 2:
+            continue
+        total += 1
+        best_m = min(vs, key=lambda k: meas[k]["lat_max_s"])
+        best_s = min(vs, key=lambda k: sim[k]["lat_max_s"])
+        same += best_m == best_s
+    if total:
+        print("same fastest backend in simulation and measurement: %d of %d (topology, size) cases" % (same, total))
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    for b in errs:
+        xs = [p[0] * 1e6 for p in pts if p[2][2] == b]
+        ys = [p[1] * 1e6 for p in pts if p[2][2] == b]
+        ax.scatter(xs, ys, label=b)
+    lo = min(min(p[0], p[1]) for p in pts) * 1e6 / 1.5
+    hi = max(max(p[0], p[1]) for p in pts) * 1e6 * 1.5
+    ax.plot([lo, hi], [lo, hi], "k--", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured on the emulated cluster [us]")
+    ax.set_ylabel("SIMULATED (SMPI) [us]")
+    ax.set_title("16 ranks, 4 nodes x 4: simulated vs measured")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "calibration.png"), dpi=120)
+    print("wrote", os.path.join(d, "calibration.png"))
+
+
+if __name__ == "__main__":
+    main()
