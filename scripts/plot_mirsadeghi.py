@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Table and plots of the Mirsadeghi et al. (HiPC 2017) reproduction (scripts/repro_mirsadeghi.sh).
+
+usage: /usr/bin/python3 scripts/plot_mirsadeghi.py RESULTS_DIR
+Reads RESULTS_DIR/planstats.jsonl (sparsecomm plan-stats: exact counts, MODELLED latency),
+RESULTS_DIR/smpi.jsonl and RESULTS_DIR/phase1.jsonl (sparsecomm nbrbench under SMPI:
+SIMULATED latency and setup time). Prints the table and writes
+  improvement.png  improvement of combined (k=2) over the direct schedule per topology:
+                   message-count reduction, modelled and simulated latency, the paper's average;
+  phase1.png       simulated phase-1 (pattern construction) time vs P.
+improvement = (T_direct - T_combined) / T_direct, as in the paper. Uses python3-matplotlib."""
+import os
+import sys
+from collections import OrderedDict
+
+import matplotlib
+import plotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PAPER = "paper (Mirsadeghi et al. 2017, GPC cluster, 4 B): ~50% average, up to 71%, slight loss at Moore D=2 R=1"
+
+
+def load(path, bench):
+    if not os.path.exists(path):
+        return []
+    return list(plotlib.records(path, bench))
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    d = sys.argv[1]
+    ps = load(os.path.join(d, "planstats.jsonl"), "plan-stats")
+    sm = load(os.path.join(d, "smpi.jsonl"), "nbrbench")
+    ph = load(os.path.join(d, "phase1.jsonl"), "nbrbench")
+    if not ps and not sm:
+        sys.exit("no records in " + d)
+
+    # plan-stats: (topo, p) -> {direct, combined k=2 agnostic}
+    model = OrderedDict()
+    for r in ps:
+        model.setdefault((r["topo"], r["p"]), {})[r["variant"]] = r
+    # SMPI: (topo, p) -> {baseline, combined}; the baseline is what nbrbench measured
+    # speedups against (p2p under SMPI, where MPI's neighborhood collectives abort).
+    sim = OrderedDict()
+    for r in sm:
+        key = (r["topology"], r["ranks"])
+        if r["backend"] == "combined" and r["k"] == 2 and not r["aware"]:
+            sim.setdefault(key, {})["combined"] = r
+        elif r["backend"] in ("neighbor", "p2p"):
+            sim.setdefault(key, {}).setdefault("direct", r)
+
+    def pct(a, b):
+        return 100.0 * (a - b) / a if a > 0 else float("nan")
+
+    print(PAPER)
+    print("%-12s %6s  %9s %9s %9s  %12s  %6s %12s  %12s" % (
+        "topology", "P", "msgs dir", "msgs comb", "reduction", "modelled imp", "P sim", "simulated imp",
+        "groups"))
+    rows = []
+    topos = OrderedDict()
+    for (topo, p), v in model.items():
+        topos[topo] = True
+    for (topo, p), v in sim.items():
+        topos[topo] = True
+    for topo in topos:
+        m = [(p, v) for (t, p), v in model.items() if t == topo]
+        s = [(p, v) for (t, p), v in sim.items() if t == topo]
+        mp, mv = m[-1] if m else (None, {})
+        sp, sv = s[-1] if s else (None, {})
+        d_, c_ = mv.get("direct"), mv.get("combined k=2 agnostic")
+        red = d_["msgs_mean"] / c_["msgs_mean"] if d_ and c_ else float("nan")
+        mimp = pct(d_["modelled_s"], c_["modelled_s"]) if d_ and c_ else float("nan")
+        simp = float("nan")
+        if "direct" in sv and "combined" in sv:
+            simp = pct(sv["direct"]["lat_max_s"], sv["combined"]["lat_max_s"])
+        rows.append((topo, red, mimp, simp))
+        print("%-12s %6s  %9.1f %9.1f %8.2fx  %11.1f%%  %6s %11.1f%%  %12s" % (
+            topo, mp if mp else "-", d_["msgs_mean"] if d_ else float("nan"),
+            c_["msgs_mean"] if c_ else float("nan"), red, mimp, sp if sp else "-", simp,
+            c_["groups"] if c_ else "-"))
+
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows)), 4.2))
+    x = range(len(rows))
+    w = 0.27
+    ax.bar([i - w for i in x], [100 * (1 - 1 / r[1]) if r[1] == r[1] else 0 for r in rows], w,
+           label="message-count reduction (exact)", color="0.7")
+    ax.bar([i for i in x], [r[2] if r[2] == r[2] else 0 for r in rows], w,
+           label="modelled latency improvement (plan-stats)", color="tab:blue")
+    ax.bar([i + w for i in x], [r[3] if r[3] == r[3] else 0 for r in rows], w,
+           label="SIMULATED latency improvement (SMPI)", color="tab:orange")
+    ax.axhline(50, color="black", linestyle="--", linewidth=1, label="paper: ~50% average")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([r[0] for r in rows], rotation=30, ha="right")
+    ax.set_ylabel("improvement of combined (k=2) over direct [%]")
+    ax.set_title("Mirsadeghi et al. 2017 reproduction: neighbor allgather, 4 B (modelled / simulated)")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "improvement.png"), dpi=120)
+    print("wrote", os.path.join(d, "improvement.png"))
+
+    if ph:
+        series = OrderedDict()
+        for r in ph:
+            if r["backend"] == "combined":
+                series.setdefault(r["topology"], []).append((r["ranks"], r["setup_phase1_s"], r["setup_phase2_s"]))
+        print("\nphase-1 / phase-2 setup time (SIMULATED, max over ranks) vs P")
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        for topo, pts in series.items():
+            pts.sort()
+            for p, a, b in pts:
+                print("  %-12s P=%5d  phase1 %.6f s  phase2 %.6f s" % (topo, p, a, b))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=topo + " phase 1")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("ranks P")
+        ax.set_ylabel("simulated phase-1 time [s]")
+        ax.set_title("combining pattern construction cost vs P (SMPI)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, "phase1.png"), dpi=120)
+        print("wrote", os.path.join(d, "phase1.png"))
+
+
+if __name__ == "__main__":
+    main()
