@@ -21,12 +21,13 @@ namespace sparsecomm::apps {
 
 namespace {
 
-std::vector<std::string> split_semicolon(const std::string& s) {
+// "a;b c" -> {a, b, c}: topologies separated by ';' or whitespace (like nbrbench).
+std::vector<std::string> split_topos(std::string s) {
+  std::replace(s.begin(), s.end(), ';', ' ');
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string tok;
-  while (std::getline(ss, tok, ';'))
-    if (!tok.empty()) out.push_back(tok);
+  while (ss >> tok) out.push_back(tok);
   return out;
 }
 
@@ -97,7 +98,7 @@ int plan_stats_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
   Options o({{"ranks", {"4096", "P: number of virtual ranks (comma-separated list allowed)"}},
-             {"topos", {"er:0.05;moore:2,2", "topologies, ';'-separated: er:<density>[,seed], moore:<dims>,<radius>"}},
+             {"topos", {"er:0.05;moore:2,2", "topologies separated by ';' or spaces: er:<density>[,seed], moore:<dims>,<radius>"}},
              {"regions", {"ppn:32", "region layout of the virtual ranks: ppn:k, cyclic:n, flat, single"}},
              {"k", {"2", "combining group sizes, comma-separated (each >= 2)"}},
              {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
@@ -129,7 +130,7 @@ int plan_stats_main(int argc, char** argv) {
       if (aw == "agnostic" || aw == "both") awares.push_back(false);
       if (aw == "aware" || aw == "both") awares.push_back(true);
       if (awares.empty()) throw InputError("plan-stats: --aware must be agnostic, aware or both, got '" + aw + "'");
-      const auto topos = split_semicolon(o.get("topos"));
+      const auto topos = split_topos(o.get("topos"));
       if (topos.empty()) throw InputError("plan-stats: --topos is empty");
       const ModelParams model = ModelParams::load(o.get("model"));
       std::ofstream json;
