@@ -37,7 +37,8 @@ int autoeval_main(int argc, char** argv) {
                    {"model", {"", "model parameter file (default: $SPARSECOMM_MODEL or built-in)"}},
                    {"reps", {"200", "exchanges timed per backend"}},
                    {"json", {"", "append JSON lines"}}},
-                  "usage: mpirun -np P sparsecomm_autoeval [options]");
+                  "usage: mpirun -np P sparsecomm_autoeval [options]\n"
+                  "example: mpirun -np 8 sparsecomm autoeval --matrices HB/bcsstk13,AMD/G2_circuit --regions ppn:4 --reps 100");
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();
     return 0;

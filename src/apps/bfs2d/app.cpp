@@ -47,7 +47,8 @@ int bfs_main(int argc, char** argv) {
                    {"gather-backend", {"p2p", "plan: allgather backend of the expand"}},
                    {"sdde", {"nbx", "plan: SDDE strategy of the fold pattern"}},
                    {"json", {"", "append JSON lines"}}},
-                  "usage: mpirun -np P sparsecomm_bfs [options]   (P must be a square: 1, 4, 9, 16, ...)");
+                  "usage: mpirun -np P sparsecomm_bfs [options]   (P must be a square: 1, 4, 9, 16, ...)\n"
+                  "example: mpirun -np 4 sparsecomm bfs --scale 16 --roots 16");
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();
     return 0;

@@ -59,7 +59,8 @@ int calibrate_main(int argc, char** argv) {
   apps::Options o({{"regions", {"node", "region layout (node = detected)"}},
                    {"out", {"sparsecomm_model.txt", "file to write the parameters to"}},
                    {"reps", {"20", "repetitions per measurement"}}},
-                  "usage: mpirun -np P sparsecomm_calibrate [options]");
+                  "usage: mpirun -np P sparsecomm_calibrate [options]\n"
+                  "example: mpirun -np 8 sparsecomm calibrate --regions ppn:4 --out model.txt");
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();
     return 0;

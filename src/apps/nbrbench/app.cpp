@@ -217,7 +217,8 @@ int nbrbench_main(int argc, char** argv) {
        {"json", {"", "append one JSON line per (topology, size, variant) to this file"}}},
       "usage: mpirun -np P sparsecomm_nbrbench [options]\n"
       "Allgather-shaped neighborhood exchange on random and Moore topologies: neighbor vs p2p vs\n"
-      "message combining (k-groups, topology-agnostic / -aware).");
+      "message combining (k-groups, topology-agnostic / -aware).\n"
+      "example: mpirun -np 32 sparsecomm nbrbench --topos \"moore:2,3;er:0.4\" --sizes 4,4096 --k 2,4 --aware both");
   if (!opt.parse(argc, argv)) {
     if (rank == 0) std::cout << opt.help();
     return 0;

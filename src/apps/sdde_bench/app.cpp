@@ -66,7 +66,8 @@ int sdde_main(int argc, char** argv) {
        {"reps", {"10", "timed repetitions per strategy"}},
        {"warmup", {"2", "untimed repetitions first"}},
        {"json", {"", "append one JSON line per strategy to this file"}}},
-      "usage: mpirun -np P sparsecomm_sdde [options]");
+      "usage: mpirun -np P sparsecomm_sdde [options]\n"
+      "example: mpirun -np 8 sparsecomm sdde --matrix vanHeukelum/cage11 --regions ppn:4");
   if (!opt.parse(argc, argv)) {
     if (rank == 0) std::cout << opt.help();
     return 0;

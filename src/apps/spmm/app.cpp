@@ -449,7 +449,8 @@ int spmm_main(int argc, char** argv) {
        {"json", {"", "append one JSON line per (matrix, variant) to this file"}}},
       "usage: mpirun -np P sparsecomm_spmm [options]\n"
       "SpMM C = A x B (B = A dense) with one allgather-shaped exchange per column of B, against\n"
-      "MPI_Allgatherv and the width-n halo exchange.");
+      "MPI_Allgatherv and the width-n halo exchange.\n"
+      "example: mpirun -np 32 sparsecomm spmm --matrix Pajek/Journals,HB/dwt_193 --k 2,4");
   if (!opt.parse(argc, argv)) {
     if (rank == 0) std::cout << opt.help();
     return 0;
