@@ -1,7 +1,8 @@
 # In the SMPI build (SPARSECOMM_SMPI=ON, scripts/smpi.sh configure): correctness runs under
-# smpirun at 64 simulated ranks (the ranks of 8 simulated nodes), and one 1,024-rank Moore
-# exchange as a scale check. The backends SMPI cannot run -- MPI's neighborhood
-# collectives -- are not registered in this build. Every run verifies its results.
+# smpirun at 64 simulated ranks (the ranks of 8 simulated nodes), two at 256 (32 nodes), and
+# one 1,024-rank Moore exchange as a scale check. The backends SMPI cannot run -- MPI's
+# neighborhood collectives -- are not registered in this build. Every run verifies its
+# results and fails its exit code otherwise.
 function(sparsecomm_add_smpi_test name target ranks)
   add_test(NAME smpi_${name}.np${ranks}
     COMMAND ${PROJECT_SOURCE_DIR}/scripts/smpi.sh run ${ranks} --timeout 280 -- $<TARGET_FILE:${target}> ${ARGN})
@@ -19,6 +20,26 @@ sparsecomm_add_smpi_test(pattern test_pattern 64 --gtest_filter=PatternGenerated
 if(TARGET sparsecomm_cli)
   # SpMV with every registered backend (and auto), checked against the serial product.
   sparsecomm_add_smpi_test(spmv sparsecomm_cli 64 spmv --gen rotate:64,64 --regions ppn:8 --backend all --reps 3)
+  # 256 simulated ranks, 32 regions of 8 (= the simulated nodes). The gtests above are too slow
+  # here (their patterns are large: pattern ~120 s, sdde >200 s), so these run the CLI on small
+  # generated matrices; both exit 3 on any wrong result (sdde: pattern != the dense Alltoallv
+  # answer on some rank; spmv: |y - serial y| > 1e-12 max|y| on some rank).
+  # --cfg=smpi/coll-selector:ompi (smpirun takes --cfg options also after the program): with
+  # SMPI's default collectives the verification's MPI_Alltoallv alone costs ~15 s of host time
+  # at 256 ranks, and every rma call (Win_allocate/fence/free) as much; Open MPI's algorithms
+  # make both cheap (but each new communicator's first collective dearer: ~1 s).
+  # Host times on the 2-core dev machine, two other simulations running: sdde ~20 s CPU,
+  # 21-31 s wall; spmv ~9 s CPU, 12-18 s wall.
+  # Every SDDE strategy, twice (warm-up + 1: back-to-back calls), on the 27-point 3D Laplacian
+  # 16^3: 16 rows per rank, neighbours 1 and 15..17 ranks away (up to 3 regions away).
+  sparsecomm_add_smpi_test(sdde_cli sparsecomm_cli 256
+    sdde --gen lap3d27:16,16,16 --regions ppn:8 --reps 1 --warmup 1 --cfg=smpi/coll-selector:ompi)
+  # SpMV through p2p and aggregated_dedup on rotated anisotropic diffusion 32x32: 4 rows per
+  # rank, neighbours 1 and 7..9 ranks away (4 in other regions). Not all backends: plan setup
+  # is what costs to simulate here (combined +~18 s CPU; auto builds every plan again, ~+70 s);
+  # the 64-rank entry above runs them all, the 1,024-rank one runs combining.
+  sparsecomm_add_smpi_test(spmv_cli sparsecomm_cli 256
+    spmv --gen rotate:32,32 --regions ppn:8 --backend p2p,aggregated_dedup --reps 1 --cfg=smpi/coll-selector:ompi)
   # Scale check: 1,024 simulated ranks, Moore (2,1), direct and combined.
   sparsecomm_add_smpi_test(nbrbench_moore sparsecomm_cli 1024
     nbrbench --topos moore:2,1 --sizes 4 --k 2 --aware agnostic --reps 2 --rounds 1)
