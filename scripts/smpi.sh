@@ -62,11 +62,15 @@ case "$cmd" in
     trap 'rm -f "$hosts"' EXIT
     sh "$simdir/make_hostfile.sh" "$nodes" "$ppn" "$map" > "$hosts"
     # The options of ../shared/simgrid/NOTES.md: persistent requests need
-    # send-is-detached-thresh:0; per-message overheads (ois/or) make message counts cost.
+    # send-is-detached-thresh:0; per-message overheads (ois/or) make message counts cost
+    # (persistent requests are charged in the library: start_requests in mpi_util.hpp).
+    # coll-selector:ompi picks Open MPI's collective algorithms: SMPI's default barrier let
+    # ranks leave ~35 us apart at 256 ranks, which swamped the timed exchanges.
     cfg=(--cfg=smpi/simulate-computation:no --cfg=smpi/send-is-detached-thresh:0
          --cfg=surf/precision:1e-7 --cfg=maxmin/precision:1e-4
          --cfg=smpi/iprobe:1e-7 --cfg=smpi/test:1e-7 --cfg=smpi/grow-injected-times:no
-         --cfg=smpi/ois:0:0.4e-6:0 --cfg=smpi/or:0:0.4e-6:0 --log=root.thres:warning)
+         --cfg=smpi/ois:0:0.4e-6:0 --cfg=smpi/or:0:0.4e-6:0 --cfg=smpi/coll-selector:ompi
+         --log=root.thres:warning)
     [ -n "${SMPI_QUIET:-}" ] || echo "smpi.sh: $np simulated ranks on $(basename "$pf") ($nodes nodes x $ppn, $map); ${cfg[*]}" >&2
     exec timeout "$tmo" smpirun -np "$np" -platform "$pf" -hostfile "$hosts" "${cfg[@]}" "$@"
     ;;

@@ -1,5 +1,10 @@
 #include "comm/mpi_util.hpp"
 
+#include <cstdlib>
+#ifdef SPARSECOMM_SMPI
+#include <simgrid/actor.h>
+#endif
+
 namespace sparsecomm {
 
 int comm_rank(MPI_Comm comm) {
@@ -73,6 +78,17 @@ int64_t allreduce_min(MPI_Comm comm, int64_t v) {
   int64_t r = 0;
   SPC_MPI(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_MIN, comm));
   return r;
+}
+
+void start_requests(int n, MPI_Request* reqs) {
+  if (n <= 0) return;
+  SPC_MPI(MPI_Startall(n, reqs));
+#ifdef SPARSECOMM_SMPI
+  double cost = 0.4e-6;
+  if (const char* e = std::getenv("SPARSECOMM_SMPI_MSG_COST")) cost = std::atof(e);
+  // Simulated time passes for this rank (smpi_execute would scale by smpi/host-speed).
+  if (cost > 0) sg_actor_sleep_for(cost * n);
+#endif
 }
 
 }  // namespace sparsecomm

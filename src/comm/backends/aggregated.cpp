@@ -118,7 +118,7 @@ class AggregatedPlan final : public Plan {
     start_all(local_send_reqs_);
     for (auto& m : initial_) {
       gather(m);
-      SPC_MPI(MPI_Start(&m.req));
+      start_requests(1, &m.req);
     }
   }
 
@@ -127,13 +127,13 @@ class AggregatedPlan final : public Plan {
     wait_staged(initial_recv_);
     for (auto& m : inter_) {
       gather(m);
-      SPC_MPI(MPI_Start(&m.req));
+      start_requests(1, &m.req);
     }
     // Receivers: once the inter-region messages are in, forward inside the region.
     wait_staged(inter_recv_);
     for (auto& m : final_) {
       gather(m);
-      SPC_MPI(MPI_Start(&m.req));
+      start_requests(1, &m.req);
     }
     const int64_t eb = elem_bytes();
     for (const auto& [dst, src] : self_final_) std::memcpy(dst, src, static_cast<size_t>(eb));
@@ -154,7 +154,7 @@ class AggregatedPlan final : public Plan {
     for (size_t k = 0; k < m.src.size(); ++k) std::memcpy(out + k * eb, m.src[k], eb);
   }
   static void start_all(std::vector<MPI_Request>& r) {
-    if (!r.empty()) SPC_MPI(MPI_Startall(static_cast<int>(r.size()), r.data()));
+    start_requests(static_cast<int>(r.size()), r.data());
   }
   static void wait_all(std::vector<MPI_Request>& r) {
     if (!r.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE));

@@ -54,7 +54,7 @@ class CombinedPlan final : public Plan {
 
  private:
   static void start(std::vector<MPI_Request>& r) {
-    if (!r.empty()) SPC_MPI(MPI_Startall(static_cast<int>(r.size()), r.data()));
+    start_requests(static_cast<int>(r.size()), r.data());
   }
   static void wait(std::vector<MPI_Request>& r) {
     if (!r.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE));

@@ -38,7 +38,7 @@ class P2pGather final : public GatherPlan {
  protected:
   void do_start() override {
     if (options().persistent) {
-      if (!reqs_.empty()) SPC_MPI(MPI_Startall(static_cast<int>(reqs_.size()), reqs_.data()));
+      start_requests(static_cast<int>(reqs_.size()), reqs_.data());
       return;
     }
     for (size_t i = 0; i < recvs_.size(); ++i)

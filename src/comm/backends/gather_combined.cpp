@@ -40,7 +40,7 @@ class Messages {
   void start() {
     if (msgs_.empty()) return;
     if (persistent_) {
-      SPC_MPI(MPI_Startall(static_cast<int>(reqs_.size()), reqs_.data()));
+      start_requests(static_cast<int>(reqs_.size()), reqs_.data());
       return;
     }
     for (size_t i = 0; i < msgs_.size(); ++i) {

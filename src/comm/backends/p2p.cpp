@@ -38,7 +38,7 @@ class P2pPlan final : public Plan {
 
  protected:
   void do_start() override {
-    if (!reqs_.empty()) SPC_MPI(MPI_Startall(static_cast<int>(reqs_.size()), reqs_.data()));
+    start_requests(static_cast<int>(reqs_.size()), reqs_.data());
   }
   void do_wait() override {
     if (!reqs_.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE));
