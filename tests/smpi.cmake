@@ -24,22 +24,21 @@ if(TARGET sparsecomm_cli)
   # here (their patterns are large: pattern ~120 s, sdde >200 s), so these run the CLI on small
   # generated matrices; both exit 3 on any wrong result (sdde: pattern != the dense Alltoallv
   # answer on some rank; spmv: |y - serial y| > 1e-12 max|y| on some rank).
-  # --cfg=smpi/coll-selector:ompi (smpirun takes --cfg options also after the program): with
-  # SMPI's default collectives the verification's MPI_Alltoallv alone costs ~15 s of host time
-  # at 256 ranks, and every rma call (Win_allocate/fence/free) as much; Open MPI's algorithms
-  # make both cheap (but each new communicator's first collective dearer: ~1 s).
-  # Host times on the 2-core dev machine, two other simulations running: sdde ~20 s CPU,
-  # 21-31 s wall; spmv ~9 s CPU, 12-18 s wall.
-  # Every SDDE strategy, twice (warm-up + 1: back-to-back calls), on the 27-point 3D Laplacian
+  # They rely on smpi.sh's smpi/coll-selector:ompi: with SMPI's default collectives the
+  # verification's MPI_Alltoallv alone costs ~15 s of host time at 256 ranks, and so does every
+  # rma call (Win_allocate/fence/free).
+  # Host times on the 2-core dev machine, other simulations running: sdde ~15 s CPU, 20-25 s
+  # wall; spmv ~9 s CPU, 12-19 s wall.
+  # Every SDDE strategy once (a warm-up call each would add ~10 s), on the 27-point 3D Laplacian
   # 16^3: 16 rows per rank, neighbours 1 and 15..17 ranks away (up to 3 regions away).
   sparsecomm_add_smpi_test(sdde_cli sparsecomm_cli 256
-    sdde --gen lap3d27:16,16,16 --regions ppn:8 --reps 1 --warmup 1 --cfg=smpi/coll-selector:ompi)
+    sdde --gen lap3d27:16,16,16 --regions ppn:8 --reps 1 --warmup 0)
   # SpMV through p2p and aggregated_dedup on rotated anisotropic diffusion 32x32: 4 rows per
   # rank, neighbours 1 and 7..9 ranks away (4 in other regions). Not all backends: plan setup
   # is what costs to simulate here (combined +~18 s CPU; auto builds every plan again, ~+70 s);
   # the 64-rank entry above runs them all, the 1,024-rank one runs combining.
   sparsecomm_add_smpi_test(spmv_cli sparsecomm_cli 256
-    spmv --gen rotate:32,32 --regions ppn:8 --backend p2p,aggregated_dedup --reps 1 --cfg=smpi/coll-selector:ompi)
+    spmv --gen rotate:32,32 --regions ppn:8 --backend p2p,aggregated_dedup --reps 1)
   # Scale check: 1,024 simulated ranks, Moore (2,1), direct and combined.
   sparsecomm_add_smpi_test(nbrbench_moore sparsecomm_cli 1024
     nbrbench --topos moore:2,1 --sizes 4 --k 2 --aware agnostic --reps 2 --rounds 1)
