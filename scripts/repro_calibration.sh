@@ -50,7 +50,10 @@ awk -v rate="$rate_mbit" '
     print "  <config><prop id=\x27smpi/lat-factor\x27 value=\x270:1\x27/><prop id=\x27smpi/bw-factor\x27 value=\x270:1\x27/></config>"
     printf "  <cluster id=\x27emu\x27 prefix=\x27node-\x27 suffix=\x27\x27 radical=\x270-3\x27 speed=\x271Gf\x27 core=\x274\x27\n"
     printf "           bw=\x27%.6gBps\x27 lat=\x27%.6gs\x27 sharing_policy=\x27SPLITDUPLEX\x27\n", rate * 1e6 / 8, ae / 2
-    printf "           loopback_bw=\x27%.6gBps\x27 loopback_lat=\x27%.6gs\x27/>\n", 1 / bi, ai
+    # A per-byte cost measured as 0 (noise on tiny transfers) would mean infinite bandwidth,
+    # which SimGrid rejects: cap the loopback at 20 GB/s.
+    lb = (bi > 5e-11) ? 1 / bi : 2e10
+    printf "           loopback_bw=\x27%.6gBps\x27 loopback_lat=\x27%.6gs\x27/>\n", lb, ai
     print "</platform>"
   }' "$out/model.txt" > "$out/emulated_4x4.xml"
 cat "$out/emulated_4x4.xml"

@@ -15,7 +15,7 @@
 #      Moore (2,2), (2,3), (3,1) at 4,096 ranks and ER δ = 0.05, 0.2 at 1,024 ranks, regions of
 #      32 ranks, k in {2, 3, 4, 6, 8, 16}, agnostic and aware.
 #   2. SIMULATED speedups (SMPI, quartz_fattree: 64 nodes x 32 ranks): Moore (2,2) at
-#      $SIM_P ranks (default 256) and ER δ = 0.05 at 128 ranks, k in {2, 4, 8}, agnostic
+#      $SIM_P ranks (default 128) and ER δ = 0.05 at 64 ranks, k in {2, 4, 8}, agnostic
 #      and aware. FULL=1 runs Moore at 4,096 and ER at 1,024 (manual: hours here).
 #   3. Table and PNGs: scripts/plot_kgroup.py.
 set -euo pipefail
@@ -24,7 +24,7 @@ root=$(cd "$here/.." && pwd)
 out=${OUT:-$root/results/repro_kgroup}
 build=${BUILD:-$root/build}
 build_smpi=${BUILD_SMPI:-$root/build-smpi}
-sim_p=${SIM_P:-256}
+sim_p=${SIM_P:-128}
 mkdir -p "$out"
 rm -f "$out"/planstats.jsonl "$out"/smpi.jsonl
 
@@ -55,7 +55,7 @@ if command -v smpirun > /dev/null; then
     run_sim 1024 "er:0.05" | tee "$out/smpi_er.txt"
   else
     run_sim "$sim_p" "moore:2,2" | tee "$out/smpi_moore.txt"
-    run_sim 128 "er:0.05" | tee "$out/smpi_er.txt"
+    run_sim 64 "er:0.05" | tee "$out/smpi_er.txt"
   fi
 else
   echo "SimGrid SMPI not installed: simulated parts skipped (apt-get install libsimgrid-dev simgrid)"
