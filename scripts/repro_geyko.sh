@@ -34,7 +34,7 @@
 # distributing the matrix, communicator creation and NBX's probing are simulated too): a node
 # count is dropped, with a message, when its estimated cost (the previous count's x 5) does not
 # fit into what is left of BUDGET. On the dev machine that keeps 2..16 nodes (64..512 ranks);
-# 32 nodes (1,024 ranks) takes 10+ minutes per matrix and 64 nodes (2,048) far longer.
+# 32 nodes (1,024 ranks) took 15 minutes for G2_circuit alone, 64 nodes (2,048) would take hours.
 # Table and plots: scripts/plot_geyko.py (run at the end).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
