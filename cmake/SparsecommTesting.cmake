@@ -26,11 +26,18 @@ function(sparsecomm_add_mpi_test name target)
     else()
       set(procs ${n})
     endif()
+    # A session directory of its own per test: two mpiexec started in the same instant by
+    # ctest -j race on mkdir of Open MPI's shared /tmp/ompi.<host>.<uid> ("File exists",
+    # orte_init fails). Short (Open MPI puts unix sockets there) and per build tree.
+    string(MD5 tree_hash "${CMAKE_BINARY_DIR}")
+    string(SUBSTRING "${tree_hash}" 0 8 tree_hash)
+    set(tmp_base /tmp/spc-${tree_hash}/${test_name})
+    file(MAKE_DIRECTORY ${tmp_base})
     set_tests_properties(${test_name} PROPERTIES
       TIMEOUT ${ctest_timeout}
       PROCESSORS ${procs}
       LABELS "mpi;np${n};${A_LABELS}"
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;SPARSECOMM_TEST_NP=${n}")
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;SPARSECOMM_TEST_NP=${n};OMPI_MCA_orte_tmpdir_base=${tmp_base}")
     if(A_SKIP_REGEX)
       set_tests_properties(${test_name} PROPERTIES SKIP_REGULAR_EXPRESSION "${A_SKIP_REGEX}")
     endif()
