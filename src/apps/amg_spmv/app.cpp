@@ -70,10 +70,11 @@ const char* kUsage =
     "global row order, rows ascending (each rank writes its own rows in place with MPI-IO), columns\n"
     "ascending in a row, values with 17 significant digits (exact), explicit zeros kept. The files are\n"
     "the same at any rank count for the same hierarchy. (Hypre's global order depends on its processor\n"
-    "grid: with 1, 2 or 3 ranks (one column of processors) level 0 is in natural lexicographic order.)\n"
+    "grid: with 1 rank or a prime number of ranks (grid 1 x P) level 0 is in natural lexicographic order.)\n"
     "Every file is read back with the library's Matrix Market reader and checked: identical entries and\n"
     "nnz as Hypre's level matrix, and its SpMV equal to hypre_ParCSRMatrixMatvec (exit 3 otherwise).\n"
-    "--dump-only skips the benchmarks. Re-run a level elsewhere, e.g. on simulated ranks:\n"
+    "--dump-only skips the benchmarks. Re-run a level elsewhere, e.g. on simulated ranks (scripts/repro_collom.sh\n"
+    "does this for every level, with SMPI options that keep 2,048 ranks affordable):\n"
     "  mpirun -np 2 sparsecomm_amg_spmv --nx 1024 --ny 512 --dump-levels lv --dump-only\n"
     "  scripts/smpi.sh run 2048 --ppn 16 -- build-smpi/src/apps/cli/sparsecomm spmv --matrix lv/level_3.mtx \\\n"
     "      --regions node --reference rows --backend p2p,aggregated_dedup";

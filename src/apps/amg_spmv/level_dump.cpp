@@ -68,13 +68,17 @@ void write_matrix_market(const DistCsr<double>& a, const std::string& path, cons
 
   // File errors return codes (MPI_ERRORS_RETURN is the default handler for files). Open,
   // set_size and close are collective: every rank calls them, errors are agreed after.
-  MPI_File fh;
+  MPI_File fh = MPI_FILE_NULL;
   int rc = MPI_File_open(comm, path.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
-  if (rc != MPI_SUCCESS) {  // the same on every rank: open is collective
-    agree(comm, "cannot open " + path + " for writing: " + mpi_error_string(rc));
-    return;  // not reached
+  std::string err = rc == MPI_SUCCESS ? "" : "cannot open " + path + " for writing: " + mpi_error_string(rc);
+  // Open is collective and should fail everywhere at once; agree anyway, so that no rank is
+  // ever left alone in MPI_File_set_size.
+  try {
+    agree(comm, err);
+  } catch (...) {
+    if (rc == MPI_SUCCESS) MPI_File_close(&fh);
+    throw;
   }
-  std::string err;
   rc = MPI_File_set_size(fh, static_cast<MPI_Offset>(total));  // truncates an older, longer file
   if (rc != MPI_SUCCESS) err = "cannot set the size of " + path + ": " + mpi_error_string(rc);
   // MPI counts are ints: write in chunks of at most 1 GiB.
