@@ -109,7 +109,8 @@ def main():
         print(fmt % tuple(x))
     missing = sorted(set(levels) - set(lvls))
     if missing:
-        print("\nlevels not simulated (over the time budget, see run.log): " + ", ".join(map(str, missing)))
+        print("\nlevels not simulated (not in LEVELS, failed, or over the time budget; see run.log): "
+              + ", ".join(map(str, missing)))
     # Sum over the simulated levels (one SpMV per level, as in one V-cycle's residual).
     tot = {b: sum(recs[(lv, b)]["spmv_s"] for lv in lvls if (lv, b) in recs) for b in backends}
     full = [b for b in backends if all((lv, b) in recs for lv in lvls)]
