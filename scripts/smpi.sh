@@ -64,12 +64,18 @@ case "$cmd" in
     # The options of ../shared/simgrid/NOTES.md: persistent requests need
     # send-is-detached-thresh:0; per-message overheads (ois/or) make message counts cost
     # (persistent requests are charged in the library: start_requests in mpi_util.hpp).
-    # coll-selector:ompi picks Open MPI's collective algorithms: SMPI's default barrier let
-    # ranks leave ~35 us apart at 256 ranks, which swamped the timed exchanges.
+    # Collective algorithms chosen explicitly: SMPI's default barrier let ranks leave ~35 us
+    # apart at 256 ranks (swamping the timed exchanges; Bruck's barrier keeps them together),
+    # and both the defaults and coll-selector:ompi cost minutes of host time per collective
+    # on a fresh communicator at 2,048 ranks; these cost 1-2 s (found for repro_collom.sh).
     cfg=(--cfg=smpi/simulate-computation:no --cfg=smpi/send-is-detached-thresh:0
          --cfg=surf/precision:1e-7 --cfg=maxmin/precision:1e-4
          --cfg=smpi/iprobe:1e-7 --cfg=smpi/test:1e-7 --cfg=smpi/grow-injected-times:no
-         --cfg=smpi/ois:0:0.4e-6:0 --cfg=smpi/or:0:0.4e-6:0 --cfg=smpi/coll-selector:ompi
+         --cfg=smpi/ois:0:0.4e-6:0 --cfg=smpi/or:0:0.4e-6:0
+         --cfg=smpi/barrier:ompi_bruck --cfg=smpi/allreduce:redbcast --cfg=smpi/reduce:binomial
+         --cfg=smpi/bcast:binomial_tree --cfg=smpi/allgather:GB --cfg=smpi/allgatherv:GB
+         --cfg=smpi/gather:ompi_binomial --cfg=smpi/scatter:ompi_binomial --cfg=smpi/alltoall:bruck
+         --cfg=smpi/alltoallv:ompi_basic_linear --cfg=smpi/reduce_scatter:ompi_basic_recursivehalving
          --log=root.thres:warning)
     [ -n "${SMPI_QUIET:-}" ] || echo "smpi.sh: $np simulated ranks on $(basename "$pf") ($nodes nodes x $ppn, $map); ${cfg[*]}" >&2
     exec timeout "$tmo" smpirun -np "$np" -platform "$pf" -hostfile "$hosts" "${cfg[@]}" "$@"
