@@ -24,9 +24,9 @@ if(TARGET sparsecomm_cli)
   # here (their patterns are large: pattern ~120 s, sdde >200 s), so these run the CLI on small
   # generated matrices; both exit 3 on any wrong result (sdde: pattern != the dense Alltoallv
   # answer on some rank; spmv: |y - serial y| > 1e-12 max|y| on some rank).
-  # They rely on smpi.sh's smpi/coll-selector:ompi: with SMPI's default collectives the
-  # verification's MPI_Alltoallv alone costs ~15 s of host time at 256 ranks, and so does every
-  # rma call (Win_allocate/fence/free).
+  # They rely on smpi.sh's explicit collective algorithms: with SMPI's default collectives
+  # the verification's MPI_Alltoallv alone costs ~15 s of host time at 256 ranks, and so does
+  # every rma call (Win_allocate/fence/free).
   # Host times on the 2-core dev machine, other simulations running: sdde ~15 s CPU, 20-25 s
   # wall; spmv ~9 s CPU, 12-19 s wall.
   # Every SDDE strategy once (a warm-up call each would add ~10 s), on the 27-point 3D Laplacian
