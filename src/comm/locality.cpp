@@ -7,6 +7,25 @@
 
 namespace sparsecomm {
 
+namespace {
+
+const char* const kValidSpecs = "valid forms: node, ppn:<k>, cyclic:<n>, list:<r0>,<r1>,..., flat, single";
+
+int parse_number(const std::string& s, const std::string& spec) {
+  size_t pos = 0;
+  int v = 0;
+  try {
+    v = std::stoi(s, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != s.size())
+    throw InputError("Locality: bad number '" + s + "' in '" + spec + "'; " + kValidSpecs);
+  return v;
+}
+
+}  // namespace
+
 Locality Locality::build(MPI_Comm comm, const std::vector<int>& labels, std::string description) {
   Locality l;
   l.rank_ = comm_rank(comm);
@@ -59,17 +78,15 @@ Locality Locality::detect(MPI_Comm comm) {
 }
 
 Locality Locality::ppn(MPI_Comm comm, int k) {
-  if (k < 1) throw InputError("Locality: ppn:k needs k >= 1, got " + std::to_string(k));
-  std::vector<int> labels(comm_size(comm));
-  for (size_t r = 0; r < labels.size(); ++r) labels[r] = static_cast<int>(r) / k;
-  return build(comm, labels, "ppn:" + std::to_string(k));
+  std::string canonical;
+  auto labels = layout_labels("ppn:" + std::to_string(k), comm_size(comm), &canonical);
+  return build(comm, labels, canonical);
 }
 
 Locality Locality::cyclic(MPI_Comm comm, int nregions) {
-  if (nregions < 1) throw InputError("Locality: cyclic:n needs n >= 1, got " + std::to_string(nregions));
-  std::vector<int> labels(comm_size(comm));
-  for (size_t r = 0; r < labels.size(); ++r) labels[r] = static_cast<int>(r) % nregions;
-  return build(comm, labels, "cyclic:" + std::to_string(nregions));
+  std::string canonical;
+  auto labels = layout_labels("cyclic:" + std::to_string(nregions), comm_size(comm), &canonical);
+  return build(comm, labels, canonical);
 }
 
 Locality Locality::from_labels(MPI_Comm comm, const std::vector<int>& labels) {
@@ -96,35 +113,40 @@ Locality Locality::parse(MPI_Comm comm, const std::string& spec) {
   uint64_t hh[2] = {h, ~h}, mx[2];
   SPC_MPI(MPI_Allreduce(hh, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
   agree(comm, mx[0] != h || mx[1] != ~h ? "Locality: ranks passed different region specs ('" + spec + "' here)" : "");
-  const std::string valid = "valid forms: node, ppn:<k>, cyclic:<n>, list:<r0>,<r1>,..., flat, single";
-  auto number = [&](const std::string& s) {
-    size_t pos = 0;
-    int v = 0;
-    try {
-      v = std::stoi(s, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos == 0 || pos != s.size()) throw InputError("Locality: bad number '" + s + "' in '" + spec + "'; " + valid);
-    return v;
-  };
   if (spec == "node" || spec == "detect") return detect(comm);
-  if (spec == "flat") return build(comm, std::vector<int>(comm_size(comm), 0), "flat");
-  if (spec == "single") {
-    std::vector<int> labels(comm_size(comm));
-    for (size_t r = 0; r < labels.size(); ++r) labels[r] = static_cast<int>(r);
-    return build(comm, labels, "single");
-  }
-  if (spec.rfind("ppn:", 0) == 0) return ppn(comm, number(spec.substr(4)));
-  if (spec.rfind("cyclic:", 0) == 0) return cyclic(comm, number(spec.substr(7)));
   if (spec.rfind("list:", 0) == 0) {
     std::vector<int> labels;
     std::stringstream ss(spec.substr(5));
     std::string tok;
-    while (std::getline(ss, tok, ',')) labels.push_back(number(tok));
+    while (std::getline(ss, tok, ',')) labels.push_back(parse_number(tok, spec));
     return from_labels(comm, labels);
   }
-  throw InputError("Locality: unknown region spec '" + spec + "'; " + valid);
+  std::string canonical;
+  auto labels = layout_labels(spec, comm_size(comm), &canonical);
+  if (labels.empty()) throw InputError("Locality: unknown region spec '" + spec + "'; " + kValidSpecs);
+  return build(comm, labels, canonical);
+}
+
+std::vector<int> layout_labels(const std::string& spec, int p, std::string* canonical) {
+  std::vector<int> labels(static_cast<size_t>(std::max(p, 0)));
+  std::string name = spec;
+  if (spec == "single") {
+    for (int r = 0; r < p; ++r) labels[r] = r;
+  } else if (spec.rfind("ppn:", 0) == 0) {
+    const int k = parse_number(spec.substr(4), spec);
+    if (k < 1) throw InputError("Locality: ppn:k needs k >= 1, got " + std::to_string(k));
+    for (int r = 0; r < p; ++r) labels[r] = r / k;
+    name = "ppn:" + std::to_string(k);
+  } else if (spec.rfind("cyclic:", 0) == 0) {
+    const int n = parse_number(spec.substr(7), spec);
+    if (n < 1) throw InputError("Locality: cyclic:n needs n >= 1, got " + std::to_string(n));
+    for (int r = 0; r < p; ++r) labels[r] = r % n;
+    name = "cyclic:" + std::to_string(n);
+  } else if (spec != "flat") {
+    return {};
+  }
+  if (canonical) *canonical = name;
+  return labels;
 }
 
 }  // namespace sparsecomm

@@ -58,4 +58,10 @@ class Locality {
   std::string description_;
 };
 
+/// Local. The region label of each of p ranks for the layouts that need no hosts --
+/// "ppn:<k>", "cyclic:<n>", "flat", "single" -- exactly the labels Locality::parse uses
+/// (plan_stats.hpp uses them for virtual ranks); `canonical` gets the spec's canonical form.
+/// A bad number is an InputError; any other spec ("node", "list:...") gives an empty vector.
+std::vector<int> layout_labels(const std::string& spec, int p, std::string* canonical = nullptr);
+
 }  // namespace sparsecomm

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "comm/error.hpp"
+#include "comm/locality.hpp"
 #include "comm/topology.hpp"
 
 namespace sparsecomm::virt {
@@ -178,31 +179,10 @@ Graph Graph::from_spec(int p, const std::string& spec) {
 }
 
 std::vector<int> regions_from_spec(int p, const std::string& spec) {
-  const std::string valid = "valid layouts for virtual ranks: ppn:<k>, cyclic:<n>, flat, single";
-  std::vector<int> r(static_cast<size_t>(p));
-  auto number = [&](const std::string& s) {
-    size_t pos = 0;
-    int v = 0;
-    try {
-      v = std::stoi(s, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos == 0 || pos != s.size() || v < 1) throw InputError("plan statistics: bad region layout '" + spec + "'; " + valid);
-    return v;
-  };
-  if (spec == "flat") return std::vector<int>(static_cast<size_t>(p), 0);
-  if (spec == "single") {
-    for (int a = 0; a < p; ++a) r[a] = a;
-  } else if (spec.rfind("ppn:", 0) == 0) {
-    const int k = number(spec.substr(4));
-    for (int a = 0; a < p; ++a) r[a] = a / k;
-  } else if (spec.rfind("cyclic:", 0) == 0) {
-    const int n = number(spec.substr(7));
-    for (int a = 0; a < p; ++a) r[a] = a % n;
-  } else {
-    throw InputError("plan statistics: unknown region layout '" + spec + "'; " + valid);
-  }
+  std::vector<int> r = layout_labels(spec, p);
+  if (r.empty())
+    throw InputError("plan statistics: unknown region layout '" + spec +
+                     "'; valid layouts for virtual ranks: ppn:<k>, cyclic:<n>, flat, single");
   return r;
 }
 
