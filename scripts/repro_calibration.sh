@@ -27,7 +27,6 @@ if [ ! -x "$build/src/apps/cli/sparsecomm" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release > "$out/configure.log"
   cmake --build "$build" -j "${JOBS:-2}" --target sparsecomm_cli
 fi
-if [ ! -f "$build_smpi/CMakeCache.txt" ]; then "$here/smpi.sh" configure "$build_smpi"; fi
 "$here/smpi.sh" build "$build_smpi" sparsecomm_cli > "$out/build_smpi.log"
 cli=$build/src/apps/cli/sparsecomm
 scli=$build_smpi/src/apps/cli/sparsecomm

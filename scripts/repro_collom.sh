@@ -61,7 +61,6 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
 fi
 cmake --build "$BUILD" -j "$JOBS" --target sparsecomm_amg_spmv >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 [ -x "$amg" ] || { echo "repro_collom: $amg was not built (Hypre missing? see $OUT/build.log)" >&2; exit 1; }
-if [ ! -f "$BUILD_SMPI/CMakeCache.txt" ]; then "$here/smpi.sh" configure "$BUILD_SMPI" >> "$OUT/build.log" 2>&1; fi
 "$here/smpi.sh" build "$BUILD_SMPI" sparsecomm_cli >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 log "builds ready in $(( $(date +%s) - t0 )) s ($BUILD, $BUILD_SMPI)"
 

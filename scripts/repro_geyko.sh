@@ -53,7 +53,6 @@ mkdir -p "$out"
 [ "${APPEND:-0}" = 1 ] || rm -f "$out"/sdde.jsonl "$out"/platform.txt "$out"/run_*.txt
 
 echo "== build (SMPI): $build_smpi"
-if [ ! -f "$build_smpi/CMakeCache.txt" ]; then "$here/smpi.sh" configure "$build_smpi"; fi
 "$here/smpi.sh" build "$build_smpi" sparsecomm_cli > "$out/build_smpi.log" 2>&1 || { tail -30 "$out/build_smpi.log"; exit 1; }
 cli=$build_smpi/src/apps/cli/sparsecomm
 

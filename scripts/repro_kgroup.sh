@@ -43,7 +43,6 @@ echo "== 1. exact hyperedge and message counts, modelled latency (plan-stats)"
   --topos "er:0.05;er:0.2" --json "$out/planstats.jsonl" | tee "$out/planstats_er.txt"
 
 if command -v smpirun > /dev/null; then
-  if [ ! -f "$build_smpi/CMakeCache.txt" ]; then "$here/smpi.sh" configure "$build_smpi"; fi
   "$here/smpi.sh" build "$build_smpi" sparsecomm_cli > "$out/build_smpi.log"
   scli=$build_smpi/src/apps/cli/sparsecomm
   run_sim() {  # P topos

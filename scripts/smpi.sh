@@ -3,7 +3,7 @@
 # MPI code on a simulated cluster of thousands of ranks. See ../shared/simgrid/NOTES.md.
 #
 #   scripts/smpi.sh configure [BUILD_DIR]          # build-smpi by default: smpicxx, SPARSECOMM_SMPI=ON
-#   scripts/smpi.sh build [BUILD_DIR] [targets...]
+#   scripts/smpi.sh build [BUILD_DIR] [targets...]    # configures BUILD_DIR first if needed
 #   scripts/smpi.sh run NP [--platform gpc_flat|gpc_fattree|quartz_fattree|FILE.xml] [--map block|cyclic]
 #                          [--ppn K] [--timeout S] -- PROGRAM ARGS...
 #
@@ -31,6 +31,7 @@ case "$cmd" in
   build)
     need_simgrid
     bdir=${1:-$root/build-smpi}; shift || true
+    [ -f "$bdir/CMakeCache.txt" ] || "$0" configure "$bdir"  # not configured yet: do it first
     if [ $# -gt 0 ]; then cmake --build "$bdir" -j "${JOBS:-2}" --target "$@"; else cmake --build "$bdir" -j "${JOBS:-2}"; fi
     ;;
   run)
