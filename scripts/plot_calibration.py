@@ -21,9 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    d = sys.argv[1]
+    d = plotlib.results_dir(__doc__)
     meas = OrderedDict()
     for r in plotlib.records(os.path.join(d, "measured.jsonl"), "nbrbench"):
         meas[(r["topology"], r["size_bytes"], r["variant"])] = r

@@ -55,9 +55,7 @@ def level_of(label):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    d = sys.argv[1]
+    d = plotlib.results_dir(__doc__)
     meta = read_meta(os.path.join(d, "meta.txt"))
     levels, note = read_levels(os.path.join(d, "levels", "levels.tsv"))
     recs = {}  # (level, backend) -> the last record

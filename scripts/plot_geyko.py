@@ -40,9 +40,7 @@ def strategy_key(s):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    d = sys.argv[1]
+    d = plotlib.results_dir(__doc__)
     src = os.path.join(d, "sdde.jsonl")
     if not os.path.exists(src):
         sys.exit("no " + src + " (run scripts/repro_geyko.sh first)")

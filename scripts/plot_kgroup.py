@@ -19,12 +19,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    d = sys.argv[1]
-    ps_path, sm_path = os.path.join(d, "planstats.jsonl"), os.path.join(d, "smpi.jsonl")
-    ps = list(plotlib.records(ps_path, "plan-stats")) if os.path.exists(ps_path) else []
-    sm = list(plotlib.records(sm_path, "nbrbench")) if os.path.exists(sm_path) else []
+    d = plotlib.results_dir(__doc__)
+    ps = plotlib.records_if_present(os.path.join(d, "planstats.jsonl"), "plan-stats")
+    sm = plotlib.records_if_present(os.path.join(d, "smpi.jsonl"), "nbrbench")
     if not ps:
         sys.exit("no plan-stats records in " + d)
 

@@ -22,19 +22,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 PAPER = "paper (Mirsadeghi et al. 2017, GPC cluster, 4 B): ~50% average, up to 71%, slight loss at Moore D=2 R=1"
 
 
-def load(path, bench):
-    if not os.path.exists(path):
-        return []
-    return list(plotlib.records(path, bench))
-
-
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    d = sys.argv[1]
-    ps = load(os.path.join(d, "planstats.jsonl"), "plan-stats")
-    sm = load(os.path.join(d, "smpi.jsonl"), "nbrbench")
-    ph = load(os.path.join(d, "phase1.jsonl"), "nbrbench")
+    d = plotlib.results_dir(__doc__)
+    ps = plotlib.records_if_present(os.path.join(d, "planstats.jsonl"), "plan-stats")
+    sm = plotlib.records_if_present(os.path.join(d, "smpi.jsonl"), "nbrbench")
+    ph = plotlib.records_if_present(os.path.join(d, "phase1.jsonl"), "nbrbench")
     if not ps and not sm:
         sys.exit("no records in " + d)
 
