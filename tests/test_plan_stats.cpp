@@ -1,6 +1,7 @@
 // The plan statistics of virtual ranks (plan_stats.hpp) equal what the real runs build,
 // rank by rank: the graphs of the topology specs, the combining schedules (every field),
-// and the per-step message and byte counts, stages and groups of the gather backends.
+// and the per-step message and byte counts, stages and groups of the gather backends;
+// the halo patterns of matrices and their counts and stages for every halo backend.
 // Run under MPI at several rank counts, and under SMPI at simulated scale.
 #include <gtest/gtest.h>
 
@@ -10,7 +11,9 @@
 
 #include "comm/combining.hpp"
 #include "comm/gather_plan.hpp"
+#include "comm/plan.hpp"
 #include "comm/plan_stats.hpp"
+#include "matrix/generators.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;
@@ -186,6 +189,163 @@ TEST(PlanStats, CompleteGraphOnFourRanksPairsUp) {
     EXPECT_EQ(c.counts.total().sent().bytes, 4 + 8);
     EXPECT_EQ(c.stages, 2);
   }
+}
+
+// --- Halo-exchange Plans ----------------------------------------------------------------
+
+// The allgather shape as a real halo Pattern: every rank sends its `count` values (ids
+// rank*count + j) to each out-neighbor of the topology.
+Pattern allgather_pattern(const Topology& t, int64_t count) {
+  const int me = test::rank();
+  PatternSide send, recv;
+  for (int d : t.destinations) {
+    send.ranks.push_back(d);
+    for (int64_t j = 0; j < count; ++j) {
+      send.indices.push_back(static_cast<int32_t>(j));
+      send.global_ids.push_back(me * count + j);
+    }
+    send.offsets.push_back(static_cast<int64_t>(send.indices.size()));
+  }
+  for (int x : t.sources) {
+    recv.ranks.push_back(x);
+    for (int64_t j = 0; j < count; ++j) {
+      recv.indices.push_back(static_cast<int32_t>(recv.indices.size()));
+      recv.global_ids.push_back(x * count + j);
+    }
+    recv.offsets.push_back(static_cast<int64_t>(recv.indices.size()));
+  }
+  const auto ghosts = static_cast<int32_t>(recv.indices.size());
+  return Pattern(std::move(send), std::move(recv), static_cast<int32_t>(count), ghosts);
+}
+
+// The virtual pattern equals the real one on this rank (as sets of ids per segment), and
+// every halo backend's counts and stages equal the real Plan's, for several layouts.
+void check_halo(const Pattern& real, const virt::HaloPattern& v, const std::string& name,
+                const std::vector<std::string>& layouts) {
+  const int me = test::rank();
+  ASSERT_EQ(v.p, test::size()) << name;
+  const auto& mine = v.send[me];
+  ASSERT_EQ(static_cast<int>(mine.size()), real.send().num_neighbors()) << name << " rank " << me;
+  for (int i = 0; i < real.send().num_neighbors(); ++i) {
+    EXPECT_EQ(mine[i].first, real.send().ranks[i]) << name << " rank " << me;
+    std::vector<int64_t> ids(real.send().global_ids.begin() + real.send().offsets[i],
+                             real.send().global_ids.begin() + real.send().offsets[i + 1]);
+    std::sort(ids.begin(), ids.end());
+    auto vids = mine[i].second;
+    std::sort(vids.begin(), vids.end());
+    EXPECT_EQ(vids, ids) << name << " rank " << me << " segment to " << real.send().ranks[i];
+  }
+  std::vector<std::string> backends;
+  for (const auto& b : backend_names())
+    if (b != "auto") backends.push_back(b);
+  for (const std::string want : {"p2p", "combined", "aggregated", "aggregated_dedup"})
+    ASSERT_NE(std::find(backends.begin(), backends.end(), want), backends.end()) << want << " not registered";
+  for (const auto& layout : layouts) {
+    const Locality loc = Locality::parse(MPI_COMM_WORLD, layout);
+    const auto region = virt::regions_from_spec(test::size(), layout);
+    for (const auto& backend : backends)
+      for (int variant = 0; variant < (backend == "combined" ? 2 : 1); ++variant) {
+        PlanOptions opt;
+        opt.width = 2;
+        opt.value_bytes = 8;
+        opt.combining.theta = 2;
+        opt.combining.k = variant == 0 ? 2 : 4;
+        opt.combining.aware = variant == 1;
+        auto plan = make_plan(backend, real, loc, MPI_COMM_WORLD, opt);
+        const auto counts = virt::halo_counts(backend, v, region, opt);
+        const std::string what = name + " " + layout + " " + backend + (variant ? " k=4 aware" : "") + " rank " +
+                                 std::to_string(me);
+        EXPECT_EQ(describe(counts[me].counts), describe(plan->iteration_counts())) << what;
+        EXPECT_EQ(counts[me].stages, plan->stages()) << what;
+      }
+  }
+}
+
+void check_matrix_halos(const std::vector<std::string>& layouts, bool light) {
+  const std::vector<std::pair<std::string, DistCsr<double>>> mats = [light] {
+    std::vector<std::pair<std::string, DistCsr<double>>> m;
+    m.emplace_back("laplacian_2d 24x20", gen::laplacian_2d(MPI_COMM_WORLD, 24, 20, 9));
+    if (light) return m;
+    m.emplace_back("rotated_anisotropic 16x16", gen::rotated_anisotropic_2d(MPI_COMM_WORLD, 16, 16));
+    m.emplace_back("erdos_renyi 300 0.02", gen::erdos_renyi(MPI_COMM_WORLD, 300, 0.02, 7));
+    return m;
+  }();
+  for (const auto& [name, a] : mats) {
+    const Pattern real = Pattern::from_matrix_reference(a);
+    const auto v = virt::HaloPattern::from_matrix(a.row_partition(), a.col_partition(), a.gather_all());
+    check_halo(real, v, name, layouts);
+    // The transpose exchange (ghost partial sums travel back to their owners).
+    if (name.rfind("erdos", 0) == 0) {
+      virt::HaloPattern t;
+      t.p = v.p;
+      t.send.resize(static_cast<size_t>(v.p));
+      for (int o = 0; o < v.p; ++o)
+        for (const auto& [d, ids] : v.send[o]) t.send[d].emplace_back(o, ids);
+      for (auto& segs : t.send) std::sort(segs.begin(), segs.end());
+      check_halo(real.reverse(), t, name + " (reverse)", layouts);
+    }
+  }
+}
+
+TEST(PlanStats, HaloCountsEqualThePlans) {
+  check_matrix_halos({"ppn:4", "cyclic:2", "ppn:3"}, false);
+  for (const auto& spec : {"moore:2,1", "er:0.5,3"}) {
+    const Topology t = Topology::parse(MPI_COMM_WORLD, spec);
+    check_halo(allgather_pattern(t, 3), virt::HaloPattern::from_graph(virt::Graph::from_spec(test::size(), spec), 3),
+               std::string("allgather shape ") + spec, {"ppn:4"});
+  }
+}
+
+// A lighter version for the simulated runs (SMPI at 64 ranks): one matrix, one layout.
+TEST(PlanStats, SparseHaloCountsEqualThePlans) { check_matrix_halos({"ppn:8"}, true); }
+
+// Known answer, worked out by hand: regions {0,1} and {2,3}; rank 0 sends value 7 to
+// ranks 2 and 3, rank 1 sends value 9 to rank 2. Region 0 sends 3 values (2 distinct
+// ones) to region 1, so LPT makes rank 0 the leader, and rank 2 (first member) the
+// receiver. Rank 1 sends its value to 0 (initial); 0 sends one inter-region message to 2
+// (3 values; 2 with duplicate removal: rank 0's 7 crosses once); 2 forwards 3's value.
+TEST(PlanStats, AggregationOnFourRanksByHand) {
+  virt::HaloPattern h;
+  h.p = 4;
+  h.send = {{{2, {7}}, {3, {7}}}, {{2, {9}}}, {}, {}};
+  const std::vector<int> region = {0, 0, 1, 1};
+  PlanOptions opt;  // 8-byte values
+  for (bool dedup : {false, true}) {
+    const auto c = virt::halo_counts(dedup ? "aggregated_dedup" : "aggregated", h, region, opt);
+    const std::string what = dedup ? "dedup" : "plain";
+    EXPECT_EQ(c[1].counts.steps().at("initial").sent_intra.bytes, 8) << what;
+    EXPECT_EQ(c[0].counts.steps().at("initial").recv_intra.msgs, 1) << what;
+    EXPECT_EQ(c[0].counts.steps().at("inter").sent_inter.msgs, 1) << what;
+    EXPECT_EQ(c[0].counts.steps().at("inter").sent_inter.bytes, dedup ? 16 : 24) << what;
+    EXPECT_EQ(c[2].counts.steps().at("inter").recv_inter.bytes, dedup ? 16 : 24) << what;
+    EXPECT_EQ(c[2].counts.steps().at("final").sent_intra.msgs, 1) << what;
+    EXPECT_EQ(c[3].counts.steps().at("final").recv_intra.bytes, 8) << what;
+    EXPECT_EQ(c[3].counts.total().sent().msgs, 0) << what;
+    EXPECT_EQ(c[1].counts.total().sent_inter.msgs, 0) << what;
+    for (const auto& rc : c) EXPECT_EQ(rc.stages, 3) << what;
+  }
+  const auto direct = virt::halo_counts("p2p", h, region, opt);
+  EXPECT_EQ(direct[0].counts.total().sent_inter.msgs, 2);
+  EXPECT_EQ(direct[2].counts.total().recv_inter.msgs, 2);
+}
+
+TEST(PlanStats, BadHaloInputIsAnInputError) {
+  const std::vector<int> region = {0, 0, 1};
+  virt::HaloPattern h;
+  h.p = 3;
+  h.send = {{{1, {4}}}, {}, {}};
+  EXPECT_THROW(virt::halo_counts("auto", h, region, {}), InputError);
+  EXPECT_THROW(virt::halo_counts("p2p", h, {0, 0}, {}), InputError);
+  h.send[2] = {{2, {1}}};  // self
+  EXPECT_THROW(virt::halo_counts("p2p", h, region, {}), InputError);
+  h.send[2] = {{1, {}}};  // empty segment
+  EXPECT_THROW(virt::halo_counts("aggregated", h, region, {}), InputError);
+  h.send[2] = {{1, {1}}, {0, {2}}};  // not ascending
+  EXPECT_THROW(virt::halo_counts("combined", h, region, {}), InputError);
+  EXPECT_THROW(virt::HaloPattern::from_graph(virt::Graph::from_spec(4, "moore:2,1"), 0), InputError);
+  EXPECT_THROW(virt::HaloPattern::from_matrix(RowPartition::balanced(4, 2), RowPartition::balanced(4, 2), {{0, 4, 1.0}}),
+               InputError);
+  EXPECT_THROW(virt::HaloPattern::from_matrix(RowPartition::balanced(4, 2), RowPartition::balanced(4, 3), {}), InputError);
 }
 
 }  // namespace

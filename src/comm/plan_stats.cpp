@@ -4,7 +4,9 @@
 #include <climits>
 #include <map>
 #include <set>
+#include <tuple>
 
+#include "comm/aggregation.hpp"
 #include "comm/error.hpp"
 #include "comm/locality.hpp"
 #include "comm/topology.hpp"
@@ -328,6 +330,249 @@ std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g
       if (s.dest[i] != a) c.record_send("stage2", intra(a, s.dest[i]), bytes * static_cast<int64_t>(s.dest_origins[i].size()));
     for (size_t i = 0; i < s.from.size(); ++i)
       if (s.from[i] != a) c.record_recv("stage2", intra(a, s.from[i]), bytes * static_cast<int64_t>(s.from_origins[i].size()));
+    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
+    out[a].groups_led = s.groups_led;
+    out[a].group_members = s.group_members;
+  }
+  return out;
+}
+
+// --- Halo-exchange Plans --------------------------------------------------------------
+
+int64_t HaloPattern::segments() const {
+  int64_t n = 0;
+  for (const auto& v : send) n += static_cast<int64_t>(v.size());
+  return n;
+}
+
+HaloPattern HaloPattern::from_graph(const Graph& g, int64_t count) {
+  if (count < 1) throw InputError("plan statistics: a halo pattern needs at least one value per message, got " + std::to_string(count));
+  HaloPattern h;
+  h.p = g.p;
+  h.send.resize(static_cast<size_t>(g.p));
+  for (int a = 0; a < g.p; ++a) {
+    std::vector<int64_t> ids(static_cast<size_t>(count));
+    for (int64_t j = 0; j < count; ++j) ids[static_cast<size_t>(j)] = a * count + j;
+    for (int d : g.dest[a]) h.send[a].emplace_back(d, ids);
+  }
+  return h;
+}
+
+HaloPattern HaloPattern::from_matrix(const RowPartition& rows, const RowPartition& cols,
+                                     const std::vector<Triplet<double>>& entries) {
+  const int p = rows.num_parts();
+  if (p < 1 || cols.num_parts() != p)
+    throw InputError("plan statistics: row and column partitions over " + std::to_string(p) + " and " +
+                     std::to_string(cols.num_parts()) + " parts");
+  // (owner of the column, rank of the row, column): one record per ghost reference.
+  struct Ref {
+    int owner, rank;
+    int64_t col;
+    bool operator<(const Ref& o) const { return std::tie(owner, rank, col) < std::tie(o.owner, o.rank, o.col); }
+    bool operator==(const Ref& o) const { return owner == o.owner && rank == o.rank && col == o.col; }
+  };
+  std::vector<Ref> refs;
+  for (const auto& e : entries) {
+    if (e.row < 0 || e.row >= rows.global_size() || e.col < 0 || e.col >= cols.global_size())
+      throw InputError("plan statistics: entry (" + std::to_string(e.row) + ", " + std::to_string(e.col) +
+                       ") outside a " + std::to_string(rows.global_size()) + " x " +
+                       std::to_string(cols.global_size()) + " matrix");
+    const int r = rows.owner(e.row);
+    if (e.col >= cols.begin(r) && e.col < cols.end(r)) continue;
+    refs.push_back({cols.owner(e.col), r, e.col});
+  }
+  std::sort(refs.begin(), refs.end());
+  refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+  HaloPattern h;
+  h.p = p;
+  h.send.resize(static_cast<size_t>(p));
+  for (const Ref& x : refs) {
+    auto& v = h.send[x.owner];
+    if (v.empty() || v.back().first != x.rank) v.emplace_back(x.rank, std::vector<int64_t>{});
+    v.back().second.push_back(x.col);
+  }
+  return h;
+}
+
+namespace {
+
+void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
+  if (pat.p < 1 || pat.send.size() != static_cast<size_t>(pat.p))
+    throw InputError("plan statistics: a halo pattern of " + std::to_string(pat.p) + " ranks with " +
+                     std::to_string(pat.send.size()) + " send lists");
+  if (region.size() != static_cast<size_t>(pat.p))
+    throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(pat.p) + " ranks");
+  for (int a = 0; a < pat.p; ++a) {
+    int last = -1;
+    for (const auto& [d, ids] : pat.send[a]) {
+      if (d < 0 || d >= pat.p || d == a || d <= last || ids.empty())
+        throw InputError("plan statistics: rank " + std::to_string(a) + " of the halo pattern sends to " +
+                         std::to_string(d) + " (destinations must be other ranks, ascending, each with values)");
+      last = d;
+    }
+  }
+}
+
+// Counts of the 3-step aggregation (backends/aggregated.cpp), following its setup step
+// by step: local segments directly; each region's leaders (send side) and receivers
+// (receive side) by LPT over the region's members in rank order; initial messages to
+// leaders merged per leader; one inter-region message per (region, region) pair; final
+// messages from receivers merged per destination. A value is (origin rank, id); with
+// duplicate removal it crosses a region pair once.
+std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
+                                          bool dedup) {
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  int nreg = 0;
+  for (int x : region) nreg = std::max(nreg, x + 1);
+  std::vector<std::vector<int>> members(static_cast<size_t>(nreg));
+  for (int a = 0; a < p; ++a) members[region[a]].push_back(a);
+
+  // keys[a][S]: the values a sends to region S != region[a] (dedup: distinct ids).
+  // recv_count[d][R']: how many values d receives from ranks of R' != region[d].
+  // by_pair[(R, S)][d]: the values ranks of R send to d in S, as (origin, id).
+  std::vector<std::map<int, int64_t>> keys(static_cast<size_t>(p)), recv_count(static_cast<size_t>(p));
+  std::map<std::pair<int, int>, std::map<int, std::vector<std::pair<int, int64_t>>>> by_pair;
+  for (int a = 0; a < p; ++a) {
+    std::map<int, std::vector<int64_t>> ids_to;
+    for (const auto& [d, ids] : pat.send[a]) {
+      const int S = region[d];
+      if (S == region[a]) {
+        out[a].counts.record_send("local", true, static_cast<int64_t>(ids.size()) * eb);
+        out[d].counts.record_recv("local", true, static_cast<int64_t>(ids.size()) * eb);
+        continue;
+      }
+      recv_count[d][region[a]] += static_cast<int64_t>(ids.size());
+      auto& v = ids_to[S];
+      v.insert(v.end(), ids.begin(), ids.end());
+      auto& w = by_pair[{region[a], S}][d];
+      for (int64_t id : ids) w.emplace_back(a, id);
+    }
+    for (auto& [S, v] : ids_to) {
+      if (dedup) {
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+      }
+      keys[a][S] = static_cast<int64_t>(v.size());
+    }
+  }
+  // Per region: leaders of the regions it sends to, receivers of those it receives from.
+  std::vector<std::map<int, int>> leader(static_cast<size_t>(nreg)), receiver(static_cast<size_t>(nreg));
+  std::vector<bool> region_sends(static_cast<size_t>(nreg), false);
+  for (int R = 0; R < nreg; ++R) {
+    std::map<int, int64_t> send_vol, recv_vol;
+    for (int a : members[R]) {
+      for (const auto& [S, n] : keys[a]) send_vol[S] += n;
+      for (const auto& [Rp, n] : recv_count[a]) recv_vol[Rp] += n;
+    }
+    region_sends[R] = !send_vol.empty();
+    const int slots = static_cast<int>(members[R].size());
+    for (const auto& [S, slot] : detail::lpt_assign(send_vol, slots)) leader[R][S] = members[R][slot];
+    for (const auto& [Rp, slot] : detail::lpt_assign(recv_vol, slots)) receiver[R][Rp] = members[R][slot];
+  }
+  // Initial: each rank to each leader of its remote regions (itself excepted), merged.
+  for (int a = 0; a < p; ++a) {
+    std::map<int, int64_t> to_leader;
+    for (const auto& [S, n] : keys[a]) {
+      const int L = leader[region[a]].at(S);
+      if (L != a) to_leader[L] += n;
+    }
+    for (const auto& [L, n] : to_leader) {
+      out[a].counts.record_send("initial", true, n * eb);
+      out[L].counts.record_recv("initial", true, n * eb);
+    }
+  }
+  // Inter: leader of (R -> S) to the receiver of (S <- R), one message per pair.
+  for (const auto& [pair, by_dest] : by_pair) {
+    const auto [R, S] = pair;
+    int64_t n = 0;
+    if (dedup) {
+      std::vector<std::pair<int, int64_t>> all;
+      for (const auto& [d, v] : by_dest) all.insert(all.end(), v.begin(), v.end());
+      std::sort(all.begin(), all.end());
+      n = static_cast<int64_t>(std::unique(all.begin(), all.end()) - all.begin());
+    } else {
+      for (const auto& [d, v] : by_dest) n += static_cast<int64_t>(v.size());
+    }
+    out[leader[R].at(S)].counts.record_send("inter", false, n * eb);
+    out[receiver[S].at(R)].counts.record_recv("inter", false, n * eb);
+  }
+  // Final: each receiver to each destination of its region (itself excepted), merged
+  // over the source regions it receives for.
+  for (int d = 0; d < p; ++d) {
+    std::map<int, int64_t> from_receiver;
+    for (const auto& [Rp, n] : recv_count[d]) {
+      const int V = receiver[region[d]].at(Rp);
+      if (V != d) from_receiver[V] += n;
+    }
+    for (const auto& [V, n] : from_receiver) {
+      out[V].counts.record_send("final", true, n * eb);
+      out[d].counts.record_recv("final", true, n * eb);
+    }
+  }
+  for (int a = 0; a < p; ++a)
+    out[a].stages = (keys[a].empty() && recv_count[a].empty() && !region_sends[region[a]]) ? 1 : 3;
+  return out;
+}
+
+}  // namespace
+
+std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPattern& pat, const std::vector<int>& region,
+                                    const PlanOptions& opt) {
+  check_halo(pat, region);
+  if (opt.width < 1 || opt.value_bytes < 1) throw InputError("plan statistics: width and value size must be positive");
+  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  auto intra = [&](int a, int b) { return region[a] == region[b]; };
+  if (backend == "p2p" || backend == "neighbor" || backend == "neighbor_persistent") {
+    for (int a = 0; a < p; ++a)
+      for (const auto& [d, ids] : pat.send[a]) {
+        const int64_t bytes = static_cast<int64_t>(ids.size()) * eb;
+        out[a].counts.record_send("direct", intra(a, d), bytes);
+        out[d].counts.record_recv("direct", intra(a, d), bytes);
+      }
+    return out;
+  }
+  if (backend == "aggregated" || backend == "aggregated_dedup")
+    return aggregated_counts(pat, region, eb, backend == "aggregated_dedup");
+  if (backend != "combined")
+    throw InputError("plan statistics: no statistics for halo backend '" + backend +
+                     "'; available: p2p, neighbor, neighbor_persistent, combined, aggregated, aggregated_dedup");
+  // backends/combined.cpp: the combining schedule of the pattern's graph; stage 1 carries
+  // an origin's segments for the destinations a member covers; stage 2 one message per
+  // destination with the segments of its origins; one receive per forwarder.
+  std::vector<std::vector<int>> dest(static_cast<size_t>(p));
+  std::vector<std::map<int, int64_t>> count(static_cast<size_t>(p));  // count[o][d]
+  for (int a = 0; a < p; ++a)
+    for (const auto& [d, ids] : pat.send[a]) {
+      dest[a].push_back(d);
+      count[a][d] = static_cast<int64_t>(ids.size());
+    }
+  const auto sched = combining_schedules(Graph::from_destinations(p, std::move(dest)), region, opt.combining);
+  for (int a = 0; a < p; ++a) {
+    const auto& s = sched[a];
+    auto& c = out[a].counts;
+    for (size_t i = 0; i < s.stage1_send.size(); ++i) {
+      int64_t n = 0;
+      for (int d : s.stage1_send_dests[i]) n += count[a].at(d);
+      c.record_send("stage1", intra(a, s.stage1_send[i]), n * eb);
+    }
+    for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
+      int64_t n = 0;
+      for (int d : s.stage1_recv_dests[i]) n += count[s.stage1_recv[i]].at(d);
+      c.record_recv("stage1", intra(a, s.stage1_recv[i]), n * eb);
+    }
+    for (size_t i = 0; i < s.dest.size(); ++i) {
+      int64_t n = 0;
+      for (int o : s.dest_origins[i]) n += count[o].at(s.dest[i]);
+      c.record_send("stage2", intra(a, s.dest[i]), n * eb);
+    }
+    for (size_t i = 0; i < s.from.size(); ++i) {
+      int64_t n = 0;
+      for (int o : s.from_origins[i]) n += count[o].at(a);
+      c.record_recv("stage2", intra(a, s.from[i]), n * eb);
+    }
     out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
     out[a].groups_led = s.groups_led;
     out[a].group_members = s.group_members;

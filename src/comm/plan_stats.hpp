@@ -6,7 +6,9 @@
 // (a plan never depends on message timing), so each rank's schedule can be computed
 // without running MPI at all. This file does that for the allgather-shaped exchange
 // (gather_plan.hpp): the direct schedule (`p2p`, `neighbor`) and message combining
-// (`combined`, combining.hpp). It makes exactly the decisions of
+// (`combined`, combining.hpp); and for the halo-exchange Plans (plan.hpp) of any pattern
+// (an SpMV halo of a matrix, or the allgather shape): `p2p`, `neighbor`, `combined` and the
+// locality-aware `aggregated` / `aggregated_dedup`. It makes exactly the decisions of
 // CombiningSchedule::build -- same queries, same matching sub-rounds, same tie-breaks, same
 // splits of the common neighborhoods -- from the whole graph instead of from messages,
 // with bitsets and inverted lists instead of the O(degree^2) replies a rank exchanges.
@@ -18,7 +20,10 @@
 
 #include "comm/combining.hpp"
 #include "comm/gather_plan.hpp"
+#include "comm/plan.hpp"
 #include "comm/stats.hpp"
+#include "matrix/dist_csr.hpp"
+#include "matrix/row_partition.hpp"
 
 namespace sparsecomm::virt {
 
@@ -63,5 +68,32 @@ struct RankCounts {
 /// names (the statistics of the other backends are not computed here).
 std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g, const std::vector<int>& region,
                                       const GatherOptions& opt, int64_t count);
+
+/// A halo-exchange pattern of p virtual ranks by global id: what every rank sends to whom
+/// (a Pattern's send side; the receive side is its transpose). Only the sets of ids matter
+/// for the counts, not their order.
+struct HaloPattern {
+  int p = 0;
+  /// send[a]: (destination, ids) with destinations ascending, unique and != a, and at
+  /// least one id each (Pattern never holds an empty segment).
+  std::vector<std::vector<std::pair<int, std::vector<int64_t>>>> send;
+  int64_t segments() const;
+  /// The allgather shape as a halo pattern: every rank sends the same `count` values
+  /// (ids a*count ... a*count+count-1) to each out-neighbor of g. count >= 1.
+  static HaloPattern from_graph(const Graph& g, int64_t count);
+  /// The SpMV halo of a matrix with these entries, rows and columns block-distributed
+  /// as given (what Pattern::from_matrix derives on every rank): rank r receives, from
+  /// the owner of each column outside its own column block that its rows touch, that
+  /// column's value. Entries out of range are an InputError.
+  static HaloPattern from_matrix(const RowPartition& rows, const RowPartition& cols,
+                                 const std::vector<Triplet<double>>& entries);
+};
+
+/// Per-rank counts of halo backend `backend` ("p2p", "neighbor", "neighbor_persistent",
+/// "combined", "aggregated" or "aggregated_dedup"; opt.combining for "combined"), each
+/// value of opt.width * opt.value_bytes bytes: what Plan::iteration_counts() and
+/// Plan::stages() report on every rank of the real run. Other names are an InputError.
+std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPattern& pat, const std::vector<int>& region,
+                                    const PlanOptions& opt);
 
 }  // namespace sparsecomm::virt

@@ -25,6 +25,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "comm/aggregation.hpp"
 #include "comm/plan.hpp"
 
 namespace sparsecomm {
@@ -60,21 +61,6 @@ struct StagedRecv {
   int64_t offset = 0, count = 0;  // in elements
   MPI_Request req = MPI_REQUEST_NULL;
 };
-
-// Longest-processing-time assignment of regions (by volume) to `slots` ranks.
-std::map<int, int> lpt_assign(const std::map<int, int64_t>& volume, int slots) {
-  std::vector<std::pair<int64_t, int>> order;
-  for (const auto& [region, vol] : volume) order.emplace_back(-vol, region);
-  std::sort(order.begin(), order.end());
-  std::vector<int64_t> load(static_cast<size_t>(slots), 0);
-  std::map<int, int> out;
-  for (const auto& [negvol, region] : order) {
-    const int slot = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[slot] += -negvol;
-    out[region] = slot;
-  }
-  return out;
-}
 
 // Dense alltoallv of int64 records inside a region (O(region size) setup cost).
 std::vector<std::vector<int64_t>> region_alltoallv(MPI_Comm local, const std::vector<std::vector<int64_t>>& out) {
@@ -243,8 +229,8 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
   std::map<int, int64_t> send_vol, recv_vol;
   for (size_t k = 0; k < all.size(); k += 3) (all[k] == 0 ? send_vol : recv_vol)[static_cast<int>(all[k + 1])] += all[k + 2];
   std::map<int, int> leader_of, receiver_of;  // region -> global rank
-  for (auto& [S, slot] : lpt_assign(send_vol, nlocal)) leader_of[S] = loc.member(my_region, slot);
-  for (auto& [Rp, slot] : lpt_assign(recv_vol, nlocal)) receiver_of[Rp] = loc.member(my_region, slot);
+  for (auto& [S, slot] : detail::lpt_assign(send_vol, nlocal)) leader_of[S] = loc.member(my_region, slot);
+  for (auto& [Rp, slot] : detail::lpt_assign(recv_vol, nlocal)) receiver_of[Rp] = loc.member(my_region, slot);
 
   // --- 3. Rendezvous: leaders and receivers announce themselves to the partner region ----
   // Records (kind, my region, my rank) go to the first rank of the partner region, which
