@@ -1,11 +1,14 @@
-// sparsecomm plan-stats: exact schedule counts of the allgather-shaped backends for P
+// sparsecomm plan-stats: exact schedule counts of the communication backends for P
 // VIRTUAL ranks, computed in one process (no MPI exchange, no simulation): messages and
 // bytes per rank split intra/inter-region, stages, combining groups (hyperedges) and their
-// sizes, and a MODELLED latency from the alpha-beta model per locality class. These are
-// the counts the real runs produce (tests/test_plan_stats.cpp checks that rank by rank),
-// for the sizes where even SMPI is too slow (dense random graphs at 4K+ ranks).
+// sizes, and a MODELLED latency from the alpha-beta model per locality class. Two kinds of
+// exchange: the allgather shape over a topology spec (every rank sends one block to each
+// out-neighbor), and the SpMV halo of a matrix file with rows block-distributed over P.
+// These are the counts the real runs produce (tests/test_plan_stats.cpp checks that rank
+// by rank), for the sizes where even SMPI is too slow (dense random graphs at 4K+ ranks).
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -13,6 +16,8 @@
 
 #include "comm/model.hpp"
 #include "comm/plan_stats.hpp"
+#include "matrix/data_path.hpp"
+#include "matrix/mtx_reader.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
@@ -92,30 +97,45 @@ Summary summarize(const std::vector<virt::RankCounts>& v, const ModelParams& m) 
   return s;
 }
 
+// One exchange to count: a topology spec (allgather shape) or a matrix (SpMV halo).
+struct Case {
+  std::string label;  // topology spec or "matrix:<file name>"
+  std::string shape;  // "allgather" or "spmv"
+  std::string spec;   // topology spec (allgather)
+  const MtxData* mtx = nullptr;
+};
+
 }  // namespace
 
 int plan_stats_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
   Options o({{"ranks", {"4096", "P: number of virtual ranks (comma-separated list allowed)"}},
-             {"topos", {"er:0.05;moore:2,2", "topologies separated by ';' or spaces: er:<density>[,seed], moore:<dims>,<radius>"}},
+             {"topos", {"er:0.05;moore:2,2", "topologies separated by ';' or spaces: er:<density>[,seed], moore:<dims>,<radius> (allgather shape; skipped when only --matrices is given)"}},
+             {"matrices", {"", "matrices (SuiteSparse names or .mtx paths, ';' or spaces): their SpMV halo, rows block-distributed over P"}},
+             {"backends", {"direct,combined", "direct (p2p/neighbor), combined, aggregated, aggregated_dedup"}},
              {"regions", {"ppn:32", "region layout of the virtual ranks: ppn:k, cyclic:n, flat, single"}},
              {"k", {"2", "combining group sizes, comma-separated (each >= 2)"}},
              {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
              {"aware", {"agnostic", "agnostic, aware or both"}},
-             {"size", {"4", "bytes each rank sends to each out-neighbor"}},
+             {"size", {"4", "allgather shape: bytes each rank sends to each out-neighbor"}},
+             {"width", {"1", "SpMV halo: vectors per exchange (8-byte values)"}},
              {"model", {"", "model parameter file for the modelled latency (default: built-in, see model.hpp)"}},
-             {"json", {"", "append one JSON line per (topology, P, variant) to this file"}}},
+             {"json", {"", "append one JSON line per (exchange, P, variant) to this file"}}},
             "usage: sparsecomm plan-stats [options]     (one process; extra MPI ranks stay idle)\n"
-            "Exact per-rank schedule counts of p2p/neighbor (direct) and combined for P virtual ranks,\n"
-            "the same counts a real run builds (tested), plus a MODELLED latency.\n"
+            "Exact per-rank schedule counts of the backends for P virtual ranks, the same counts a\n"
+            "real run builds (tested), plus a MODELLED latency. 'direct' is the baseline.\n"
             "examples:\n"
             "  sparsecomm plan-stats --ranks 4096 --topos 'er:0.1;er:0.4' --k 2,4 --aware both\n"
-            "  sparsecomm plan-stats --ranks 1024,4096,8192 --topos 'moore:2,2' --regions ppn:8");
+            "  sparsecomm plan-stats --ranks 1024,4096,8192 --topos 'moore:2,2' --regions ppn:8\n"
+            "  sparsecomm plan-stats --ranks 512,2048 --matrices G2_circuit --regions ppn:16 \\\n"
+            "      --backends direct,combined,aggregated,aggregated_dedup");
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();
     return 0;
   }
+  bool topos_given = false;
+  for (int i = 1; i < argc; ++i) topos_given |= std::string(argv[i]).rfind("--topos", 0) == 0;
   // Everything happens on rank 0; an error there is agreed with the other ranks.
   std::string err;
   int rc = 0;
@@ -125,37 +145,88 @@ int plan_stats_main(int argc, char** argv) {
       const auto ks = int_list("k", o.get("k"));
       const int theta = int_list("theta", o.get("theta")).at(0);
       const int64_t size = int_list("size", o.get("size")).at(0);
+      const int width = int_list("width", o.get("width")).at(0);
       std::vector<bool> awares;
       const std::string aw = o.get("aware");
       if (aw == "agnostic" || aw == "both") awares.push_back(false);
       if (aw == "aware" || aw == "both") awares.push_back(true);
       if (awares.empty()) throw InputError("plan-stats: --aware must be agnostic, aware or both, got '" + aw + "'");
-      const auto topos = split_topos(o.get("topos"));
-      if (topos.empty()) throw InputError("plan-stats: --topos is empty");
+      std::vector<std::string> backends;
+      for (const auto& b : split_list(o.get("backends"))) {
+        if (b != "direct" && b != "combined" && b != "aggregated" && b != "aggregated_dedup")
+          throw InputError("plan-stats: unknown backend '" + b + "' in --backends; available: direct, combined, aggregated, aggregated_dedup");
+        if (b != "direct") backends.push_back(b);
+      }
+      const auto matrices = split_topos(o.get("matrices"));
+      const auto topos = (matrices.empty() || topos_given) ? split_topos(o.get("topos")) : std::vector<std::string>{};
+      if (topos.empty() && matrices.empty()) throw InputError("plan-stats: nothing to count (--topos and --matrices are empty)");
+      if (width < 1) throw InputError("plan-stats: --width must be >= 1");
       const ModelParams model = ModelParams::load(o.get("model"));
       std::ofstream json;
       if (!o.get("json").empty()) {
         json.open(o.get("json"), std::ios::app);
         if (!json) throw InputError("plan-stats: cannot open " + o.get("json") + " for appending");
       }
+      // Matrices are read once (before any output, so that a bad name fails early).
+      std::vector<MtxData> mtx;
+      std::vector<Case> cases;
+      for (const auto& spec : topos) cases.push_back({spec, "allgather", spec, nullptr});
+      mtx.reserve(matrices.size());
+      for (const auto& name : matrices) {
+        const std::string path = find_matrix(name);
+        mtx.push_back(parse_mtx(path));
+        cases.push_back({"matrix:" + path.substr(path.find_last_of('/') + 1), "spmv", "", &mtx.back()});
+      }
       std::cout << "plan-stats: exact schedule counts of virtual ranks (no execution); latency is MODELLED\n"
-                << "model: " << model.describe() << "\nmessage size " << size << " B per out-neighbor, regions "
-                << o.get("regions") << ", theta " << theta << "\n"
+                << "model: " << model.describe() << "\nallgather shape: " << size
+                << " B per out-neighbor; SpMV halo: " << 8 * width << " B per value; regions " << o.get("regions")
+                << ", theta " << theta << "\n"
                 << "msgs = messages sent per rank per exchange (max, mean; mean intra/inter-region);"
                    " groups = combining groups (hyperedges) of size >= 2, mean size;\n"
                    "reduction = mean msgs of direct / mean msgs; modelled = busiest rank, alpha-beta per class\n\n";
       for (int p : ranks)
-        for (const auto& spec : topos) {
+        for (const auto& c : cases) {
           const auto t0 = std::chrono::steady_clock::now();
-          const auto g = virt::Graph::from_spec(p, spec);
           const auto region = virt::regions_from_spec(p, o.get("regions"));
-          std::cout << spec << " on " << p << " ranks: " << g.edges() << " edges, mean degree "
-                    << num("%.1f", static_cast<double>(g.edges()) / p) << "\n";
+          // The counts of one backend variant for this exchange.
+          std::function<std::vector<virt::RankCounts>(const std::string&, const CombiningOptions&)> counts;
+          virt::Graph g;
+          virt::HaloPattern halo;
+          int64_t edges = 0;
+          if (c.shape == "allgather") {
+            g = virt::Graph::from_spec(p, c.spec);
+            edges = g.edges();
+            counts = [&, p](const std::string& b, const CombiningOptions& co) {
+              if (b == "aggregated" || b == "aggregated_dedup") {
+                if (halo.p != p) halo = virt::HaloPattern::from_graph(g, size);
+                PlanOptions po;
+                po.value_bytes = 1;
+                return virt::halo_counts(b, halo, region, po);
+              }
+              GatherOptions go;
+              go.value_bytes = 1;
+              go.combining = co;
+              return virt::gather_counts(b == "direct" ? "p2p" : b, g, region, go, size);
+            };
+            std::cout << c.label << " on " << p << " ranks (allgather shape): " << edges << " edges, mean degree "
+                      << num("%.1f", static_cast<double>(edges) / p) << "\n";
+          } else {
+            const auto& h = c.mtx->header;
+            halo = virt::HaloPattern::from_matrix(RowPartition::balanced(h.rows, p), RowPartition::balanced(h.cols, p),
+                                                  c.mtx->entries);
+            edges = halo.segments();
+            counts = [&](const std::string& b, const CombiningOptions& co) {
+              PlanOptions po;
+              po.width = width;
+              po.combining = co;
+              return virt::halo_counts(b == "direct" ? "p2p" : b, halo, region, po);
+            };
+            std::cout << c.label << " on " << p << " ranks (SpMV halo, " << h.rows << " rows): " << edges
+                      << " messages, mean degree " << num("%.1f", static_cast<double>(edges) / p) << "\n";
+          }
           Table tab({"variant", "msgs max", "msgs mean", "intra", "inter", "inter max", "bytes max", "stages",
                      "groups", "size", "reduction", "modelled[us]", "speedup", "host[s]"});
-          GatherOptions base;
-          base.value_bytes = 1;
-          const auto direct = summarize(virt::gather_counts("p2p", g, region, base, size), model);
+          const auto direct = summarize(counts("direct", {}), model);
           auto row = [&](const std::string& name, const Summary& s, double host, int k, bool aware) {
             tab.add({name, num("%.0f", s.msgs_max), num("%.1f", s.msgs_mean), num("%.1f", s.intra_mean),
                      num("%.1f", s.inter_mean), num("%.0f", s.inter_max), num("%.0f", s.bytes_max),
@@ -163,31 +234,41 @@ int plan_stats_main(int argc, char** argv) {
                      num("%.2f", direct.msgs_mean / std::max(s.msgs_mean, 1e-30)), num("%.2f", s.model_max * 1e6),
                      num("%.2f", direct.model_max / std::max(s.model_max, 1e-30)), num("%.2f", host)});
             if (json.is_open())
-              json << "{\"bench\":\"plan-stats\",\"topo\":\"" << json_escape(spec) << "\",\"p\":" << p
-                   << ",\"regions\":\"" << json_escape(o.get("regions")) << "\",\"variant\":\"" << json_escape(name)
-                   << "\",\"k\":" << k << ",\"aware\":" << (aware ? "true" : "false") << ",\"theta\":" << theta
-                   << ",\"size\":" << size << ",\"edges\":" << g.edges() << ",\"msgs_max\":" << s.msgs_max
-                   << ",\"msgs_mean\":" << s.msgs_mean << ",\"intra_mean\":" << s.intra_mean
-                   << ",\"inter_mean\":" << s.inter_mean << ",\"inter_max\":" << s.inter_max
-                   << ",\"bytes_max\":" << s.bytes_max << ",\"stages\":" << s.stages << ",\"groups\":" << s.groups
+              json << "{\"bench\":\"plan-stats\",\"topo\":\"" << json_escape(c.label) << "\",\"shape\":\"" << c.shape
+                   << "\",\"p\":" << p << ",\"regions\":\"" << json_escape(o.get("regions")) << "\",\"variant\":\""
+                   << json_escape(name) << "\",\"k\":" << k << ",\"aware\":" << (aware ? "true" : "false")
+                   << ",\"theta\":" << theta << ",\"size\":" << (c.shape == "spmv" ? 8 * width : size)
+                   << ",\"edges\":" << edges << ",\"msgs_max\":" << s.msgs_max << ",\"msgs_mean\":" << s.msgs_mean
+                   << ",\"intra_mean\":" << s.intra_mean << ",\"inter_mean\":" << s.inter_mean
+                   << ",\"inter_max\":" << s.inter_max << ",\"bytes_max\":" << s.bytes_max
+                   << ",\"stages\":" << s.stages << ",\"groups\":" << s.groups
                    << ",\"group_size_mean\":" << s.group_size_mean
                    << ",\"reduction\":" << direct.msgs_mean / std::max(s.msgs_mean, 1e-30)
                    << ",\"modelled_s\":" << s.model_max << ",\"modelled_speedup\":"
                    << direct.model_max / std::max(s.model_max, 1e-30) << ",\"host_s\":" << host << "}\n";
           };
-          const double host0 = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          row("direct", direct, host0, 0, false);
-          for (int k : ks)
-            for (bool aware : awares) {
+          auto since = [](std::chrono::steady_clock::time_point t) {
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+          };
+          row("direct", direct, since(t0), 0, false);
+          for (const auto& b : backends) {
+            if (b != "combined") {
               const auto t1 = std::chrono::steady_clock::now();
-              GatherOptions go = base;
-              go.combining.k = k;
-              go.combining.theta = theta;
-              go.combining.aware = aware;
-              const auto s = summarize(virt::gather_counts("combined", g, region, go, size), model);
-              const double host = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-              row("combined k=" + std::to_string(k) + (aware ? " aware" : " agnostic"), s, host, k, aware);
+              const auto s = summarize(counts(b, {}), model);
+              row(b, s, since(t1), 0, false);
+              continue;
             }
+            for (int k : ks)
+              for (bool aware : awares) {
+                const auto t1 = std::chrono::steady_clock::now();
+                CombiningOptions co;
+                co.k = k;
+                co.theta = theta;
+                co.aware = aware;
+                const auto s = summarize(counts(b, co), model);
+                row("combined k=" + std::to_string(k) + (aware ? " aware" : " agnostic"), s, since(t1), k, aware);
+              }
+          }
           std::cout << tab.str() << "\n" << std::flush;
         }
     } catch (const std::exception& e) {
