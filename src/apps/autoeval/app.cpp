@@ -7,10 +7,12 @@
 //   mpirun -np 8 sparsecomm_autoeval --matrices all --regions ppn:4 --model model.txt
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "comm/model.hpp"
 #include "common/app_main.hpp"
@@ -32,29 +34,49 @@ namespace sparsecomm::apps {
 int autoeval_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
-  apps::Options o({{"matrices", {"all", "comma-separated names/paths/generator specs (gen:...), or all"}},
+  apps::Options o({{"matrices", {"all", "names/paths/generator specs (gen:...) separated by ',' (or by ';' or spaces when a spec has commas); 'all' = every shared matrix and gen:rotate:256,256"}},
                    {"regions", {"node", "region layout"}},
                    {"model", {"", "model parameter file (default: $SPARSECOMM_MODEL or built-in)"}},
                    {"reps", {"200", "exchanges timed per backend"}},
+                   {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}},
                    {"json", {"", "append JSON lines"}}},
                   "usage: mpirun -np P sparsecomm_autoeval [options]\n"
+                  "Progress goes to stderr (one line per matrix); scripts/eval_auto.sh runs the whole evaluation.\n"
                   "example: mpirun -np 8 sparsecomm autoeval --matrices HB/bcsstk13,AMD/G2_circuit --regions ppn:4 --reps 100");
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();
     return 0;
   }
   std::vector<std::string> mats;
-  if (o.get("matrices") == "all") {
+  std::string list = o.get("matrices");
+  if (list.find_first_of("; ") != std::string::npos) {
+    std::replace(list.begin(), list.end(), ';', '\n');
+    std::replace(list.begin(), list.end(), ' ', '\n');
+  } else {
+    std::replace(list.begin(), list.end(), ',', '\n');
+  }
+  std::vector<std::string> items;
+  {
+    std::stringstream ss(list);
+    for (std::string m; std::getline(ss, m);)
+      if (!m.empty()) items.push_back(m);
+  }
+  for (const auto& m : items) {
+    if (m != "all") {
+      mats.push_back(m);
+      continue;
+    }
     for (const auto& p : list_matrices()) mats.push_back(p);
     mats.push_back("gen:rotate:256,256");
-  } else {
-    mats = apps::split_list(o.get("matrices"));
   }
+  if (mats.empty()) throw InputError("autoeval: --matrices is empty");
   Locality loc = Locality::parse(comm, o.get("regions"));
   const ModelParams model = agreed(comm, [&] { return ModelParams::load(o.get("model")); });
   apps::Table t({"matrix", "auto picks", "regret", "p2p/best", "best", "pred. error (max |log ratio| over backends)"});
   int within10 = 0, never_worse = 0, cases = 0;
+  const double t_start = MPI_Wtime();
   for (const auto& m : mats) {
+    const double t_matrix = MPI_Wtime();
     DistCsr<double> a = m.rfind("gen:", 0) == 0 ? gen::from_spec(comm, m.substr(4)) : read_matrix_market(comm, find_matrix(m));
     Sdde sdde(comm, loc);
     Pattern pat = Pattern::from_matrix(a, sdde, "nbx");
@@ -79,12 +101,17 @@ int autoeval_main(int argc, char** argv) {
     within10 += regret <= 1.10;
     never_worse += measured[chosen->name()] <= measured["p2p"] * 1.10;
     const std::string name = m.substr(m.find_last_of('/') + 1);
+    if (rank == 0)
+      std::cerr << "autoeval: [" << cases << "/" << mats.size() << "] " << name << ": auto " << chosen->name()
+                << ", regret " << apps::num("%.2f", regret) << " (" << apps::num("%.1f", MPI_Wtime() - t_matrix)
+                << " s, " << apps::num("%.0f", MPI_Wtime() - t_start) << " s in all)" << std::endl;
     t.add({name, chosen->name(), apps::num("%.2f", regret), apps::num("%.2f", measured["p2p"] / measured[best]), best,
            apps::num("%.2f", err)});
     if (rank == 0 && !o.get("json").empty()) {
       std::ofstream js(o.get("json"), std::ios::app);
       for (const auto& [b, v] : measured)
-        js << "{\"bench\":\"autoeval\",\"matrix\":\"" << name << "\",\"ranks\":" << comm_size(comm)
+        js << "{\"bench\":\"autoeval\",\"label\":\"" << apps::json_escape(o.get("label")) << "\",\"matrix\":\""
+           << apps::json_escape(name) << "\",\"ranks\":" << comm_size(comm)
            << ",\"regions\":\"" << loc.describe() << "\",\"backend\":\"" << b << "\",\"measured_s\":" << v
            << ",\"predicted_s\":" << predicted[b] << ",\"auto\":\"" << chosen->name() << "\"}\n";
     }
