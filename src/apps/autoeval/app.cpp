@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "comm/model.hpp"
@@ -37,7 +38,8 @@ int autoeval_main(int argc, char** argv) {
   apps::Options o({{"matrices", {"all", "names/paths/generator specs (gen:...) separated by ',' (or by ';' or spaces when a spec has commas); 'all' = every shared matrix and gen:rotate:256,256"}},
                    {"regions", {"node", "region layout"}},
                    {"model", {"", "model parameter file (default: $SPARSECOMM_MODEL or built-in)"}},
-                   {"reps", {"200", "exchanges timed per backend"}},
+                   {"reps", {"200", "exchanges timed per backend (split over the rounds)"}},
+                   {"rounds", {"5", "interleaved rounds: each times every backend once; median over rounds"}},
                    {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}},
                    {"json", {"", "append JSON lines"}}},
                   "usage: mpirun -np P sparsecomm_autoeval [options]\n"
@@ -74,6 +76,9 @@ int autoeval_main(int argc, char** argv) {
   const ModelParams model = agreed(comm, [&] { return ModelParams::load(o.get("model")); });
   apps::Table t({"matrix", "auto picks", "regret", "p2p/best", "best", "pred. error (max |log ratio| over backends)"});
   int within10 = 0, never_worse = 0, cases = 0;
+  const int rounds = o.get_int("rounds");
+  if (rounds < 1 || o.get_int("reps") < rounds) throw InputError("autoeval: need --rounds >= 1 and --reps >= --rounds");
+  const int per_round = o.get_int("reps") / rounds;
   const double t_start = MPI_Wtime();
   for (const auto& m : mats) {
     const double t_matrix = MPI_Wtime();
@@ -82,12 +87,25 @@ int autoeval_main(int argc, char** argv) {
     Pattern pat = Pattern::from_matrix(a, sdde, "nbx");
     std::map<std::string, double> measured, predicted;
     std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1, 1.0), g(static_cast<size_t>(a.num_ghosts()) + 1);
+    // Every backend's plan first, then the timings in interleaved rounds (each round times
+    // every backend once), so that a slow phase of a noisy machine hits all backends alike;
+    // a backend's time is its median over the rounds, its spread (max - min) / median.
+    std::map<std::string, std::unique_ptr<Plan>> plans;
     for (const auto& b : backend_names()) {
       if (b == "auto") continue;
-      auto plan = make_plan(b, pat, loc, comm);
-      predicted[b] = predict_iteration(*plan, model, comm);
-      measured[b] = apps::time_per_call(comm, o.get_int("reps"), [&] { plan->exchange(x.data(), g.data()); });
+      plans[b] = make_plan(b, pat, loc, comm);
+      predicted[b] = predict_iteration(*plans[b], model, comm);
     }
+    std::map<std::string, std::vector<double>> rounds_of;
+    for (int r = 0; r < rounds; ++r)
+      for (auto& [b, plan] : plans)
+        rounds_of[b].push_back(apps::time_per_call(comm, per_round, [&] { plan->exchange(x.data(), g.data()); }));
+    std::map<std::string, double> spread;
+    for (auto& [b, v] : rounds_of) {
+      measured[b] = apps::median_of(v);
+      spread[b] = (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / measured[b];
+    }
+    plans.clear();
     PlanOptions po;
     po.model = o.get("model");
     auto chosen = make_plan("auto", pat, loc, comm, po);
@@ -113,7 +131,8 @@ int autoeval_main(int argc, char** argv) {
         js << "{\"bench\":\"autoeval\",\"label\":\"" << apps::json_escape(o.get("label")) << "\",\"matrix\":\""
            << apps::json_escape(name) << "\",\"ranks\":" << comm_size(comm)
            << ",\"regions\":\"" << loc.describe() << "\",\"backend\":\"" << b << "\",\"measured_s\":" << v
-           << ",\"predicted_s\":" << predicted[b] << ",\"auto\":\"" << chosen->name() << "\"}\n";
+           << ",\"predicted_s\":" << predicted[b] << ",\"spread\":" << spread[b] << ",\"auto\":\"" << chosen->name()
+           << "\"}\n";
     }
   }
   if (rank == 0)
