@@ -140,6 +140,10 @@ int sdde_main(int argc, char** argv) {
     row.intra_bytes_total = red[3].sum;
     row.one_per_region_pair = red[4].min > 0.5;
     rows.push_back(row);
+    if (rank == 0)
+      std::cerr << "sdde: " << strategy << " done (" << rows.size() << "/" << strategies.size() << ", median "
+                << fixed(row.median * 1e3, 3) << " ms, " << (row.verified ? "verified" : "NOT VERIFIED") << ")"
+                << std::endl;
   }
 
   if (rank == 0) {
