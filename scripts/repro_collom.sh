@@ -15,7 +15,10 @@
 #  3. per level: `sparsecomm spmv --matrix level_L.mtx` on $NP simulated ranks, $PPN per node
 #     (platform $PLATFORM, block mapping), regions = the simulated nodes; each level's rows are
 #     REDISTRIBUTED in balanced block rows over the simulated ranks (not Hypre's partition);
-#  4. scripts/plot_collom.py: the table (also $OUT/table.txt) and two PNGs.
+#  4. EXACT counts of every level for p2p, combined (pairs, agnostic and aware; too slow to
+#     simulate at this scale), aggregated and aggregated_dedup with the same layout
+#     (`sparsecomm plan-stats --matrices`, one process, seconds): $OUT/planstats.txt/.jsonl;
+#  5. scripts/plot_collom.py: the table (also $OUT/table.txt) and two PNGs.
 #
 # Settings (environment): BUILD (build), BUILD_SMPI (build-smpi), OUT (results/repro_collom),
 # NX, NY (1024, 512: 524,288 rows), HYPRE_NP (2), NP (2048), PPN (16), PLATFORM (gpc_flat),
@@ -59,7 +62,7 @@ t0=$(date +%s)
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
 fi
-cmake --build "$BUILD" -j "$JOBS" --target sparsecomm_amg_spmv >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" --target sparsecomm_amg_spmv sparsecomm_cli >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 [ -x "$amg" ] || { echo "repro_collom: $amg was not built (Hypre missing? see $OUT/build.log)" >&2; exit 1; }
 "$here/smpi.sh" build "$BUILD_SMPI" sparsecomm_cli >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 log "builds ready in $(( $(date +%s) - t0 )) s ($BUILD, $BUILD_SMPI)"
@@ -122,6 +125,15 @@ done
 [ ${#skipped[@]} -eq 0 ] || log "over the budget of $BUDGET s: levels ${skipped[*]} not simulated"
 log "simulations: $(( $(date +%s) - t3 )) s"
 
-# 4. Table and plots.
+# 4. Exact counts of every level and backend (combined included), same layout: block rows,
+#    PPN consecutive ranks per node. Labelled exact (counts) and modelled (latency).
+files=$(for l in $levels; do printf '%s ' "$lv/level_$l.mtx"; done)
+rm -f "$OUT/planstats.jsonl"
+"$BUILD/src/apps/cli/sparsecomm" plan-stats --ranks "$NP" --regions "ppn:$PPN" --matrices "$files" \
+  --backends direct,combined,aggregated,aggregated_dedup --k 2 --aware both --json "$OUT/planstats.jsonl" \
+  > "$OUT/planstats.txt"
+log "exact counts (plan-stats, incl. combined) in $OUT/planstats.txt"
+
+# 5. Table and plots.
 /usr/bin/python3 "$here/plot_collom.py" "$OUT" | tee "$OUT/table.txt"
 log "total $(( $(date +%s) - t_start )) s; results in $OUT"
