@@ -34,7 +34,7 @@ struct CombiningOptions {
   int k = 2;              ///< maximum group size (2: pairs)
   bool aware = false;     ///< topology-aware: groups only inside a region
   int max_rounds = 4;     ///< rounds over the remaining (uncovered) neighbors
-  std::string sdde = "nbx";  ///< SDDE strategy for the setup exchanges
+  std::string sdde = kDefaultSdde;  ///< SDDE strategy for the setup exchanges
 };
 
 /// The combining pattern of one rank (deterministic for a given topology and options).

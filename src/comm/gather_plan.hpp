@@ -25,7 +25,7 @@ namespace sparsecomm {
 
 struct GatherOptions {
   int value_bytes = 8;         ///< bytes of one value
-  std::string sdde = "nbx";    ///< SDDE strategy for setup exchanges
+  std::string sdde = kDefaultSdde;  ///< SDDE strategy for setup exchanges
   CombiningOptions combining;  ///< for "combined": theta, k, aware, rounds
   bool persistent = true;      ///< persistent requests built once (false: Isend/Irecv per start)
 };

@@ -21,7 +21,7 @@ class GhostScatter {
   /// Collective. `local_size`: values this rank owns (contiguous blocks in rank order);
   /// `indices`: global indices wanted here. Out-of-range indices: InputError everywhere.
   GhostScatter(MPI_Comm comm, int64_t local_size, std::vector<int64_t> indices, const std::string& backend = "p2p",
-               const std::string& sdde = "nbx", const std::string& regions = "node");
+               const std::string& sdde = kDefaultSdde, const std::string& regions = "node");
 
   /// Collective. ghost[k] = value of indices[k].
   void forward(const double* owned, double* ghost);

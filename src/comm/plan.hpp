@@ -34,7 +34,7 @@ void register_auto();
 struct PlanOptions {
   int width = 1;             ///< values per index (k vectors interleaved: x[i*width + k])
   int value_bytes = 8;       ///< bytes of one value (8 for double)
-  std::string sdde = "nbx";  ///< SDDE strategy for setup steps that must discover peers
+  std::string sdde = kDefaultSdde;  ///< SDDE strategy for setup steps that must discover peers
   CombiningOptions combining;  ///< for "combined": theta, k, aware, rounds
   /// For "auto": executions the caller expects (0: unknown, choose by iteration cost
   /// alone) and the model parameter file ("": $SPARSECOMM_MODEL or built-in defaults).

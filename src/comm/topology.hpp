@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/pattern.hpp"
+#include "comm/sdde.hpp"
 #include "matrix/dist_csr.hpp"
 
 namespace sparsecomm {
@@ -22,13 +23,13 @@ struct Topology {
   /// every rank; a self-loop is an InputError unless `allow_self` (then I am my own
   /// source and destination and the block is copied locally).
   static Topology from_destinations(MPI_Comm comm, std::vector<int> destinations, bool allow_self = false,
-                                    const std::string& strategy = "nbx");
+                                    const std::string& strategy = kDefaultSdde);
   /// The neighbors of a halo-exchange pattern (send ranks -> destinations, receive ranks ->
   /// sources). Local.
   static Topology from_pattern(const Pattern& p);
   /// Collective. The block-row graph of a matrix as in the message-combining SpMM papers:
   /// P_j -> P_i when block (i, j) of `a` has a nonzero (rank i needs rank j's rows of B).
-  static Topology from_matrix_blocks(const DistCsr<double>& a, const std::string& strategy = "nbx");
+  static Topology from_matrix_blocks(const DistCsr<double>& a, const std::string& strategy = kDefaultSdde);
 
   /// Collective. Erdős–Rényi random directed graph on the P ranks: each ordered pair
   /// (i, j), i != j, is an edge with probability `density`; the same graph at every run

@@ -95,7 +95,7 @@ int amg_main(int argc, char** argv) {
                      {"eps", {"0.001", "anisotropy"}},
                      {"reps", {"1000", "exchanges timed per level and backend"}},
                      {"backend", {"all", "comma-separated backends, or all"}},
-                     {"sdde", {"nbx", "SDDE strategy for the patterns and setup exchanges"}},
+                     {"sdde", {kDefaultSdde, "SDDE strategy for the patterns and setup exchanges"}},
                      {"regions", {"node", "region layout: node (detected), ppn:k, cyclic:n, list:..."}},
                      {"max-levels", {"25", "BoomerAMG max levels"}},
                      {"dump-levels", {"", "write each level to DIR/level_L.mtx and DIR/levels.tsv, "

@@ -18,7 +18,7 @@ int info_main(int argc, char** argv) {
   Options o({{"matrix", {"", "SuiteSparse name or path (default: the largest found)"}},
              {"gen", {"", "generator spec instead, e.g. rotate:512,512"}},
              {"regions", {"node", "region layout: node, ppn:k, cyclic:n, list:..."}},
-             {"sdde", {"nbx", "SDDE strategy for the pattern"}},
+             {"sdde", {kDefaultSdde, "SDDE strategy for the pattern"}},
              {"model", {"", "model parameters (default: $SPARSECOMM_MODEL or built-in)"}},
              {"iterations", {"0", "expected exchanges, for the setup-inclusive choice"}}},
             "usage: mpirun -np P sparsecomm info [options]\n"

@@ -19,7 +19,7 @@ int spmv_main(int argc, char** argv) {
   Options o({{"matrix", {"", "SuiteSparse name or path (default: the largest found)"}},
              {"gen", {"", "generator spec instead"}},
              {"backend", {"all", "comma-separated backends, or all (includes auto)"}},
-             {"sdde", {"nbx", "SDDE strategy for the pattern"}},
+             {"sdde", {kDefaultSdde, "SDDE strategy for the pattern"}},
              {"regions", {"node", "region layout"}},
              {"width", {"1", "vectors per SpMV"}},
              {"reps", {"500", "SpMVs timed per backend"}},
