@@ -3,8 +3,12 @@
 # CombBLAS's package config (Debian libcombblas-dev 1.6.2: /usr/lib/<arch>/cmake/CombBLAS)
 # exports CombBLAS::CombBLAS, which compiles with THREADED and links OpenMP::OpenMP_CXX (its
 # config looks for OpenMP quietly; without OpenMP the imported target cannot be linked).
-find_package(CombBLAS QUIET)
-if(CombBLAS_FOUND AND TARGET CombBLAS::CombBLAS AND TARGET OpenMP::OpenMP_CXX)
+# Not in the SMPI build: CombBLAS is built against Open MPI (and SMPI's malloc macros break
+# its headers).
+if(NOT SPARSECOMM_SMPI)
+  find_package(CombBLAS QUIET)
+endif()
+if(NOT SPARSECOMM_SMPI AND CombBLAS_FOUND AND TARGET CombBLAS::CombBLAS AND TARGET OpenMP::OpenMP_CXX)
   add_executable(sparsecomm_bfs_combblas ${CMAKE_CURRENT_LIST_DIR}/combblas_anchor.cpp)
   target_link_libraries(sparsecomm_bfs_combblas PRIVATE sparsecomm_bfs2d CombBLAS::CombBLAS)
   target_include_directories(sparsecomm_bfs_combblas PRIVATE
@@ -18,6 +22,8 @@ if(CombBLAS_FOUND AND TARGET CombBLAS::CombBLAS AND TARGET OpenMP::OpenMP_CXX)
   endif()
   target_compile_options(sparsecomm_bfs_combblas PRIVATE ${SPARSECOMM_WARNINGS})
   message(STATUS "sparsecomm: CombBLAS found (${CombBLAS_DIR}); building sparsecomm_bfs_combblas")
+elseif(SPARSECOMM_SMPI)
+  message(STATUS "sparsecomm: SMPI build: the CombBLAS BFS anchor is not built")
 else()
   message(STATUS "sparsecomm: CombBLAS (with OpenMP) not found; the CombBLAS BFS anchor "
                  "sparsecomm_bfs_combblas is not built")
