@@ -15,7 +15,7 @@
 #  3. per level: `sparsecomm spmv --matrix level_L.mtx` on $NP simulated ranks, $PPN per node
 #     (platform $PLATFORM, block mapping), regions = the simulated nodes; each level's rows are
 #     REDISTRIBUTED in balanced block rows over the simulated ranks (not Hypre's partition);
-#  4. EXACT counts of every level for p2p, combined (pairs, agnostic and aware; too slow to
+#  4. EXACT counts of every level for p2p, combined (pairs, agnostic and aware; slow to
 #     simulate at this scale), aggregated and aggregated_dedup with the same layout
 #     (`sparsecomm plan-stats --matrices`, one process, seconds): $OUT/planstats.txt/.jsonl;
 #  5. scripts/plot_collom.py: the table (also $OUT/table.txt) and two PNGs.
@@ -23,7 +23,7 @@
 # Settings (environment): BUILD (build), BUILD_SMPI (build-smpi), OUT (results/repro_collom),
 # NX, NY (1024, 512: 524,288 rows), HYPRE_NP (2), NP (2048), PPN (16), PLATFORM (gpc_flat),
 # BACKENDS (p2p,aggregated,aggregated_dedup), COMBINED_LEVELS (levels where `combined` runs
-# too; default none: its setup alone costs ~3 min of host time per level at 2,048 ranks),
+# too; default none: it adds 1.5-2.5 min of host time per level at 2,048 ranks),
 # LEVELS (all), REPS (2: simulated time is deterministic), BUDGET (1500 s of host time for
 # step 3: levels not started by then are skipped and listed), LEVEL_TIMEOUT (900 s), JOBS (1),
 # REUSE_LEVELS=1 (keep an existing dump with the same settings).
