@@ -10,14 +10,16 @@
 # merge while the merged size stays <= k; combining.hpp), so group counts are expected to
 # differ where their exact hypergraph matching finds groups ours does not.
 #
-# One command (≈10-20 min here):   scripts/repro_kgroup.sh
+# One command (about 7 min here with builds present; 41 s with SIM_P=128):
+#   scripts/repro_kgroup.sh
 #   1. EXACT hyperedge counts and message counts, MODELLED latency (plan-stats, one process):
 #      Moore (2,2), (2,3), (3,1) at 4,096 ranks and ER δ = 0.05, 0.2 at 1,024 ranks, regions of
 #      32 ranks, k in {2, 3, 4, 6, 8, 16}, agnostic and aware.
 #   2. SIMULATED speedups (SMPI, gpc_flat: 8 ranks per node; the fat-tree quartz platform
-#      simulated 10x slower here: a 128-rank run did not finish in 11 min): Moore (2,2) at
-#      $SIM_P ranks (default 128) and ER δ = 0.05 at 64 ranks, k in {2, 4, 8}, agnostic
-#      and aware. FULL=1 runs Moore at 4,096 and ER at 1,024 (manual: hours here).
+#      simulates about 10x slower): Moore (2,2) at $SIM_P ranks (default 512, 6 min) and
+#      ER δ = 0.05 at $SIM_P_ER ranks (default 256, 26 s), k in {2, 4, 8}, agnostic and aware.
+#      FULL=1 runs Moore at 4,096 and ER at 1,024 (manual: Moore at 1,024 alone takes over
+#      15 min here).
 #   3. Table and PNGs: scripts/plot_kgroup.py.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +27,8 @@ root=$(cd "$here/.." && pwd)
 out=${OUT:-$root/results/repro_kgroup}
 build=${BUILD:-$root/build}
 build_smpi=${BUILD_SMPI:-$root/build-smpi}
-sim_p=${SIM_P:-128}
+sim_p=${SIM_P:-512}
+sim_p_er=${SIM_P_ER:-256}
 mkdir -p "$out"
 rm -f "$out"/planstats.jsonl "$out"/smpi.jsonl
 
@@ -55,7 +58,7 @@ if command -v smpirun > /dev/null; then
     run_sim 1024 "er:0.05" | tee "$out/smpi_er.txt"
   else
     run_sim "$sim_p" "moore:2,2" | tee "$out/smpi_moore.txt"
-    run_sim 64 "er:0.05" | tee "$out/smpi_er.txt"
+    run_sim "$sim_p_er" "er:0.05" | tee "$out/smpi_er.txt"
   fi
 else
   echo "SimGrid SMPI not installed: simulated parts skipped (apt-get install libsimgrid-dev simgrid)"
