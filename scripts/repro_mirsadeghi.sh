@@ -6,14 +6,14 @@
 # (GPC: 8 cores per node, QDR InfiniBand). The paper reports ≈50% lower latency on
 # average, up to 71%, and a slight loss at D = 2, R = 1.
 #
-# One command (≈10-25 min on the 2-core machine):   scripts/repro_mirsadeghi.sh
+# One command (3.5 min on the 2-core machine with builds present):   scripts/repro_mirsadeghi.sh
 #   1. EXACT counts + MODELLED latency (sparsecomm plan-stats, one process): Moore (2,1),
 #      (2,2), (2,3), (2,4), (3,1), (3,2), (4,1) at 8,192 ranks and ER δ = 0.05, 0.1, 0.2,
 #      0.4, 0.8 at 4,096 ranks, regions of 8 ranks (one GPC node).
 #   2. SIMULATED latency (the real code under SMPI, platform gpc_flat_1024x8, 8 ranks per
 #      node): Moore (2,1), (2,2), (3,1) and ER δ = 0.05 at $SIM_P ranks (default 256: the
-#      setup of every variant is simulated too, and a 1,024-rank Moore run already takes
-#      10+ minutes here). The paper's 8,192 / 4,096-rank runs are manual: FULL=1 (hours).
+#      setup of every variant is simulated too, and a 1,024-rank Moore run takes over
+#      15 minutes here). The paper's 8,192 / 4,096-rank runs are manual: FULL=1 (hours).
 #   3. Phase-1 cost trend: simulated pattern-construction time vs P (64, 128, 256) for Moore (2,2).
 #   4. Table and PNGs: scripts/plot_mirsadeghi.py.
 # Results in results/repro_mirsadeghi/. Every number printed is labelled exact, modelled or
