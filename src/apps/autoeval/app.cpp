@@ -13,7 +13,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "comm/model.hpp"
 #include "common/app_main.hpp"
@@ -50,20 +49,9 @@ int autoeval_main(int argc, char** argv) {
     return 0;
   }
   std::vector<std::string> mats;
-  std::string list = o.get("matrices");
-  if (list.find_first_of("; ") != std::string::npos) {
-    std::replace(list.begin(), list.end(), ';', '\n');
-    std::replace(list.begin(), list.end(), ' ', '\n');
-  } else {
-    std::replace(list.begin(), list.end(), ',', '\n');
-  }
-  std::vector<std::string> items;
-  {
-    std::stringstream ss(list);
-    for (std::string m; std::getline(ss, m);)
-      if (!m.empty()) items.push_back(m);
-  }
-  for (const auto& m : items) {
+  const std::string list = o.get("matrices");
+  const bool specs = list.find_first_of("; ") != std::string::npos;  // a generator spec has commas
+  for (const auto& m : specs ? apps::split_specs(list) : apps::split_list(list)) {
     if (m != "all") {
       mats.push_back(m);
       continue;

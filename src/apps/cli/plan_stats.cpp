@@ -12,7 +12,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "comm/model.hpp"
 #include "comm/plan_stats.hpp"
@@ -25,33 +24,6 @@
 namespace sparsecomm::apps {
 
 namespace {
-
-// "a;b c" -> {a, b, c}: topologies separated by ';' or whitespace (like nbrbench).
-std::vector<std::string> split_topos(std::string s) {
-  std::replace(s.begin(), s.end(), ';', ' ');
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string tok;
-  while (ss >> tok) out.push_back(tok);
-  return out;
-}
-
-std::vector<int> int_list(const std::string& name, const std::string& s) {
-  std::vector<int> v;
-  for (const auto& x : split_list(s)) {
-    size_t pos = 0;
-    int n = 0;
-    try {
-      n = std::stoi(x, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos == 0 || pos != x.size()) throw InputError("plan-stats: --" + name + " expects integers, got '" + x + "'");
-    v.push_back(n);
-  }
-  if (v.empty()) throw InputError("plan-stats: --" + name + " is empty");
-  return v;
-}
 
 struct Summary {
   double msgs_max = 0, msgs_mean = 0, intra_mean = 0, inter_mean = 0, inter_max = 0;
@@ -141,11 +113,12 @@ int plan_stats_main(int argc, char** argv) {
   int rc = 0;
   if (rank == 0) {
     try {
-      const auto ranks = int_list("ranks", o.get("ranks"));
-      const auto ks = int_list("k", o.get("k"));
-      const int theta = int_list("theta", o.get("theta")).at(0);
-      const int64_t size = int_list("size", o.get("size")).at(0);
-      const int width = int_list("width", o.get("width")).at(0);
+      std::vector<int> ranks, ks;
+      for (int64_t v : int_list("ranks", o.get("ranks"), 1)) ranks.push_back(static_cast<int>(v));
+      for (int64_t v : int_list("k", o.get("k"), 2)) ks.push_back(static_cast<int>(v));
+      const int theta = o.get_int("theta");
+      const int64_t size = o.get_int("size");
+      const int width = o.get_int("width");
       std::vector<bool> awares;
       const std::string aw = o.get("aware");
       if (aw == "agnostic" || aw == "both") awares.push_back(false);
@@ -157,8 +130,8 @@ int plan_stats_main(int argc, char** argv) {
           throw InputError("plan-stats: unknown backend '" + b + "' in --backends; available: direct, combined, aggregated, aggregated_dedup");
         if (b != "direct") backends.push_back(b);
       }
-      const auto matrices = split_topos(o.get("matrices"));
-      const auto topos = (matrices.empty() || topos_given) ? split_topos(o.get("topos")) : std::vector<std::string>{};
+      const auto matrices = split_specs(o.get("matrices"));
+      const auto topos = (matrices.empty() || topos_given) ? split_specs(o.get("topos")) : std::vector<std::string>{};
       if (topos.empty() && matrices.empty()) throw InputError("plan-stats: nothing to count (--topos and --matrices are empty)");
       if (width < 1) throw InputError("plan-stats: --width must be >= 1");
       const ModelParams model = ModelParams::load(o.get("model"));

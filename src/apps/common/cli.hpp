@@ -1,10 +1,13 @@
 #pragma once
 // Tiny option parser shared by the benchmark programs: "--name value" and "--flag".
 // Unknown options are errors (the message lists the valid ones).
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "comm/error.hpp"
 
 namespace sparsecomm::apps {
 
@@ -91,6 +94,42 @@ inline std::vector<std::string> split_list(const std::string& s) {
     start = end + 1;
   }
   return out;
+}
+
+/// Splits "a;b;c" or "a b c": lists of specs that contain commas themselves (topologies,
+/// generator specs). ';' also avoids CMake's list separator trouble in test arguments.
+inline std::vector<std::string> split_specs(const std::string& s) {
+  std::vector<std::string> out;
+  std::string tok;
+  for (char ch : s + ";") {
+    if (ch == ';' || ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      if (!tok.empty()) out.push_back(tok);
+      tok.clear();
+    } else {
+      tok += ch;
+    }
+  }
+  return out;
+}
+
+/// The comma-separated integers of option --`name` (its value `s`), each >= min_value;
+/// anything else, or an empty list, is an InputError naming the option.
+inline std::vector<int64_t> int_list(const std::string& name, const std::string& s, int64_t min_value) {
+  std::vector<int64_t> v;
+  for (const auto& x : split_list(s)) {
+    size_t pos = 0;
+    int64_t n = 0;
+    try {
+      n = std::stoll(x, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != x.size() || n < min_value)
+      throw InputError("--" + name + " expects integers >= " + std::to_string(min_value) + ", got '" + x + "'");
+    v.push_back(n);
+  }
+  if (v.empty()) throw InputError("--" + name + " is empty");
+  return v;
 }
 
 }  // namespace sparsecomm::apps

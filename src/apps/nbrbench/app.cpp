@@ -75,39 +75,6 @@ char pattern_byte(int r, int64_t b, int round) {
   return static_cast<char>(x & 0xff);
 }
 
-/// Splits "a;b;c" or "a b c" (topology specs contain commas; ';' is awkward in CMake lists).
-std::vector<std::string> split_topologies(const std::string& s) {
-  std::vector<std::string> out;
-  std::string tok;
-  for (char ch : s + ";") {
-    if (ch == ';' || ch == ' ' || ch == '\t' || ch == '\n') {
-      if (!tok.empty()) out.push_back(tok);
-      tok.clear();
-    } else {
-      tok += ch;
-    }
-  }
-  return out;
-}
-
-std::vector<int64_t> int_list(const apps::Options& opt, const std::string& name, int64_t min_value) {
-  std::vector<int64_t> v;
-  for (const auto& s : apps::split_list(opt.get(name))) {
-    size_t pos = 0;
-    int64_t x = 0;
-    try {
-      x = std::stoll(s, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos != s.size() || x < min_value)
-      throw InputError("--" + name + " expects integers >= " + std::to_string(min_value) + ", got '" + s + "'");
-    v.push_back(x);
-  }
-  if (v.empty()) throw InputError("--" + name + " is empty");
-  return v;
-}
-
 /// Collective. Exchanges once with round-specific bytes and checks every received block.
 bool verify(GatherPlan& plan, int me, int round) {
   const int64_t n = plan.my_count();
@@ -223,10 +190,10 @@ int nbrbench_main(int argc, char** argv) {
     if (rank == 0) std::cout << opt.help();
     return 0;
   }
-  const std::vector<std::string> topos = split_topologies(opt.get("topos"));
+  const std::vector<std::string> topos = apps::split_specs(opt.get("topos"));
   if (topos.empty()) throw InputError("--topos is empty");
-  const std::vector<int64_t> sizes = int_list(opt, "sizes", 0);
-  const std::vector<int64_t> ks = int_list(opt, "k", 2);
+  const std::vector<int64_t> sizes = apps::int_list("sizes", opt.get("sizes"), 0);
+  const std::vector<int64_t> ks = apps::int_list("k", opt.get("k"), 2);
   const int theta = opt.get_int("theta"), reps = opt.get_int("reps"), rounds = opt.get_int("rounds");
   if (reps < 1 || theta < 1 || rounds < 1) throw InputError("--reps, --rounds and --theta must be >= 1");
   std::vector<bool> awares;

@@ -456,17 +456,7 @@ int spmm_main(int argc, char** argv) {
     return 0;
   }
   Config cfg;
-  for (const auto& s : apps::split_list(opt.get("k"))) {
-    size_t p = 0;
-    int k = 0;
-    try {
-      k = std::stoi(s, &p);
-    } catch (const std::exception&) {
-      p = 0;
-    }
-    if (p != s.size() || k < 2) throw InputError("--k expects integers >= 2, got '" + s + "'");
-    cfg.ks.push_back(k);
-  }
+  for (int64_t k : apps::int_list("k", opt.get("k"), 2)) cfg.ks.push_back(static_cast<int>(k));
   const std::string aw = opt.get("aware");
   if (aw == "agnostic") cfg.awares = {false};
   else if (aw == "aware") cfg.awares = {true};
