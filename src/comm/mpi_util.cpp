@@ -84,8 +84,11 @@ void start_requests(int n, MPI_Request* reqs) {
   if (n <= 0) return;
   SPC_MPI(MPI_Startall(n, reqs));
 #ifdef SPARSECOMM_SMPI
-  double cost = 0.4e-6;
-  if (const char* e = std::getenv("SPARSECOMM_SMPI_MSG_COST")) cost = std::atof(e);
+  // Read once (start() is the hot path); constant for the whole run.
+  static const double cost = [] {
+    const char* e = std::getenv("SPARSECOMM_SMPI_MSG_COST");
+    return e ? std::atof(e) : 0.4e-6;
+  }();
   // Simulated time passes for this rank (smpi_execute would scale by smpi/host-speed).
   if (cost > 0) sg_actor_sleep_for(cost * n);
 #endif
