@@ -13,25 +13,31 @@ namespace {
 using Lists = std::map<int, std::vector<int64_t>>;
 
 // Exchange with peers known on both sides: send out[p] to every key p, receive one
-// message from every rank in `from` (sizes unknown: probe by source).
-Lists known_exchange(MPI_Comm comm, int tag, const Lists& out, const std::vector<int>& from) {
-  std::vector<MPI_Request> reqs;
-  reqs.reserve(out.size());
-  for (const auto& [p, v] : out) {
-    reqs.emplace_back();
-    SPC_MPI(MPI_Isend(v.data(), static_cast<int>(v.size()), MPI_INT64_T, p, tag, comm, &reqs.back()));
-  }
+// message of at most `max_count` values from every rank in `from`. The receives are
+// posted with that bound and trimmed to the count that arrived, rather than probed: a
+// blocking MPI_Probe is a polling loop under SimGrid's SMPI whose host cost grew faster
+// than linearly with the rank count (4x the whole setup at 256 simulated ranks).
+Lists known_exchange(MPI_Comm comm, int tag, const Lists& out, const std::vector<int>& from, size_t max_count) {
+  std::vector<MPI_Request> reqs(from.size() + out.size());
   Lists in;
-  for (int p : from) {
-    MPI_Status st;
-    SPC_MPI(MPI_Probe(p, tag, comm, &st));
-    int n = 0;
-    SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
-    auto& v = in[p];
-    v.resize(static_cast<size_t>(n));
-    SPC_MPI(MPI_Recv(v.data(), n, MPI_INT64_T, p, tag, comm, MPI_STATUS_IGNORE));
+  for (size_t i = 0; i < from.size(); ++i) {
+    auto& v = in[from[i]];
+    v.resize(std::max<size_t>(max_count, 1));
+    SPC_MPI(MPI_Irecv(v.data(), static_cast<int>(v.size()), MPI_INT64_T, from[i], tag, comm, &reqs[i]));
   }
-  if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  size_t i = from.size();
+  for (const auto& [p, v] : out) {
+    if (v.size() > max_count) throw Error("combining: internal message of " + std::to_string(v.size()) +
+                                          " values exceeds its bound " + std::to_string(max_count));
+    SPC_MPI(MPI_Isend(v.data(), static_cast<int>(v.size()), MPI_INT64_T, p, tag, comm, &reqs[i++]));
+  }
+  std::vector<MPI_Status> st(reqs.size());
+  if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), st.data()));
+  for (size_t j = 0; j < from.size(); ++j) {
+    int n = 0;
+    SPC_MPI(MPI_Get_count(&st[j], MPI_INT64_T, &n));
+    in[from[j]].resize(static_cast<size_t>(n));
+  }
   return in;
 }
 
@@ -52,6 +58,70 @@ int any_true(MPI_Comm comm, bool b) {
 
 int64_t sum_all(MPI_Comm comm, int64_t v) { return allreduce_sum(comm, v); }
 
+// The greedy matching of the candidate graph (`live` is symmetric: u lists v iff v lists
+// u) under one strict order of its edges: heavier first, ties to the pair with the lower
+// ranks (a rank prefers the heaviest candidate, then the lowest rank; this is the order
+// (weight desc, min rank, max rank) on edges). Returns my partner or -1.
+//
+// Computed with Hoepman's asynchronous request/drop protocol ("Simple distributed
+// weighted matchings", 2004; the distributed form of Preis's locally dominant edges):
+// every rank sends REQ to its best remaining candidate; two ranks that request each other
+// match; a rank that matches, or learns that a candidate is out, tells the others FIN.
+// An edge matches only when it is the best remaining edge at both ends, so the result is
+// the greedy matching, whatever the message timing (the same one the synchronous
+// proposal rounds of virt::combining_schedules compute). Each candidate pair exchanges
+// at most one REQ and exactly one FIN each way, and a rank returns once it has a FIN from
+// every candidate: nothing is left in flight, and no collective is needed. (The former
+// synchronous version ended every proposal sub-round with an allreduce; on stencils the
+// chains of "my best prefers someone else" run across the torus, 60 sub-rounds at 256
+// ranks and growing with P, each costing a full round of messages.)
+int greedy_match(MPI_Comm comm, int tag, const std::set<int>& live, const std::map<int, int>& weight) {
+  static_assert(sizeof(int64_t) == 8, "");
+  const int64_t kReq = 1, kFin = 2;
+  std::set<int> cand = live, fin_to, asked_me;
+  std::vector<MPI_Request> sends;
+  sends.reserve(2 * live.size());
+  auto send = [&](int to, const int64_t& what) {
+    sends.emplace_back();
+    SPC_MPI(MPI_Isend(&what, 1, MPI_INT64_T, to, tag, comm, &sends.back()));
+  };
+  auto best = [&]() {
+    int b = -1;
+    for (int l : cand)  // ascending: on equal weight the lower rank stays
+      if (b < 0 || weight.at(l) > weight.at(b)) b = l;
+    return b;
+  };
+  int target = best(), partner = -1;
+  if (target >= 0) send(target, kReq);
+  for (size_t fins = 0; fins < live.size();) {
+    int64_t what = 0;
+    MPI_Status st;
+    SPC_MPI(MPI_Recv(&what, 1, MPI_INT64_T, MPI_ANY_SOURCE, tag, comm, &st));
+    const int from = st.MPI_SOURCE;
+    if (!live.count(from) || (what != kReq && what != kFin))
+      throw Error("combining: unexpected matching message from rank " + std::to_string(from));
+    if (what == kReq) {
+      asked_me.insert(from);
+    } else {
+      ++fins;
+      cand.erase(from);
+      if (fin_to.insert(from).second) send(from, kFin);  // it is out: so am I, for it
+      if (partner < 0 && from == target) {
+        target = best();
+        if (target >= 0) send(target, kReq);
+      }
+    }
+    if (partner < 0 && target >= 0 && asked_me.count(target)) {
+      partner = target;  // we requested each other
+      cand.clear();
+      for (int l : live)
+        if (fin_to.insert(l).second) send(l, kFin);
+    }
+  }
+  if (!sends.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE));
+  return partner;
+}
+
 }  // namespace
 
 CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo, const Locality& loc,
@@ -66,6 +136,8 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
   const int me = comm.rank();
   const double t0 = MPI_Wtime();
   constexpr int kTagPropose = 31, kTagMerge = 32;
+  // A merge message: [size, members (< k), common destinations (< P)].
+  const size_t merge_bound = 1 + static_cast<size_t>(opt.k) + static_cast<size_t>(comm.size());
 
   std::set<int> pending;
   bool self_loop = false;
@@ -113,32 +185,8 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
           live.insert(l);
       if (!any_true(comm.get(), !live.empty())) break;
 
-      // Matching on leaders: propose to the heaviest live candidate; mutual proposals match.
-      int partner = -1;
-      while (true) {
-        int64_t status = -1;
-        if (partner >= 0) status = -2;  // "I am matched": candidates drop me
-        else if (!live.empty()) {
-          int best = -1, bw = -1;
-          for (int l : live)
-            if (weight[l] > bw) best = l, bw = weight[l];  // ties: lowest rank (set order)
-          status = best;
-        }
-        Lists out;
-        for (int l : live) out[l] = {status};
-        std::vector<int> peers(live.begin(), live.end());
-        Lists in = known_exchange(comm.get(), kTagPropose, out, peers);
-        if (partner >= 0) {
-          live.clear();  // matched last sub-round; my candidates have now been told
-        } else {
-          for (const auto& [l, v] : in) {
-            if (v[0] == -2) live.erase(l);
-            else if (v[0] == me && status == l) partner = l;
-          }
-          if (partner >= 0) live.erase(partner);
-        }
-        if (!any_true(comm.get(), !live.empty())) break;
-      }
+      // Matching on leaders: the greedy matching of the live candidate pairs.
+      const int partner = greedy_match(comm.get(), kTagPropose, live, weight);
       // Merge matched pairs: the lower rank leads the merged group.
       Lists out;
       std::vector<int> from;
@@ -151,7 +199,7 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
           out[partner] = v;
         }
       }
-      Lists in = known_exchange(comm.get(), kTagMerge, out, from);
+      Lists in = known_exchange(comm.get(), kTagMerge, out, from, merge_bound);
       if (partner >= 0 && me > partner) leader = false;
       for (const auto& [p, v] : in) {
         const size_t n = static_cast<size_t>(v[0]);
@@ -192,7 +240,7 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
         if (my_index < ncommon) flag_from.push_back(x);
       }
     }
-    Lists their_flags = known_exchange(comm.get(), kTagMerge + 1, flags, flag_from);
+    Lists their_flags = known_exchange(comm.get(), kTagMerge + 1, flags, flag_from, 1);
     for (const auto& [x, f] : flags)
       if (f[0]) {  // x is my pending destination and will get my data in stage 1
         pending.erase(x);

@@ -13,7 +13,8 @@
 // out-neighbors which other ranks (groups) also send to them. Group formation is a
 // deterministic distributed matching on group leaders: every leader proposes to its
 // heaviest candidate (weight = size of the common neighborhood, ties to the lower rank),
-// mutual proposals merge, merged leaders drop out of their candidates' lists; merging
+// mutual proposals merge, merged leaders drop out of their candidates' lists (Hoepman's
+// asynchronous request/drop protocol, no collective per proposal); merging
 // repeats (pairs of groups) while the merged size stays <= k, so k > 2 grows groups
 // 1+1 -> 2, 2+1 -> 3, 2+2 -> 4, ... (a greedy approximation of k-uniform hypergraph
 // matching, not the paper's exact algorithm). Topology-aware: candidates only inside the

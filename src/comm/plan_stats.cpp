@@ -101,7 +101,9 @@ std::vector<std::vector<Cand>> live_lists(int p, const std::vector<int>& grow, c
   return live;
 }
 
-// The proposal sub-rounds of one merge level (the matching of CombiningSchedule::build):
+// The matching of one merge level. CombiningSchedule::build computes the greedy matching
+// asynchronously (greedy_match in combining.cpp); any schedule of locally dominant edges
+// gives the same result, and here it is the synchronous one, in proposal sub-rounds:
 // every unmatched leader proposes to its best live candidate; mutual proposals match; a
 // leader matched in sub-round t tells its candidates in sub-round t+1, which drop it
 // then. So at the start of sub-round t a candidate l is gone from every list iff it was

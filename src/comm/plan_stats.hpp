@@ -9,7 +9,7 @@
 // (`combined`, combining.hpp); and for the halo-exchange Plans (plan.hpp) of any pattern
 // (an SpMV halo of a matrix, or the allgather shape): `p2p`, `neighbor`, `combined` and the
 // locality-aware `aggregated` / `aggregated_dedup`. It makes exactly the decisions of
-// CombiningSchedule::build -- same queries, same matching sub-rounds, same tie-breaks, same
+// CombiningSchedule::build -- same queries, same greedy matching, same tie-breaks, same
 // splits of the common neighborhoods -- from the whole graph instead of from messages,
 // with bitsets and inverted lists instead of the O(degree^2) replies a rank exchanges.
 // tests/test_plan_stats.cpp checks schedules and counts against the MPI runs (and, in
