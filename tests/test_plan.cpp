@@ -137,6 +137,26 @@ TEST(PlanCombined, GroupsFormAndResultsStayExact) {
   }
 }
 
+// The stage term of the model: the first stage is free; the other inter-region ones cost
+// stage_inter, the intra-region ones stage_intra.
+TEST(Model, StageCostPerLocalityClass) {
+  ModelParams m;
+  m.stage_intra = 1;
+  m.stage_inter = 10;
+  EXPECT_EQ(stage_cost(m, 1, 0), 0);
+  EXPECT_EQ(stage_cost(m, 1, 1), 0);
+  EXPECT_EQ(stage_cost(m, 2, 0), 1);    // two intra-region stages (one region)
+  EXPECT_EQ(stage_cost(m, 2, 2), 10);   // combining across regions
+  EXPECT_EQ(stage_cost(m, 2, 1), 1);    // combining with stage 1 inside regions
+  EXPECT_EQ(stage_cost(m, 3, 1), 2);    // aggregation: gather, inter-region, scatter
+  EXPECT_EQ(stage_cost(m, 3, 7), 20);   // more inter-region steps than stages: capped
+  // The key "stage" of earlier model files sets both.
+  const std::string dir = test::temp_dir();
+  const ModelParams legacy = ModelParams::load(test::write_file(dir, "legacy.txt", "stage 7e-6\n"));
+  EXPECT_EQ(legacy.stage_intra, 7e-6);
+  EXPECT_EQ(legacy.stage_inter, 7e-6);
+}
+
 // auto: picks the candidate with the lowest predicted cost, and the model steers it.
 TEST(PlanAuto, FollowsTheModel) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:300,0.1,7");  // many inter-region neighbors
@@ -164,6 +184,13 @@ TEST(PlanAuto, FollowsTheModel) {
     // Stages and copies very expensive, inter-region cheap: a one-stage direct backend.
     auto direct = plan_with("alpha_inter 1e-9\nbeta_inter 0\nstage 1.0\ncopy 1.0\n");
     EXPECT_TRUE(direct->name() == "p2p" || direct->name() == "neighbor") << direct->name();
+    // Stage costs per locality class: aggregation's two extra stages stay inside regions.
+    // Free there, it wins even when its inter-region step is not much cheaper; dear there,
+    // it loses however dear inter-region stages are.
+    EXPECT_EQ(plan_with("alpha_inter 1.0\nbeta_inter 0\nstage_intra 0\nstage_inter 100\n")->name().rfind("aggregated", 0),
+              0u);
+    auto no_agg = plan_with("alpha_inter 1.0\nbeta_inter 0\nstage_intra 100\nstage_inter 100\n");
+    EXPECT_NE(no_agg->name().rfind("aggregated", 0), 0u) << no_agg->name();
   }
   // The same plan still computes the right SpMV.
   DistSpmv spmv(a, plan_with("", 100));

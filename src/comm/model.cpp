@@ -18,7 +18,8 @@ ModelParams ModelParams::load(const std::string& path_in) {
   if (!in) return m;  // documented: missing file means defaults
   std::map<std::string, double*> keys = {{"alpha_intra", &m.alpha_intra}, {"beta_intra", &m.beta_intra},
                                          {"alpha_inter", &m.alpha_inter}, {"beta_inter", &m.beta_inter},
-                                         {"region_rate", &m.region_rate}, {"stage", &m.stage},
+                                         {"region_rate", &m.region_rate}, {"stage_intra", &m.stage_intra},
+                                         {"stage_inter", &m.stage_inter}, {"stage", nullptr},
                                          {"copy", &m.copy}};
   std::string line;
   for (int ln = 1; std::getline(in, line); ++ln) {
@@ -28,8 +29,10 @@ ModelParams ModelParams::load(const std::string& path_in) {
     double v;
     if (!(ss >> k >> v) || !keys.count(k) || !(v >= 0))
       throw InputError(path + ":" + std::to_string(ln) + ": expected '<key> <non-negative number>' with a key among "
-                       "alpha_intra beta_intra alpha_inter beta_inter region_rate stage copy");
-    *keys[k] = v;
+                       "alpha_intra beta_intra alpha_inter beta_inter region_rate stage_intra stage_inter copy "
+                       "(or stage for both)");
+    if (keys[k]) *keys[k] = v;
+    else m.stage_intra = m.stage_inter = v;  // "stage": one cost for both classes
   }
   return m;
 }
@@ -40,7 +43,8 @@ void ModelParams::save(const std::string& path) const {
   out.precision(6);
   out << "# sparsecomm performance model (seconds, bytes); written by sparsecomm_calibrate\n"
       << "alpha_intra " << alpha_intra << "\nbeta_intra " << beta_intra << "\nalpha_inter " << alpha_inter
-      << "\nbeta_inter " << beta_inter << "\nregion_rate " << region_rate << "\nstage " << stage << "\ncopy " << copy
+      << "\nbeta_inter " << beta_inter << "\nregion_rate " << region_rate << "\nstage_intra " << stage_intra
+      << "\nstage_inter " << stage_inter << "\ncopy " << copy
       << "\n";
 }
 
@@ -49,9 +53,24 @@ std::string ModelParams::describe() const {
   os.precision(3);
   os << "intra: " << alpha_intra * 1e6 << " us + " << 1e-9 / std::max(beta_intra, 1e-300) << " GB/s; inter: "
      << alpha_inter * 1e6 << " us + " << 1e-9 / std::max(beta_inter, 1e-300) << " GB/s; region injection "
-     << region_rate * 1e-9 << " GB/s; stage " << stage * 1e6 << " us; copy " << 1e-9 / std::max(copy, 1e-300)
+     << region_rate * 1e-9 << " GB/s; stage " << stage_intra * 1e6 << " us intra, " << stage_inter * 1e6
+     << " us inter; copy " << 1e-9 / std::max(copy, 1e-300)
      << " GB/s";
   return os.str();
+}
+
+double stage_cost(const ModelParams& m, int64_t stages, int64_t inter_stages) {
+  const int64_t inter = std::min(stages, inter_stages);
+  const double c = m.stage_inter * static_cast<double>(std::max<int64_t>(0, inter - 1)) +
+                   m.stage_intra * static_cast<double>(stages - std::max<int64_t>(inter, 1));
+  return std::max(0.0, c);
+}
+
+int64_t inter_steps(const Stats& counts) {
+  int64_t n = 0;
+  for (const auto& [step, k] : counts.steps())
+    if (k.sent_inter.msgs + k.recv_inter.msgs > 0) ++n;
+  return n;
 }
 
 double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) {
@@ -79,8 +98,8 @@ double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) 
   SPC_MPI(MPI_Allreduce(&inj, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
   double inj_t = region_inj / std::max(m.region_rate, 1.0), max_inj = 0;
   SPC_MPI(MPI_Allreduce(&inj_t, &max_inj, 1, MPI_DOUBLE, MPI_MAX, comm));
-  const double stages = static_cast<double>(allreduce_max(comm, static_cast<int64_t>(plan.stages())));
-  return std::max(busiest[0], max_inj) + m.stage * std::max(0.0, stages - 1);
+  const int64_t stages = allreduce_max(comm, static_cast<int64_t>(plan.stages()));
+  return std::max(busiest[0], max_inj) + stage_cost(m, stages, allreduce_max(comm, inter_steps(c)));
 }
 
 }  // namespace sparsecomm

@@ -3,7 +3,8 @@
 //   alpha/beta intra-region   ping-pong between two ranks of region 0 (8 B .. 256 KiB)
 //   alpha/beta inter-region   ping-pong between region 0 and region 1
 //   region_rate               every rank of region 0 streams to region 1 at once
-//   stage                     two dependent ring exchanges minus one (at least a latency)
+//   stage_intra/_inter        two dependent ring exchanges minus one, inside regions and
+//                             across them (at least that class's latency)
 //   copy                      memcpy bandwidth
 // Latency: the 8-byte round trip / 2; per byte: the slope between 4 KiB and 256 KiB.
 // A class that cannot be measured (one region, or regions of one rank) keeps its default.
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <vector>
 
@@ -97,34 +99,58 @@ int calibrate_main(int argc, char** argv) {
     std::sort(t.begin(), t.end());
     m.region_rate = static_cast<double>(bytes) * loc.region_size(0) / t[t.size() / 2];
   }
-  // A stage: every rank exchanges with a ring neighbor, once or twice in a row (the second
-  // exchange waits for the first). The extra time beyond the second exchange's messages is
-  // what a dependent stage costs here (on an oversubscribed node it includes waiting for
-  // the peer to be scheduled). Never below the slower class's latency.
+  // A stage, per locality class: every rank exchanges 8 bytes with a ring neighbor once or
+  // twice in a row (the second exchange waits for the first). The time beyond the second
+  // exchange's latency is what a dependent stage costs here (on an oversubscribed node it
+  // includes waiting for the peer to be scheduled); never below the class's latency.
+  //   intra: the ring inside each region (local rank + 1 + s);
+  //   inter: local rank i of region r sends to local rank i of region r + 1 + s (ranks
+  //   whose local index exceeds the smallest region's size only take part in the timing).
   {
-    const int p = comm_size(comm), me = comm_rank(comm);
     char sbuf[8] = {0}, rbuf[2][8];
-    auto ring = [&](int stages) {
+    const int nreg = loc.num_regions(), r = loc.region(), i = loc.local_rank();
+    int min_size = loc.region_size(0);
+    for (int x = 1; x < nreg; ++x) min_size = std::min(min_size, loc.region_size(x));
+    // peer(s, +1) = where to send in step s, peer(s, -1) = where to receive from; -1: idle.
+    auto ring = [&](int stages, const std::function<int(int, int)>& peer) {
       std::vector<double> t;
-      for (int r = 0; r < reps + 2; ++r) {
+      for (int rep = 0; rep < reps + 2; ++rep) {
         MPI_Barrier(comm);
         const double t0 = MPI_Wtime();
         for (int s = 0; s < stages; ++s) {
+          const int to = peer(s, +1), from = peer(s, -1);
+          if (to < 0) continue;
           MPI_Request q[2];
-          MPI_Irecv(rbuf[s % 2], 8, MPI_BYTE, (me - 1 - s + 2 * p) % p, 9, comm, &q[0]);
-          MPI_Isend(sbuf, 8, MPI_BYTE, (me + 1 + s) % p, 9, comm, &q[1]);
+          MPI_Irecv(rbuf[s % 2], 8, MPI_BYTE, from, 9, comm, &q[0]);
+          MPI_Isend(sbuf, 8, MPI_BYTE, to, 9, comm, &q[1]);
           MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
         }
         double dt = MPI_Wtime() - t0, mx = 0;
         MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
-        if (r >= 2) t.push_back(mx);
+        if (rep >= 2) t.push_back(mx);
       }
       std::sort(t.begin(), t.end());
       return t[t.size() / 2];
     };
-    const double one = p > 1 ? ring(1) : 0, two = p > 1 ? ring(2) : 0;
-    const double alpha_max = std::max(m.alpha_intra, inter ? m.alpha_inter : 0.0);
-    m.stage = std::max(alpha_max, two - one - alpha_max);
+    auto stage_cost = [&](const std::function<int(int, int)>& peer, double alpha) {
+      const double one = ring(1, peer), two = ring(2, peer);
+      return std::max(alpha, two - one - alpha);
+    };
+    if (intra) {
+      const int n = loc.region_size(r);
+      m.stage_intra = stage_cost(
+          [&](int s, int dir) { return n < 2 ? -1 : loc.member(r, ((i + dir * (1 + s % (n - 1))) % n + n) % n); },
+          m.alpha_intra);
+    }
+    if (inter) {
+      m.stage_inter = stage_cost(
+          [&](int s, int dir) {
+            if (i >= min_size) return -1;
+            const int d = 1 + s % (nreg - 1);
+            return loc.member(((r + dir * d) % nreg + nreg) % nreg, i);
+          },
+          m.alpha_inter);
+    }
   }
   {
     std::vector<char> a(1 << 22, 1), b(1 << 22);

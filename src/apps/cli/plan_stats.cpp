@@ -34,7 +34,7 @@ struct Summary {
 
 // Modelled seconds of one execution on one rank: per step, the larger of its send and
 // receive costs (alpha per message + beta per byte, per locality class), steps in sequence,
-// plus the model's cost per extra stage. A postal model in the spirit of the max-rate
+// plus the model's cost per extra stage (stage_cost, per locality class). A postal model in the spirit of the max-rate
 // models the auto backend uses (model.hpp); labelled as modelled wherever printed.
 double modelled(const virt::RankCounts& rc, const ModelParams& m) {
   auto cost = [&](const MessageCounts& intra, const MessageCounts& inter) {
@@ -44,7 +44,7 @@ double modelled(const virt::RankCounts& rc, const ModelParams& m) {
   double t = 0;
   for (const auto& [step, c] : rc.counts.steps())
     t += std::max(cost(c.sent_intra, c.sent_inter), cost(c.recv_intra, c.recv_inter));
-  return t + (rc.stages - 1) * m.stage;
+  return t + stage_cost(m, rc.stages, inter_steps(rc.counts));
 }
 
 Summary summarize(const std::vector<virt::RankCounts>& v, const ModelParams& m) {
