@@ -10,16 +10,16 @@
 # merge while the merged size stays <= k; combining.hpp), so group counts are expected to
 # differ where their exact hypergraph matching finds groups ours does not.
 #
-# One command (about 7 min here with builds present; 41 s with SIM_P=128):
+# One command (about 6 min here with builds present; 41 s with SIM_P=128):
 #   scripts/repro_kgroup.sh
 #   1. EXACT hyperedge counts and message counts, MODELLED latency (plan-stats, one process):
 #      Moore (2,2), (2,3), (3,1) at 4,096 ranks and ER δ = 0.05, 0.2 at 1,024 ranks, regions of
 #      32 ranks, k in {2, 3, 4, 6, 8, 16}, agnostic and aware.
 #   2. SIMULATED speedups (SMPI, gpc_flat: 8 ranks per node; the fat-tree quartz platform
-#      simulates about 10x slower): Moore (2,2) at $SIM_P ranks (default 512, 6 min) and
-#      ER δ = 0.05 at $SIM_P_ER ranks (default 256, 26 s), k in {2, 4, 8}, agnostic and aware.
-#      FULL=1 runs Moore at 4,096 and ER at 1,024 (manual: Moore at 1,024 alone takes over
-#      15 min here).
+#      simulates about 10x slower): Moore (2,2) at $SIM_P ranks (default 1,024, 5 min) and
+#      ER δ = 0.05 at $SIM_P_ER ranks (default 256, 25 s), k in {2, 4, 8}, agnostic and aware.
+#      FULL=1 runs Moore at 4,096 and ER at 1,024 (manual: ER 0.05 at 1,024 had not
+#      finished after 18 min here).
 #   3. Table and PNGs: scripts/plot_kgroup.py.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +27,7 @@ root=$(cd "$here/.." && pwd)
 out=${OUT:-$root/results/repro_kgroup}
 build=${BUILD:-$root/build}
 build_smpi=${BUILD_SMPI:-$root/build-smpi}
-sim_p=${SIM_P:-512}
+sim_p=${SIM_P:-1024}
 sim_p_er=${SIM_P_ER:-256}
 mkdir -p "$out"
 rm -f "$out"/planstats.jsonl "$out"/smpi.jsonl

@@ -14,7 +14,8 @@
 #      node): Moore (2,1), (2,2), (3,1) and ER δ = 0.05 at $SIM_P ranks (default 256: the
 #      setup of every variant is simulated too, and a 1,024-rank Moore run takes over
 #      15 minutes here). The paper's 8,192 / 4,096-rank runs are manual: FULL=1 (hours).
-#   3. Phase-1 cost trend: simulated pattern-construction time vs P (64, 128, 256) for Moore (2,2).
+#   3. Phase-1 cost trend: simulated pattern-construction time vs P ($PHASE1_P, default 64 to
+#      1,024) for Moore (2,2).
 #   4. Table and PNGs: scripts/plot_mirsadeghi.py.
 # Results in results/repro_mirsadeghi/. Every number printed is labelled exact, modelled or
 # simulated; the simulated ones come with the platform and the SMPI --cfg set (smpi.sh).
@@ -59,7 +60,7 @@ if command -v smpirun > /dev/null; then
     run_sim "$sim_p" "er:0.05" | tee "$out/smpi_er.txt"
   fi
   echo "== 3. phase-1 cost vs P (SMPI, Moore (2,2))"
-  for p in 64 128 256; do
+  for p in ${PHASE1_P:-64 128 256 512 1024}; do
     "$here/smpi.sh" run "$p" --platform gpc_flat --ppn 8 --timeout 900 -- "$scli" nbrbench --topos "moore:2,2" \
       --sizes 4 --k 2 --aware agnostic --regions ppn:8 --reps 1 --rounds 1 --backends combined \
       --json "$out/phase1.jsonl" > "$out/phase1_$p.txt"
