@@ -14,9 +14,9 @@ using Lists = std::map<int, std::vector<int64_t>>;
 
 // Exchange with peers known on both sides: send out[p] to every key p, receive one
 // message of at most `max_count` values from every rank in `from`. The receives are
-// posted with that bound and trimmed to the count that arrived, rather than probed: a
-// blocking MPI_Probe is a polling loop under SimGrid's SMPI whose host cost grew faster
-// than linearly with the rank count (4x the whole setup at 256 simulated ranks).
+// posted with that bound and trimmed to the count that arrived, rather than probed: under
+// SimGrid's SMPI a blocking MPI_Probe is a polling loop whose polls also advance the
+// simulated clock (phase 1 at 256 simulated ranks: 5.7 ms with probes, 2.6 ms without).
 Lists known_exchange(MPI_Comm comm, int tag, const Lists& out, const std::vector<int>& from, size_t max_count) {
   std::vector<MPI_Request> reqs(from.size() + out.size());
   Lists in;
