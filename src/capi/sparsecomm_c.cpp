@@ -20,6 +20,7 @@
 #include <new>
 
 #include "comm/hash.hpp"
+#include "comm/parse.hpp"
 #include "capi_internal.hpp"
 
 // The object behind SPC_Request (declared in sparsecomm.h, global namespace).
@@ -60,14 +61,9 @@ bool untag(const std::string& what, int& code, std::string& text) {
   const size_t num = pos + std::strlen(kTagOpen);
   const size_t end = what.find("]]", num);
   if (end == std::string::npos) return false;
-  try {
-    size_t used = 0;
-    const long v = std::stol(what.substr(num, end - num), &used);
-    if (used != end - num) return false;
-    code = static_cast<int>(v);
-  } catch (const std::exception&) {
-    return false;
-  }
+  int64_t v = 0;
+  if (!parse_int(what.substr(num, end - num), v)) return false;
+  code = static_cast<int>(v);
   size_t after = end + 2;
   if (after < what.size() && what[after] == ' ') ++after;
   text = what.substr(0, pos) + what.substr(after);
@@ -280,14 +276,8 @@ void Options::set(const std::string& key, const std::string& raw) {
   const std::string v = trim(raw);
   auto bad = [&](const std::string& why) { fail(SPC_ERR_INFO_VALUE, "info key " + key + ": '" + raw + "' " + why); };
   auto integer = [&](int lo) {
-    long x = 0;
-    size_t used = 0;
-    try {
-      x = std::stol(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (v.empty() || used != v.size()) bad("is not an integer");
+    int64_t x = 0;
+    if (!parse_int(v, x)) bad("is not an integer");
     if (x < lo || x > INT_MAX) bad("is out of range (must be >= " + std::to_string(lo) + ")");
     return static_cast<int>(x);
   };

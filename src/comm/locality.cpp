@@ -1,9 +1,12 @@
 #include "comm/locality.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <sstream>
+
+#include "comm/parse.hpp"
 
 namespace sparsecomm {
 
@@ -12,16 +15,10 @@ namespace {
 const char* const kValidSpecs = "valid forms: node, ppn:<k>, cyclic:<n>, list:<r0>,<r1>,..., flat, single";
 
 int parse_number(const std::string& s, const std::string& spec) {
-  size_t pos = 0;
-  int v = 0;
-  try {
-    v = std::stoi(s, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos == 0 || pos != s.size())
+  int64_t v = 0;
+  if (!parse_int(s, v) || v < INT_MIN || v > INT_MAX)
     throw InputError("Locality: bad number '" + s + "' in '" + spec + "'; " + kValidSpecs);
-  return v;
+  return static_cast<int>(v);
 }
 
 }  // namespace

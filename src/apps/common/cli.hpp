@@ -1,6 +1,7 @@
 #pragma once
 // Tiny option parser shared by the benchmark programs: "--name value" and "--flag".
 // Unknown options are errors (the message lists the valid ones).
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "comm/error.hpp"
+#include "comm/parse.hpp"
 
 namespace sparsecomm::apps {
 
@@ -48,12 +50,8 @@ class Options {
   const std::string& get(const std::string& name) const { return values_.at(name); }
   bool flag(const std::string& name) const { return values_.at(name) == "1"; }
   int get_int(const std::string& name) const {
-    try {
-      size_t pos = 0;
-      int v = std::stoi(get(name), &pos);
-      if (pos == get(name).size()) return v;
-    } catch (const std::exception&) {
-    }
+    int64_t v = 0;
+    if (parse_int(get(name), v) && v >= INT_MIN && v <= INT_MAX) return static_cast<int>(v);
     throw std::invalid_argument("option --" + name + " expects an integer, got '" + get(name) + "'");
   }
 
@@ -117,14 +115,8 @@ inline std::vector<std::string> split_specs(const std::string& s) {
 inline std::vector<int64_t> int_list(const std::string& name, const std::string& s, int64_t min_value) {
   std::vector<int64_t> v;
   for (const auto& x : split_list(s)) {
-    size_t pos = 0;
     int64_t n = 0;
-    try {
-      n = std::stoll(x, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos == 0 || pos != x.size() || n < min_value)
+    if (!parse_int(x, n) || n < min_value)
       throw InputError("--" + name + " expects integers >= " + std::to_string(min_value) + ", got '" + x + "'");
     v.push_back(n);
   }
