@@ -472,18 +472,26 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
     for (const auto& [S, slot] : detail::lpt_assign(send_vol, slots)) leader[R][S] = members[R][slot];
     for (const auto& [Rp, slot] : detail::lpt_assign(recv_vol, slots)) receiver[R][Rp] = members[R][slot];
   }
-  // Initial: each rank to each leader of its remote regions (itself excepted), merged.
-  for (int a = 0; a < p; ++a) {
-    std::map<int, int64_t> to_leader;
-    for (const auto& [S, n] : keys[a]) {
-      const int L = leader[region[a]].at(S);
-      if (L != a) to_leader[L] += n;
+  // The two intra-region steps, merged per peer: rank a and the member of its region that
+  // handles remote region X (role[region[a]][X]) exchange the values counted in
+  // volume[a][X], a itself excepted. Initial: a sends to its leaders; final: a receives
+  // from its receivers.
+  auto intra_step = [&](const char* step, const std::vector<std::map<int, int64_t>>& volume,
+                        const std::vector<std::map<int, int>>& role, bool a_sends) {
+    for (int a = 0; a < p; ++a) {
+      std::map<int, int64_t> merged;
+      for (const auto& [X, n] : volume[a]) {
+        const int peer = role[region[a]].at(X);
+        if (peer != a) merged[peer] += n;
+      }
+      for (const auto& [peer, n] : merged) {
+        out[a_sends ? a : peer].counts.record_send(step, true, n * eb);
+        out[a_sends ? peer : a].counts.record_recv(step, true, n * eb);
+      }
     }
-    for (const auto& [L, n] : to_leader) {
-      out[a].counts.record_send("initial", true, n * eb);
-      out[L].counts.record_recv("initial", true, n * eb);
-    }
-  }
+  };
+  // Initial: each rank to each leader of its remote regions.
+  intra_step("initial", keys, leader, true);
   // Inter: leader of (R -> S) to the receiver of (S <- R), one message per pair.
   for (const auto& [pair, by_dest] : by_pair) {
     const auto [R, S] = pair;
@@ -499,19 +507,9 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
     out[leader[R].at(S)].counts.record_send("inter", false, n * eb);
     out[receiver[S].at(R)].counts.record_recv("inter", false, n * eb);
   }
-  // Final: each receiver to each destination of its region (itself excepted), merged
-  // over the source regions it receives for.
-  for (int d = 0; d < p; ++d) {
-    std::map<int, int64_t> from_receiver;
-    for (const auto& [Rp, n] : recv_count[d]) {
-      const int V = receiver[region[d]].at(Rp);
-      if (V != d) from_receiver[V] += n;
-    }
-    for (const auto& [V, n] : from_receiver) {
-      out[V].counts.record_send("final", true, n * eb);
-      out[d].counts.record_recv("final", true, n * eb);
-    }
-  }
+  // Final: each receiver to each destination of its region, merged over the source
+  // regions it receives for.
+  intra_step("final", recv_count, receiver, false);
   for (int a = 0; a < p; ++a)
     out[a].stages = (keys[a].empty() && recv_count[a].empty() && !region_sends[region[a]]) ? 1 : 3;
   return out;
