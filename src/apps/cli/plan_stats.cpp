@@ -34,8 +34,9 @@ struct Summary {
 
 // Modelled seconds of one execution on one rank: per step, the larger of its send and
 // receive costs (alpha per message + beta per byte, per locality class), steps in sequence,
-// plus the model's cost per extra stage (stage_cost, per locality class). A postal model in the spirit of the max-rate
-// models the auto backend uses (model.hpp); labelled as modelled wherever printed.
+// plus the model's cost per extra stage (stage_cost, per locality class). A postal model
+// in the spirit of the max-rate models the auto backend uses (model.hpp); labelled as
+// modelled wherever printed.
 double modelled(const virt::RankCounts& rc, const ModelParams& m) {
   auto cost = [&](const MessageCounts& intra, const MessageCounts& inter) {
     return intra.msgs * m.alpha_intra + intra.bytes * m.beta_intra + inter.msgs * m.alpha_inter +
