@@ -18,6 +18,7 @@
 
 #include "comm/combining.hpp"
 #include "comm/locality.hpp"
+#include "comm/messages.hpp"
 #include "comm/stats.hpp"
 #include "comm/topology.hpp"
 
@@ -27,7 +28,8 @@ struct GatherOptions {
   int value_bytes = 8;         ///< bytes of one value
   std::string sdde = kDefaultSdde;  ///< SDDE strategy for setup exchanges
   CombiningOptions combining;  ///< for "combined": theta, k, aware, rounds
-  bool persistent = true;      ///< persistent requests built once (false: Isend/Irecv per start)
+  /// Persistent requests built once, or Isend/Irecv at every start (comm/messages.hpp).
+  bool persistent = kPersistentRequestsDefault;
 };
 
 class GatherPlan {

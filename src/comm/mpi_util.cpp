@@ -1,10 +1,5 @@
 #include "comm/mpi_util.hpp"
 
-#include <cstdlib>
-#ifdef SPARSECOMM_SMPI
-#include <simgrid/actor.h>
-#endif
-
 namespace sparsecomm {
 
 int comm_rank(MPI_Comm comm) {
@@ -78,20 +73,6 @@ int64_t allreduce_min(MPI_Comm comm, int64_t v) {
   int64_t r = 0;
   SPC_MPI(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_MIN, comm));
   return r;
-}
-
-void start_requests(int n, MPI_Request* reqs) {
-  if (n <= 0) return;
-  SPC_MPI(MPI_Startall(n, reqs));
-#ifdef SPARSECOMM_SMPI
-  // Read once (start() is the hot path); constant for the whole run.
-  static const double cost = [] {
-    const char* e = std::getenv("SPARSECOMM_SMPI_MSG_COST");
-    return e ? std::atof(e) : 0.4e-6;
-  }();
-  // Simulated time passes for this rank (smpi_execute would scale by smpi/host-speed).
-  if (cost > 0) sg_actor_sleep_for(cost * n);
-#endif
 }
 
 }  // namespace sparsecomm

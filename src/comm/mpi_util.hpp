@@ -57,16 +57,6 @@ MPI_Datatype mpi_type() {
 
 /// Max / sum / min of one value over the communicator (collective).
 double allreduce_max(MPI_Comm comm, double v);
-/// Starts n persistent requests (MPI_Startall; nothing for n = 0, which Open MPI rejects).
-/// Under SMPI it also charges every started request a modelled CPU overhead per message:
-/// SMPI charges its smpi/ois send overhead to MPI_Isend but not to persistent starts, and
-/// with send-is-detached-thresh:0 its receive overhead not at all (../shared/simgrid/NOTES.md),
-/// so a simulated backend would otherwise get messages for free on the CPU side -- the cost
-/// message combining exists to save (the LogP "o", on both ends). Seconds per request:
-/// $SPARSECOMM_SMPI_MSG_COST, default 0.4e-6 (the notes' smpi/ois); 0 turns it off.
-/// Without SMPI this is MPI_Startall.
-void start_requests(int n, MPI_Request* reqs);
-
 int64_t allreduce_max(MPI_Comm comm, int64_t v);
 int64_t allreduce_sum(MPI_Comm comm, int64_t v);
 int64_t allreduce_min(MPI_Comm comm, int64_t v);

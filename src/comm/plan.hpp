@@ -22,6 +22,7 @@
 
 #include "comm/combining.hpp"
 #include "comm/locality.hpp"
+#include "comm/messages.hpp"
 #include "comm/pattern.hpp"
 #include "comm/stats.hpp"
 
@@ -40,6 +41,11 @@ struct PlanOptions {
   /// alone) and the model parameter file ("": $SPARSECOMM_MODEL or built-in defaults).
   int64_t expected_iterations = 0;
   std::string model;
+  /// How the point-to-point backends post their fixed messages at every execution:
+  /// MPI_Irecv/MPI_Isend (false, the default with Open MPI, whose inline send path makes it
+  /// faster) or persistent requests started with MPI_Startall (true; the SMPI default).
+  /// See comm/messages.hpp.
+  bool persistent_requests = kPersistentRequestsDefault;
 };
 
 /// How received values are written into the destination buffer.

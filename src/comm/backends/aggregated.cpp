@@ -26,6 +26,7 @@
 #include <unordered_map>
 
 #include "comm/aggregation.hpp"
+#include "comm/messages.hpp"
 #include "comm/plan.hpp"
 
 namespace sparsecomm {
@@ -52,14 +53,6 @@ struct GatherMsg {
   int peer = -1;
   std::vector<const char*> src;
   std::vector<char> buf;
-  MPI_Request req = MPI_REQUEST_NULL;
-};
-
-// A message received into a staging buffer at a byte offset.
-struct StagedRecv {
-  int peer = -1;
-  int64_t offset = 0, count = 0;  // in elements
-  MPI_Request req = MPI_REQUEST_NULL;
 };
 
 // Dense alltoallv of int64 records inside a region (O(region size) setup cost).
@@ -86,49 +79,41 @@ class AggregatedPlan final : public Plan {
  public:
   AggregatedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt, bool dedup)
       : Plan(dedup ? "aggregated_dedup" : "aggregated", p, loc, comm, opt), dedup_(dedup) {
-    try {
-      setup(p, loc, opt);
-    } catch (...) {
-      free_requests();
-      throw;
-    }
+    setup(p, loc, opt);
   }
-  ~AggregatedPlan() override {
-    finish_if_active();
-    free_requests();
-  }
+  ~AggregatedPlan() override { finish_if_active(); }
 
  protected:
+  // Every receive is posted at the start; each gathered send as soon as its data is in.
   void do_start() override {
-    start_all(recv_reqs_);
-    start_all(local_send_reqs_);
-    for (auto& m : initial_) {
-      gather(m);
-      start_requests(1, &m.req);
+    for (Messages* m : {&initial_recv_, &inter_recv_, &final_recv_, &local_recv_}) m->start();
+    local_send_.start();
+    for (size_t i = 0; i < initial_.size(); ++i) {
+      gather(initial_[i]);
+      initial_send_.start(i);
     }
   }
 
   void do_wait() override {
     // Leaders: once the initial messages are in, build and send the inter-region ones.
-    wait_staged(initial_recv_);
-    for (auto& m : inter_) {
-      gather(m);
-      start_requests(1, &m.req);
+    initial_recv_.wait();
+    for (size_t i = 0; i < inter_.size(); ++i) {
+      gather(inter_[i]);
+      inter_send_.start(i);
     }
     // Receivers: once the inter-region messages are in, forward inside the region.
-    wait_staged(inter_recv_);
-    for (auto& m : final_) {
-      gather(m);
-      start_requests(1, &m.req);
+    inter_recv_.wait();
+    for (size_t i = 0; i < final_.size(); ++i) {
+      gather(final_[i]);
+      final_send_.start(i);
     }
     const int64_t eb = elem_bytes();
     for (const auto& [dst, src] : self_final_) std::memcpy(dst, src, static_cast<size_t>(eb));
-    wait_staged(final_recv_);
+    final_recv_.wait();
     for (const auto& [dst, src] : final_scatter_) std::memcpy(dst, src, static_cast<size_t>(eb));
-    wait_all(local_recv_reqs_);
-    wait_all(local_send_reqs_);
-    for (auto* v : {&initial_, &inter_, &final_})
-      for (auto& m : *v) SPC_MPI(MPI_Wait(&m.req, MPI_STATUS_IGNORE));
+    local_recv_.wait();
+    local_send_.wait();
+    for (Messages* m : {&initial_send_, &inter_send_, &final_send_}) m->wait();
   }
 
  private:
@@ -139,32 +124,12 @@ class AggregatedPlan final : public Plan {
     char* out = m.buf.data();
     for (size_t k = 0; k < m.src.size(); ++k) std::memcpy(out + k * eb, m.src[k], eb);
   }
-  static void start_all(std::vector<MPI_Request>& r) {
-    start_requests(static_cast<int>(r.size()), r.data());
-  }
-  static void wait_all(std::vector<MPI_Request>& r) {
-    if (!r.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE));
-  }
-  static void wait_staged(std::vector<StagedRecv>& v) {
-    for (auto& s : v) SPC_MPI(MPI_Wait(&s.req, MPI_STATUS_IGNORE));
-  }
-  void free_requests() noexcept {
-    auto f = [](MPI_Request& q) {
-      if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
-    };
-    for (auto& q : local_send_reqs_) f(q);
-    for (auto& q : local_recv_reqs_) f(q);
-    for (auto* v : {&initial_, &inter_, &final_})
-      for (auto& m : *v) f(m.req);
-    for (auto* v : {&initial_recv_, &inter_recv_, &final_recv_})
-      for (auto& s : *v) f(s.req);
-  }
 
   bool dedup_;
-  std::vector<MPI_Request> local_send_reqs_, local_recv_reqs_;
-  std::vector<MPI_Request> recv_reqs_;  // handles of every persistent receive, started together
-  std::vector<GatherMsg> initial_, inter_, final_;
-  std::vector<StagedRecv> initial_recv_, inter_recv_, final_recv_;
+  Messages local_send_, local_recv_;
+  std::vector<GatherMsg> initial_, inter_, final_;     // gathered sends (contents)
+  Messages initial_send_, inter_send_, final_send_;    // their messages, same order
+  Messages initial_recv_, inter_recv_, final_recv_;    // staged receives into r1_/r2_/r3_
   std::vector<char> r1_, r2_, r3_;  // staging for initial / inter / final receives
   std::vector<std::pair<char*, const char*>> self_final_, final_scatter_;
 };
@@ -185,9 +150,7 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
   std::map<int, std::vector<int>> recv_from_region;  // R' -> my recv segment indices (r ascending)
   for (int i = 0; i < s.num_neighbors(); ++i) {
     if (loc.region_of(s.ranks[i]) == my_region) {
-      local_send_reqs_.emplace_back(MPI_REQUEST_NULL);
-      SPC_MPI(MPI_Send_init(send_buf() + s.offsets[i] * eb, static_cast<int>(s.count(i) * eb), MPI_BYTE, s.ranks[i],
-                            kTagLocal, comm(), &local_send_reqs_.back()));
+      local_send_.add(true, send_buf() + s.offsets[i] * eb, s.count(i) * eb, s.ranks[i], kTagLocal);
       count_send("local", s.ranks[i], s.count(i) * eb);
     } else {
       send_to_region[loc.region_of(s.ranks[i])].push_back(i);
@@ -195,9 +158,7 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
   }
   for (int i = 0; i < r.num_neighbors(); ++i) {
     if (loc.region_of(r.ranks[i]) == my_region) {
-      local_recv_reqs_.emplace_back(MPI_REQUEST_NULL);
-      SPC_MPI(MPI_Recv_init(recv_buf() + r.offsets[i] * eb, static_cast<int>(r.count(i) * eb), MPI_BYTE, r.ranks[i],
-                            kTagLocal, comm(), &local_recv_reqs_.back()));
+      local_recv_.add(false, recv_buf() + r.offsets[i] * eb, r.count(i) * eb, r.ranks[i], kTagLocal);
       count_recv("local", r.ranks[i], r.count(i) * eb);
     } else {
       recv_from_region[loc.region_of(r.ranks[i])].push_back(i);
@@ -356,10 +317,9 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
   r2_.assign(static_cast<size_t>(n2 * eb), 0);
   r3_.assign(static_cast<size_t>(n3 * eb), 0);
 
-  auto post_recv = [&](std::vector<StagedRecv>& v, std::vector<char>& buf, int peer, int64_t off, int64_t n, int tag,
+  auto post_recv = [&](Messages& v, std::vector<char>& buf, int peer, int64_t off, int64_t n, int tag,
                        const char* step) {
-    v.push_back({peer, off, n, MPI_REQUEST_NULL});
-    SPC_MPI(MPI_Recv_init(buf.data() + off * eb, static_cast<int>(n * eb), MPI_BYTE, peer, tag, comm(), &v.back().req));
+    v.add(false, buf.data() + off * eb, n * eb, peer, tag);
     count_recv(step, peer, n * eb);
   };
   auto post_send = [&](std::vector<GatherMsg>& v, int peer, std::vector<const char*> src, const char* step) {
@@ -439,14 +399,13 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
       off += n;
     }
   }
-  // Persistent receives are all started together at the beginning of an execution.
-  for (auto* v : {&initial_recv_, &inter_recv_, &final_recv_})
-    for (auto& x : *v) recv_reqs_.push_back(x.req);
-  recv_reqs_.insert(recv_reqs_.end(), local_recv_reqs_.begin(), local_recv_reqs_.end());
-  for (auto* v : {&initial_, &inter_, &final_})
-    for (auto& m : *v)
-      SPC_MPI(MPI_Send_init(m.buf.data(), static_cast<int>(m.buf.size()), MPI_BYTE, m.peer,
-                            v == &initial_ ? kTagInitial : (v == &inter_ ? kTagInter : kTagFinal), comm(), &m.req));
+  // The gathered sends' buffers are final now (the vectors of messages no longer grow).
+  for (const auto& m : initial_) initial_send_.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, kTagInitial);
+  for (const auto& m : inter_) inter_send_.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, kTagInter);
+  for (const auto& m : final_) final_send_.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, kTagFinal);
+  for (Messages* m : {&local_send_, &local_recv_, &initial_send_, &inter_send_, &final_send_, &initial_recv_,
+                      &inter_recv_, &final_recv_})
+    m->init(comm(), opt.persistent_requests);
   set_stages((send_to_region.empty() && recv_from_region.empty() && leader_of.empty()) ? 1 : 3);
   st.add_time("setup.aggregation", MPI_Wtime() - t0);
 }

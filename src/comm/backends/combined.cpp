@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "comm/messages.hpp"
 #include "comm/plan.hpp"
 
 namespace sparsecomm {
@@ -24,53 +25,33 @@ class CombinedPlan final : public Plan {
  public:
   CombinedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
       : Plan("combined", p, loc, comm, opt) {
-    try {
-      setup(p, loc, opt);
-    } catch (...) {
-      free_all();
-      throw;
-    }
+    setup(p, loc, opt);
   }
-  ~CombinedPlan() override {
-    finish_if_active();
-    free_all();
-  }
+  ~CombinedPlan() override { finish_if_active(); }
 
  protected:
+  // Posting order as before this used Messages: stage-1 sends, stage-1 receives, direct
+  // stage-2 sends, stage-2 receives; the combined stage-2 sends once stage 1 is in.
   void do_start() override {
     for (const auto& c : pack1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-    start(first_);  // stage-1 receives and sends, final receives, direct sends
+    send1_.start();
+    recv1_.start();
+    direct_.start();
+    recv2_.start();
   }
   void do_wait() override {
-    wait(stage1_wait_);
+    recv1_.wait();
     for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
     for (const auto& c : pack2_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-    start(second_);
-    wait(final_wait_);
+    send2_.start();
+    recv2_.wait();
     for (const auto& c : scatter_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-    wait(first_);
-    wait(second_);
+    send1_.wait();
+    direct_.wait();
+    send2_.wait();
   }
 
  private:
-  static void start(std::vector<MPI_Request>& r) {
-    start_requests(static_cast<int>(r.size()), r.data());
-  }
-  static void wait(std::vector<MPI_Request>& r) {
-    if (!r.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE));
-  }
-  void free_all() noexcept {
-    for (auto& q : owned_)
-      if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
-  }
-  MPI_Request add(bool send, void* buf, int64_t bytes, int peer, int tag) {
-    MPI_Request r = MPI_REQUEST_NULL;
-    if (send) SPC_MPI(MPI_Send_init(buf, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm(), &r));
-    else SPC_MPI(MPI_Recv_init(buf, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm(), &r));
-    owned_.push_back(r);
-    return r;
-  }
-
   void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
     Stats& st = setup_stats_mut();
     const CombiningSchedule s = CombiningSchedule::build(comm(), Topology::from_pattern(p), loc, opt.combining, &st);
@@ -117,7 +98,7 @@ class CombinedPlan final : public Plan {
         pack1_.push_back({out1_[i].data() + pos, sg.first, sg.second});
         pos += sg.second;
       }
-      first_.push_back(add(true, out1_[i].data(), bytes, s.stage1_send[i], kTagStage1));
+      send1_.add(true, out1_[i].data(), bytes, s.stage1_send[i], kTagStage1);
       count_send("stage1", s.stage1_send[i], bytes);
     }
     in1_.resize(s.stage1_recv.size());
@@ -135,9 +116,7 @@ class CombinedPlan final : public Plan {
         }
         pos += in_counts[i][j] * eb;
       }
-      MPI_Request r = add(false, in1_[i].data(), bytes, s.stage1_recv[i], kTagStage1);
-      first_.push_back(r);
-      stage1_wait_.push_back(r);
+      recv1_.add(false, in1_[i].data(), bytes, s.stage1_recv[i], kTagStage1);
       count_recv("stage1", s.stage1_recv[i], bytes);
     }
     // Stage 2: one message per destination.
@@ -147,7 +126,7 @@ class CombinedPlan final : public Plan {
       const auto& org = s.dest_origins[i];
       if (org.size() == 1 && org[0] == me) {  // direct: straight from the send buffer
         const auto& sg = seg.at({me, d});
-        first_.push_back(add(true, const_cast<char*>(sg.first), sg.second, d, kTagStage2));
+        direct_.add(true, sg.first, sg.second, d, kTagStage2);
         count_send("stage2", d, sg.second);
         continue;
       }
@@ -160,17 +139,16 @@ class CombinedPlan final : public Plan {
         pack2_.push_back({out2_[i].data() + pos, sg.first, sg.second});
         pos += sg.second;
       }
-      second_.push_back(add(true, out2_[i].data(), bytes, d, kTagStage2));
+      send2_.add(true, out2_[i].data(), bytes, d, kTagStage2);
       count_send("stage2", d, bytes);
     }
     // Receive side.
     in2_.resize(s.from.size());
     for (size_t i = 0; i < s.from.size(); ++i) {
       const auto& org = s.from_origins[i];
-      MPI_Request r;
       if (org.size() == 1) {
         const int k = recv_idx.at(org[0]);
-        r = add(false, recv_buf() + rcv.offsets[k] * eb, rcv.count(k) * eb, s.from[i], kTagStage2);
+        recv2_.add(false, recv_buf() + rcv.offsets[k] * eb, rcv.count(k) * eb, s.from[i], kTagStage2);
         count_recv("stage2", s.from[i], rcv.count(k) * eb);
       } else {
         int64_t bytes = 0;
@@ -182,20 +160,18 @@ class CombinedPlan final : public Plan {
           scatter_.push_back({recv_buf() + rcv.offsets[k] * eb, in2_[i].data() + pos, rcv.count(k) * eb});
           pos += rcv.count(k) * eb;
         }
-        r = add(false, in2_[i].data(), bytes, s.from[i], kTagStage2);
+        recv2_.add(false, in2_[i].data(), bytes, s.from[i], kTagStage2);
         count_recv("stage2", s.from[i], bytes);
       }
-      first_.push_back(r);
-      final_wait_.push_back(r);
     }
+    for (Messages* m : {&send1_, &recv1_, &direct_, &recv2_, &send2_}) m->init(comm(), opt.persistent_requests);
     set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  // Requests: first_ (started at start(): stage 1, direct stage-2 sends, all receives),
-  // second_ (combined stage-2 sends, started once stage 1 is in); the wait lists alias
-  // handles of first_ (persistent handles stay valid across completions).
-  std::vector<MPI_Request> owned_, first_, second_, stage1_wait_, final_wait_;
+  // Stage-1 sends and receives, direct stage-2 sends, all stage-2 receives (started at
+  // start()), combined stage-2 sends (started once stage 1 is in).
+  Messages send1_, recv1_, direct_, recv2_, send2_;
   std::vector<std::vector<char>> out1_, in1_, out2_, in2_;
   std::vector<Copy> pack1_, pack2_, scatter_, self1_;
 };

@@ -1,7 +1,8 @@
 // Allgather-shaped backends without combining:
-//   p2p      : one message per edge (persistent Send_init/Recv_init, or Isend/Irecv per start)
+//   p2p      : one message per edge (comm/messages.hpp: Irecv/Isend per start, or persistent)
 //   neighbor : MPI_Dist_graph_create_adjacent once, MPI_Ineighbor_allgatherv per start
 #include "comm/gather_plan.hpp"
+#include "comm/messages.hpp"
 
 namespace sparsecomm {
 namespace {
@@ -12,54 +13,24 @@ class P2pGather final : public GatherPlan {
       : GatherPlan("p2p", t, l, c, n, o) {
     const int64_t vb = value_bytes();
     for (size_t i = 0; i < t.sources.size(); ++i) {
-      recvs_.push_back({t.sources[i], recv_buf() + recv_offsets()[i] * vb, recv_counts()[i] * vb});
+      msgs_.add(false, recv_buf() + recv_offsets()[i] * vb, recv_counts()[i] * vb, t.sources[i], kTag);
       count_recv("direct", t.sources[i], recv_counts()[i] * vb);
     }
     for (int d : t.destinations) {
-      sends_.push_back({d, const_cast<char*>(block_buf()), my_count() * vb});
+      msgs_.add(true, block_buf(), my_count() * vb, d, kTag);
       count_send("direct", d, my_count() * vb);
     }
-    reqs_.assign(recvs_.size() + sends_.size(), MPI_REQUEST_NULL);
-    if (o.persistent) {
-      for (size_t i = 0; i < recvs_.size(); ++i)
-        SPC_MPI(MPI_Recv_init(recvs_[i].buf, static_cast<int>(recvs_[i].bytes), MPI_BYTE, recvs_[i].peer, kTag, comm(), &reqs_[i]));
-      for (size_t i = 0; i < sends_.size(); ++i)
-        SPC_MPI(MPI_Send_init(sends_[i].buf, static_cast<int>(sends_[i].bytes), MPI_BYTE, sends_[i].peer, kTag, comm(),
-                              &reqs_[recvs_.size() + i]));
-    }
+    msgs_.init(comm(), o.persistent);
   }
-  ~P2pGather() override {
-    finish_if_active();
-    if (options().persistent)
-      for (auto& r : reqs_)
-        if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
-  }
+  ~P2pGather() override { finish_if_active(); }
 
  protected:
-  void do_start() override {
-    if (options().persistent) {
-      start_requests(static_cast<int>(reqs_.size()), reqs_.data());
-      return;
-    }
-    for (size_t i = 0; i < recvs_.size(); ++i)
-      SPC_MPI(MPI_Irecv(recvs_[i].buf, static_cast<int>(recvs_[i].bytes), MPI_BYTE, recvs_[i].peer, kTag, comm(), &reqs_[i]));
-    for (size_t i = 0; i < sends_.size(); ++i)
-      SPC_MPI(MPI_Isend(sends_[i].buf, static_cast<int>(sends_[i].bytes), MPI_BYTE, sends_[i].peer, kTag, comm(),
-                        &reqs_[recvs_.size() + i]));
-  }
-  void do_wait() override {
-    if (!reqs_.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE));
-  }
+  void do_start() override { msgs_.start(); }
+  void do_wait() override { msgs_.wait(); }
 
  private:
-  struct Msg {
-    int peer;
-    char* buf;
-    int64_t bytes;
-  };
   static constexpr int kTag = 41;
-  std::vector<Msg> sends_, recvs_;
-  std::vector<MPI_Request> reqs_;
+  Messages msgs_;
 };
 
 class NeighborGather final : public GatherPlan {
@@ -99,7 +70,7 @@ class NeighborGather final : public GatherPlan {
 
 namespace detail {
 void register_gather_basic() {
-  register_gather_backend("p2p", "one message per edge (persistent point-to-point)",
+  register_gather_backend("p2p", "one message per edge (point-to-point)",
                           [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
                             return std::unique_ptr<GatherPlan>(new P2pGather(t, l, c, n, o));
                           });

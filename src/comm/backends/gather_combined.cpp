@@ -10,61 +10,12 @@
 #include <cstring>
 
 #include "comm/gather_plan.hpp"
+#include "comm/messages.hpp"
 
 namespace sparsecomm {
 namespace {
 
 constexpr int kTagStage1 = 51, kTagStage2 = 52, kTagCount = 53;
-
-// A set of messages started together; persistent or posted anew at every start.
-class Messages {
- public:
-  struct M {
-    int peer;
-    char* buf;
-    int64_t bytes;
-    bool send;
-  };
-  void add(int peer, char* buf, int64_t bytes, bool send) { msgs_.push_back({peer, buf, bytes, send}); }
-  bool empty() const { return msgs_.empty(); }
-  void init(MPI_Comm comm, int tag, bool persistent) {
-    comm_ = comm, tag_ = tag, persistent_ = persistent;
-    reqs_.assign(msgs_.size(), MPI_REQUEST_NULL);
-    if (!persistent_) return;
-    for (size_t i = 0; i < msgs_.size(); ++i) {
-      const auto& m = msgs_[i];
-      if (m.send) SPC_MPI(MPI_Send_init(m.buf, static_cast<int>(m.bytes), MPI_BYTE, m.peer, tag_, comm_, &reqs_[i]));
-      else SPC_MPI(MPI_Recv_init(m.buf, static_cast<int>(m.bytes), MPI_BYTE, m.peer, tag_, comm_, &reqs_[i]));
-    }
-  }
-  void start() {
-    if (msgs_.empty()) return;
-    if (persistent_) {
-      start_requests(static_cast<int>(reqs_.size()), reqs_.data());
-      return;
-    }
-    for (size_t i = 0; i < msgs_.size(); ++i) {
-      const auto& m = msgs_[i];
-      if (m.send) SPC_MPI(MPI_Isend(m.buf, static_cast<int>(m.bytes), MPI_BYTE, m.peer, tag_, comm_, &reqs_[i]));
-      else SPC_MPI(MPI_Irecv(m.buf, static_cast<int>(m.bytes), MPI_BYTE, m.peer, tag_, comm_, &reqs_[i]));
-    }
-  }
-  void wait() {
-    if (!reqs_.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE));
-  }
-  void free() noexcept {
-    if (persistent_)
-      for (auto& r : reqs_)
-        if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
-  }
-
- private:
-  std::vector<M> msgs_;
-  std::vector<MPI_Request> reqs_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  int tag_ = 0;
-  bool persistent_ = true;
-};
 
 struct Copy {
   char* dst;
@@ -76,17 +27,9 @@ class CombinedGather final : public GatherPlan {
  public:
   CombinedGather(const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o)
       : GatherPlan("combined", t, l, c, n, o) {
-    try {
-      setup(t, l, o);
-    } catch (...) {
-      free_all();
-      throw;
-    }
+    setup(t, l, o);
   }
-  ~CombinedGather() override {
-    finish_if_active();
-    free_all();
-  }
+  ~CombinedGather() override { finish_if_active(); }
 
  protected:
   void do_start() override {
@@ -109,10 +52,6 @@ class CombinedGather final : public GatherPlan {
   }
 
  private:
-  void free_all() noexcept {
-    for (auto* m : {&recv1_, &send1_, &direct_, &combined_, &final_recv_}) m->free();
-  }
-
   void setup(const Topology& t, const Locality& l, const GatherOptions& o) {
     Stats& st = setup_stats_mut();
     const CombiningSchedule s = CombiningSchedule::build(comm(), t, l, o.combining, &st);
@@ -140,7 +79,7 @@ class CombinedGather final : public GatherPlan {
     int64_t off = 0;
     for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
       char* at = staging1_.data() + off;
-      recv1_.add(s.stage1_recv[i], at, member_count[i] * vb, false);
+      recv1_.add(false, at, member_count[i] * vb, s.stage1_recv[i], kTagStage1);
       count_recv("stage1", s.stage1_recv[i], member_count[i] * vb);
       block_of[s.stage1_recv[i]] = {at, member_count[i] * vb};
       // The member's block is also meant for me: copy it from stage 1 (no second message).
@@ -150,7 +89,7 @@ class CombinedGather final : public GatherPlan {
       off += member_count[i] * vb;
     }
     for (int m : s.stage1_send) {
-      send1_.add(m, const_cast<char*>(block_buf()), my_count() * vb, true);
+      send1_.add(true, block_buf(), my_count() * vb, m, kTagStage1);
       count_send("stage1", m, my_count() * vb);
     }
     // Stage 2: one message per destination.
@@ -163,7 +102,7 @@ class CombinedGather final : public GatherPlan {
         continue;
       }
       if (org.size() == 1 && org[0] == me) {
-        direct_.add(d, const_cast<char*>(block_buf()), my_count() * vb, true);
+        direct_.add(true, block_buf(), my_count() * vb, d, kTagStage2);
         count_send("stage2", d, my_count() * vb);
         continue;
       }
@@ -175,7 +114,7 @@ class CombinedGather final : public GatherPlan {
         pack_.push_back({out_bufs_[i].data() + pos, block_of.at(x).first, block_of.at(x).second});
         pos += block_of.at(x).second;
       }
-      combined_.add(d, out_bufs_[i].data(), bytes, true);
+      combined_.add(true, out_bufs_[i].data(), bytes, d, kTagStage2);
       count_send("stage2", d, bytes);
     }
     // Receive side: possibly-combined messages.
@@ -185,7 +124,7 @@ class CombinedGather final : public GatherPlan {
       const auto& org = s.from_origins[i];
       if (org.size() == 1) {
         const size_t k = source_index(org[0]);
-        final_recv_.add(s.from[i], recv_buf() + recv_offsets()[k] * vb, recv_counts()[k] * vb, false);
+        final_recv_.add(false, recv_buf() + recv_offsets()[k] * vb, recv_counts()[k] * vb, s.from[i], kTagStage2);
         count_recv("stage2", s.from[i], recv_counts()[k] * vb);
         continue;
       }
@@ -202,15 +141,10 @@ class CombinedGather final : public GatherPlan {
         scatter_.push_back({recv_buf() + recv_offsets()[k] * vb, staging2_.data() + pos, recv_counts()[k] * vb});
         pos += recv_counts()[k] * vb;
       }
-      final_recv_.add(s.from[i], staging2_.data() + begin, pos - begin, false);
+      final_recv_.add(false, staging2_.data() + begin, pos - begin, s.from[i], kTagStage2);
       count_recv("stage2", s.from[i], pos - begin);
     }
-    const bool persistent = o.persistent;
-    recv1_.init(comm(), kTagStage1, persistent);
-    send1_.init(comm(), kTagStage1, persistent);
-    direct_.init(comm(), kTagStage2, persistent);
-    combined_.init(comm(), kTagStage2, persistent);
-    final_recv_.init(comm(), kTagStage2, persistent);
+    for (Messages* m : {&recv1_, &send1_, &direct_, &combined_, &final_recv_}) m->init(comm(), o.persistent);
     set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }

@@ -1,6 +1,8 @@
-// p2p: persistent point-to-point requests, what Hypre's comm package and PETSc's basic
-// star forest do by hand: MPI_Send_init/MPI_Recv_init once per neighbor at setup, then
-// MPI_Startall + MPI_Waitall per execution.
+// p2p: one message per neighbor, what Hypre's comm package and PETSc's basic star forest do
+// by hand: receives posted first, then the sends, then one wait for all. The messages are
+// fixed at setup and posted again at every execution (comm/messages.hpp: MPI_Irecv/Isend,
+// or persistent requests with PlanOptions::persistent_requests).
+#include "comm/messages.hpp"
 #include "comm/plan.hpp"
 
 namespace sparsecomm {
@@ -13,51 +15,33 @@ class P2pPlan final : public Plan {
     const auto& s = p.send();
     const auto& r = p.recv();
     const int64_t eb = elem_bytes();
-    reqs_.assign(static_cast<size_t>(s.num_neighbors() + r.num_neighbors()), MPI_REQUEST_NULL);
-    try {
-      // Receives first in the array so that MPI_Startall posts them before the sends.
-      for (int i = 0; i < r.num_neighbors(); ++i) {
-        SPC_MPI(MPI_Recv_init(recv_buf() + r.offsets[i] * eb, static_cast<int>(r.count(i) * eb), MPI_BYTE, r.ranks[i],
-                              kTag, this->comm(), &reqs_[i]));
-        count_recv("direct", r.ranks[i], r.count(i) * eb);
-      }
-      for (int i = 0; i < s.num_neighbors(); ++i) {
-        SPC_MPI(MPI_Send_init(send_buf() + s.offsets[i] * eb, static_cast<int>(s.count(i) * eb), MPI_BYTE, s.ranks[i],
-                              kTag, this->comm(), &reqs_[r.num_neighbors() + i]));
-        count_send("direct", s.ranks[i], s.count(i) * eb);
-      }
-    } catch (...) {
-      free_requests();
-      throw;
+    // Receives first, so that they are posted before the sends.
+    for (int i = 0; i < r.num_neighbors(); ++i) {
+      msgs_.add(false, recv_buf() + r.offsets[i] * eb, r.count(i) * eb, r.ranks[i], kTag);
+      count_recv("direct", r.ranks[i], r.count(i) * eb);
     }
+    for (int i = 0; i < s.num_neighbors(); ++i) {
+      msgs_.add(true, send_buf() + s.offsets[i] * eb, s.count(i) * eb, s.ranks[i], kTag);
+      count_send("direct", s.ranks[i], s.count(i) * eb);
+    }
+    msgs_.init(this->comm(), opt.persistent_requests);
   }
-  ~P2pPlan() override {
-    finish_if_active();
-    free_requests();
-  }
+  ~P2pPlan() override { finish_if_active(); }
 
  protected:
-  void do_start() override {
-    start_requests(static_cast<int>(reqs_.size()), reqs_.data());
-  }
-  void do_wait() override {
-    if (!reqs_.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE));
-  }
+  void do_start() override { msgs_.start(); }
+  void do_wait() override { msgs_.wait(); }
 
  private:
-  void free_requests() noexcept {
-    for (auto& q : reqs_)
-      if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
-  }
   static constexpr int kTag = 11;
-  std::vector<MPI_Request> reqs_;
+  Messages msgs_;
 };
 
 }  // namespace
 
 namespace detail {
 void register_p2p() {
-  register_backend("p2p", "persistent point-to-point (MPI_Send_init/Recv_init, Startall/Waitall)",
+  register_backend("p2p", "point-to-point, one message per neighbor (Irecv/Isend, or persistent requests)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new P2pPlan(p, l, c, o));
                    });
