@@ -160,6 +160,28 @@ TEST(Model, StageCostPerLocalityClass) {
   EXPECT_EQ(legacy.stage_inter, 7e-6);
 }
 
+// The loaded costs (msg/byte, every rank communicating) are read and written; a file
+// without them (earlier versions) lets the ping-pong alpha/beta stand in.
+TEST(Model, LoadedCostsDefaultToPingPong) {
+  const std::string dir = test::temp_dir();
+  const ModelParams old = ModelParams::load(test::write_file(dir, "old.txt", "alpha_intra 2e-6\nbeta_inter 3e-9\n"));
+  EXPECT_EQ(old.msg_intra, 2e-6);
+  EXPECT_EQ(old.byte_inter, 3e-9);
+  ModelParams m;
+  m.alpha_intra = 9e-6, m.msg_intra = 4e-7, m.byte_inter = 5e-10;
+  const std::string path = dir + "/saved.txt";
+  m.save(path);
+  const ModelParams back = ModelParams::load(path);
+  EXPECT_DOUBLE_EQ(back.alpha_intra, 9e-6);
+  EXPECT_DOUBLE_EQ(back.msg_intra, 4e-7);
+  EXPECT_DOUBLE_EQ(back.byte_inter, 5e-10);
+  // step_cost reads msg/byte, not alpha/beta: the larger of sending and receiving.
+  CommCounters k;
+  k.sent_intra.add(100), k.sent_intra.add(100);
+  k.recv_inter.add(10);
+  EXPECT_DOUBLE_EQ(step_cost(back, k), std::max(2 * 4e-7 + 200 * back.byte_intra, back.msg_inter + 10 * 5e-10));
+}
+
 // auto: picks the candidate with the lowest predicted cost, and the model steers it.
 TEST(PlanAuto, FollowsTheModel) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:300,0.1,7");  // many inter-region neighbors
@@ -194,6 +216,12 @@ TEST(PlanAuto, FollowsTheModel) {
               0u);
     auto no_agg = plan_with("alpha_inter 1.0\nbeta_inter 0\nstage_intra 100\nstage_inter 100\n");
     EXPECT_NE(no_agg->name().rfind("aggregated", 0), 0u) << no_agg->name();
+    // The per-message term is the loaded cost msg_inter; the ping-pong latency alpha_inter
+    // only sets stage floors in `calibrate`.
+    EXPECT_EQ(plan_with("alpha_inter 1e-9\nmsg_inter 1.0\nbeta_inter 0\nbyte_inter 0\n")->name().rfind("aggregated", 0),
+              0u);
+    auto cheap_msgs = plan_with("alpha_inter 1.0\nmsg_inter 1e-9\nbeta_inter 0\nbyte_inter 0\nstage 1.0\ncopy 1.0\n");
+    EXPECT_TRUE(cheap_msgs->name() == "p2p" || cheap_msgs->name() == "neighbor") << cheap_msgs->name();
   }
   // The same plan still computes the right SpMV.
   DistSpmv spmv(a, plan_with("", 100));

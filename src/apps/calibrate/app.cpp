@@ -2,6 +2,10 @@
 // emulated cluster) in a short run and writes them for the "auto" backend:
 //   alpha/beta intra-region   ping-pong between two ranks of region 0 (8 B .. 256 KiB)
 //   alpha/beta inter-region   ping-pong between region 0 and region 1
+//   msg/byte intra, inter     every rank at once sends k messages of b bytes along a ring
+//                             (inside regions / across them) and receives as many: per
+//                             message, the slope from k = 1 to k = 8 (8 B); per byte, the
+//                             slope from 4 KiB to 256 KiB (k = 1)
 //   region_rate               every rank of region 0 streams to region 1 at once
 //   stage_intra/_inter        two dependent ring exchanges minus one, inside regions and
 //                             across them (at least that class's latency)
@@ -99,20 +103,20 @@ int calibrate_main(int argc, char** argv) {
     std::sort(t.begin(), t.end());
     m.region_rate = static_cast<double>(bytes) * loc.region_size(0) / t[t.size() / 2];
   }
-  // A stage, per locality class: every rank exchanges 8 bytes with a ring neighbor once or
-  // twice in a row (the second exchange waits for the first). The time beyond the second
-  // exchange's latency is what a dependent stage costs here (on an oversubscribed node it
-  // includes waiting for the peer to be scheduled); never below the class's latency.
+  // Rings per locality class, every rank at once:
   //   intra: the ring inside each region (local rank + 1 + s);
   //   inter: local rank i of region r sends to local rank i of region r + 1 + s (ranks
   //   whose local index exceeds the smallest region's size only take part in the timing).
+  // ring(stages, peer, k, bytes): `stages` dependent exchanges; in each a rank sends k
+  // messages of `bytes` to peer(s, +1) and receives k from peer(s, -1) (-1: idle). Returns
+  // the time of the slowest rank, median over the repetitions.
   {
-    char sbuf[8] = {0}, rbuf[2][8];
     const int nreg = loc.num_regions(), r = loc.region(), i = loc.local_rank();
     int min_size = loc.region_size(0);
     for (int x = 1; x < nreg; ++x) min_size = std::min(min_size, loc.region_size(x));
-    // peer(s, +1) = where to send in step s, peer(s, -1) = where to receive from; -1: idle.
-    auto ring = [&](int stages, const std::function<int(int, int)>& peer) {
+    auto ring = [&](int stages, const std::function<int(int, int)>& peer, int k, int bytes) {
+      std::vector<char> sbuf(static_cast<size_t>(bytes)), rbuf(static_cast<size_t>(bytes) * k);
+      std::vector<MPI_Request> q(2 * static_cast<size_t>(k));
       std::vector<double> t;
       for (int rep = 0; rep < reps + 2; ++rep) {
         MPI_Barrier(comm);
@@ -120,10 +124,11 @@ int calibrate_main(int argc, char** argv) {
         for (int s = 0; s < stages; ++s) {
           const int to = peer(s, +1), from = peer(s, -1);
           if (to < 0) continue;
-          MPI_Request q[2];
-          MPI_Irecv(rbuf[s % 2], 8, MPI_BYTE, from, 9, comm, &q[0]);
-          MPI_Isend(sbuf, 8, MPI_BYTE, to, 9, comm, &q[1]);
-          MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+          for (int j = 0; j < k; ++j) {
+            MPI_Irecv(rbuf.data() + static_cast<size_t>(j) * bytes, bytes, MPI_BYTE, from, 9, comm, &q[2 * j]);
+            MPI_Isend(sbuf.data(), bytes, MPI_BYTE, to, 9, comm, &q[2 * j + 1]);
+          }
+          MPI_Waitall(2 * k, q.data(), MPI_STATUSES_IGNORE);
         }
         double dt = MPI_Wtime() - t0, mx = 0;
         MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -132,24 +137,38 @@ int calibrate_main(int argc, char** argv) {
       std::sort(t.begin(), t.end());
       return t[t.size() / 2];
     };
-    auto stage_cost = [&](const std::function<int(int, int)>& peer, double alpha) {
-      const double one = ring(1, peer), two = ring(2, peer);
-      return std::max(alpha, two - one - alpha);
+    // Loaded costs: the per-message slope (8 B, k = 1 -> 8) and the per-byte slope (k = 1,
+    // 4 KiB -> 256 KiB), every rank of the ring at once.
+    auto loaded = [&](const std::function<int(int, int)>& peer, double& msg, double& byte) {
+      const double t1 = ring(1, peer, 1, 8), t8 = ring(1, peer, 8, 8);
+      msg = std::max(0.0, (t8 - t1) / 7);
+      const double t4k = ring(1, peer, 1, 4096), t256k = ring(1, peer, 1, 262144);
+      byte = std::max(0.0, (t256k - t4k) / (262144.0 - 4096.0));
+    };
+    // A stage: one or two dependent 8-byte exchanges (the second waits for the first). The
+    // time beyond the second exchange's per-message cost is what a dependent stage costs
+    // here (on an oversubscribed node it includes waiting for the peer to be scheduled);
+    // never below the class's ping-pong latency.
+    auto stage_cost = [&](const std::function<int(int, int)>& peer, double latency, double msg) {
+      const double one = ring(1, peer, 1, 8), two = ring(2, peer, 1, 8);
+      return std::max(latency, two - one - msg);
     };
     if (intra) {
       const int n = loc.region_size(r);
-      m.stage_intra = stage_cost(
-          [&](int s, int dir) { return n < 2 ? -1 : loc.member(r, ((i + dir * (1 + s % (n - 1))) % n + n) % n); },
-          m.alpha_intra);
+      auto peer = [&](int s, int dir) {
+        return n < 2 ? -1 : loc.member(r, ((i + dir * (1 + s % (n - 1))) % n + n) % n);
+      };
+      loaded(peer, m.msg_intra, m.byte_intra);
+      m.stage_intra = stage_cost(peer, m.alpha_intra, m.msg_intra);
     }
     if (inter) {
-      m.stage_inter = stage_cost(
-          [&](int s, int dir) {
-            if (i >= min_size) return -1;
-            const int d = 1 + s % (nreg - 1);
-            return loc.member(((r + dir * d) % nreg + nreg) % nreg, i);
-          },
-          m.alpha_inter);
+      auto peer = [&](int s, int dir) {
+        if (i >= min_size) return -1;
+        const int d = 1 + s % (nreg - 1);
+        return loc.member(((r + dir * d) % nreg + nreg) % nreg, i);
+      };
+      loaded(peer, m.msg_inter, m.byte_inter);
+      m.stage_inter = stage_cost(peer, m.alpha_inter, m.msg_inter);
     }
   }
   {

@@ -32,19 +32,13 @@ struct Summary {
   double group_size_mean = 0;
 };
 
-// Modelled seconds of one execution on one rank: per step, the larger of its send and
-// receive costs (alpha per message + beta per byte, per locality class), steps in sequence,
-// plus the model's cost per extra stage (stage_cost, per locality class). A postal model
-// in the spirit of the max-rate models the auto backend uses (model.hpp); labelled as
-// modelled wherever printed.
+// Modelled seconds of one execution on one rank: step_cost (model.hpp) summed over the
+// steps in sequence, plus the model's cost per extra stage (stage_cost, per locality
+// class). A postal model in the spirit of the max-rate models the auto backend uses;
+// labelled as modelled wherever printed.
 double modelled(const virt::RankCounts& rc, const ModelParams& m) {
-  auto cost = [&](const MessageCounts& intra, const MessageCounts& inter) {
-    return intra.msgs * m.alpha_intra + intra.bytes * m.beta_intra + inter.msgs * m.alpha_inter +
-           inter.bytes * m.beta_inter;
-  };
   double t = 0;
-  for (const auto& [step, c] : rc.counts.steps())
-    t += std::max(cost(c.sent_intra, c.sent_inter), cost(c.recv_intra, c.recv_inter));
+  for (const auto& [step, c] : rc.counts.steps()) t += step_cost(m, c);
   return t + stage_cost(m, rc.stages, inter_steps(rc.counts));
 }
 

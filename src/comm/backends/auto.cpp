@@ -21,12 +21,13 @@ void register_auto() {
       [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) -> std::unique_ptr<Plan> {
         // Each rank reads its own file (paths may be node-local); all must agree on it.
         const ModelParams m = agreed(c, [&] { return ModelParams::load(o.model); });
-        double v[8] = {m.alpha_intra, m.beta_intra,  m.alpha_inter, m.beta_inter,
-                       m.region_rate, m.stage_intra, m.stage_inter, m.copy};
-        double lo[8], hi[8];
-        SPC_MPI(MPI_Allreduce(v, lo, 8, MPI_DOUBLE, MPI_MIN, c));
-        SPC_MPI(MPI_Allreduce(v, hi, 8, MPI_DOUBLE, MPI_MAX, c));
-        for (int i = 0; i < 8; ++i)
+        constexpr int n = 12;
+        double v[n] = {m.alpha_intra, m.beta_intra, m.alpha_inter, m.beta_inter,  m.msg_intra,   m.byte_intra,
+                       m.msg_inter,   m.byte_inter, m.region_rate, m.stage_intra, m.stage_inter, m.copy};
+        double lo[n], hi[n];
+        SPC_MPI(MPI_Allreduce(v, lo, n, MPI_DOUBLE, MPI_MIN, c));
+        SPC_MPI(MPI_Allreduce(v, hi, n, MPI_DOUBLE, MPI_MAX, c));
+        for (int i = 0; i < n; ++i)
           if (lo[i] != hi[i]) throw InputError("auto: ranks loaded different performance model parameters");
         // Candidates in order of setup complexity: a tie goes to the simpler one, so the
         // choice is deterministic (with expected_iterations > 0 it also weighs measured
