@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include "comm/model.hpp"
 #include "common/app_main.hpp"
@@ -26,6 +27,28 @@
 using namespace sparsecomm;
 
 namespace {
+
+// A plan's load as the model reads it (RankLoad), reduced three ways for the JSON lines: the
+// busiest rank, the busiest region (sum over its ranks) and the sum over all ranks; plus
+// the stages and the steps with inter-region traffic. Lets one fit other models offline.
+std::string load_json(const Plan& plan, MPI_Comm comm) {
+  const RankLoad l = rank_load(plan);
+  const std::vector<double> v = {l.msgs_intra, l.msgs_inter, l.bytes_intra, l.bytes_inter, l.copy_bytes};
+  const char* names[] = {"msgs_intra", "msgs_inter", "bytes_intra", "bytes_inter", "copy_bytes"};
+  std::vector<double> region(v.size()), region_max(v.size());
+  SPC_MPI(MPI_Allreduce(v.data(), region.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM,
+                        plan.locality().local_comm()));
+  SPC_MPI(MPI_Allreduce(region.data(), region_max.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm));
+  const std::vector<Reduced> r = reduce_all(comm, v);
+  std::ostringstream os;
+  os.precision(8);
+  os << "{\"stages\":" << allreduce_max(comm, static_cast<int64_t>(plan.stages()))
+     << ",\"inter_steps\":" << allreduce_max(comm, inter_steps(plan.iteration_counts()));
+  for (size_t i = 0; i < v.size(); ++i)
+    os << ",\"" << names[i] << "\":[" << r[i].max << "," << region_max[i] << "," << r[i].sum << "]";
+  os << "}";
+  return os.str();
+}
 
 }  // namespace
 
@@ -74,6 +97,7 @@ int autoeval_main(int argc, char** argv) {
     Sdde sdde(comm, loc);
     Pattern pat = Pattern::from_matrix(a, sdde, "nbx");
     std::map<std::string, double> measured, predicted;
+    std::map<std::string, std::string> load;
     std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1, 1.0), g(static_cast<size_t>(a.num_ghosts()) + 1);
     // Every backend's plan first, then the timings in interleaved rounds (each round times
     // every backend once), so that a slow phase of a noisy machine hits all backends alike;
@@ -83,11 +107,18 @@ int autoeval_main(int argc, char** argv) {
       if (b == "auto") continue;
       plans[b] = make_plan(b, pat, loc, comm);
       predicted[b] = predict_iteration(*plans[b], model, comm);
+      load[b] = load_json(*plans[b], comm);
     }
+    // Round r starts with the r-th backend, so that no backend always runs first or last.
     std::map<std::string, std::vector<double>> rounds_of;
+    std::vector<std::string> order;
+    for (const auto& [b, plan] : plans) order.push_back(b);
     for (int r = 0; r < rounds; ++r)
-      for (auto& [b, plan] : plans)
-        rounds_of[b].push_back(apps::time_per_call(comm, per_round, [&] { plan->exchange(x.data(), g.data()); }));
+      for (size_t j = 0; j < order.size(); ++j) {
+        const std::string& b = order[(j + static_cast<size_t>(r)) % order.size()];
+        Plan& plan = *plans[b];
+        rounds_of[b].push_back(apps::time_per_call(comm, per_round, [&] { plan.exchange(x.data(), g.data()); }));
+      }
     std::map<std::string, double> spread;
     for (auto& [b, v] : rounds_of) {
       measured[b] = apps::median_of(v);
@@ -120,7 +151,7 @@ int autoeval_main(int argc, char** argv) {
            << apps::json_escape(name) << "\",\"ranks\":" << comm_size(comm)
            << ",\"regions\":\"" << loc.describe() << "\",\"backend\":\"" << b << "\",\"measured_s\":" << v
            << ",\"predicted_s\":" << predicted[b] << ",\"spread\":" << spread[b] << ",\"auto\":\"" << chosen->name()
-           << "\"}\n";
+           << "\",\"load\":" << load[b] << "}\n";
     }
   }
   if (rank == 0)
