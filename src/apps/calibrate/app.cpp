@@ -64,7 +64,7 @@ int calibrate_main(int argc, char** argv) {
   const int rank = comm_rank(comm);
   apps::Options o({{"regions", {"node", "region layout (node = detected)"}},
                    {"out", {"sparsecomm_model.txt", "file to write the parameters to"}},
-                   {"reps", {"20", "repetitions per measurement"}}},
+                   {"reps", {"50", "repetitions per measurement"}}},
                   "usage: mpirun -np P sparsecomm_calibrate [options]\n"
                   "example: mpirun -np 8 sparsecomm calibrate --regions ppn:4 --out model.txt");
   if (!o.parse(argc, argv)) {
@@ -109,7 +109,7 @@ int calibrate_main(int argc, char** argv) {
   //   whose local index exceeds the smallest region's size only take part in the timing).
   // ring(stages, peer, k, bytes): `stages` dependent exchanges; in each a rank sends k
   // messages of `bytes` to peer(s, +1) and receives k from peer(s, -1) (-1: idle). Returns
-  // the time of the slowest rank, median over the repetitions.
+  // the time of the slowest rank.
   {
     const int nreg = loc.num_regions(), r = loc.region(), i = loc.local_rank();
     int min_size = loc.region_size(0);
@@ -117,41 +117,47 @@ int calibrate_main(int argc, char** argv) {
     auto ring = [&](int stages, const std::function<int(int, int)>& peer, int k, int bytes) {
       std::vector<char> sbuf(static_cast<size_t>(bytes)), rbuf(static_cast<size_t>(bytes) * k);
       std::vector<MPI_Request> q(2 * static_cast<size_t>(k));
-      std::vector<double> t;
-      for (int rep = 0; rep < reps + 2; ++rep) {
-        MPI_Barrier(comm);
-        const double t0 = MPI_Wtime();
-        for (int s = 0; s < stages; ++s) {
-          const int to = peer(s, +1), from = peer(s, -1);
-          if (to < 0) continue;
-          for (int j = 0; j < k; ++j) {
-            MPI_Irecv(rbuf.data() + static_cast<size_t>(j) * bytes, bytes, MPI_BYTE, from, 9, comm, &q[2 * j]);
-            MPI_Isend(sbuf.data(), bytes, MPI_BYTE, to, 9, comm, &q[2 * j + 1]);
-          }
-          MPI_Waitall(2 * k, q.data(), MPI_STATUSES_IGNORE);
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      for (int s = 0; s < stages; ++s) {
+        const int to = peer(s, +1), from = peer(s, -1);
+        if (to < 0) continue;
+        for (int j = 0; j < k; ++j) {
+          MPI_Irecv(rbuf.data() + static_cast<size_t>(j) * bytes, bytes, MPI_BYTE, from, 9, comm, &q[2 * j]);
+          MPI_Isend(sbuf.data(), bytes, MPI_BYTE, to, 9, comm, &q[2 * j + 1]);
         }
-        double dt = MPI_Wtime() - t0, mx = 0;
-        MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
-        if (rep >= 2) t.push_back(mx);
+        MPI_Waitall(2 * k, q.data(), MPI_STATUSES_IGNORE);
       }
-      std::sort(t.begin(), t.end());
-      return t[t.size() / 2];
+      double dt = MPI_Wtime() - t0, mx = 0;
+      MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
+      return mx;
+    };
+    // The extra time of ring configuration b over a: both timed back to back in every
+    // repetition (a slow phase of the machine hits both), median of the differences.
+    struct Ring {
+      int stages, k, bytes;
+    };
+    auto extra = [&](const std::function<int(int, int)>& peer, Ring a, Ring b) {
+      std::vector<double> d;
+      for (int rep = 0; rep < reps + 2; ++rep) {
+        const double ta = ring(a.stages, peer, a.k, a.bytes), tb = ring(b.stages, peer, b.k, b.bytes);
+        if (rep >= 2) d.push_back(tb - ta);
+      }
+      std::sort(d.begin(), d.end());
+      return d[d.size() / 2];
     };
     // Loaded costs: the per-message slope (8 B, k = 1 -> 8) and the per-byte slope (k = 1,
     // 4 KiB -> 256 KiB), every rank of the ring at once.
     auto loaded = [&](const std::function<int(int, int)>& peer, double& msg, double& byte) {
-      const double t1 = ring(1, peer, 1, 8), t8 = ring(1, peer, 8, 8);
-      msg = std::max(0.0, (t8 - t1) / 7);
-      const double t4k = ring(1, peer, 1, 4096), t256k = ring(1, peer, 1, 262144);
-      byte = std::max(0.0, (t256k - t4k) / (262144.0 - 4096.0));
+      msg = std::max(0.0, extra(peer, {1, 1, 8}, {1, 8, 8}) / 7);
+      byte = std::max(0.0, extra(peer, {1, 1, 4096}, {1, 1, 262144}) / (262144.0 - 4096.0));
     };
     // A stage: one or two dependent 8-byte exchanges (the second waits for the first). The
     // time beyond the second exchange's per-message cost is what a dependent stage costs
     // here (on an oversubscribed node it includes waiting for the peer to be scheduled);
     // never below the class's ping-pong latency.
     auto stage_cost = [&](const std::function<int(int, int)>& peer, double latency, double msg) {
-      const double one = ring(1, peer, 1, 8), two = ring(2, peer, 1, 8);
-      return std::max(latency, two - one - msg);
+      return std::max(latency, extra(peer, {1, 1, 8}, {2, 1, 8}) - msg);
     };
     if (intra) {
       const int n = loc.region_size(r);
