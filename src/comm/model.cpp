@@ -53,9 +53,8 @@ void ModelParams::save(const std::string& path) const {
   out << "# sparsecomm performance model (seconds, bytes); written by sparsecomm_calibrate\n"
       << "alpha_intra " << alpha_intra << "\nbeta_intra " << beta_intra << "\nalpha_inter " << alpha_inter
       << "\nbeta_inter " << beta_inter << "\nmsg_intra " << msg_intra << "\nbyte_intra " << byte_intra
-      << "\nmsg_inter " << msg_inter << "\nbyte_inter " << byte_inter << "\nregion_rate " << region_rate << "\nstage_intra " << stage_intra
-      << "\nstage_inter " << stage_inter << "\ncopy " << copy
-      << "\n";
+      << "\nmsg_inter " << msg_inter << "\nbyte_inter " << byte_inter << "\nregion_rate " << region_rate
+      << "\nstage_intra " << stage_intra << "\nstage_inter " << stage_inter << "\ncopy " << copy << "\n";
 }
 
 std::string ModelParams::describe() const {
@@ -65,9 +64,8 @@ std::string ModelParams::describe() const {
   os << "ping-pong intra " << alpha_intra * 1e6 << " us + " << gbs(beta_intra) << " GB/s, inter " << alpha_inter * 1e6
      << " us + " << gbs(beta_inter) << " GB/s; all ranks at once: intra " << msg_intra * 1e6 << " us/msg + "
      << gbs(byte_intra) << " GB/s, inter " << msg_inter * 1e6 << " us/msg + " << gbs(byte_inter)
-     << " GB/s; region injection "
-     << region_rate * 1e-9 << " GB/s; stage " << stage_intra * 1e6 << " us intra, " << stage_inter * 1e6
-     << " us inter; copy " << gbs(copy) << " GB/s";
+     << " GB/s; region injection " << region_rate * 1e-9 << " GB/s; stage " << stage_intra * 1e6 << " us intra, "
+     << stage_inter * 1e6 << " us inter; copy " << gbs(copy) << " GB/s";
   return os.str();
 }
 

@@ -400,9 +400,12 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
     }
   }
   // The gathered sends' buffers are final now (the vectors of messages no longer grow).
-  for (const auto& m : initial_) initial_send_.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, kTagInitial);
-  for (const auto& m : inter_) inter_send_.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, kTagInter);
-  for (const auto& m : final_) final_send_.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, kTagFinal);
+  auto add_sends = [](Messages& to, const std::vector<GatherMsg>& v, int tag) {
+    for (const auto& m : v) to.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, tag);
+  };
+  add_sends(initial_send_, initial_, kTagInitial);
+  add_sends(inter_send_, inter_, kTagInter);
+  add_sends(final_send_, final_, kTagFinal);
   for (Messages* m : {&local_send_, &local_recv_, &initial_send_, &inter_send_, &final_send_, &initial_recv_,
                       &inter_recv_, &final_recv_})
     m->init(comm(), opt.persistent_requests);
