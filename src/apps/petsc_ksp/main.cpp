@@ -2,7 +2,9 @@
 // anisotropic diffusion problem with KSP, switching MatMult to sparsecomm with ONE call.
 // With -bench N it also times N MatMults with PETSc's default star forest (-sf_type basic),
 // PETSc's neighborhood star forest (-sf_type neighbor) and every sparsecomm backend, all in
-// the same run, and prints the ratios.
+// the same run and interleaved (-bench_rounds R, default 5), and prints the ratios;
+// -bench_only skips the solve, -bench_json FILE appends JSON lines (-bench_label names the
+// setting). scripts/bench_petsc.sh runs it over the shared matrices, node and cluster.
 //
 //   mpirun -np 4 sparsecomm_petsc_ksp -gen rotate:256,256 -ksp_type cg -use_sparsecomm -sparsecomm_backend aggregated_dedup
 //   mpirun -np 8 sparsecomm_petsc_ksp -matrix HB/bcsstk13 -ksp_type gmres -bench 500 -sparsecomm_regions ppn:4
@@ -23,23 +25,17 @@ namespace {
 
 using namespace sparsecomm;
 
-// Median over batches of the max over ranks of the time per MatMult.
+// Time per MatMult of one batch of `reps` products (after 3 warm-up ones), max over ranks.
 double time_matmult(Mat A, Vec x, Vec y, int reps) {
   MPI_Comm comm;
   PetscObjectGetComm((PetscObject)A, &comm);
-  const int batches = std::max(1, std::min(reps, 10)), per = std::max(1, reps / batches);
-  for (int i = 0; i < std::min(per, 10); ++i) MatMult(A, x, y);
-  std::vector<double> t;
-  for (int b = 0; b < batches; ++b) {
-    MPI_Barrier(comm);
-    const double t0 = MPI_Wtime();
-    for (int i = 0; i < per; ++i) MatMult(A, x, y);
-    double local = (MPI_Wtime() - t0) / per, mx = 0;
-    MPI_Allreduce(&local, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
-    t.push_back(mx);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  for (int i = 0; i < 3; ++i) MatMult(A, x, y);
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < reps; ++i) MatMult(A, x, y);
+  double local = (MPI_Wtime() - t0) / reps, mx = 0;
+  MPI_Allreduce(&local, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return mx;
 }
 
 PetscErrorCode run() {
@@ -55,6 +51,16 @@ PetscErrorCode run() {
   if (has_gen) gen_spec = buf;
   PetscCall(PetscOptionsGetBool(nullptr, nullptr, "-use_sparsecomm", &use, nullptr));
   PetscCall(PetscOptionsGetInt(nullptr, nullptr, "-bench", &bench, nullptr));
+  PetscInt rounds = 5;
+  PetscCall(PetscOptionsGetInt(nullptr, nullptr, "-bench_rounds", &rounds, nullptr));
+  PetscBool bench_only = PETSC_FALSE;
+  PetscCall(PetscOptionsGetBool(nullptr, nullptr, "-bench_only", &bench_only, nullptr));
+  char json[PETSC_MAX_PATH_LEN] = "";
+  PetscCall(PetscOptionsGetString(nullptr, nullptr, "-bench_json", json, sizeof json, nullptr));
+  char json_label[64] = "";
+  PetscCall(PetscOptionsGetString(nullptr, nullptr, "-bench_label", json_label, sizeof json_label, nullptr));
+  if (bench > 0 && (rounds < 1 || bench < rounds))
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_USER, "-bench N needs -bench_rounds R with 1 <= R <= N");
 
   // Build the matrix (our reader / generator), then hand it to PETSc as MATMPIAIJ.
   DistCsr<double> a;
@@ -77,33 +83,40 @@ PetscErrorCode run() {
   PetscCall(VecSet(x, 1.0));
   PetscCall(MatMult(A, x, b));  // right-hand side of the exact solution 1
   PetscCall(VecSet(x, 0.0));
-  KSP ksp;
-  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
-  PetscCall(KSPSetOperators(ksp, A, A));
-  PetscCall(KSPSetTolerances(ksp, 1e-8, PETSC_DEFAULT, PETSC_DEFAULT, 10000));
-  PetscCall(KSPSetFromOptions(ksp));
-  const double t0 = MPI_Wtime();
-  PetscCall(KSPSolve(ksp, b, x));
-  const double tsolve = MPI_Wtime() - t0;
-  PetscInt its;
-  KSPConvergedReason reason;
-  PetscCall(KSPGetIterationNumber(ksp, &its));
-  PetscCall(KSPGetConvergedReason(ksp, &reason));
-  PetscBool on;
-  const char* backend;
-  PetscCall(petsc::attached(A, &on, &backend));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s: %lld x %lld, %lld nonzeros; MatMult by %s; KSP %s in %d iterations, %.3f s\n",
-                        label.c_str(), (long long)a.global_rows(), (long long)a.global_cols(),
-                        (long long)a.global_nnz(), on ? (std::string("sparsecomm/") + backend).c_str() : "PETSc",
-                        KSPConvergedReasons[reason], (int)its, tsolve));
-  PetscCall(KSPDestroy(&ksp));
+  KSPConvergedReason reason = KSP_CONVERGED_ITS;
+  if (!bench_only) {  // -bench_only: the MatMult benchmark alone (any matrix, solvable or not)
+    KSP ksp;
+    PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+    PetscCall(KSPSetOperators(ksp, A, A));
+    PetscCall(KSPSetTolerances(ksp, 1e-8, PETSC_DEFAULT, PETSC_DEFAULT, 10000));
+    PetscCall(KSPSetFromOptions(ksp));
+    const double t0 = MPI_Wtime();
+    PetscCall(KSPSolve(ksp, b, x));
+    const double tsolve = MPI_Wtime() - t0;
+    PetscInt its;
+    PetscCall(KSPGetIterationNumber(ksp, &its));
+    PetscCall(KSPGetConvergedReason(ksp, &reason));
+    PetscBool on;
+    const char* backend;
+    PetscCall(petsc::attached(A, &on, &backend));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                          "%s: %lld x %lld, %lld nonzeros; MatMult by %s; KSP %s in %d iterations, %.3f s\n",
+                          label.c_str(), (long long)a.global_rows(), (long long)a.global_cols(),
+                          (long long)a.global_nnz(), on ? (std::string("sparsecomm/") + backend).c_str() : "PETSc",
+                          KSPConvergedReasons[reason], (int)its, tsolve));
+    PetscCall(KSPDestroy(&ksp));
+  }
 
   if (bench > 0) {
-    // PETSc's two star-forest types: the scatter is set up at assembly, so each gets its
-    // own copy of the matrix assembled under that -sf_type.
+    // Every variant's matrix first: PETSc's two star-forest types (the scatter is set up at
+    // assembly, so each gets its own copy assembled under that -sf_type) and every
+    // sparsecomm backend. Then the timings in interleaved rounds, each timing every variant
+    // once and starting one variant later than the round before, so that a slow phase of a
+    // noisy machine hits all variants alike; a variant's time is its median over the rounds.
     struct R {
       std::string name;
-      double t;
+      Mat m;
+      std::vector<double> t;
     };
     std::vector<R> rs;
     Vec y;
@@ -113,8 +126,7 @@ PetscErrorCode run() {
       PetscCall(PetscOptionsSetValue(nullptr, "-sf_type", sf));
       Mat B;
       PetscCall(petsc::create_mpiaij(a, &B));
-      rs.push_back({std::string("petsc -sf_type ") + sf, time_matmult(B, x, y, (int)bench)});
-      PetscCall(MatDestroy(&B));
+      rs.push_back({std::string("petsc -sf_type ") + sf, B, {}});
     }
     PetscCall(PetscOptionsClearValue(nullptr, "-sf_type"));
     for (const auto& name : backend_names()) {
@@ -122,22 +134,50 @@ PetscErrorCode run() {
       PetscCall(petsc::create_mpiaij(a, &B));
       PetscCall(PetscOptionsSetValue(nullptr, "-sparsecomm_backend", name.c_str()));
       PetscCall(petsc::attach(B));
-      rs.push_back({"sparsecomm " + name, time_matmult(B, x, y, (int)bench)});
-      PetscCall(MatDestroy(&B));
+      rs.push_back({"sparsecomm " + name, B, {}});
     }
-    double best_petsc = std::min(rs[0].t, rs[1].t), best_ours = 1e300;
-    std::string best_name;
+    const int per_round = static_cast<int>(bench / rounds);
+    for (int r = 0; r < rounds; ++r)
+      for (size_t j = 0; j < rs.size(); ++j) {
+        R& v = rs[(j + static_cast<size_t>(r)) % rs.size()];
+        v.t.push_back(time_matmult(v.m, x, y, per_round));
+      }
+    std::vector<double> med(rs.size()), spread(rs.size());
+    for (size_t i = 0; i < rs.size(); ++i) {
+      std::vector<double> t = rs[i].t;
+      std::sort(t.begin(), t.end());
+      med[i] = t[t.size() / 2];
+      spread[i] = (t.back() - t.front()) / med[i];
+      PetscCall(MatDestroy(&rs[i].m));
+    }
+    const size_t best_petsc = med[0] <= med[1] ? 0 : 1;
+    size_t best_ours = 2;
     for (size_t i = 2; i < rs.size(); ++i)
-      if (rs[i].t < best_ours) best_ours = rs[i].t, best_name = rs[i].name;
+      if (med[i] < med[best_ours]) best_ours = i;
     int np;
     MPI_Comm_size(PETSC_COMM_WORLD, &np);
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nMatMult on %d ranks, %d repetitions (median of batches, max over ranks)\n",
-                          np, (int)bench));
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-30s %12s %18s\n", "scatter", "us/MatMult", "vs best PETSc"));
-    for (const auto& r : rs)
-      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-30s %12.1f %18.3f\n", r.name.c_str(), r.t * 1e6, r.t / best_petsc));
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "best sparsecomm (%s) / best PETSc = %.3f\n", best_name.c_str(),
-                          best_ours / best_petsc));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                          "\nMatMult on %d ranks, %d products per variant in %d interleaved rounds (median over "
+                          "rounds of the max over ranks)\n",
+                          np, (int)bench, (int)rounds));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-30s %12s %18s %8s\n", "scatter", "us/MatMult", "vs best PETSc", "spread"));
+    for (size_t i = 0; i < rs.size(); ++i)
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-30s %12.1f %18.3f %7.0f%%\n", rs[i].name.c_str(), med[i] * 1e6,
+                            med[i] / med[best_petsc], spread[i] * 100));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "best sparsecomm (%s) / best PETSc (%s) = %.3f\n", rs[best_ours].name.c_str(),
+                          rs[best_petsc].name.c_str(), med[best_ours] / med[best_petsc]));
+    int rank;
+    MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
+    if (rank == 0 && json[0]) {
+      std::FILE* f = std::fopen(json, "a");
+      if (!f) SETERRQ(PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "cannot append to %s", json);
+      for (size_t i = 0; i < rs.size(); ++i)
+        std::fprintf(f,
+                     "{\"bench\":\"petsc_matmult\",\"label\":\"%s\",\"matrix\":\"%s\",\"ranks\":%d,"
+                     "\"scatter\":\"%s\",\"us\":%.3f,\"spread\":%.4f}\n",
+                     json_label, label.c_str(), np, rs[i].name.c_str(), med[i] * 1e6, spread[i]);
+      std::fclose(f);
+    }
     PetscCall(VecDestroy(&y));
   }
   PetscCall(VecDestroy(&x));
@@ -151,7 +191,8 @@ PetscErrorCode run() {
 int main(int argc, char** argv) {
   PetscCall(PetscInitialize(&argc, &argv, nullptr,
                             "sparsecomm_petsc_ksp: KSP with MatMult through sparsecomm.\n"
-                            "  -matrix NAME | -gen SPEC, -use_sparsecomm, -sparsecomm_backend NAME, -bench N\n"));
+                            "  -matrix NAME | -gen SPEC, -use_sparsecomm, -sparsecomm_backend NAME, -bench N, -bench_rounds R,\n"
+                            "  -bench_only, -bench_json FILE, -bench_label NAME\n"));
   PetscErrorCode ierr = run();
   PetscCall(PetscFinalize());
   return ierr ? 1 : 0;

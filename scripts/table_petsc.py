@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Issue 6's table from scripts/bench_petsc.sh's JSON lines: per setting, ranks and matrix,
+the best PETSc scatter and the best sparsecomm backend (median us per MatMult, same run) and
+their ratio, against the goal: <= 0.95 on the emulated cluster (inter-node communication
+matters), <= 1.05 on the single node. Usage: table_petsc.py petsc.jsonl"""
+import collections
+import json
+import sys
+
+
+def main(path):
+    runs = collections.defaultdict(dict)
+    for line in open(path):
+        r = json.loads(line)
+        runs[(r["label"], r["ranks"], r["matrix"])][r["scatter"]] = r
+    if not runs:
+        sys.exit("table_petsc.py: no results in " + path)
+    print("MatMult, best sparsecomm backend / best PETSc scatter (median us per product, same run)\n")
+    print("%-8s %5s  %-34s %-22s %9s  %-28s %9s %7s  %s" % (
+        "setting", "ranks", "matrix", "best PETSc", "us", "best sparsecomm", "us", "ratio", "goal"))
+    summary = collections.defaultdict(lambda: [0, 0, []])
+    for key in sorted(runs, key=lambda k: (k[0] != "node", k[1], k[2])):
+        label, ranks, matrix = key
+        v = runs[key]
+        petsc = {k: x for k, x in v.items() if k.startswith("petsc")}
+        ours = {k: x for k, x in v.items() if k.startswith("sparsecomm")}
+        if not petsc or not ours:
+            continue
+        bp = min(petsc, key=lambda k: petsc[k]["us"])
+        bo = min(ours, key=lambda k: ours[k]["us"])
+        ratio = ours[bo]["us"] / petsc[bp]["us"]
+        limit = 0.95 if label == "cluster" else 1.05
+        ok = ratio <= limit
+        s = summary[(label, ranks)]
+        s[0] += ok
+        s[1] += 1
+        s[2].append(ratio)
+        print("%-8s %5d  %-34s %-22s %9.1f  %-28s %9.1f %7.3f  %s" % (
+            label, ranks, matrix[:34], bp.replace("petsc ", ""), petsc[bp]["us"], bo.replace("sparsecomm ", ""),
+            ours[bo]["us"], ratio, ("met" if ok else "NOT met") + " (<= %.2f)" % limit))
+    print("\n%-8s %5s %8s %12s %12s" % ("setting", "ranks", "goal met", "median ratio", "worst ratio"))
+    for (label, ranks), (ok, n, rs) in sorted(summary.items(), key=lambda kv: (kv[0][0] != "node", kv[0][1])):
+        rs.sort()
+        print("%-8s %5d %4d/%-3d %12.3f %12.3f" % (label, ranks, ok, n, rs[len(rs) // 2], rs[-1]))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
