@@ -99,9 +99,8 @@ int autoeval_main(int argc, char** argv) {
     std::map<std::string, double> measured, predicted;
     std::map<std::string, std::string> load;
     std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1, 1.0), g(static_cast<size_t>(a.num_ghosts()) + 1);
-    // Every backend's plan first, then the timings in interleaved rounds (each round times
-    // every backend once), so that a slow phase of a noisy machine hits all backends alike;
-    // a backend's time is its median over the rounds, its spread (max - min) / median.
+    // Every backend's plan first, then the timings in interleaved rounds
+    // (apps::interleaved_rounds): a backend's time is its median over the rounds.
     std::map<std::string, std::unique_ptr<Plan>> plans;
     for (const auto& b : backend_names()) {
       if (b == "auto") continue;
@@ -109,21 +108,14 @@ int autoeval_main(int argc, char** argv) {
       predicted[b] = predict_iteration(*plans[b], model, comm);
       load[b] = load_json(*plans[b], comm);
     }
-    // Round r starts with the r-th backend, so that no backend always runs first or last.
-    std::map<std::string, std::vector<double>> rounds_of;
     std::vector<std::string> order;
     for (const auto& [b, plan] : plans) order.push_back(b);
-    for (int r = 0; r < rounds; ++r)
-      for (size_t j = 0; j < order.size(); ++j) {
-        const std::string& b = order[(j + static_cast<size_t>(r)) % order.size()];
-        Plan& plan = *plans[b];
-        rounds_of[b].push_back(apps::time_per_call(comm, per_round, [&] { plan.exchange(x.data(), g.data()); }));
-      }
+    const auto times = apps::interleaved_rounds(order.size(), rounds, [&](size_t i) {
+      Plan& plan = *plans[order[i]];
+      return apps::time_per_call(comm, per_round, [&] { plan.exchange(x.data(), g.data()); });
+    });
     std::map<std::string, double> spread;
-    for (auto& [b, v] : rounds_of) {
-      measured[b] = apps::median_of(v);
-      spread[b] = (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / measured[b];
-    }
+    for (size_t i = 0; i < order.size(); ++i) measured[order[i]] = times[i].median, spread[order[i]] = times[i].spread;
     plans.clear();
     PlanOptions po;
     po.model = o.get("model");

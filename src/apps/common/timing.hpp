@@ -35,4 +35,30 @@ double time_per_call(MPI_Comm comm, int reps, F&& f) {
   return median_of(t);
 }
 
+/// Median over rounds and spread ((max - min) / median) of one variant's times.
+struct RoundStats {
+  double median = 0, spread = 0;
+};
+
+/// Times `n` variants in `rounds` interleaved rounds: each round calls time(i) once for
+/// every variant i (seconds), round r starting with variant r mod n, so that a slow phase
+/// of a noisy machine hits every variant alike and none always runs first or last.
+template <class F>
+std::vector<RoundStats> interleaved_rounds(size_t n, int rounds, F&& time) {
+  std::vector<std::vector<double>> t(n);
+  for (int r = 0; r < rounds; ++r)
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = (j + static_cast<size_t>(r)) % n;
+      t[i].push_back(time(i));
+    }
+  std::vector<RoundStats> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (t[i].empty()) continue;
+    out[i].median = median_of(t[i]);
+    const auto [lo, hi] = std::minmax_element(t[i].begin(), t[i].end());
+    out[i].spread = (*hi - *lo) / out[i].median;
+  }
+  return out;
+}
+
 }  // namespace sparsecomm::apps

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "comm/plan.hpp"
+#include "common/cli.hpp"
+#include "common/timing.hpp"
 #include "matrix/data_path.hpp"
 #include "matrix/generators.hpp"
 #include "matrix/mtx_reader.hpp"
@@ -110,13 +112,11 @@ PetscErrorCode run() {
   if (bench > 0) {
     // Every variant's matrix first: PETSc's two star-forest types (the scatter is set up at
     // assembly, so each gets its own copy assembled under that -sf_type) and every
-    // sparsecomm backend. Then the timings in interleaved rounds, each timing every variant
-    // once and starting one variant later than the round before, so that a slow phase of a
-    // noisy machine hits all variants alike; a variant's time is its median over the rounds.
+    // sparsecomm backend. Then the timings in interleaved rounds (apps::interleaved_rounds);
+    // a variant's time is its median over the rounds.
     struct R {
       std::string name;
       Mat m;
-      std::vector<double> t;
     };
     std::vector<R> rs;
     Vec y;
@@ -126,7 +126,7 @@ PetscErrorCode run() {
       PetscCall(PetscOptionsSetValue(nullptr, "-sf_type", sf));
       Mat B;
       PetscCall(petsc::create_mpiaij(a, &B));
-      rs.push_back({std::string("petsc -sf_type ") + sf, B, {}});
+      rs.push_back({std::string("petsc -sf_type ") + sf, B});
     }
     PetscCall(PetscOptionsClearValue(nullptr, "-sf_type"));
     for (const auto& name : backend_names()) {
@@ -134,26 +134,16 @@ PetscErrorCode run() {
       PetscCall(petsc::create_mpiaij(a, &B));
       PetscCall(PetscOptionsSetValue(nullptr, "-sparsecomm_backend", name.c_str()));
       PetscCall(petsc::attach(B));
-      rs.push_back({"sparsecomm " + name, B, {}});
+      rs.push_back({"sparsecomm " + name, B});
     }
     const int per_round = static_cast<int>(bench / rounds);
-    for (int r = 0; r < rounds; ++r)
-      for (size_t j = 0; j < rs.size(); ++j) {
-        R& v = rs[(j + static_cast<size_t>(r)) % rs.size()];
-        v.t.push_back(time_matmult(v.m, x, y, per_round));
-      }
-    std::vector<double> med(rs.size()), spread(rs.size());
-    for (size_t i = 0; i < rs.size(); ++i) {
-      std::vector<double> t = rs[i].t;
-      std::sort(t.begin(), t.end());
-      med[i] = t[t.size() / 2];
-      spread[i] = (t.back() - t.front()) / med[i];
-      PetscCall(MatDestroy(&rs[i].m));
-    }
-    const size_t best_petsc = med[0] <= med[1] ? 0 : 1;
+    const auto times = apps::interleaved_rounds(rs.size(), static_cast<int>(rounds),
+                                                [&](size_t i) { return time_matmult(rs[i].m, x, y, per_round); });
+    for (auto& r : rs) PetscCall(MatDestroy(&r.m));
+    const size_t best_petsc = times[0].median <= times[1].median ? 0 : 1;
     size_t best_ours = 2;
     for (size_t i = 2; i < rs.size(); ++i)
-      if (med[i] < med[best_ours]) best_ours = i;
+      if (times[i].median < times[best_ours].median) best_ours = i;
     int np;
     MPI_Comm_size(PETSC_COMM_WORLD, &np);
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,
@@ -162,10 +152,10 @@ PetscErrorCode run() {
                           np, (int)bench, (int)rounds));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-30s %12s %18s %8s\n", "scatter", "us/MatMult", "vs best PETSc", "spread"));
     for (size_t i = 0; i < rs.size(); ++i)
-      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-30s %12.1f %18.3f %7.0f%%\n", rs[i].name.c_str(), med[i] * 1e6,
-                            med[i] / med[best_petsc], spread[i] * 100));
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-30s %12.1f %18.3f %7.0f%%\n", rs[i].name.c_str(), times[i].median * 1e6,
+                            times[i].median / times[best_petsc].median, times[i].spread * 100));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "best sparsecomm (%s) / best PETSc (%s) = %.3f\n", rs[best_ours].name.c_str(),
-                          rs[best_petsc].name.c_str(), med[best_ours] / med[best_petsc]));
+                          rs[best_petsc].name.c_str(), times[best_ours].median / times[best_petsc].median));
     int rank;
     MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
     if (rank == 0 && json[0]) {
@@ -175,7 +165,8 @@ PetscErrorCode run() {
         std::fprintf(f,
                      "{\"bench\":\"petsc_matmult\",\"label\":\"%s\",\"matrix\":\"%s\",\"ranks\":%d,"
                      "\"scatter\":\"%s\",\"us\":%.3f,\"spread\":%.4f}\n",
-                     json_label, label.c_str(), np, rs[i].name.c_str(), med[i] * 1e6, spread[i]);
+                     apps::json_escape(json_label).c_str(), apps::json_escape(label).c_str(), np,
+                     rs[i].name.c_str(), times[i].median * 1e6, times[i].spread);
       std::fclose(f);
     }
     PetscCall(VecDestroy(&y));
