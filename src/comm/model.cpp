@@ -83,6 +83,16 @@ int64_t inter_steps(const Stats& counts) {
   return n;
 }
 
+namespace {
+// Bytes this rank sends beyond its own send buffer: copied between stages.
+double copied_bytes(const Plan& plan) {
+  const auto& tot = plan.iteration_counts().total();
+  const double own = static_cast<double>(plan.pattern().send().size()) * plan.options().width *
+                     plan.options().value_bytes;
+  return std::max(0.0, static_cast<double>(tot.sent_intra.bytes + tot.sent_inter.bytes) - own);
+}
+}  // namespace
+
 RankLoad rank_load(const Plan& plan) {
   RankLoad l;
   for (const auto& [step, k] : plan.iteration_counts().steps()) {
@@ -91,10 +101,7 @@ RankLoad rank_load(const Plan& plan) {
     l.bytes_intra += static_cast<double>(std::max(k.sent_intra.bytes, k.recv_intra.bytes));
     l.bytes_inter += static_cast<double>(std::max(k.sent_inter.bytes, k.recv_inter.bytes));
   }
-  const auto& tot = plan.iteration_counts().total();
-  const double own = static_cast<double>(plan.pattern().send().size()) * plan.options().width *
-                     plan.options().value_bytes;
-  l.copy_bytes = std::max(0.0, static_cast<double>(tot.sent_intra.bytes + tot.sent_inter.bytes) - own);
+  l.copy_bytes = copied_bytes(plan);
   return l;
 }
 
@@ -109,7 +116,7 @@ double step_cost(const ModelParams& m, const CommCounters& k) {
 double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) {
   const Stats& c = plan.iteration_counts();
   const auto& tot = c.total();
-  double t = m.copy * rank_load(plan).copy_bytes;
+  double t = m.copy * copied_bytes(plan);
   for (const auto& [step, k] : c.steps()) t += step_cost(m, k);
   // The busiest rank, and the busiest region's injection (inter-region bytes it sends).
   const Locality& loc = plan.locality();
