@@ -30,8 +30,8 @@ class CombinedPlan final : public Plan {
   ~CombinedPlan() override { finish_if_active(); }
 
  protected:
-  // Posting order as before this used Messages: stage-1 sends, stage-1 receives, direct
-  // stage-2 sends, stage-2 receives; the combined stage-2 sends once stage 1 is in.
+  // Posted at start(): stage-1 sends, stage-1 receives, direct stage-2 sends, stage-2
+  // receives, in that order; the combined stage-2 sends once stage 1 is in.
   void do_start() override {
     for (const auto& c : pack1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
     send1_.start();
