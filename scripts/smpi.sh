@@ -5,7 +5,7 @@
 #   scripts/smpi.sh configure [BUILD_DIR]          # build-smpi by default: smpicxx, SPARSECOMM_SMPI=ON
 #   scripts/smpi.sh build [BUILD_DIR] [targets...]    # configures BUILD_DIR first if needed
 #   scripts/smpi.sh run NP [--platform gpc_flat|gpc_fattree|quartz_fattree|FILE.xml] [--map block|cyclic]
-#                          [--ppn K] [--timeout S] -- PROGRAM ARGS...
+#                          [--ppn K] [--timeout S] [--cfg NAME:VALUE]... -- PROGRAM ARGS...
 #
 # Results are MODELLED times: the platform file and every --cfg are printed with them.
 # Exit 77 when SimGrid or the platform files are missing (ctest shows "skipped").
@@ -37,13 +37,14 @@ case "$cmd" in
   run)
     need_simgrid
     np=${1:?usage: smpi.sh run NP [options] -- PROGRAM ARGS}; shift
-    platform=gpc_flat map=block ppn=8 tmo=${SMPI_TIMEOUT:-600}
+    platform=gpc_flat map=block ppn=8 tmo=${SMPI_TIMEOUT:-600} extra=()
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       case "$1" in
         --platform) platform=$2; shift 2 ;;
         --map) map=$2; shift 2 ;;
         --ppn) ppn=$2; shift 2 ;;
         --timeout) tmo=$2; shift 2 ;;
+        --cfg) extra+=("--cfg=$2"); shift 2 ;;  # more SimGrid options, after (so over) the defaults
         *) echo "smpi.sh: unknown option $1" >&2; exit 2 ;;
       esac
     done
@@ -77,7 +78,7 @@ case "$cmd" in
          --cfg=smpi/bcast:binomial_tree --cfg=smpi/allgather:GB --cfg=smpi/allgatherv:GB
          --cfg=smpi/gather:ompi_binomial --cfg=smpi/scatter:ompi_binomial --cfg=smpi/alltoall:bruck
          --cfg=smpi/alltoallv:ompi_basic_linear --cfg=smpi/reduce_scatter:ompi_basic_recursivehalving
-         --log=root.thres:warning)
+         --log=root.thres:warning "${extra[@]}")
     [ -n "${SMPI_QUIET:-}" ] || echo "smpi.sh: $np simulated ranks on $(basename "$pf") ($nodes nodes x $ppn, $map); ${cfg[*]}" >&2
     exec timeout "$tmo" smpirun -np "$np" -platform "$pf" -hostfile "$hosts" "${cfg[@]}" "$@"
     ;;

@@ -601,7 +601,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
       m.resize(static_cast<size_t>(n));
       SPC_MPI(MPI_Recv(m.data(), n, MPI_INT64_T, s, kTagSetup, setup.get(), MPI_STATUS_IGNORE));
     }
-    if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+    wait_all(reqs);
   }
 
   // 4. The pattern: send side packs from sendbuf positions, receive side unpacks into

@@ -32,7 +32,7 @@ Lists known_exchange(MPI_Comm comm, int tag, const Lists& out, const std::vector
     SPC_MPI(MPI_Isend(v.data(), static_cast<int>(v.size()), MPI_INT64_T, p, tag, comm, &reqs[i++]));
   }
   std::vector<MPI_Status> st(reqs.size());
-  if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), st.data()));
+  wait_all(reqs, st.data());
   for (size_t j = 0; j < from.size(); ++j) {
     int n = 0;
     SPC_MPI(MPI_Get_count(&st[j], MPI_INT64_T, &n));
@@ -118,7 +118,7 @@ int greedy_match(MPI_Comm comm, int tag, const std::set<int>& live, const std::m
         if (fin_to.insert(l).second) send(l, kFin);
     }
   }
-  if (!sends.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE));
+  wait_all(sends);
   return partner;
 }
 

@@ -18,7 +18,7 @@ GatherPlan::GatherPlan(std::string name, const Topology& topo, const Locality& l
     SPC_MPI(MPI_Irecv(&recv_counts_[i], 1, MPI_INT64_T, topo.sources[i], 3, comm_.get(), &reqs[i]));
   for (size_t i = 0; i < topo.destinations.size(); ++i)
     SPC_MPI(MPI_Isend(&my_count_, 1, MPI_INT64_T, topo.destinations[i], 3, comm_.get(), &reqs[topo.sources.size() + i]));
-  if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  wait_all(reqs);
   for (int64_t c : recv_counts_) recv_offsets_.push_back(recv_offsets_.back() + c);
   block_.assign(static_cast<size_t>(my_count_ * opt.value_bytes), 0);
   recv_.assign(static_cast<size_t>(recv_offsets_.back() * opt.value_bytes), 0);

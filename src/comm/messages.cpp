@@ -7,6 +7,7 @@
 #endif
 
 #include "comm/error.hpp"
+#include "comm/mpi_util.hpp"
 
 namespace sparsecomm {
 namespace {
@@ -68,7 +69,7 @@ void Messages::start(size_t i) {
 }
 
 void Messages::wait() {
-  if (!reqs_.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE));
+  wait_all(reqs_);
 }
 
 void Messages::free() noexcept {

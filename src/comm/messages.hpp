@@ -46,7 +46,7 @@ class Messages {
   void start();
   /// Starts message i.
   void start(size_t i);
-  /// Waits for every started message (MPI_Waitall).
+  /// Waits for every started message (wait_all: MPI_Waitall).
   void wait();
   bool empty() const { return msgs_.empty(); }
   size_t size() const { return msgs_.size(); }

@@ -14,6 +14,16 @@ int comm_size(MPI_Comm comm) {
   return s;
 }
 
+void wait_all(int n, MPI_Request* reqs, MPI_Status* st) {
+  if (n <= 0) return;
+#ifdef SPARSECOMM_SMPI
+  for (int i = 0; i < n; ++i)
+    SPC_MPI(MPI_Wait(&reqs[i], st == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &st[i]));
+#else
+  SPC_MPI(MPI_Waitall(n, reqs, st));
+#endif
+}
+
 Comm::Comm(MPI_Comm parent) {
   SPC_MPI(MPI_Comm_dup(parent, &comm_));
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);

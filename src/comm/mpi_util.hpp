@@ -40,6 +40,17 @@ class Comm {
   int rank_ = 0, size_ = 0;
 };
 
+/// Completes `n` requests (nothing when n == 0), statuses into `st` (or ignored): MPI_Waitall,
+/// except in the SMPI build. SimGrid 3.32 runs MPI_Waitall as repeated MPI_Waitany over the
+/// whole array, which costs host time quadratic in the request count (perf: 60% of a
+/// Moore (2,4) run at 2,048 simulated ranks, 160 requests per exchange, in Waitany's
+/// simcall). Waiting on each request in turn ends at the same simulated time (the last
+/// completion) in linear host time.
+void wait_all(int n, MPI_Request* reqs, MPI_Status* st = MPI_STATUSES_IGNORE);
+inline void wait_all(std::vector<MPI_Request>& reqs, MPI_Status* st = MPI_STATUSES_IGNORE) {
+  wait_all(static_cast<int>(reqs.size()), reqs.data(), st);
+}
+
 /// The MPI datatype of a C++ arithmetic type.
 template <class T>
 MPI_Datatype mpi_type() {

@@ -96,7 +96,7 @@ Pattern Pattern::from_ghosts(MPI_Comm comm, const RowPartition& owned, const std
       if (stats) stats->record_recv("payload", sdde.locality().same_region(got.ranks[i]), got.count(i) * 8);
     // No barrier needed after this: a rank can only reach the payload step of a later call
     // after that call's RMA fences, which every rank must enter first.
-    if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+    wait_all(reqs);
   } else {
     got = sdde.exchange(req, strategy, stats);
   }

@@ -90,8 +90,8 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send) {
                       &rreqs[static_cast<size_t>(k)]));
     if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(st.MPI_SOURCE), n);
   }
-  if (nrecv > 0) SPC_MPI(MPI_Waitall(nrecv, rreqs.data(), MPI_STATUSES_IGNORE));
-  if (!hreqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(hreqs.size()), hreqs.data(), MPI_STATUSES_IGNORE));
+  wait_all(nrecv, rreqs.data());
+  wait_all(hreqs);
 #else
   for (int k = 0; k < nrecv; ++k) {
     MPI_Status st;
@@ -99,7 +99,7 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send) {
     receive_probed(ch, st, got);
   }
 #endif
-  if (!reqs.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  wait_all(reqs);
   return pack_sorted(got);
 }
 

@@ -126,7 +126,7 @@ int calibrate_main(int argc, char** argv) {
           MPI_Irecv(rbuf.data() + static_cast<size_t>(j) * bytes, bytes, MPI_BYTE, from, 9, comm, &q[2 * j]);
           MPI_Isend(sbuf.data(), bytes, MPI_BYTE, to, 9, comm, &q[2 * j + 1]);
         }
-        MPI_Waitall(2 * k, q.data(), MPI_STATUSES_IGNORE);
+        wait_all(2 * k, q.data());
       }
       double dt = MPI_Wtime() - t0, mx = 0;
       MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);

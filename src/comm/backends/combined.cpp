@@ -81,7 +81,7 @@ class CombinedPlan final : public Plan {
         SPC_MPI(MPI_Isend(out_counts[i].data(), static_cast<int>(out_counts[i].size()), MPI_INT64_T, s.stage1_send[i],
                           kTagCounts, comm(), &r.back()));
       }
-      if (!r.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE));
+      wait_all(r);
     }
     // Where each (origin, destination) segment sits before stage 2.
     std::map<std::pair<int, int>, std::pair<const char*, int64_t>> seg;

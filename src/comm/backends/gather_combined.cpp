@@ -68,7 +68,7 @@ class CombinedGather final : public GatherPlan {
         SPC_MPI(MPI_Irecv(&member_count[i], 1, MPI_INT64_T, s.stage1_recv[i], kTagCount, comm(), &r[i]));
       for (size_t i = 0; i < s.stage1_send.size(); ++i)
         SPC_MPI(MPI_Isend(&mine, 1, MPI_INT64_T, s.stage1_send[i], kTagCount, comm(), &r[s.stage1_recv.size() + i]));
-      if (!r.empty()) SPC_MPI(MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE));
+      wait_all(r);
     }
     // Stage 1.
     int64_t total = 0;
