@@ -102,6 +102,11 @@ def main():
         for r in ph:
             if r["backend"] == "combined":
                 series.setdefault(r["topology"], []).append((r["ranks"], r["setup_phase1_s"], r["setup_phase2_s"]))
+        # The latency runs of step 2 built the same pattern (k = 2, agnostic) at larger P.
+        for r in sm:
+            if r["topology"] in series and r["backend"] == "combined" and r["k"] == 2 and not r["aware"] \
+                    and r["ranks"] not in [q[0] for q in series[r["topology"]]]:
+                series[r["topology"]].append((r["ranks"], r["setup_phase1_s"], r["setup_phase2_s"]))
         print("\nphase-1 / phase-2 setup time (SIMULATED, max over ranks) vs P")
         fig, ax = plt.subplots(figsize=(5.5, 4))
         for topo, pts in series.items():

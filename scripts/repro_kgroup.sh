@@ -10,16 +10,16 @@
 # merge while the merged size stays <= k; combining.hpp), so group counts are expected to
 # differ where their exact hypergraph matching finds groups ours does not.
 #
-# One command (about 6 min here with builds present; 41 s with SIM_P=128):
+# One command (about NN min here with builds present):
 #   scripts/repro_kgroup.sh
 #   1. EXACT hyperedge counts and message counts, MODELLED latency (plan-stats, one process):
 #      Moore (2,2), (2,3), (3,1) at 4,096 ranks and ER δ = 0.05, 0.2 at 1,024 ranks, regions of
 #      32 ranks, k in {2, 3, 4, 6, 8, 16}, agnostic and aware.
 #   2. SIMULATED speedups (SMPI, gpc_flat: 8 ranks per node; the fat-tree quartz platform
-#      simulates about 10x slower): Moore (2,2) at $SIM_P ranks (default 1,024, 5 min) and
-#      ER δ = 0.05 at $SIM_P_ER ranks (default 256, 25 s), k in {2, 4, 8}, agnostic and aware.
-#      FULL=1 runs Moore at 4,096 and ER at 1,024 (manual: ER 0.05 at 1,024 had not
-#      finished after 18 min here).
+#      simulates about 10x slower) at the paper's scales: Moore (2,2) at $SIM_P ranks
+#      (default 4,096) and ER δ = 0.05 at $SIM_P_ER ranks (default 1,024), k in {2, 4, 8},
+#      agnostic and aware. Simulation is deterministic, so 2 timed exchanges per variant
+#      suffice; network/crosstraffic:0 as in repro_mirsadeghi.sh.
 #   3. Table and PNGs: scripts/plot_kgroup.py.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,8 +27,8 @@ root=$(cd "$here/.." && pwd)
 out=${OUT:-$root/results/repro_kgroup}
 build=${BUILD:-$root/build}
 build_smpi=${BUILD_SMPI:-$root/build-smpi}
-sim_p=${SIM_P:-1024}
-sim_p_er=${SIM_P_ER:-256}
+sim_p=${SIM_P:-4096}
+sim_p_er=${SIM_P_ER:-1024}
 mkdir -p "$out"
 rm -f "$out"/planstats.jsonl "$out"/smpi.jsonl
 
@@ -46,20 +46,17 @@ echo "== 1. exact hyperedge and message counts, modelled latency (plan-stats)"
   --topos "er:0.05;er:0.2" --json "$out/planstats.jsonl" | tee "$out/planstats_er.txt"
 
 if command -v smpirun > /dev/null; then
-  "$here/smpi.sh" build "$build_smpi" sparsecomm_cli > "$out/build_smpi.log"
-  scli=$build_smpi/src/apps/cli/sparsecomm
+  # The nbrbench executable rather than the CLI: SMPI loads one copy of it per simulated rank.
+  "$here/smpi.sh" build "$build_smpi" sparsecomm_nbrbench > "$out/build_smpi.log"
+  nbr=$build_smpi/src/apps/nbrbench/sparsecomm_nbrbench
   run_sim() {  # P topos
-    "$here/smpi.sh" run "$1" --platform gpc_flat --ppn 8 --timeout 2400 -- "$scli" nbrbench --topos "$2" \
-      --sizes 4 --k 2,4,8 --aware both --theta 4 --regions ppn:8 --reps 20 --rounds 1 --json "$out/smpi.jsonl"
+    "$here/smpi.sh" run "$1" --platform gpc_flat --ppn 8 --cfg network/crosstraffic:0 --timeout 3600 -- "$nbr" \
+      --topos "$2" --sizes 4 --k 2,4,8 --aware both --theta 4 --regions ppn:8 --reps 2 --rounds 1 \
+      --json "$out/smpi.jsonl"
   }
   echo "== 2. simulated speedups (SMPI, gpc_flat, 8 ranks per node)"
-  if [ "${FULL:-0}" = 1 ]; then
-    run_sim 4096 "moore:2,2" | tee "$out/smpi_moore.txt"
-    run_sim 1024 "er:0.05" | tee "$out/smpi_er.txt"
-  else
-    run_sim "$sim_p" "moore:2,2" | tee "$out/smpi_moore.txt"
-    run_sim "$sim_p_er" "er:0.05" | tee "$out/smpi_er.txt"
-  fi
+  run_sim "$sim_p" "moore:2,2" | tee "$out/smpi_moore.txt"
+  run_sim "$sim_p_er" "er:0.05" | tee "$out/smpi_er.txt"
 else
   echo "SimGrid SMPI not installed: simulated parts skipped (apt-get install libsimgrid-dev simgrid)"
 fi

@@ -6,17 +6,23 @@
 # (GPC: 8 cores per node, QDR InfiniBand). The paper reports ≈50% lower latency on
 # average, up to 71%, and a slight loss at D = 2, R = 1.
 #
-# One command (3.5 min on the 2-core machine with builds present):   scripts/repro_mirsadeghi.sh
+# One command (about 25 min on the 2-core machine with builds present):   scripts/repro_mirsadeghi.sh
 #   1. EXACT counts + MODELLED latency (sparsecomm plan-stats, one process): Moore (2,1),
 #      (2,2), (2,3), (2,4), (3,1), (3,2), (4,1) at 8,192 ranks and ER δ = 0.05, 0.1, 0.2,
 #      0.4, 0.8 at 4,096 ranks, regions of 8 ranks (one GPC node).
-#   2. SIMULATED latency (the real code under SMPI, platform gpc_flat_1024x8, 8 ranks per
-#      node): Moore (2,1), (2,2), (3,1) and ER δ = 0.05 at $SIM_P ranks (default 256: the
-#      setup of every variant is simulated too, and a 1,024-rank Moore run takes over
-#      15 minutes here). The paper's 8,192 / 4,096-rank runs are manual: FULL=1 (hours).
+#   2. SIMULATED latency (the real code under SMPI, platform gpc_flat, 8 ranks per node):
+#      Moore (2,1), (2,2), (3,1) at the paper's $MOORE_P = 8,192 ranks (about 18 min) and
+#      ER δ = 0.05 at $ER_P = 1,024 (about 3.5 min). Host time grows with the messages in
+#      flight (SimGrid's bandwidth sharing re-solves every concurrent flow): the Moore
+#      neighborhoods with 48-124 neighbors at 8,192 and ER at 4,096 take hours and are
+#      manual: FULL=1.
 #   3. Phase-1 cost trend: simulated pattern-construction time vs P ($PHASE1_P, default 64 to
-#      1,024) for Moore (2,2).
+#      1,024, plus the 8,192-rank run of step 2) for Moore (2,2).
 #   4. Table and PNGs: scripts/plot_mirsadeghi.py.
+# Simulation is deterministic (the same exchange takes the same simulated time), so 2 timed
+# exchanges per variant suffice. network/crosstraffic:0 drops SimGrid's reverse-direction
+# flow per message (ACK traffic, irrelevant for 4-byte messages; the latencies came out
+# identical with and without it at 512 ranks, host time 30% lower).
 # Results in results/repro_mirsadeghi/. Every number printed is labelled exact, modelled or
 # simulated; the simulated ones come with the platform and the SMPI --cfg set (smpi.sh).
 set -euo pipefail
@@ -25,7 +31,8 @@ root=$(cd "$here/.." && pwd)
 out=${OUT:-$root/results/repro_mirsadeghi}
 build=${BUILD:-$root/build}
 build_smpi=${BUILD_SMPI:-$root/build-smpi}
-sim_p=${SIM_P:-256}
+moore_p=${MOORE_P:-8192}
+er_p=${ER_P:-1024}
 mkdir -p "$out"
 rm -f "$out"/planstats.jsonl "$out"/smpi.jsonl "$out"/phase1.jsonl
 
@@ -45,23 +52,27 @@ echo "== 1. exact counts, modelled latency (plan-stats)"
   --topos "er:0.05;er:0.1;er:0.2;er:0.4;er:0.8" --json "$out/planstats.jsonl" | tee "$out/planstats_er.txt"
 
 if command -v smpirun > /dev/null; then
-  "$here/smpi.sh" build "$build_smpi" sparsecomm_cli > "$out/build_smpi.log"
-  scli=$build_smpi/src/apps/cli/sparsecomm
+  # The nbrbench executable rather than the CLI: SMPI loads one copy of it per simulated rank.
+  "$here/smpi.sh" build "$build_smpi" sparsecomm_nbrbench > "$out/build_smpi.log"
+  nbr=$build_smpi/src/apps/nbrbench/sparsecomm_nbrbench
   run_sim() {  # P topos
-    "$here/smpi.sh" run "$1" --platform gpc_flat --ppn 8 --timeout 1500 -- "$scli" nbrbench --topos "$2" \
-      --sizes 4 --k 2 --aware agnostic --theta 4 --regions ppn:8 --reps 20 --rounds 1 --json "$out/smpi.jsonl"
+    "$here/smpi.sh" run "$1" --platform gpc_flat --ppn 8 --cfg network/crosstraffic:0 --timeout "$sim_tmo" -- "$nbr" \
+      --topos "$2" --sizes 4 --k 2 --aware agnostic --theta 4 --regions ppn:8 --reps 2 --rounds 1 \
+      --json "$out/smpi.jsonl"
   }
   echo "== 2. simulated latency (SMPI, gpc_flat, 8 ranks per node)"
+  sim_tmo=${SIM_TIMEOUT:-3600}
   if [ "${FULL:-0}" = 1 ]; then
+    sim_tmo=${SIM_TIMEOUT:-172800}
     run_sim 8192 "moore:2,1;moore:2,2;moore:2,3;moore:2,4;moore:3,1;moore:3,2;moore:4,1" | tee "$out/smpi_moore.txt"
     run_sim 4096 "er:0.05" | tee "$out/smpi_er.txt"
   else
-    run_sim "$sim_p" "moore:2,1;moore:2,2;moore:3,1" | tee "$out/smpi_moore.txt"
-    run_sim "$sim_p" "er:0.05" | tee "$out/smpi_er.txt"
+    run_sim "$moore_p" "moore:2,1;moore:2,2;moore:3,1" | tee "$out/smpi_moore.txt"
+    run_sim "$er_p" "er:0.05" | tee "$out/smpi_er.txt"
   fi
   echo "== 3. phase-1 cost vs P (SMPI, Moore (2,2))"
   for p in ${PHASE1_P:-64 128 256 512 1024}; do
-    "$here/smpi.sh" run "$p" --platform gpc_flat --ppn 8 --timeout 900 -- "$scli" nbrbench --topos "moore:2,2" \
+    "$here/smpi.sh" run "$p" --platform gpc_flat --ppn 8 --cfg network/crosstraffic:0 --timeout 900 -- "$nbr" --topos "moore:2,2" \
       --sizes 4 --k 2 --aware agnostic --regions ppn:8 --reps 1 --rounds 1 --backends combined \
       --json "$out/phase1.jsonl" > "$out/phase1_$p.txt"
   done
