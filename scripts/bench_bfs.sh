@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Issue 5's benchmark: the 2D BFS at 4 ranks (2x2) and 9 ranks (3x3) on R-MAT graphs of
+# scale 16-18, on this node and (root) on the emulated cluster (scripts/cluster.sh, 1 Gbit/s
+# links: 4 nodes x 1 rank and 3 nodes x 3 ranks). Per case:
+#   - sparsecomm_bfs (blocking and overlapped/sort): how much of the blocking version's
+#     communication time the overlapped version hides (1 - exposed_overlapped / exposed_blocking);
+#   - sparsecomm_bfs_combblas: our blocking and overlapped BFS against CombBLAS's own
+#     top-down BFS (graph500 loop) on the same graph, roots and ranks, every BFS validated.
+# Goal: our best TEPS >= CombBLAS's, and the overlapped version hides >= 50%.
+#
+#   scripts/bench_bfs.sh        (results in results/bench_bfs/: JSON lines and table.txt)
+#
+# Environment: BUILD (default build), OUT (default results/bench_bfs), SCALES (default
+# "16 17 18"), ROOTS (default 8), CLUSTER=0 to skip the cluster.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${BUILD:-$root/build}
+out=${OUT:-$root/results/bench_bfs}
+roots=${ROOTS:-8}
+mkdir -p "$out"
+rm -f "$out"/*.jsonl
+bfs=$build/src/apps/bfs2d/sparsecomm_bfs
+if [ ! -x "$bfs" ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release > "$out/configure.log"
+  cmake --build "$build" -j "${JOBS:-2}" --target sparsecomm_bfs
+  cmake --build "$build" -j "${JOBS:-2}" --target sparsecomm_bfs_combblas > /dev/null 2>&1 || true  # needs CombBLAS
+fi
+anchor=$build/src/apps/bfs2d/sparsecomm_bfs_combblas
+[ -x "$anchor" ] || { echo "bench_bfs.sh: $anchor not built (needs libcombblas-dev); TEPS ratios skipped" >&2; anchor=; }
+
+run_case() {  # where launcher... -- (the program and its arguments follow)
+  local where=$1; shift
+  for s in ${SCALES:-16 17 18}; do
+    "$@" "$bfs" --scale "$s" --roots "$roots" --variants blocking,overlapped --merge sort \
+      --json "$out/$where.s$s.bfs.jsonl" > "$out/$where.s$s.bfs.txt" 2>&1
+    if [ -n "$anchor" ]; then
+      "$@" "$anchor" --scale "$s" --roots "$roots" --variant blocking,overlapped --combblas graph500 \
+        --json "$out/$where.s$s.anchor.jsonl" > "$out/$where.s$s.anchor.txt" 2>&1
+    fi
+    echo "bench_bfs.sh: $where scale $s done" >&2
+  done
+}
+
+for p in 4 9; do run_case "node.np$p" "$here/mpirun.sh" -np "$p"; done
+if [ "${CLUSTER:-1}" = 1 ] && [ "$(id -u)" = 0 ]; then
+  export CLUSTER_QUIET=1
+  run_case cluster.4x1 "$here/cluster.sh" run 4 1 --rate 1gbit --
+  run_case cluster.3x3 "$here/cluster.sh" run 3 3 --rate 1gbit --
+fi
+
+python3 - "$out" <<'EOF' | tee "$out/table.txt"
+import glob, json, os, sys
+d = sys.argv[1]
+print("2D BFS, R-MAT edge factor 16; hides = 1 - exposed(overlapped/sort) / exposed(blocking);")
+print("best/CombBLAS = our best variant's harmonic-mean TEPS / CombBLAS graph500's, same run")
+print("%-12s %5s %5s %12s %12s %7s %12s %14s" % ("setting", "ranks", "scale", "blocking", "overlapped", "hides",
+                                               "CombBLAS", "best/CombBLAS"))
+for f in sorted(glob.glob(os.path.join(d, "*.bfs.jsonl"))):
+    where, scale = os.path.basename(f).split(".s")[0], os.path.basename(f).split(".s")[-1].split(".")[0]
+    rows = {r["variant"]: r for r in map(json.loads, open(f))}
+    b, o = rows.get("blocking"), rows.get("overlapped/sort")
+    hides = 1 - o["exposed_s"] / b["exposed_s"] if b and o and b["exposed_s"] > 0 else float("nan")
+    a = f.replace(".bfs.jsonl", ".anchor.jsonl")
+    cb, best = float("nan"), float("nan")
+    if os.path.exists(a):
+        ar = list(map(json.loads, open(a)))
+        cbs = [r["hmean_teps"] for r in ar if r["impl"] == "combblas"]
+        ours = [r["hmean_teps"] for r in ar if r["impl"] == "ours"]
+        if cbs and ours:
+            cb, best = cbs[0], max(ours) / cbs[0]
+    print("%-12s %5d %5s %12.3g %12.3g %6.0f%% %12.3g %14.2f" % (
+        where.replace(".np4", "").replace(".np9", ""), b["ranks"], scale, b["teps_hmean"], o["teps_hmean"],
+        100 * hides, cb, best))
+EOF
