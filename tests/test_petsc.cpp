@@ -78,10 +78,12 @@ void check_products(const DistCsr<double>& a, const std::string& label) {
   MatMultAdd(A, x, w, r1);
   MatMultTranspose(A, xt, r2);
   MatMultTransposeAdd(A, xt, wt, r3);
-  for (const auto& backend : backend_names()) {
-    const std::string what = label + " backend " + backend;
+  for (const auto& backend : backend_names())
+   for (const char* persistent : {"false", "true"}) {  // fresh or persistent requests
+    const std::string what = label + " backend " + backend + " persistent " + persistent;
     PetscOptionsSetValue(nullptr, "-sparsecomm_backend", backend.c_str());
     PetscOptionsSetValue(nullptr, "-sparsecomm_regions", "ppn:2");
+    PetscOptionsSetValue(nullptr, "-sparsecomm_persistent", persistent);
     ASSERT_EQ(petsc::attach(A), 0) << what;
     PetscBool on;
     const char* name;
@@ -112,6 +114,7 @@ void check_products(const DistCsr<double>& a, const std::string& label) {
   }
   PetscOptionsClearValue(nullptr, "-sparsecomm_backend");
   PetscOptionsClearValue(nullptr, "-sparsecomm_regions");
+  PetscOptionsClearValue(nullptr, "-sparsecomm_persistent");
   for (Vec* v : {&x, &y, &w, &xt, &yt, &wt, &r0, &r1, &r2, &r3, &o}) VecDestroy(v);
   MatDestroy(&A);
 }

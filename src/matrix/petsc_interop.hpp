@@ -14,6 +14,8 @@
 //   -sparsecomm_sdde NAME      SDDE strategy for the pattern (personalized, nbx, rma, locality_*)
 //   -sparsecomm_regions SPEC   locality regions (node, ppn:k, ...)
 //   -sparsecomm_view           print the choice and the per-rank message counts at attach
+//   -sparsecomm_persistent B   persistent requests (MPI_Startall) instead of Isend/Irecv per
+//                              product (PlanOptions::persistent_requests; default false)
 // A bad name is a PETSc error on every rank, listing the valid names.
 //
 // Assembly: when the nonzero structure changes (MatGetNonzeroState), the next product
