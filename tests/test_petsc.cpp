@@ -78,39 +78,40 @@ void check_products(const DistCsr<double>& a, const std::string& label) {
   MatMultAdd(A, x, w, r1);
   MatMultTranspose(A, xt, r2);
   MatMultTransposeAdd(A, xt, wt, r3);
-  for (const auto& backend : backend_names())
-   for (const char* persistent : {"false", "true"}) {  // fresh or persistent requests
-    const std::string what = label + " backend " + backend + " persistent " + persistent;
-    PetscOptionsSetValue(nullptr, "-sparsecomm_backend", backend.c_str());
-    PetscOptionsSetValue(nullptr, "-sparsecomm_regions", "ppn:2");
-    PetscOptionsSetValue(nullptr, "-sparsecomm_persistent", persistent);
-    ASSERT_EQ(petsc::attach(A), 0) << what;
-    PetscBool on;
-    const char* name;
-    petsc::attached(A, &on, &name);
-    EXPECT_TRUE(on);
-    EXPECT_EQ(std::string(name), backend);
-    for (int rep = 0; rep < 2; ++rep) {
+  for (const auto& backend : backend_names()) {
+    for (const char* persistent : {"false", "true"}) {  // fresh or persistent requests
+      const std::string what = label + " backend " + backend + " persistent " + persistent;
+      PetscOptionsSetValue(nullptr, "-sparsecomm_backend", backend.c_str());
+      PetscOptionsSetValue(nullptr, "-sparsecomm_regions", "ppn:2");
+      PetscOptionsSetValue(nullptr, "-sparsecomm_persistent", persistent);
+      ASSERT_EQ(petsc::attach(A), 0) << what;
+      PetscBool on;
+      const char* name;
+      petsc::attached(A, &on, &name);
+      EXPECT_TRUE(on);
+      EXPECT_EQ(std::string(name), backend);
+      for (int rep = 0; rep < 2; ++rep) {
+        MatMult(A, x, o);
+        EXPECT_LT(max_diff(o, r0), 1e-14) << what << " MatMult";
+        MatMultAdd(A, x, w, o);
+        EXPECT_LT(max_diff(o, r1), 1e-14) << what << " MatMultAdd";
+        VecCopy(w, o);
+        MatMultAdd(A, x, o, o);  // in place
+        EXPECT_LT(max_diff(o, r1), 1e-14) << what << " MatMultAdd in place";
+      }
+      Vec ot;
+      VecDuplicate(yt, &ot);
+      MatMultTranspose(A, xt, ot);
+      EXPECT_LT(max_diff(ot, r2), 1e-13) << what << " MatMultTranspose";
+      MatMultTransposeAdd(A, xt, wt, ot);
+      EXPECT_LT(max_diff(ot, r3), 1e-13) << what << " MatMultTransposeAdd";
+      VecDestroy(&ot);
+      ASSERT_EQ(petsc::detach(A), 0);
+      petsc::attached(A, &on, nullptr);
+      EXPECT_FALSE(on);
       MatMult(A, x, o);
-      EXPECT_LT(max_diff(o, r0), 1e-14) << what << " MatMult";
-      MatMultAdd(A, x, w, o);
-      EXPECT_LT(max_diff(o, r1), 1e-14) << what << " MatMultAdd";
-      VecCopy(w, o);
-      MatMultAdd(A, x, o, o);  // in place
-      EXPECT_LT(max_diff(o, r1), 1e-14) << what << " MatMultAdd in place";
+      EXPECT_LT(max_diff(o, r0), 1e-14) << what << " after detach";
     }
-    Vec ot;
-    VecDuplicate(yt, &ot);
-    MatMultTranspose(A, xt, ot);
-    EXPECT_LT(max_diff(ot, r2), 1e-13) << what << " MatMultTranspose";
-    MatMultTransposeAdd(A, xt, wt, ot);
-    EXPECT_LT(max_diff(ot, r3), 1e-13) << what << " MatMultTransposeAdd";
-    VecDestroy(&ot);
-    ASSERT_EQ(petsc::detach(A), 0);
-    petsc::attached(A, &on, nullptr);
-    EXPECT_FALSE(on);
-    MatMult(A, x, o);
-    EXPECT_LT(max_diff(o, r0), 1e-14) << what << " after detach";
   }
   PetscOptionsClearValue(nullptr, "-sparsecomm_backend");
   PetscOptionsClearValue(nullptr, "-sparsecomm_regions");

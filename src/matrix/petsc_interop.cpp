@@ -17,7 +17,7 @@ constexpr const char* kKey = "sparsecomm_ctx";
 struct Ctx {
   std::string backend = "p2p", sdde = "nbx", regions = "node";
   bool view = false;
-  bool persistent = kPersistentRequestsDefault;
+  PlanOptions plan;  // options of both plans (-sparsecomm_persistent)
   PetscObjectState nz_state = -1;
   Mat Ad = nullptr, Ao = nullptr;
   std::unique_ptr<Locality> loc;
@@ -79,10 +79,8 @@ PetscErrorCode build(Mat A, Ctx* c) {
     c->loc = std::make_unique<Locality>(Locality::parse(comm, c->regions));
     Sdde sdde(comm, *c->loc);
     Pattern pat = Pattern::from_ghosts(comm, cols, ghosts, sdde, c->sdde);
-    PlanOptions po;
-    po.persistent_requests = c->persistent;
-    c->fwd = make_plan(c->backend, pat, *c->loc, comm, po);
-    c->rev = make_plan(c->backend, pat.reverse(), *c->loc, comm, po);
+    c->fwd = make_plan(c->backend, pat, *c->loc, comm, c->plan);
+    c->rev = make_plan(c->backend, pat.reverse(), *c->loc, comm, c->plan);
     c->ghost.assign(static_cast<size_t>(nghost) + 1, 0.0);
     return 0;
   }));
@@ -97,7 +95,7 @@ PetscErrorCode build(Mat A, Ctx* c) {
     PetscCall(PetscObjectGetName((PetscObject)A, &name));
     PetscCall(PetscPrintf(comm, "sparsecomm: MatMult of %s through backend %s (pattern by SDDE %s, regions %s, %s requests)\n",
                           name ? name : "Mat", c->backend.c_str(), c->sdde.c_str(), c->loc->describe().c_str(),
-                          c->persistent ? "persistent" : "fresh"));
+                          c->plan.persistent_requests ? "persistent" : "fresh"));
     PetscCall(PetscSynchronizedPrintf(comm, "  [%d] sends %lld intra-region + %lld inter-region messages per MatMult\n",
                                       comm_rank(comm), static_cast<long long>(it.sent_intra.msgs),
                                       static_cast<long long>(it.sent_inter.msgs)));
@@ -251,9 +249,9 @@ PetscErrorCode attach(Mat A) {
   PetscBool view = PETSC_FALSE;
   PetscCall(PetscOptionsHasName(nullptr, prefix, "-sparsecomm_view", &view));
   c->view = view;
-  PetscBool persistent = c->persistent ? PETSC_TRUE : PETSC_FALSE;
+  PetscBool persistent = c->plan.persistent_requests ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(PetscOptionsGetBool(nullptr, prefix, "-sparsecomm_persistent", &persistent, nullptr));
-  c->persistent = persistent;
+  c->plan.persistent_requests = persistent;
   PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
   PetscCall(guard(comm, "sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
     Sdde::check_strategy(c->sdde);  // same text on every rank: all fail together
