@@ -117,6 +117,12 @@ TEST(PlanStats, SparseGatherCountsEqualThePlans) { check_gather_counts({"moore:2
 TEST(PlanStats, BadInputIsAnInputError) {
   EXPECT_THROW(virt::Graph::from_spec(4, "er:1.5"), InputError);
   EXPECT_THROW(virt::Graph::from_spec(4, "torus:2"), InputError);
+  // Whole tokens only: a number followed by anything else is malformed, not truncated.
+  for (const std::string spec : {"moore:2x,2", "moore:2,2.5", "moore:2,1,3", "moore:", "er:0.1x", "er:0.1,7s",
+                                 "er:nan", "er:0.1,-1", "er:"}) {
+    SCOPED_TRACE(spec);
+    EXPECT_THROW(virt::Graph::from_spec(4, spec), InputError);
+  }
   EXPECT_THROW(virt::Graph::from_spec(0, "moore:2,1"), InputError);
   EXPECT_THROW(virt::Graph::from_destinations(3, {{1}, {2}, {2}}), InputError);  // self-loop
   EXPECT_THROW(virt::Graph::from_destinations(3, {{1}, {5}, {0}}), InputError);  // out of range

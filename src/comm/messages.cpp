@@ -1,6 +1,7 @@
 #include "comm/messages.hpp"
 
 #include <cstdlib>
+#include <string>
 #include <limits>
 #ifdef SPARSECOMM_SMPI
 #include <simgrid/actor.h>
@@ -8,6 +9,7 @@
 
 #include "comm/error.hpp"
 #include "comm/mpi_util.hpp"
+#include "comm/parse.hpp"
 
 namespace sparsecomm {
 namespace {
@@ -18,7 +20,11 @@ void charge(size_t n) {
   // Read once (start() is the hot path); constant for the whole run.
   static const double cost = [] {
     const char* e = std::getenv("SPARSECOMM_SMPI_MSG_COST");
-    return e ? std::atof(e) : 0.4e-6;
+    double v = 0.4e-6;
+    // Every rank sees the same environment, so a bad value throws on every rank alike.
+    if (e && (!parse_double(e, v) || v < 0))
+      throw InputError(std::string("SPARSECOMM_SMPI_MSG_COST must be a number of seconds >= 0, got '") + e + "'");
+    return v;
   }();
   // Simulated time passes for this rank (smpi_execute would scale by smpi/host-speed).
   if (cost > 0 && n > 0) sg_actor_sleep_for(cost * static_cast<double>(n));

@@ -1,7 +1,8 @@
 #pragma once
-// Whole-string integer parsing shared by the option parsers (CLI, C API info keys,
-// region layouts): each caller words its own error, none repeats the stoll / position /
-// exception dance.
+// Whole-string number parsing shared by the option parsers (CLI, C API info keys,
+// region layouts, topology specs): each caller words its own error, none repeats the
+// stoll / stod / position / exception dance, and none accepts trailing garbage ("2x").
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -19,6 +20,21 @@ inline bool parse_int(const std::string& s, int64_t& out) {
     return false;
   }
   if (used != s.size()) return false;
+  out = v;
+  return true;
+}
+
+/// True when all of `s` is a finite decimal floating-point number (std::stod's syntax),
+/// stored in `out`; false otherwise ("0.1x", "", "nan", "inf"), `out` untouched.
+inline bool parse_double(const std::string& s, double& out) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (used != s.size() || !std::isfinite(v)) return false;
   out = v;
   return true;
 }

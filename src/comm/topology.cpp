@@ -1,11 +1,13 @@
 #include "comm/topology.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <set>
 #include <sstream>
 
 #include "comm/hash.hpp"
+#include "comm/parse.hpp"
 #include "comm/sdde.hpp"
 
 namespace sparsecomm {
@@ -146,15 +148,23 @@ std::vector<int> spec_destinations(const std::string& spec, int rank, int p) {
     std::string tok;
     while (std::getline(ss, tok, ',')) args.push_back(tok);
   }
-  try {
-    if (name == "er" && (args.size() == 1 || args.size() == 2))
-      return erdos_renyi_destinations(rank, p, std::stod(args[0]), args.size() == 2 ? std::stoull(args[1]) : 1);
-    if (name == "moore" && args.size() == 2) return moore_destinations(rank, p, std::stoi(args[0]), std::stoi(args[1]));
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception&) {
-    throw InputError("Topology: malformed spec '" + spec + "'; " + valid);
+  // Whole-token parsing: "moore:2x,2" or "er:0.1,7s" is malformed, not moore:2,2 / er:0.1,7.
+  auto malformed = [&]() { return InputError("Topology: malformed spec '" + spec + "'; " + valid); };
+  auto integer = [&](const std::string& tok, int64_t lo, int64_t hi) {
+    int64_t v = 0;
+    if (!parse_int(tok, v) || v < lo || v > hi) throw malformed();
+    return v;
+  };
+  if (name == "er" && (args.size() == 1 || args.size() == 2)) {
+    double density = 0;
+    if (!parse_double(args[0], density)) throw malformed();
+    const int64_t seed = args.size() == 2 ? integer(args[1], 0, INT64_MAX) : 1;
+    return erdos_renyi_destinations(rank, p, density, static_cast<uint64_t>(seed));
   }
+  if (name == "moore" && args.size() == 2)
+    return moore_destinations(rank, p, static_cast<int>(integer(args[0], INT_MIN, INT_MAX)),
+                              static_cast<int>(integer(args[1], INT_MIN, INT_MAX)));
+  if ((name == "er" || name == "moore") && colon != std::string::npos) throw malformed();
   throw InputError("Topology: unknown spec '" + spec + "'; " + valid);
 }
 

@@ -107,8 +107,8 @@ int amg_main(int argc, char** argv) {
     if (rank == 0) std::cout << opt.help();
     return 0;
   }
-  const int64_t nx = std::stoll(opt.get("nx")), ny = std::stoll(opt.get("ny"));
-  const double angle = std::stod(opt.get("angle")), eps = std::stod(opt.get("eps"));
+  const int64_t nx = opt.get_int64("nx"), ny = opt.get_int64("ny");
+  const double angle = opt.get_double("angle"), eps = opt.get_double("eps");
   const int reps = opt.get_int("reps");
   std::vector<std::string> backends = opt.get("backend") == "all" ? backend_names() : apps::split_list(opt.get("backend"));
   Sdde::check_strategy(opt.get("sdde"));

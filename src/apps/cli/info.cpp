@@ -46,7 +46,7 @@ int info_main(int argc, char** argv) {
   const int64_t groups = allreduce_sum(comm, sched.groups_led);
   PlanOptions po;
   po.model = o.get("model");
-  po.expected_iterations = std::stoll(o.get("iterations"));
+  po.expected_iterations = o.get_int64("iterations");
   po.sdde = o.get("sdde");
   auto chosen = make_plan("auto", pat, loc, comm, po);
   const ModelParams m = ModelParams::load(o.get("model"));

@@ -54,6 +54,16 @@ class Options {
     if (parse_int(get(name), v) && v >= INT_MIN && v <= INT_MAX) return static_cast<int>(v);
     throw std::invalid_argument("option --" + name + " expects an integer, got '" + get(name) + "'");
   }
+  int64_t get_int64(const std::string& name) const {
+    int64_t v = 0;
+    if (parse_int(get(name), v)) return v;
+    throw std::invalid_argument("option --" + name + " expects an integer, got '" + get(name) + "'");
+  }
+  double get_double(const std::string& name) const {
+    double v = 0;
+    if (parse_double(get(name), v)) return v;
+    throw std::invalid_argument("option --" + name + " expects a number, got '" + get(name) + "'");
+  }
 
   std::string help() const {
     std::string h = usage_ + "\noptions:\n";
