@@ -3,6 +3,7 @@
 // root; every variant finds the same levels; a non-square rank count is a clear error.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -156,6 +157,27 @@ TEST(Bfs, ValidatorRejectsCorruptParents) {
       if (owned(pair[1])) b[pair[1] - g.row_begin()] = pair[0];
     });
     EXPECT_NE(e.find("no path to the root"), std::string::npos) << e;
+  }
+}
+
+TEST(Bfs, BadOptionsAreClearErrorsOnEveryRank) {
+  if (!square(test::size())) GTEST_SKIP() << "2D grid needs a square rank count";
+  bfs::Grid grid(MPI_COMM_WORLD);
+  auto g = bfs::rmat_graph(MPI_COMM_WORLD, 6, 8, 3);
+  auto g2 = bfs::Graph2D::build(g, grid);
+  const std::vector<std::pair<std::function<void(bfs::BfsOptions&)>, std::string>> bad = {
+      {[](bfs::BfsOptions& o) { o.variant = "pipelined"; }, "unknown variant"},
+      {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.merge = "heap"; }, "unknown merge"},
+      {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.phase_size = 0; }, "phase_size must be >= 1"}};
+  for (const auto& [change, msg] : bad) {
+    bfs::BfsOptions o;
+    change(o);
+    try {
+      bfs::run_bfs(g2, grid, 0, o);
+      ADD_FAILURE() << "no throw for " << msg;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -53,6 +53,10 @@ int bfs_main(int argc, char** argv) {
     if (rank == 0) std::cout << o.help();
     return 0;
   }
+  // Every rank parses the same arguments: a bad value throws on every rank alike.
+  const int64_t seed = o.get_int64("seed");
+  const int phase_size = o.get_int("phase-size");
+  if (seed < 0 || phase_size < 1) throw InputError("bfs: --seed must be >= 0 and --phase-size >= 1");
   bfs::Grid grid(comm);
   std::string gname;
   const double tg = MPI_Wtime();
@@ -62,7 +66,7 @@ int bfs_main(int argc, char** argv) {
     g = bfs::file_graph(comm, find_matrix(gname));
   } else {
     gname = "rmat scale " + o.get("scale") + " ef " + o.get("edge-factor");
-    g = bfs::rmat_graph(comm, o.get_int("scale"), o.get_int("edge-factor"), std::stoull(o.get("seed")));
+    g = bfs::rmat_graph(comm, o.get_int("scale"), o.get_int("edge-factor"), static_cast<uint64_t>(seed));
   }
   bfs::Graph2D g2 = bfs::Graph2D::build(g, grid);
   const double tbuild = MPI_Wtime() - tg;
@@ -75,7 +79,7 @@ int bfs_main(int argc, char** argv) {
   for (const auto& v : apps::split_list(o.get("variants"))) {
     Config c;
     c.opt.variant = v;
-    c.opt.phase_size = o.get_int("phase-size");
+    c.opt.phase_size = phase_size;
     c.opt.backend = o.get("backend"), c.opt.gather_backend = o.get("gather-backend"), c.opt.sdde = o.get("sdde");
     if (v == "overlapped" && o.get("merge") == "both") {
       for (const char* m : {"merge", "sort"}) {

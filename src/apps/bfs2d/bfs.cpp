@@ -468,6 +468,8 @@ std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, c
     err = "bfs: unknown variant '" + opt.variant + "'; valid: blocking, overlapped, plan";
   else if (opt.merge != "merge" && opt.merge != "sort")
     err = "bfs: unknown merge '" + opt.merge + "'; valid: merge, sort";
+  else if (opt.phase_size < 1)
+    err = "bfs: phase_size must be >= 1, got " + std::to_string(opt.phase_size);
   else if (root < 0 || root >= g.n)
     err = "bfs: root " + std::to_string(root) + " out of range [0, " + std::to_string(g.n) + ")";
   agree(comm, err);
