@@ -1,6 +1,6 @@
 // 2D BFS: parents valid by the Graph500 rules on R-MAT and SuiteSparse graphs at 1, 4 and
 // 9 ranks; the validator rejects corrupted parent arrays; disconnected graphs; an isolated
-// root; every variant finds the same levels; a non-square rank count is a clear error.
+// root; every variant finds the same levels; a non-square rank count and bad options are clear errors.
 #include <gtest/gtest.h>
 
 #include <functional>

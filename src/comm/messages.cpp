@@ -1,8 +1,8 @@
 #include "comm/messages.hpp"
 
 #include <cstdlib>
-#include <string>
 #include <limits>
+#include <string>
 #ifdef SPARSECOMM_SMPI
 #include <simgrid/actor.h>
 #endif
