@@ -22,6 +22,7 @@
 
 #include "comm/error.hpp"
 #include "comm/mpi_util.hpp"
+#include "comm/parse.hpp"
 
 namespace sparsecomm::gen {
 
@@ -248,10 +249,8 @@ Int parse_int(const std::string& field, const char* what) {
 }
 
 double parse_double(const std::string& field, const char* what) {
-  // strtod rather than from_chars<double>: the latter is missing from older libstdc++.
-  char* end = nullptr;
-  const double v = field.empty() ? 0.0 : std::strtod(field.c_str(), &end);
-  if (field.empty() || end != field.c_str() + field.size() || !std::isfinite(v))
+  double v = 0;
+  if (!sparsecomm::parse_double(field, v))  // whole field, finite (comm/parse.hpp)
     throw InputError(std::string(what) + " '" + field + "' is not a finite number");
   return v;
 }

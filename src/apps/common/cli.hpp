@@ -49,14 +49,14 @@ class Options {
 
   const std::string& get(const std::string& name) const { return values_.at(name); }
   bool flag(const std::string& name) const { return values_.at(name) == "1"; }
-  int get_int(const std::string& name) const {
-    int64_t v = 0;
-    if (parse_int(get(name), v) && v >= INT_MIN && v <= INT_MAX) return static_cast<int>(v);
-    throw std::invalid_argument("option --" + name + " expects an integer, got '" + get(name) + "'");
-  }
   int64_t get_int64(const std::string& name) const {
     int64_t v = 0;
     if (parse_int(get(name), v)) return v;
+    throw std::invalid_argument("option --" + name + " expects an integer, got '" + get(name) + "'");
+  }
+  int get_int(const std::string& name) const {
+    const int64_t v = get_int64(name);
+    if (v >= INT_MIN && v <= INT_MAX) return static_cast<int>(v);
     throw std::invalid_argument("option --" + name + " expects an integer, got '" + get(name) + "'");
   }
   double get_double(const std::string& name) const {
