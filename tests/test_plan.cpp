@@ -4,6 +4,7 @@
 // neighbors; width > 1; the reverse (transpose) direction; repeated executions; counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -331,6 +332,69 @@ TEST(PlanErrors, BadUseIsReported) {
     q->start(x.data());
   }
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Zero-copy use: wait_in_place() hands out the received values in pattern receive order
+// (the ghost array itself when ghosts are numbered in arrival order), and a caller that
+// writes send_area() and calls start_packed() sends what start() would have packed.
+TEST(PlanInPlace, ZeroCopyMatchesPackAndUnpack) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "er:150,0.04,5");
+  Pattern pat = Pattern::from_matrix_reference(a);
+  Pattern rpat = pat.reverse();
+  for (const auto& regions : {"ppn:2", "cyclic:2"}) {
+    Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
+    for (const auto& backend : backend_names()) {
+      const std::string what = std::string("backend ") + backend + " regions " + regions;
+      for (int width : {1, 2}) {
+        PlanOptions opt;
+        opt.width = width;
+        auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD, opt);
+        // DistCsr numbers its ghosts by global column, so by owner: arrival order.
+        EXPECT_TRUE(plan->receives_in_ghost_order()) << what;
+        std::vector<double> x(static_cast<size_t>(a.local_cols()) * width);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = xval(a.col_begin() * width + static_cast<int64_t>(i), width, 3);
+        std::vector<double> g(static_cast<size_t>(a.num_ghosts()) * width, -1.0);
+        plan->exchange(x.data(), g.data());
+        plan->start(x.data());
+        const double* in = plan->wait_in_place<double>();
+        const auto& r = pat.recv();
+        for (int64_t k = 0; k < r.size(); ++k)
+          for (int j = 0; j < width; ++j)
+            ASSERT_EQ(in[k * width + j], g[static_cast<size_t>(r.indices[k]) * width + j]) << what << " entry " << k;
+        EXPECT_THROW(plan->wait_in_place<double>(), Error) << what;  // nothing active
+
+        // Reverse: partial sums written straight into the send area, added at their owners.
+        auto rev = make_plan(backend, rpat, loc, MPI_COMM_WORLD, opt);
+        EXPECT_TRUE(rev->sends_in_owned_order()) << what;
+        std::vector<double> y1(x.size(), 0.5), y2(x.size(), 0.5);
+        rev->start(g.data());
+        rev->wait(y1.data(), Unpack::add);
+        double* area = rev->send_area<double>();
+        const auto& s = rpat.send();
+        for (int64_t k = 0; k < s.size(); ++k)
+          for (int j = 0; j < width; ++j) area[k * width + j] = g[static_cast<size_t>(s.indices[k]) * width + j];
+        rev->start_packed();
+        EXPECT_THROW(rev->send_area<double>(), Error) << what;  // being sent
+        EXPECT_THROW(rev->start_packed(), Error) << what;       // one outstanding start
+        rev->wait(y2.data(), Unpack::add);
+        for (size_t i = 0; i < y1.size(); ++i) ASSERT_EQ(y1[i], y2[i]) << what << " owned entry " << i;
+      }
+    }
+  }
+  // A pattern whose ghosts are not in arrival order still gets its values, in receive order.
+  PatternSide send = pat.send(), recv = pat.recv();
+  std::reverse(recv.indices.begin(), recv.indices.end());
+  Pattern perm(send, recv, a.local_cols(), a.num_ghosts());
+  auto plan = make_plan("p2p", perm, Locality::ppn(MPI_COMM_WORLD, 2), MPI_COMM_WORLD);
+  if (recv.indices.size() > 1) {
+    EXPECT_FALSE(plan->receives_in_ghost_order());
+  }
+  std::vector<double> x(static_cast<size_t>(a.local_cols())), g(static_cast<size_t>(a.num_ghosts()));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = xval(a.col_begin() + static_cast<int64_t>(i), 0, 1);
+  plan->exchange(x.data(), g.data());
+  plan->start(x.data());
+  const double* in = plan->wait_in_place<double>();
+  for (size_t k = 0; k < recv.indices.size(); ++k) ASSERT_EQ(in[k], g[recv.indices[k]]) << "entry " << k;
 }
 
 class PlanSuiteSparse : public ::testing::TestWithParam<std::string> {};

@@ -20,9 +20,13 @@ Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Co
       recv_buf_(static_cast<size_t>(pattern.recv().size() * elem_bytes_)) {
   // Ghosts numbered in the order they arrive (PETSc's and Hypre's ghost layouts: by owner,
   // then by global index): unpacking is one memcpy.
-  const auto& r = pattern.recv().indices;
-  recv_identity_ = true;
-  for (size_t k = 0; k < r.size() && recv_identity_; ++k) recv_identity_ = r[k] == static_cast<int32_t>(k);
+  auto identity = [](const std::vector<int32_t>& v) {
+    for (size_t k = 0; k < v.size(); ++k)
+      if (v[k] != static_cast<int32_t>(k)) return false;
+    return true;
+  };
+  recv_identity_ = identity(pattern.recv().indices);
+  send_identity_ = identity(pattern.send().indices);
 }
 
 void Plan::check_type(size_t value_size, const char* call) const {

@@ -79,23 +79,16 @@ class Plan {
         }
       }
     }
-    ScopedTimer t(&exec_, "start");
-    do_start();
-    active_ = true;
+    start_packed();
   }
 
   /// Completes the exchange and writes the received values into ghost[pattern.recv.indices[k]].
   template <class T>
   void wait(T* ghost, Unpack mode = Unpack::replace) {
     check_type(sizeof(T), "wait");
-    if (!active_) throw Error("Plan(" + name_ + "): wait() without start()");
     if (mode == Unpack::add && !std::is_arithmetic_v<T>)
       throw InputError("Plan(" + name_ + ")::wait: Unpack::add needs an arithmetic value type");
-    {
-      ScopedTimer t(&exec_, "wait");
-      active_ = false;
-      do_wait();
-    }
+    complete("wait");
     ScopedTimer t(&exec_, "unpack");
     const auto& r = pattern_.recv();
     const T* buf = reinterpret_cast<const T*>(recv_buf_.data());
@@ -117,6 +110,55 @@ class Plan {
         for (int j = 0; j < w; ++j) dst[j] += buf[k * w + j];
       }
     }
+  }
+
+  // Zero-copy use (what PETSc's star forest does for contiguous leaves): the caller works
+  // on the plan's own buffers instead of having values packed from and unpacked into its
+  // arrays. When the ghosts are numbered in arrival order (receives_in_ghost_order(): PETSc's
+  // and Hypre's layouts), the received buffer *is* the ghost array:
+  //
+  //   plan->start(x_owned);
+  //   const double* ghost = plan->wait_in_place<double>();   // no unpack copy
+  //
+  // and where send entry k is owned entry k (sends_in_owned_order(): a reverse, transpose
+  // exchange sending from ghosts in arrival order), the caller computes straight into the
+  // buffer that is sent:
+  //
+  //   double* partial = plan->send_area<double>();   // pattern().send() order
+  //   ... write partial[0 .. pattern().send().size() * width) ...
+  //   plan->start_packed();
+  //   plan->wait(y_owned, Unpack::add);
+
+  /// Completes the exchange like wait() but leaves the values where they arrived and
+  /// returns them in pattern().recv() order: value k (width values) belongs at ghost index
+  /// pattern().recv().indices[k]. Valid, and writable, until the next start().
+  template <class T>
+  T* wait_in_place() {
+    check_type(sizeof(T), "wait_in_place");
+    complete("wait_in_place");
+    return reinterpret_cast<T*>(recv_buf_.data());
+  }
+  /// pattern().recv().indices is 0, 1, 2, ...: wait_in_place() returns the ghost array itself.
+  bool receives_in_ghost_order() const { return recv_identity_; }
+
+  /// The buffer start_packed() sends, in pattern().send() order: entry k (width values) is
+  /// the value of owned index pattern().send().indices[k]. Not while an exchange is active:
+  /// it is being sent.
+  template <class T>
+  T* send_area() {
+    check_type(sizeof(T), "send_area");
+    if (active_) throw Error("Plan(" + name_ + "): send_area() while an exchange is active (wait() first)");
+    return reinterpret_cast<T*>(send_buf_.data());
+  }
+  /// pattern().send().indices is 0, 1, 2, ...: the send area is the owned array itself.
+  bool sends_in_owned_order() const { return send_identity_; }
+  /// Starts the exchange of what the caller wrote into send_area() (start() packs, then
+  /// calls this).
+  void start_packed() {
+    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
+    ScopedTimer t(&exec_, "start");
+    do_start();
+    active_ = true;
   }
 
   /// start() then wait().
@@ -170,6 +212,13 @@ class Plan {
                                          const PlanOptions&);
   friend void detail::register_auto();
   void check_type(size_t value_size, const char* call) const;
+  /// Completes the active exchange (the "wait" timer).
+  void complete(const char* call) {
+    if (!active_) throw Error("Plan(" + name_ + "): " + call + "() without start()");
+    ScopedTimer t(&exec_, "wait");
+    active_ = false;
+    do_wait();
+  }
 
   std::string name_;
   Pattern pattern_;
@@ -179,6 +228,7 @@ class Plan {
   int64_t elem_bytes_;
   std::vector<char> send_buf_, recv_buf_;
   bool recv_identity_ = false;  ///< pattern.recv().indices == 0, 1, 2, ...: unpack by memcpy
+  bool send_identity_ = false;  ///< pattern.send().indices == 0, 1, 2, ...
   bool active_ = false;
   int stages_ = 1;
   Stats setup_, per_iter_, exec_;

@@ -7,6 +7,7 @@
 //   Pattern pat = Pattern::from_matrix(A, sdde, "nbx");
 //   DistSpmv spmv(A, make_plan("p2p", pat, loc, comm));
 //   spmv.apply(x.data(), y.data());
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -33,12 +34,18 @@ class DistSpmv {
       ScopedTimer t(&plan_->exec_stats(), "local");
       a_.multiply_diag(x, y, w);
     }
-    plan_->wait(ghost_.data());
+    // Ghosts in arrival order (what Pattern::from_matrix gives): the off-diagonal product
+    // reads the plan's receive buffer, as Hypre's and PETSc's matvecs read theirs.
+    const double* ghost = ghost_.data();
+    if (plan_->receives_in_ghost_order()) ghost = plan_->wait_in_place<double>();
+    else plan_->wait(ghost_.data());
     ScopedTimer t(&plan_->exec_stats(), "ghost");
-    a_.multiply_offd_add(ghost_.data(), y, w);
+    a_.multiply_offd_add(ghost, y, w);
   }
 
   Plan& plan() { return *plan_; }
+  /// Scratch ghost array (apply() fills it only when the plan's receive order is not the
+  /// ghost order).
   std::vector<double>& ghost() { return ghost_; }
 
  private:
@@ -50,12 +57,20 @@ class DistSpmv {
 /// Collective. y = A^T x using a plan built on pattern.reverse() (width 1): each rank
 /// computes partial sums for its ghost columns, which travel back to their owners and are
 /// added to the owners' part. x: local_rows() values; y: local_cols() values.
+/// When the reverse plan sends in ghost order (the reverse of a Pattern::from_matrix), the
+/// partial sums are computed straight into its send buffer.
 inline void spmv_transpose(const DistCsr<double>& a, Plan& reverse_plan, const double* x, double* y) {
-  std::vector<double> partial(static_cast<size_t>(a.num_ghosts()), 0.0);
+  if (reverse_plan.options().width != 1 || reverse_plan.pattern().owned_size() != a.num_ghosts())
+    throw InputError("spmv_transpose: needs a width-1 plan on the reverse of this matrix's pattern");
+  const bool in_place = reverse_plan.sends_in_owned_order() && a.num_ghosts() > 0;
+  std::vector<double> scratch(in_place ? 0 : static_cast<size_t>(a.num_ghosts()));
+  double* partial = in_place ? reverse_plan.send_area<double>() : scratch.data();
+  std::fill(partial, partial + a.num_ghosts(), 0.0);
   const auto& o = a.offd();
   for (int32_t i = 0; i < o.nrows; ++i)
     for (int64_t k = o.row_ptr[i]; k < o.row_ptr[i + 1]; ++k) partial[o.col[k]] += o.val[k] * x[i];
-  reverse_plan.start(partial.data());
+  if (in_place) reverse_plan.start_packed();
+  else reverse_plan.start(partial);
   const auto& d = a.diag();
   std::fill(y, y + a.local_cols(), 0.0);
   for (int32_t i = 0; i < d.nrows; ++i)

@@ -23,7 +23,8 @@ struct Ctx {
   std::unique_ptr<Locality> loc;
   std::unique_ptr<Plan> fwd, rev;
   Vec xl = nullptr, yl = nullptr, zl = nullptr, gv = nullptr;  // sequential views (arrays placed per call)
-  std::vector<double> ghost;
+  std::vector<double> ghost;  // the ghost values, where the plans' buffers cannot be used in place
+  bool in_place = false;      // ghosts in arrival order: Ao reads / writes the plans' buffers
   void (*orig[4])(void) = {nullptr, nullptr, nullptr, nullptr};
   void destroy_vecs() {
     for (Vec* v : {&xl, &yl, &zl, &gv})
@@ -82,6 +83,7 @@ PetscErrorCode build(Mat A, Ctx* c) {
     c->fwd = make_plan(c->backend, pat, *c->loc, comm, c->plan);
     c->rev = make_plan(c->backend, pat.reverse(), *c->loc, comm, c->plan);
     c->ghost.assign(static_cast<size_t>(nghost) + 1, 0.0);
+    c->in_place = nghost > 0 && c->fwd->receives_in_ghost_order() && c->rev->sends_in_owned_order();
     return 0;
   }));
   c->destroy_vecs();
@@ -135,11 +137,17 @@ PetscErrorCode mult_impl(Mat A, Vec x, Vec y, Vec z) {
   PetscCall(VecPlaceArray(c->zl, za));
   if (y) PetscCall(MatMultAdd(c->Ad, c->xl, c->zl, c->zl));
   else PetscCall(MatMult(c->Ad, c->xl, c->zl));
+  // Ghosts in arrival order (always, for PETSc's sorted garray): the Ao product reads the
+  // plan's receive buffer directly, as PETSc's own scatter receives into its lvec.
+  double* ghost = nullptr;
   PetscCall(guard(comm, "sparsecomm MatMult", [&]() -> PetscErrorCode {
-    c->fwd->wait(c->ghost.data());
+    if (c->in_place) ghost = c->fwd->wait_in_place<double>();
+    else c->fwd->wait(c->ghost.data());
     return 0;
   }));
+  if (ghost) PetscCall(VecPlaceArray(c->gv, ghost));
   PetscCall(MatMultAdd(c->Ao, c->gv, c->zl, c->zl));
+  if (ghost) PetscCall(VecResetArray(c->gv));
   PetscCall(VecResetArray(c->xl));
   PetscCall(VecResetArray(c->zl));
   PetscCall(VecRestoreArrayRead(x, &xa));
@@ -160,9 +168,19 @@ PetscErrorCode mult_transpose_impl(Mat A, Vec x, Vec y, Vec z) {
   if (y && y != z) PetscCall(VecCopy(y, z));
   PetscCall(VecGetArrayRead(x, &xa));
   PetscCall(VecPlaceArray(c->yl, xa));  // yl has the row layout: x of A^T
-  PetscCall(MatMultTranspose(c->Ao, c->yl, c->gv));
+  // The partial sums for other ranks go straight into the reverse plan's send buffer
+  // when its send order is the ghost order (no pack copy).
+  double* partial = nullptr;
   PetscCall(guard(comm, "sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
-    c->rev->start(c->ghost.data());
+    if (c->in_place) partial = c->rev->send_area<double>();
+    return 0;
+  }));
+  if (partial) PetscCall(VecPlaceArray(c->gv, partial));
+  PetscCall(MatMultTranspose(c->Ao, c->yl, c->gv));
+  if (partial) PetscCall(VecResetArray(c->gv));
+  PetscCall(guard(comm, "sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
+    if (partial) c->rev->start_packed();
+    else c->rev->start(c->ghost.data());
     return 0;
   }));
   PetscCall(VecGetArray(z, &za));
