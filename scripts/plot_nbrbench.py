@@ -45,6 +45,8 @@ def main():
         recs[(r["ranks"], r["regions"], r["topology"], r["size_bytes"], r["variant"])] = r
     if not recs:
         sys.exit("no nbrbench records in " + src)
+    # The baseline: MPI's neighbor collective, or p2p where it does not exist (SMPI builds).
+    base = next(iter(recs.values())).get("baseline", "neighbor")
     panels = OrderedDict()  # (ranks, regions, topology) -> {variant: [records]}
     for (ranks, regions, topo, size, variant), r in recs.items():
         panels.setdefault((ranks, regions, topo), OrderedDict()).setdefault(variant, []).append(r)
@@ -64,7 +66,7 @@ def main():
             sizes = [max(r["size_bytes"], 1) for r in rs]
             st = style(rs[0], kcolors)
             top.plot(sizes, [r["lat_max_s"] * 1e6 for r in rs], label=v, markersize=4, **st)
-            if rs[0]["backend"] != "neighbor":
+            if rs[0]["backend"] != base:
                 bottom.plot(sizes, [r["speedup_vs_neighbor"] for r in rs], label=v, markersize=4, **st)
         deg = next(iter(by_variant.values()))[0].get("out_degree_max")
         top.set_title("%s  (%d ranks, out-deg max %s)" % (topo, ranks, deg), fontsize=9)
@@ -73,7 +75,7 @@ def main():
         top.set_ylabel("latency per exchange [us]", fontsize=8)
         bottom.set_xscale("log", base=2)
         bottom.axhline(1.0, color="black", linestyle=":", linewidth=1)
-        bottom.set_ylabel("speedup over neighbor", fontsize=8)
+        bottom.set_ylabel("speedup over " + base, fontsize=8)
         bottom.set_xlabel("message size [bytes]", fontsize=8)
         for ax in (top, bottom):
             ax.grid(alpha=0.3)
@@ -84,14 +86,14 @@ def main():
         axes[2 * (idx // ncols)][idx % ncols].axis("off")
         axes[2 * (idx // ncols) + 1][idx % ncols].axis("off")
     fig.suptitle("neighborhood allgather: latency (median over rounds of max over ranks) and speedup over "
-                 "MPI neighbor (%s)" % next(iter(panels))[1], fontsize=10)
+                 "%s (%s)" % ("MPI neighbor" if base == "neighbor" else base, next(iter(panels))[1]), fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.98))
     fig.savefig(out, dpi=100)
     print("wrote", out)
 
     # Figure 2: grouped bars of the speedup over neighbor, one row per message size.
     sizes = sorted({k[3] for k in recs})
-    variants = sorted({k[4] for k in recs if not k[4] == "neighbor"},
+    variants = sorted({k[4] for k in recs if not k[4] == base},
                       key=lambda v: variant_key(next(r for r in recs.values() if r["variant"] == v)))
     topos = list(panels)
     fig, axes = plt.subplots(len(sizes), 1, figsize=(min(18, max(8, 1.4 * len(topos) + 2)), 3.2 * len(sizes)),
@@ -118,7 +120,7 @@ def main():
         ax.set_ylim(0, top * 1.6)  # headroom for the legend
         ax.set_xticks(range(len(topos)))
         ax.set_xticklabels(["%s\n(%d ranks)" % (t[2], t[0]) for t in topos], fontsize=7)
-        ax.set_ylabel("speedup over neighbor", fontsize=8)
+        ax.set_ylabel("speedup over " + base, fontsize=8)
         ax.set_title("%d-byte messages" % size, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
         if row == 0:

@@ -284,7 +284,7 @@ int nbrbench_main(int argc, char** argv) {
            << ",\"aware\":" << (comb ? (r.v.aware ? "true" : "false") : "null") << ",\"theta\":" << theta
            << ",\"reps\":" << reps << ",\"rounds\":" << rounds << ",\"lat_max_s\":" << r.lat_max
            << ",\"lat_best_s\":" << r.lat_best << ",\"lat_worst_s\":" << r.lat_worst << ",\"lat_mean_s\":" << r.lat_mean
-           << ",\"neighbor_lat_max_s\":" << base << ",\"speedup_vs_neighbor\":" << base / r.lat_max
+           << ",\"baseline\":\"" << baseline << "\",\"neighbor_lat_max_s\":" << base << ",\"speedup_vs_neighbor\":" << base / r.lat_max
            << ",\"speedup_best_vs_neighbor_best\":" << base_best / r.lat_best
            << ",\"stages\":" << r.stages << ",\"msgs_max\":" << r.msgs_max << ",\"msgs_mean\":" << r.msgs_mean
            << ",\"msgs_inter_max\":" << r.msgs_inter_max << ",\"msgs_inter_mean\":" << r.msgs_inter_mean
