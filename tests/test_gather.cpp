@@ -67,6 +67,17 @@ TEST(Gather, ErdosRenyi) {
   for (double d : {0.3, 0.7, 1.0})
     check_topology(Topology::erdos_renyi(MPI_COMM_WORLD, d, 9), "er " + std::to_string(d));
 }
+// Each rank computes its ER in-neighbors from the edge hash, without an exchange: they
+// must be exactly the ranks that list it as a destination.
+TEST(Gather, ErdosRenyiSourcesAreThoseThatSendToMe) {
+  for (double d : {0.0, 0.1, 0.3, 1.0}) {
+    Topology t = Topology::erdos_renyi(MPI_COMM_WORLD, d, 9);
+    Topology u = Topology::from_destinations(MPI_COMM_WORLD, t.destinations);
+    EXPECT_EQ(t.sources, u.sources) << "density " << d;
+  }
+  EXPECT_TRUE(Topology::parse(MPI_COMM_WORLD, "er:0.3,9") == Topology::erdos_renyi(MPI_COMM_WORLD, 0.3, 9));
+  EXPECT_THROW(Topology::erdos_renyi(MPI_COMM_WORLD, 1.5), InputError);
+}
 TEST(Gather, Moore) {
   check_topology(Topology::moore(MPI_COMM_WORLD, 2, 1), "moore 2,1");
   check_topology(Topology::moore(MPI_COMM_WORLD, 1, 3), "moore 1,3");

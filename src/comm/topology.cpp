@@ -69,20 +69,47 @@ Topology Topology::from_matrix_blocks(const DistCsr<double>& a, const std::strin
   return t;
 }
 
-std::vector<int> erdos_renyi_destinations(int rank, int p, double density, uint64_t seed) {
+namespace {
+
+void check_density(double density) {
   if (!(density >= 0.0 && density <= 1.0))
     throw InputError("Topology: Erdős–Rényi density must be in [0, 1], got " + std::to_string(density));
+}
+
+// Whether the edge from -> to exists: a hash of the ordered pair, so that either end can
+// tell without asking the other.
+bool er_edge(int from, int to, double density, uint64_t seed) {
+  const uint64_t h =
+      splitmix64(seed * 0x100000001b3ull ^ splitmix64((static_cast<uint64_t>(from) << 32) | static_cast<uint32_t>(to)));
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < density;
+}
+
+}  // namespace
+
+std::vector<int> erdos_renyi_destinations(int rank, int p, double density, uint64_t seed) {
+  check_density(density);
   std::vector<int> dest;
-  for (int j = 0; j < p; ++j) {
-    if (j == rank) continue;
-    const uint64_t h = splitmix64(seed * 0x100000001b3ull ^ splitmix64((static_cast<uint64_t>(rank) << 32) | static_cast<uint32_t>(j)));
-    if (static_cast<double>(h >> 11) * 0x1.0p-53 < density) dest.push_back(j);
-  }
+  for (int j = 0; j < p; ++j)
+    if (j != rank && er_edge(rank, j, density, seed)) dest.push_back(j);
   return dest;
 }
 
+std::vector<int> erdos_renyi_sources(int rank, int p, double density, uint64_t seed) {
+  check_density(density);
+  std::vector<int> src;
+  for (int j = 0; j < p; ++j)
+    if (j != rank && er_edge(j, rank, density, seed)) src.push_back(j);
+  return src;
+}
+
 Topology Topology::erdos_renyi(MPI_Comm comm, double density, uint64_t seed) {
-  return from_destinations(comm, erdos_renyi_destinations(comm_rank(comm), comm_size(comm), density, seed));
+  // Both sides from the edge hash: no exchange (at 4,096 simulated ranks the SDDE that
+  // from_destinations would run is a cost of its own).
+  const int me = comm_rank(comm), p = comm_size(comm);
+  Topology t;
+  t.destinations = erdos_renyi_destinations(me, p, density, seed);
+  t.sources = erdos_renyi_sources(me, p, density, seed);
+  return t;
 }
 
 std::vector<int> balanced_dims(int p, int ndims) {
@@ -138,7 +165,16 @@ Topology Topology::moore(MPI_Comm comm, int dims, int radius) {
   return t;
 }
 
-std::vector<int> spec_destinations(const std::string& spec, int rank, int p) {
+namespace {
+
+struct Spec {
+  bool er = false;
+  double density = 0;
+  uint64_t seed = 1;
+  int dims = 0, radius = 0;
+};
+
+Spec parse_spec(const std::string& spec) {
   const std::string valid = "valid forms: er:<density>[,<seed>], moore:<dims>,<radius>";
   auto colon = spec.find(':');
   const std::string name = spec.substr(0, colon);
@@ -155,29 +191,34 @@ std::vector<int> spec_destinations(const std::string& spec, int rank, int p) {
     if (!parse_int(tok, v) || v < lo || v > hi) throw malformed();
     return v;
   };
+  Spec s;
   if (name == "er" && (args.size() == 1 || args.size() == 2)) {
-    double density = 0;
-    if (!parse_double(args[0], density)) throw malformed();
-    const int64_t seed = args.size() == 2 ? integer(args[1], 0, INT64_MAX) : 1;
-    return erdos_renyi_destinations(rank, p, density, static_cast<uint64_t>(seed));
+    s.er = true;
+    if (!parse_double(args[0], s.density)) throw malformed();
+    s.seed = static_cast<uint64_t>(args.size() == 2 ? integer(args[1], 0, INT64_MAX) : 1);
+    return s;
   }
-  if (name == "moore" && args.size() == 2)
-    return moore_destinations(rank, p, static_cast<int>(integer(args[0], INT_MIN, INT_MAX)),
-                              static_cast<int>(integer(args[1], INT_MIN, INT_MAX)));
+  if (name == "moore" && args.size() == 2) {
+    s.dims = static_cast<int>(integer(args[0], INT_MIN, INT_MAX));
+    s.radius = static_cast<int>(integer(args[1], INT_MIN, INT_MAX));
+    return s;
+  }
   if ((name == "er" || name == "moore") && colon != std::string::npos) throw malformed();
   throw InputError("Topology: unknown spec '" + spec + "'; " + valid);
 }
 
+}  // namespace
+
+std::vector<int> spec_destinations(const std::string& spec, int rank, int p) {
+  const Spec s = parse_spec(spec);
+  return s.er ? erdos_renyi_destinations(rank, p, s.density, s.seed) : moore_destinations(rank, p, s.dims, s.radius);
+}
+
 Topology Topology::parse(MPI_Comm comm, const std::string& spec) {
-  // Every rank parses the same spec: an error is thrown on every rank alike.
-  std::vector<int> dest = spec_destinations(spec, comm_rank(comm), comm_size(comm));
-  if (spec.rfind("moore:", 0) == 0) {  // symmetric: no exchange needed
-    Topology t;
-    t.sources = dest;
-    t.destinations = std::move(dest);
-    return t;
-  }
-  return from_destinations(comm, std::move(dest));
+  // Every rank parses the same spec: an error is thrown on every rank alike. Both sides
+  // are computed locally (Moore is symmetric; an ER edge is a hash of its two ends).
+  const Spec s = parse_spec(spec);
+  return s.er ? erdos_renyi(comm, s.density, s.seed) : moore(comm, s.dims, s.radius);
 }
 
 }  // namespace sparsecomm

@@ -31,15 +31,16 @@ struct Topology {
   /// P_j -> P_i when block (i, j) of `a` has a nonzero (rank i needs rank j's rows of B).
   static Topology from_matrix_blocks(const DistCsr<double>& a, const std::string& strategy = kDefaultSdde);
 
-  /// Collective. Erdős–Rényi random directed graph on the P ranks: each ordered pair
-  /// (i, j), i != j, is an edge with probability `density`; the same graph at every run
-  /// for a given seed.
+  /// Erdős–Rényi random directed graph on the P ranks: each ordered pair (i, j), i != j,
+  /// is an edge with probability `density`; the same graph at every run for a given seed.
+  /// Local: both sides come from a hash of the pair.
   static Topology erdos_renyi(MPI_Comm comm, double density, uint64_t seed = 1);
-  /// Collective. Moore neighborhood of `radius` on a `dims`-dimensional torus whose sides
+  /// Local. Moore neighborhood of `radius` on a `dims`-dimensional torus whose sides
   /// multiply to P (balanced_dims: as even as possible): every rank within Chebyshev
   /// distance `radius` (wrapping), except itself. Symmetric.
   static Topology moore(MPI_Comm comm, int dims, int radius);
-  /// Collective. Parses "er:<density>[,seed]", "moore:<dims>,<radius>".
+  /// Parses "er:<density>[,seed]", "moore:<dims>,<radius>". Local (every rank must pass the
+  /// same spec; a bad one throws on every rank alike).
   static Topology parse(MPI_Comm comm, const std::string& spec);
 
   bool operator==(const Topology& o) const { return sources == o.sources && destinations == o.destinations; }
@@ -49,6 +50,8 @@ struct Topology {
 /// Topology::moore on `p` ranks: the same lists for any caller, so that the plan statistics
 /// (plan_stats.hpp) can build the graph of thousands of virtual ranks in one process.
 std::vector<int> erdos_renyi_destinations(int rank, int p, double density, uint64_t seed = 1);
+/// Local. The in-neighbors of `rank` in the same graph (the edge hash tells either end).
+std::vector<int> erdos_renyi_sources(int rank, int p, double density, uint64_t seed = 1);
 std::vector<int> moore_destinations(int rank, int p, int dims, int radius);
 /// Local. The out-neighbors of `rank` for a Topology::parse spec on `p` ranks.
 std::vector<int> spec_destinations(const std::string& spec, int rank, int p);

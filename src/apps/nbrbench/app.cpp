@@ -30,6 +30,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -93,17 +94,38 @@ bool verify(GatherPlan& plan, int me, int round) {
   return all != 0;
 }
 
+/// Progress on rank 0 for long (simulated) runs: a line for each step that took more than
+/// 20 s of host time. Host time (steady_clock), not MPI_Wtime, which is simulated under SMPI.
+class Progress {
+ public:
+  explicit Progress(std::string what) : what_(std::move(what)), last_(now()) {}
+  void step(const std::string& done) {
+    const double t = now();
+    if (t - last_ > 20 && comm_rank(MPI_COMM_WORLD) == 0)
+      std::cerr << "nbrbench: " << what_ << ": " << done << " (" << apps::num("%.0f", t - last_) << " s host)\n";
+    last_ = t;
+  }
+
+ private:
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  std::string what_;
+  double last_;
+};
+
 /// Measures every variant at one message size. All plans are built (and verified) first;
 /// the timed exchanges then run in `rounds` interleaved rounds (variant after variant, each
 /// round reps/rounds exchanges through apps::time_per_call), and a variant's latency is the
 /// median over the rounds. On an oversubscribed machine the ranks fall in and out of slow
 /// scheduling phases lasting many exchanges; interleaving spreads them over every variant
 /// instead of charging them to whichever variant happened to run then.
-std::vector<Result> measure(const Topology& topo, const Locality& loc, const std::vector<Variant>& variants,
-                            int64_t size, int theta, int reps, int rounds) {
+std::vector<Result> measure(const std::string& topo_name, const Topology& topo, const Locality& loc,
+                            const std::vector<Variant>& variants, int64_t size, int theta, int reps, int rounds) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int me = comm_rank(comm), p = comm_size(comm);
   const size_t nv = variants.size();
+  Progress progress(topo_name + ", " + std::to_string(size) + " B");
   std::vector<std::unique_ptr<GatherPlan>> plans;
   std::vector<Result> res(nv);
   for (size_t i = 0; i < nv; ++i) {
@@ -116,6 +138,7 @@ std::vector<Result> measure(const Topology& topo, const Locality& loc, const std
     res[i].size = size;
     plans.push_back(make_gather_plan(v.backend, topo, loc, comm, size, go));
     res[i].verified = verify(*plans.back(), me, 0);
+    progress.step(v.label() + " set up and verified");
   }
 
   std::vector<char> block(static_cast<size_t>(size));
@@ -135,6 +158,7 @@ std::vector<Result> measure(const Topology& topo, const Locality& loc, const std
         plan.wait(rb);
         calls.push_back(MPI_Wtime() - t0);
       }));
+      progress.step(variants[i].label() + " timed, round " + std::to_string(round + 1));
     }
 
   for (size_t i = 0; i < nv; ++i) {
@@ -246,12 +270,14 @@ int nbrbench_main(int argc, char** argv) {
 
   for (const auto& spec : topos) {
     const double t_topo = MPI_Wtime();
+    Progress progress(spec);
     Topology topo = Topology::parse(comm, spec);
+    progress.step("topology built");
     auto deg = reduce_all(comm, {static_cast<double>(topo.destinations.size()),
                                  static_cast<double>(topo.sources.size())});
     std::vector<Result> results;
     for (int64_t size : sizes)
-      for (const auto& r : measure(topo, loc, variants, size, theta, reps, rounds)) {
+      for (const auto& r : measure(spec, topo, loc, variants, size, theta, reps, rounds)) {
         results.push_back(r);
         all_ok = all_ok && r.verified;
       }
