@@ -63,24 +63,29 @@ int64_t sum_all(MPI_Comm comm, int64_t v) { return allreduce_sum(comm, v); }
 // ranks (a rank prefers the heaviest candidate, then the lowest rank; this is the order
 // (weight desc, min rank, max rank) on edges). Returns my partner or -1.
 //
-// Computed with Hoepman's asynchronous request/drop protocol ("Simple distributed
-// weighted matchings", 2004; the distributed form of Preis's locally dominant edges):
-// every rank sends REQ to its best remaining candidate; two ranks that request each other
-// match; a rank that matches, or learns that a candidate is out, tells the others FIN.
-// An edge matches only when it is the best remaining edge at both ends, so the result is
-// the greedy matching, whatever the message timing (the same one the synchronous
-// proposal rounds of virt::combining_schedules compute). Each candidate pair exchanges
-// at most one REQ and exactly one FIN each way, and a rank returns once it has a FIN from
-// every candidate: nothing is left in flight, and no collective is needed. (The former
-// synchronous version ended every proposal sub-round with an allreduce; on stencils the
-// chains of "my best prefers someone else" run across the torus, 60 sub-rounds at 256
-// ranks and growing with P, each costing a full round of messages.)
-int greedy_match(MPI_Comm comm, int tag, const std::set<int>& live, const std::map<int, int>& weight) {
+// Computed with Hoepman's request protocol ("Simple distributed weighted matchings",
+// 2004; the distributed form of Preis's locally dominant edges): every rank sends REQ to
+// its best candidate not known to be out; two ranks that request each other match. An
+// edge matches only when it is the best remaining edge at both ends, so the result is the
+// greedy matching, whatever the message timing (the same one the synchronous proposal
+// rounds of virt::combining_schedules compute).
+//
+// Out-notices are lazy: a rank that is done (matched, or every candidate is out) answers
+// FIN to the requests waiting for it and to every later one, and tells nobody else. A
+// rank learns that a candidate is out only by asking it. (The eager form told every
+// candidate: one FIN each way over every candidate pair. On Erdős–Rényi graphs two ranks
+// share P density^2 destinations, so at 4,096 ranks nearly every pair is a candidate and
+// that was 33 M messages per matching, more than a simulation of it can afford.)
+// Termination: a done rank enters a dissemination barrier (Hensgen, Finkel and Manber
+// 1988; on Isend/Irecv, so that one MPI_Waitany serves the barrier and the requests
+// without polling) and keeps answering. A rank with a request outstanding is never done,
+// and every request is answered, so when the barrier completes nothing is in flight.
+int greedy_match(MPI_Comm comm, int tag, int barrier_tag, const std::set<int>& live, const std::map<int, int>& weight) {
   static_assert(sizeof(int64_t) == 8, "");
-  const int64_t kReq = 1, kFin = 2;
-  std::set<int> cand = live, fin_to, asked_me;
+  static const int64_t kReq = 1, kFin = 2, kSelf = 3;
+  const int me = comm_rank(comm), p = comm_size(comm);
+  std::set<int> cand = live, asked_me;  // cand: candidates not known to be out
   std::vector<MPI_Request> sends;
-  sends.reserve(2 * live.size());
   auto send = [&](int to, const int64_t& what) {
     sends.emplace_back();
     SPC_MPI(MPI_Isend(&what, 1, MPI_INT64_T, to, tag, comm, &sends.back()));
@@ -91,33 +96,67 @@ int greedy_match(MPI_Comm comm, int tag, const std::set<int>& live, const std::m
       if (b < 0 || weight.at(l) > weight.at(b)) b = l;
     return b;
   };
+  // req[0]: the next REQ/FIN; req[1], req[2]: the current barrier round's receive and send.
+  MPI_Request req[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int64_t in = 0;
+  char bin = 0, bout = 0;
+  int dist = 1;  // barrier round: signal me + dist, wait for me - dist
+  bool done = false, barrier_done = false;
+  auto post_recv = [&]() { SPC_MPI(MPI_Irecv(&in, 1, MPI_INT64_T, MPI_ANY_SOURCE, tag, comm, &req[0])); };
+  auto barrier_round = [&]() {
+    if (dist >= p) {
+      barrier_done = true;
+      return;
+    }
+    SPC_MPI(MPI_Irecv(&bin, 1, MPI_CHAR, ((me - dist) % p + p) % p, barrier_tag, comm, &req[1]));
+    SPC_MPI(MPI_Isend(&bout, 1, MPI_CHAR, (me + dist) % p, barrier_tag, comm, &req[2]));
+  };
+
   int target = best(), partner = -1;
   if (target >= 0) send(target, kReq);
-  for (size_t fins = 0; fins < live.size();) {
-    int64_t what = 0;
+  post_recv();
+  auto settle = [&]() {
+    if (done) return;
+    if (target >= 0 && asked_me.count(target)) partner = target;  // we requested each other
+    if (partner < 0 && target >= 0) return;                       // still waiting for target
+    done = true;
+    for (int a : asked_me)
+      if (a != partner) send(a, kFin);
+    barrier_round();
+  };
+  settle();
+  while (!barrier_done) {
+    int idx = MPI_UNDEFINED;
     MPI_Status st;
-    SPC_MPI(MPI_Recv(&what, 1, MPI_INT64_T, MPI_ANY_SOURCE, tag, comm, &st));
-    const int from = st.MPI_SOURCE;
-    if (!live.count(from) || (what != kReq && what != kFin))
-      throw Error("combining: unexpected matching message from rank " + std::to_string(from));
-    if (what == kReq) {
-      asked_me.insert(from);
-    } else {
-      ++fins;
-      cand.erase(from);
-      if (fin_to.insert(from).second) send(from, kFin);  // it is out: so am I, for it
-      if (partner < 0 && from == target) {
-        target = best();
-        if (target >= 0) send(target, kReq);
+    SPC_MPI(MPI_Waitany(3, req, &idx, &st));
+    if (idx == 0) {
+      const int from = st.MPI_SOURCE;
+      const int64_t what = in;
+      if (!live.count(from) || (what != kReq && what != kFin))
+        throw Error("combining: unexpected matching message from rank " + std::to_string(from));
+      post_recv();
+      if (what == kReq) {
+        if (done) send(from, kFin);
+        else asked_me.insert(from);
+      } else {
+        cand.erase(from);
+        if (from == target && partner < 0) {
+          target = best();
+          if (target >= 0) send(target, kReq);
+        }
       }
-    }
-    if (partner < 0 && target >= 0 && asked_me.count(target)) {
-      partner = target;  // we requested each other
-      cand.clear();
-      for (int l : live)
-        if (fin_to.insert(l).second) send(l, kFin);
+      settle();
+    } else if (req[1] == MPI_REQUEST_NULL && req[2] == MPI_REQUEST_NULL) {
+      dist *= 2;  // this barrier round is complete
+      barrier_round();
     }
   }
+  // Nothing else is in flight: complete the posted receive with a message to myself.
+  MPI_Request self = MPI_REQUEST_NULL;
+  SPC_MPI(MPI_Isend(&kSelf, 1, MPI_INT64_T, me, tag, comm, &self));
+  SPC_MPI(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
+  SPC_MPI(MPI_Wait(&self, MPI_STATUS_IGNORE));
+  if (in != kSelf) throw Error("combining: a matching message arrived after the matching ended");
   wait_all(sends);
   return partner;
 }
@@ -135,7 +174,7 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
   Sdde sdde(parent, loc);
   const int me = comm.rank();
   const double t0 = MPI_Wtime();
-  constexpr int kTagPropose = 31, kTagMerge = 32;
+  constexpr int kTagPropose = 31, kTagMerge = 32, kTagBarrier = 35;  // 33: kTagMerge + 1
   // A merge message: [size, members (< k), common destinations (< P)].
   const size_t merge_bound = 1 + static_cast<size_t>(opt.k) + static_cast<size_t>(comm.size());
 
@@ -186,7 +225,7 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
       if (!any_true(comm.get(), !live.empty())) break;
 
       // Matching on leaders: the greedy matching of the live candidate pairs.
-      const int partner = greedy_match(comm.get(), kTagPropose, live, weight);
+      const int partner = greedy_match(comm.get(), kTagPropose, kTagBarrier, live, weight);
       // Merge matched pairs: the lower rank leads the merged group.
       Lists out;
       std::vector<int> from;
