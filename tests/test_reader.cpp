@@ -782,6 +782,46 @@ TEST(DataPath, SsgetCacheAndGroupDirectories) {
   EXPECT_EQ(std::count_if(all.begin(), all.end(), [&](const std::string& p) { return same_file(p, sub); }), 1);
 }
 
+// On an online machine a missing Group/Name is fetched with ssget. A stand-in ssget with the
+// real one's interface (-s CONDITION prints matching ids, -e -i ID extracts the archive
+// into <archive>/MM/<Group>/<Name>/ and prints the .mtx path; --custom-archive DIR) knows
+// one matrix, Fake/tiny, id 7.
+TEST(DataPath, MissingNamesAreFetchedWithSsget) {
+  const std::string bin = make_dir("fake_bin"), archive = make_dir("fake_archive");
+  const std::string script = test::write_file(bin, "ssget",
+      "#!/bin/sh\n"
+      "A=''; while [ $# -gt 0 ]; do case \"$1\" in\n"
+      "  --custom-archive) A=$2; shift 2 ;;\n"
+      "  -s) case \"$2\" in *'@group = Fake ] && [ @name = tiny ]'*) echo 7 ;; esac; exit 0 ;;\n"
+      "  -e) shift ;;\n"
+      "  -i) [ \"$2\" = 7 ] || exit 1; mkdir -p \"$A/MM/Fake/tiny\"; echo \"$A\" > \"$A/archive_used\";\n"
+      "      printf '%%%%MatrixMarket matrix coordinate real general\\n2 2 1\\n1 1 1\\n' > \"$A/MM/Fake/tiny/tiny.mtx\";\n"
+      "      echo \"$A/MM/Fake/tiny/tiny.mtx\"; exit 0 ;;\n"
+      "  *) shift ;;\n"
+      "esac; done\n");
+  fs::permissions(script, fs::perms::owner_all);
+  EnvGuard path("PATH", bin + ":" + std::getenv("PATH"));
+  EnvGuard arch("SSGET_ARCHIVE", archive);
+  EnvGuard nofetch("SPARSECOMM_NO_FETCH", std::nullopt);
+  const std::string got = find_matrix("Fake/tiny");
+  EXPECT_TRUE(same_file(got, archive + "/MM/Fake/tiny/tiny.mtx")) << got;
+  EXPECT_TRUE(fs::exists(archive + "/archive_used"));  // told where to put it
+  EXPECT_EQ(read_matrix_market(MPI_COMM_SELF, got).global_nnz(), 1);
+  // Not in the collection: the error says so, and lists the directories as before.
+  const std::string msg = input_error_of([] { find_matrix("Fake/absent"); });
+  EXPECT_NE(msg.find("not found; looked in: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ssget found no matrix Fake/absent"), std::string::npos) << msg;
+  // Names that are not Group/Name are not fetched; nor anything when fetching is off.
+  EXPECT_NE(input_error_of([] { find_matrix("absent_alone"); }).find("only Group/Name"), std::string::npos);
+  {
+    EnvGuard off("SPARSECOMM_NO_FETCH", "1");
+    EXPECT_NE(input_error_of([] { find_matrix("Fake/other"); }).find("SPARSECOMM_NO_FETCH"), std::string::npos);
+  }
+  // Without ssget on PATH the error says that too.
+  EnvGuard nopath("PATH", "/nonexistent");
+  EXPECT_NE(input_error_of([] { find_matrix("Fake/other"); }).find("ssget is not on PATH"), std::string::npos);
+}
+
 TEST(DataPath, ListAndLargest) {
   const std::string d1 = make_dir("list1"), d2 = make_dir("list2");
   // A header announcing more entries than any real file; its body is absent, which

@@ -1,6 +1,12 @@
 #include "matrix/data_path.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -143,6 +149,105 @@ std::vector<std::string> data_search_path() {
   return out;
 }
 
+namespace {
+
+// The directory ssget keeps its downloads in ($SSGET_ARCHIVE, else ~/.config/ssget; "" if
+// neither is known).
+std::string ssget_archive() {
+  if (const char* a = std::getenv("SSGET_ARCHIVE"); a && *a) return a;
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.config/ssget";
+  return "";
+}
+
+// ssget (github.com/ginkgo-project/ssget) on PATH, or "".
+std::string ssget_program() {
+  const char* path = std::getenv("PATH");
+  if (!path) return "";
+  std::string_view s(path);
+  while (!s.empty()) {
+    const size_t colon = s.find(':');
+    const std::string dir(s.substr(0, colon));
+    const fs::path exe = fs::path(dir.empty() ? "." : dir) / "ssget";
+    if (is_file(exe) && ::access(exe.c_str(), X_OK) == 0) return exe.string();
+    if (colon == std::string_view::npos) break;
+    s.remove_prefix(colon + 1);
+  }
+  return "";
+}
+
+// Runs a command, returns its standard output (and whether it exited with 0).
+std::pair<std::string, bool> run(const std::string& cmd) {
+  std::string out;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return {out, false};
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const int rc = ::pclose(f);
+  return {out, rc == 0};
+}
+
+// Fetches "Group/Name" with ssget: its search (-s) gives the collection id, its -e
+// downloads and extracts the archive into ssget's directory (MM/<Group>/<Name>/), which
+// is on the search path. Ranks of one machine fetching the same matrix take turns on a
+// lock file, and whoever comes second finds the file already there. Returns the path, or
+// "" with `why` set.
+std::string fetch_with_ssget(const std::string& name, std::string& why) {
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos || name.find('/', slash + 1) != std::string::npos) {
+    why = "only Group/Name can be fetched";
+    return "";
+  }
+  const std::string group = name.substr(0, slash), base = name.substr(slash + 1);
+  auto plain = [](const std::string& t) {
+    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '+';
+    });
+  };
+  if (!plain(group) || !plain(base)) {
+    why = "not a SuiteSparse name";
+    return "";
+  }
+  if (const char* no = std::getenv("SPARSECOMM_NO_FETCH"); no && *no && std::string(no) != "0") {
+    why = "SPARSECOMM_NO_FETCH is set";
+    return "";
+  }
+  const std::string prog = ssget_program(), archive = ssget_archive();
+  if (prog.empty()) {
+    why = "ssget is not on PATH";
+    return "";
+  }
+  if (archive.empty()) {
+    why = "no ssget directory ($SSGET_ARCHIVE or $HOME)";
+    return "";
+  }
+  std::error_code ec;
+  fs::create_directories(archive, ec);
+  const fs::path expected = fs::path(archive) / "MM" / group / base / (base + ".mtx");
+  const int lock = ::open((fs::path(archive) / ".sparsecomm_fetch.lock").c_str(), O_CREAT | O_RDWR, 0644);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  std::string got;
+  if (is_file(expected)) {
+    got = expected.string();  // fetched meanwhile by another rank
+  } else {
+    const std::string opt = " --custom-archive '" + archive + "'";
+    auto [ids, ok] = run("'" + prog + "'" + opt + " -s '[ @group = " + group + " ] && [ @name = " + base + " ]' 2>/dev/null");
+    const long id = ok ? std::strtol(ids.c_str(), nullptr, 10) : 0;
+    if (id <= 0) {
+      why = ok ? "ssget found no matrix " + name + " in the collection" : "ssget's search failed (offline?)";
+    } else {
+      auto [path, ok2] = run("'" + prog + "'" + opt + " -e -i " + std::to_string(id) + " 2>/dev/null");
+      while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+      if (const size_t nl = path.rfind('\n'); nl != std::string::npos) path = path.substr(nl + 1);
+      if (ok2 && is_file(path)) got = path;
+      else why = "ssget could not download matrix " + std::to_string(id) + " (offline?)";
+    }
+  }
+  if (lock >= 0) ::close(lock);  // releases the lock
+  return got;
+}
+
+}  // namespace
+
 std::string find_matrix(const std::string& name_or_path) {
   if (name_or_path.empty()) throw InputError("find_matrix: empty matrix name");
   if (is_file(name_or_path)) return name_or_path;
@@ -162,10 +267,18 @@ std::string find_matrix(const std::string& name_or_path) {
       if (!hit.empty()) return hit;
     }
   }
+  // Not on disk: a SuiteSparse name is fetched with ssget where the machine can.
+  std::string why;
+  if (!fs::path(name_or_path).is_absolute() && ext.empty()) {
+    std::string got = fetch_with_ssget(name_or_path, why);
+    if (!got.empty()) return got;
+  }
   std::string looked;
   for (const auto& d : dirs) looked += (looked.empty() ? "" : ", ") + d;
   throw InputError("matrix '" + name_or_path + "' not found; looked in: " + looked +
-                   " (set SPARSECOMM_DATA, or fetch it with ssget where the machine is online)");
+                   (why.empty() ? "" : "; not fetched: " + why) +
+                   " (set SPARSECOMM_DATA, or install ssget on an online machine: names Group/Name are then "
+                   "fetched into $SSGET_ARCHIVE or ~/.config/ssget)");
 }
 
 std::vector<std::string> list_matrices() {

@@ -15,7 +15,9 @@ std::vector<std::string> data_search_path();
 
 /// Resolves a matrix given as a path or a SuiteSparse name: "HB/bcsstk01",
 /// "HB_bcsstk01", "bcsstk01" (any "<Group>_bcsstk01.mtx" file), with or without
-/// ".mtx" / ".mtx.gz". Throws InputError listing every directory searched.
+/// ".mtx" / ".mtx.gz". A "Group/Name" found nowhere is fetched with ssget when it is on
+/// PATH (into the ssget cache; SPARSECOMM_NO_FETCH=1 turns that off). Throws InputError
+/// listing every directory searched and why nothing was fetched.
 std::string find_matrix(const std::string& name_or_path);
 
 /// All Matrix Market files (.mtx, .mtx.gz) found on the search path, first directory wins
