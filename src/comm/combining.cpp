@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "comm/sdde.hpp"
@@ -76,14 +77,13 @@ int64_t sum_all(MPI_Comm comm, int64_t v) { return allreduce_sum(comm, v); }
 // candidate: one FIN each way over every candidate pair. On Erdős–Rényi graphs two ranks
 // share P density^2 destinations, so at 4,096 ranks nearly every pair is a candidate and
 // that was 33 M messages per matching, more than a simulation of it can afford.)
-// Termination: a done rank enters a dissemination barrier (Hensgen, Finkel and Manber
-// 1988; on Isend/Irecv, so that one MPI_Waitany serves the barrier and the requests
-// without polling) and keeps answering. A rank with a request outstanding is never done,
+// Termination: a done rank enters a non-blocking barrier (NonblockingBarrier; one wait
+// serves it and the incoming requests, without polling) and keeps answering. A rank with a request outstanding is never done,
 // and every request is answered, so when the barrier completes nothing is in flight.
 int greedy_match(MPI_Comm comm, int tag, int barrier_tag, const std::set<int>& live, const std::map<int, int>& weight) {
   static_assert(sizeof(int64_t) == 8, "");
   static const int64_t kReq = 1, kFin = 2, kSelf = 3;
-  const int me = comm_rank(comm), p = comm_size(comm);
+  const int me = comm_rank(comm);
   std::set<int> cand = live, asked_me;  // cand: candidates not known to be out
   std::vector<MPI_Request> sends;
   auto send = [&](int to, const int64_t& what) {
@@ -96,65 +96,48 @@ int greedy_match(MPI_Comm comm, int tag, int barrier_tag, const std::set<int>& l
       if (b < 0 || weight.at(l) > weight.at(b)) b = l;
     return b;
   };
-  // req[0]: the next REQ/FIN; req[1], req[2]: the current barrier round's receive and send.
-  MPI_Request req[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Request recv = MPI_REQUEST_NULL;  // the next REQ or FIN
   int64_t in = 0;
-  char bin = 0, bout = 0;
-  int dist = 1;  // barrier round: signal me + dist, wait for me - dist
-  bool done = false, barrier_done = false;
-  auto post_recv = [&]() { SPC_MPI(MPI_Irecv(&in, 1, MPI_INT64_T, MPI_ANY_SOURCE, tag, comm, &req[0])); };
-  auto barrier_round = [&]() {
-    if (dist >= p) {
-      barrier_done = true;
-      return;
-    }
-    SPC_MPI(MPI_Irecv(&bin, 1, MPI_CHAR, ((me - dist) % p + p) % p, barrier_tag, comm, &req[1]));
-    SPC_MPI(MPI_Isend(&bout, 1, MPI_CHAR, (me + dist) % p, barrier_tag, comm, &req[2]));
-  };
+  auto post_recv = [&]() { SPC_MPI(MPI_Irecv(&in, 1, MPI_INT64_T, MPI_ANY_SOURCE, tag, comm, &recv)); };
+  std::unique_ptr<NonblockingBarrier> barrier;  // entered once I am done
 
   int target = best(), partner = -1;
   if (target >= 0) send(target, kReq);
   post_recv();
   auto settle = [&]() {
-    if (done) return;
+    if (barrier) return;
     if (target >= 0 && asked_me.count(target)) partner = target;  // we requested each other
     if (partner < 0 && target >= 0) return;                       // still waiting for target
-    done = true;
     for (int a : asked_me)
       if (a != partner) send(a, kFin);
-    barrier_round();
+    barrier = std::make_unique<NonblockingBarrier>(comm, barrier_tag);
   };
   settle();
-  while (!barrier_done) {
-    int idx = MPI_UNDEFINED;
+  while (true) {
     MPI_Status st;
-    SPC_MPI(MPI_Waitany(3, req, &idx, &st));
-    if (idx == 0) {
-      const int from = st.MPI_SOURCE;
-      const int64_t what = in;
-      if (!live.count(from) || (what != kReq && what != kFin))
-        throw Error("combining: unexpected matching message from rank " + std::to_string(from));
-      post_recv();
-      if (what == kReq) {
-        if (done) send(from, kFin);
-        else asked_me.insert(from);
-      } else {
-        cand.erase(from);
-        if (from == target && partner < 0) {
-          target = best();
-          if (target >= 0) send(target, kReq);
-        }
+    if (!barrier) SPC_MPI(MPI_Wait(&recv, &st));
+    else if (!barrier->wait_with(recv, &st)) break;  // everyone is done
+    const int from = st.MPI_SOURCE;
+    const int64_t what = in;
+    if (!live.count(from) || (what != kReq && what != kFin))
+      throw Error("combining: unexpected matching message from rank " + std::to_string(from));
+    post_recv();
+    if (what == kReq) {
+      if (barrier) send(from, kFin);
+      else asked_me.insert(from);
+    } else {
+      cand.erase(from);
+      if (from == target && partner < 0) {
+        target = best();
+        if (target >= 0) send(target, kReq);
       }
-      settle();
-    } else if (req[1] == MPI_REQUEST_NULL && req[2] == MPI_REQUEST_NULL) {
-      dist *= 2;  // this barrier round is complete
-      barrier_round();
     }
+    settle();
   }
   // Nothing else is in flight: complete the posted receive with a message to myself.
   MPI_Request self = MPI_REQUEST_NULL;
   SPC_MPI(MPI_Isend(&kSelf, 1, MPI_INT64_T, me, tag, comm, &self));
-  SPC_MPI(MPI_Wait(&req[0], MPI_STATUS_IGNORE));
+  SPC_MPI(MPI_Wait(&recv, MPI_STATUS_IGNORE));
   SPC_MPI(MPI_Wait(&self, MPI_STATUS_IGNORE));
   if (in != kSelf) throw Error("combining: a matching message arrived after the matching ended");
   wait_all(sends);

@@ -85,4 +85,60 @@ int64_t allreduce_min(MPI_Comm comm, int64_t v) {
   return r;
 }
 
+NonblockingBarrier::NonblockingBarrier(MPI_Comm comm, int tag) : comm_(comm), tag_(tag) {
+#ifdef SPARSECOMM_SMPI
+  p_ = comm_size(comm), me_ = comm_rank(comm);
+#endif
+  post();
+}
+
+void NonblockingBarrier::post() {
+#ifdef SPARSECOMM_SMPI
+  if (dist_ >= p_) {
+    done_ = true;
+    return;
+  }
+  SPC_MPI(MPI_Irecv(&in_, 1, MPI_CHAR, ((me_ - dist_) % p_ + p_) % p_, tag_, comm_, &req_[0]));
+  SPC_MPI(MPI_Isend(&out_, 1, MPI_CHAR, (me_ + dist_) % p_, tag_, comm_, &req_[1]));
+#else
+  SPC_MPI(MPI_Ibarrier(comm_, &req_[0]));
+#endif
+}
+
+bool NonblockingBarrier::advance() {
+#ifdef SPARSECOMM_SMPI
+  dist_ *= 2;
+  post();
+#else
+  done_ = true;
+#endif
+  return done_;
+}
+
+bool NonblockingBarrier::test() {
+  while (!done_) {
+    int flag = 0;
+    SPC_MPI(MPI_Testall(2, req_, &flag, MPI_STATUSES_IGNORE));
+    if (!flag) return false;
+    advance();
+  }
+  return true;
+}
+
+bool NonblockingBarrier::wait_with(MPI_Request& other, MPI_Status* st) {
+  while (!done_) {
+    MPI_Request all[3] = {other, req_[0], req_[1]};
+    int idx = MPI_UNDEFINED;
+    MPI_Status s;
+    SPC_MPI(MPI_Waitany(3, all, &idx, &s));
+    other = all[0], req_[0] = all[1], req_[1] = all[2];
+    if (idx == 0) {
+      if (st) *st = s;
+      return true;
+    }
+    if (req_[0] == MPI_REQUEST_NULL && req_[1] == MPI_REQUEST_NULL) advance();
+  }
+  return false;
+}
+
 }  // namespace sparsecomm

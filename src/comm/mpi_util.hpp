@@ -52,6 +52,33 @@ inline void wait_all(std::vector<MPI_Request>& reqs, MPI_Status* st = MPI_STATUS
   wait_all(static_cast<int>(reqs.size()), reqs.data(), st);
 }
 
+/// A non-blocking barrier, entered on construction. MPI_Ibarrier normally; under SimGrid
+/// SMPI 3.32, whose MPI_Ibarrier lets ranks leave early (../shared/simgrid/NOTES.md), a
+/// dissemination barrier (Hensgen, Finkel and Manber 1988) on Isend/Irecv with tag `tag`:
+/// in round k every rank signals rank + 2^k and waits for rank - 2^k; after ceil(log2 P)
+/// rounds everyone has arrived.
+class NonblockingBarrier {
+ public:
+  NonblockingBarrier(MPI_Comm comm, int tag);
+  NonblockingBarrier(const NonblockingBarrier&) = delete;
+  NonblockingBarrier& operator=(const NonblockingBarrier&) = delete;
+  /// Polls: true once the barrier has completed.
+  bool test();
+  /// Blocks until `other` completes (true, its status in *st) or the barrier does (false;
+  /// `other` is left pending). One wait serves both, without polling.
+  bool wait_with(MPI_Request& other, MPI_Status* st);
+
+ private:
+  void post();     // the current round's requests
+  bool advance();  // after both of the round's requests completed: next round; true when done
+  MPI_Comm comm_;
+  int tag_;
+  int p_ = 1, me_ = 0, dist_ = 1;
+  bool done_ = false;
+  char in_ = 0, out_ = 0;
+  MPI_Request req_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+};
+
 /// The MPI datatype of a C++ arithmetic type.
 template <class T>
 MPI_Datatype mpi_type() {

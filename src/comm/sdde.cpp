@@ -103,56 +103,6 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send) {
   return pack_sorted(got);
 }
 
-// A non-blocking barrier. MPI_Ibarrier normally; under SimGrid SMPI 3.32, whose
-// MPI_Ibarrier lets ranks leave early (../shared/simgrid/NOTES.md), a dissemination barrier
-// (Hensgen, Finkel and Manber 1988) on Isend/Irecv: in round k every rank signals
-// rank + 2^k and waits for rank - 2^k; after ceil(log2 P) rounds everyone has arrived.
-class NonblockingBarrier {
- public:
-  NonblockingBarrier(MPI_Comm comm, int tag) : comm_(comm), tag_(tag) {
-#ifdef SPARSECOMM_SMPI
-    p_ = comm_size(comm), me_ = comm_rank(comm);
-    post();
-#else
-    SPC_MPI(MPI_Ibarrier(comm, &req_[0]));
-#endif
-  }
-  /// True once the barrier has completed.
-  bool test() {
-#ifdef SPARSECOMM_SMPI
-    while (dist_ < p_) {
-      int done = 0;
-      SPC_MPI(MPI_Testall(2, req_, &done, MPI_STATUSES_IGNORE));
-      if (!done) return false;
-      dist_ *= 2;
-      if (dist_ < p_) post();
-    }
-    return true;
-#else
-    int done = 0;
-    SPC_MPI(MPI_Test(&req_[0], &done, MPI_STATUS_IGNORE));
-    return done != 0;
-#endif
-  }
-
- private:
-#ifdef SPARSECOMM_SMPI
-  void post() {
-    if (p_ == 1) {
-      dist_ = p_;
-      return;
-    }
-    SPC_MPI(MPI_Irecv(&in_, 1, MPI_CHAR, (me_ - dist_ % p_ + p_) % p_, tag_, comm_, &req_[0]));
-    SPC_MPI(MPI_Isend(&out_, 1, MPI_CHAR, (me_ + dist_) % p_, tag_, comm_, &req_[1]));
-  }
-  int p_ = 1, me_ = 0, dist_ = 1;
-  char in_ = 0, out_ = 0;
-#endif
-  MPI_Comm comm_;
-  int tag_;
-  MPI_Request req_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-};
-
 // NBX (Hoefler, Siebert, Lumsdaine 2010): synchronous sends complete only once matched,
 // so when all of mine are done I enter a non-blocking barrier; when the barrier completes
 // every rank's sends have been matched, hence every message has been received.
