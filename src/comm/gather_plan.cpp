@@ -84,6 +84,8 @@ std::vector<std::string> gather_backend_names() {
   return n;
 }
 
+std::string gather_baseline_backend() { return gregistry().count("neighbor") ? "neighbor" : "p2p"; }
+
 std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const Topology& topo, const Locality& loc,
                                              MPI_Comm comm, int64_t my_count, const GatherOptions& opt) {
   std::string err;

@@ -126,6 +126,9 @@ using GatherFactory = std::function<std::unique_ptr<GatherPlan>(const Topology&,
                                                                 const GatherOptions&)>;
 void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f);
 std::vector<std::string> gather_backend_names();
+/// The baseline to compare against: MPI's own neighborhood collective ("neighbor"), or
+/// "p2p" where it is not registered (the SimGrid SMPI build).
+std::string gather_baseline_backend();
 
 /// Collective. `my_count`: values in this rank's block (may differ between ranks:
 /// allgatherv). Unknown names or disagreeing ranks: InputError on every rank.

@@ -34,21 +34,29 @@ class DistSpmv {
       ScopedTimer t(&plan_->exec_stats(), "local");
       a_.multiply_diag(x, y, w);
     }
-    // Ghosts in arrival order (what Pattern::from_matrix gives): the off-diagonal product
-    // reads the plan's receive buffer, as Hypre's and PETSc's matvecs read theirs.
-    const double* ghost = ghost_.data();
-    if (plan_->receives_in_ghost_order()) ghost = plan_->wait_in_place<double>();
-    else plan_->wait(ghost_.data());
+    const double* ghost = finish_exchange();
     ScopedTimer t(&plan_->exec_stats(), "ghost");
     a_.multiply_offd_add(ghost, y, w);
   }
 
+  /// Collective. The halo exchange alone, as apply() does it; returns the ghost values
+  /// (valid until the next exchange).
+  const double* exchange(const double* x) {
+    plan_->start(x);
+    return finish_exchange();
+  }
+
   Plan& plan() { return *plan_; }
-  /// Scratch ghost array (apply() fills it only when the plan's receive order is not the
-  /// ghost order).
-  std::vector<double>& ghost() { return ghost_; }
 
  private:
+  // Ghosts in arrival order (what Pattern::from_matrix gives): the off-diagonal product
+  // reads the plan's receive buffer, as Hypre's and PETSc's matvecs read theirs.
+  const double* finish_exchange() {
+    if (plan_->receives_in_ghost_order()) return plan_->wait_in_place<double>();
+    plan_->wait(ghost_.data());
+    return ghost_.data();
+  }
+
   const DistCsr<double>& a_;
   std::unique_ptr<Plan> plan_;
   std::vector<double> ghost_;

@@ -238,9 +238,8 @@ int nbrbench_main(int argc, char** argv) {
       throw InputError("unknown gather backend '" + b + "'; valid backends: " + names);
     }
   // The baseline is MPI's own neighborhood collective; where it is not registered (the
-  // SimGrid SMPI build) the first of the others takes its place, and the table says so.
-  const auto names = gather_backend_names();
-  const std::string baseline = std::count(names.begin(), names.end(), "neighbor") ? "neighbor" : "p2p";
+  // SimGrid SMPI build) p2p takes its place, and the table says so.
+  const std::string baseline = gather_baseline_backend();
   std::vector<Variant> variants{{baseline, 0, false}};
   for (const auto& b : chosen)
     if (b != baseline && b != "combined") variants.push_back({b, 0, false});

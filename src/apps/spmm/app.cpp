@@ -242,10 +242,9 @@ bool run_matrix(const std::string& path, const Config& cfg) {
   };
   // The per-column baseline is MPI's own neighborhood collective; where it is not registered
   // (the SimGrid SMPI build) p2p takes its place, and the table and JSON say so.
-  const auto gnames = gather_backend_names();
-  const std::string baseline = std::count(gnames.begin(), gnames.end(), "neighbor") ? "neighbor" : "p2p";
+  const std::string baseline = gather_baseline_backend();
   std::vector<GVariant> gvariants{{baseline, 0, false}};
-  for (const auto& b : gnames)
+  for (const auto& b : gather_backend_names())
     if (b != baseline && b != "combined" && wanted(cfg, b)) gvariants.push_back({b, 0, false});
   if (wanted(cfg, "combined"))
     for (int k : cfg.ks)
