@@ -28,6 +28,28 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+// A colon-separated list ($PATH, $SPARSECOMM_DATA), empty entries kept.
+std::vector<std::string> split_colons(const char* list) {
+  std::vector<std::string> out;
+  if (!list) return out;
+  std::string_view s(list);
+  while (true) {
+    const auto colon = s.find(':');
+    out.emplace_back(s.substr(0, colon));
+    if (colon == std::string_view::npos) break;
+    s.remove_prefix(colon + 1);
+  }
+  return out;
+}
+
+// The directory ssget keeps its downloads in ($SSGET_ARCHIVE, else ~/.config/ssget; "" if
+// neither is known).
+std::string ssget_archive() {
+  if (const char* a = std::getenv("SSGET_ARCHIVE"); a && *a) return a;
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.config/ssget";
+  return "";
+}
+
 bool is_file(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);  // follows symlinks; false on any error
@@ -118,16 +140,8 @@ std::string find_in(const fs::path& dir, const std::string& base, const std::vec
 
 std::vector<std::string> data_search_path() {
   std::vector<std::string> raw;
-  if (const char* env = std::getenv("SPARSECOMM_DATA")) {
-    std::string_view s(env);
-    while (!s.empty()) {
-      const auto colon = s.find(':');
-      const std::string_view entry = s.substr(0, colon);
-      if (!entry.empty()) raw.emplace_back(entry);  // "a::b" and a trailing ':' add nothing
-      if (colon == std::string_view::npos) break;
-      s.remove_prefix(colon + 1);
-    }
-  }
+  for (auto& entry : split_colons(std::getenv("SPARSECOMM_DATA")))
+    if (!entry.empty()) raw.push_back(std::move(entry));  // "a::b" and a trailing ':' add nothing
 #ifdef SPARSECOMM_SOURCE_DIR
   raw.emplace_back(SPARSECOMM_SOURCE_DIR "/data");
   raw.emplace_back(SPARSECOMM_SOURCE_DIR "/../shared/data/suitesparse");
@@ -136,9 +150,7 @@ std::vector<std::string> data_search_path() {
   raw.emplace_back("../shared/data/suitesparse");
   raw.emplace_back("shared/data/suitesparse");
   // ssget's cache; it keeps matrices under MM/<Group>/<Name>/.
-  const char* archive = std::getenv("SSGET_ARCHIVE");
-  if (archive && *archive) raw.emplace_back(archive);
-  else if (const char* home = std::getenv("HOME"); home && *home) raw.emplace_back(std::string(home) + "/.config/ssget");
+  if (std::string archive = ssget_archive(); !archive.empty()) raw.push_back(std::move(archive));
 
   std::vector<std::string> out;
   std::set<std::string> seen;
@@ -151,26 +163,11 @@ std::vector<std::string> data_search_path() {
 
 namespace {
 
-// The directory ssget keeps its downloads in ($SSGET_ARCHIVE, else ~/.config/ssget; "" if
-// neither is known).
-std::string ssget_archive() {
-  if (const char* a = std::getenv("SSGET_ARCHIVE"); a && *a) return a;
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.config/ssget";
-  return "";
-}
-
 // ssget (github.com/ginkgo-project/ssget) on PATH, or "".
 std::string ssget_program() {
-  const char* path = std::getenv("PATH");
-  if (!path) return "";
-  std::string_view s(path);
-  while (!s.empty()) {
-    const size_t colon = s.find(':');
-    const std::string dir(s.substr(0, colon));
-    const fs::path exe = fs::path(dir.empty() ? "." : dir) / "ssget";
+  for (const auto& dir : split_colons(std::getenv("PATH"))) {
+    const fs::path exe = fs::path(dir.empty() ? "." : dir) / "ssget";  // an empty entry is "."
     if (is_file(exe) && ::access(exe.c_str(), X_OK) == 0) return exe.string();
-    if (colon == std::string_view::npos) break;
-    s.remove_prefix(colon + 1);
   }
   return "";
 }
