@@ -157,7 +157,10 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
   Sdde sdde(parent, loc);
   const int me = comm.rank();
   const double t0 = MPI_Wtime();
-  constexpr int kTagPropose = 31, kTagMerge = 32, kTagBarrier = 35;  // 33: kTagMerge + 1
+  constexpr int kTagPropose = 31, kTagMerge = 32, kTagBarrier = 35, kTagReply = 36;  // 33: kTagMerge + 1
+  // The most leaders that can ask one destination: the bound of the replies' receives.
+  const size_t max_in_degree =
+      static_cast<size_t>(allreduce_max(comm.get(), static_cast<int64_t>(topo.sources.size())));
   // A merge message: [size, members (< k), common destinations (< P)].
   const size_t merge_bound = 1 + static_cast<size_t>(opt.k) + static_cast<size_t>(comm.size());
 
@@ -185,20 +188,28 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
       if (can_grow)
         for (int64_t c : common) q[static_cast<int>(c)] = {static_cast<int64_t>(members.size())};
       Lists asked = sdde_lists(sdde, q, opt.sdde, stats);  // at a destination: leader -> [size]
+      // Every asked destination answers every leader that asked it with the list of the
+      // leaders that asked it. A leader knows whom it asked, so this is an exchange with
+      // known sources, not a second SDDE. One value per leader: leader * (k + 1) + size.
+      // (These replies carry about P (P density)^2 values on Erdős–Rényi graphs, the bulk
+      // of phase 1: their size matters, and under SMPI so does the SDDE's extra traffic.)
       Lists reply;
-      if (asked.size() >= 2) {
-        std::vector<int64_t> who;  // (leader, size) pairs
-        for (const auto& [l, v] : asked) who.insert(who.end(), {l, v[0]});
+      if (!asked.empty()) {
+        std::vector<int64_t> who;
+        who.reserve(asked.size());
+        for (const auto& [l, v] : asked) who.push_back(static_cast<int64_t>(l) * (opt.k + 1) + v[0]);
         for (const auto& [l, v] : asked) reply[l] = who;
       }
-      Lists answers = sdde_lists(sdde, reply, opt.sdde, stats);
+      std::vector<int> asked_whom;
+      for (const auto& [c, v] : q) asked_whom.push_back(c);
+      Lists answers = known_exchange(comm.get(), kTagReply, reply, asked_whom, max_in_degree);
       std::map<int, int> weight, size_of;
       for (const auto& [c, who] : answers)
-        for (size_t i = 0; i < who.size(); i += 2) {
-          const int l = static_cast<int>(who[i]);
+        for (int64_t code : who) {
+          const int l = static_cast<int>(code / (opt.k + 1));
           if (l == me) continue;
           ++weight[l];
-          size_of[l] = static_cast<int>(who[i + 1]);
+          size_of[l] = static_cast<int>(code % (opt.k + 1));
         }
       std::set<int> live;
       for (const auto& [l, w] : weight)
