@@ -38,11 +38,12 @@ void check_topology(const Topology& t, const std::string& label, bool quick = fa
           for (bool varying : {false, true}) {
             GatherOptions opt;
             opt.persistent = persistent;
+            opt.same_count = !varying && persistent;  // allgather: sizes not exchanged
             if (combined) opt.combining = combos[ci];
             const std::string what = label + " " + backend + " " + regions + " k=" + std::to_string(opt.combining.k) +
                                      " theta=" + std::to_string(opt.combining.theta) +
                                      (opt.combining.aware ? " aware" : " agnostic") + (persistent ? " persistent" : "") +
-                                     (varying ? " allgatherv" : " allgather");
+                                     (varying ? " allgatherv" : " allgather") + (opt.same_count ? " same_count" : "");
             auto plan = make_gather_plan(backend, t, loc, MPI_COMM_WORLD, count_of(me, varying), opt);
             ASSERT_EQ(plan->recv_counts().size(), t.sources.size());
             for (int round = 0; round < 2; ++round) {
@@ -129,6 +130,16 @@ TEST(Gather, ErrorsAreAgreed) {
     GatherOptions o;
     if (me == p - 1) o.combining.k = 1;
     EXPECT_THROW(make_gather_plan("combined", t, loc, MPI_COMM_WORLD, 1, o), InputError);
+    // same_count, but one rank passes another size.
+    GatherOptions same;
+    same.same_count = true;
+    for (const auto& b : gather_backend_names())
+      try {
+        make_gather_plan(b, t, loc, MPI_COMM_WORLD, me == p - 1 ? 2 : 3, same);
+        ADD_FAILURE() << b << ": no throw";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("block sizes from 2 to 3"), std::string::npos) << e.what();
+      }
   }
   std::vector<int> out_of_range{me == 0 ? p + 1 : 0};
   if (p > 1) {

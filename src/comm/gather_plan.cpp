@@ -11,14 +11,18 @@ namespace sparsecomm {
 GatherPlan::GatherPlan(std::string name, const Topology& topo, const Locality& loc, MPI_Comm comm, int64_t my_count,
                        const GatherOptions& opt)
     : name_(std::move(name)), topo_(topo), loc_(loc), comm_(comm), opt_(opt), my_count_(my_count) {
-  // Every source tells me its block size (one message per edge, peers known on both sides).
-  std::vector<MPI_Request> reqs(topo.sources.size() + topo.destinations.size(), MPI_REQUEST_NULL);
-  recv_counts_.assign(topo.sources.size(), 0);
-  for (size_t i = 0; i < topo.sources.size(); ++i)
-    SPC_MPI(MPI_Irecv(&recv_counts_[i], 1, MPI_INT64_T, topo.sources[i], 3, comm_.get(), &reqs[i]));
-  for (size_t i = 0; i < topo.destinations.size(); ++i)
-    SPC_MPI(MPI_Isend(&my_count_, 1, MPI_INT64_T, topo.destinations[i], 3, comm_.get(), &reqs[topo.sources.size() + i]));
-  wait_all(reqs);
+  // Every source tells me its block size (one message per edge, peers known on both sides),
+  // unless every rank passes the same size (make_gather_plan checked that).
+  recv_counts_.assign(topo.sources.size(), opt.same_count ? my_count_ : 0);
+  if (!opt.same_count) {
+    std::vector<MPI_Request> reqs(topo.sources.size() + topo.destinations.size(), MPI_REQUEST_NULL);
+    for (size_t i = 0; i < topo.sources.size(); ++i)
+      SPC_MPI(MPI_Irecv(&recv_counts_[i], 1, MPI_INT64_T, topo.sources[i], 3, comm_.get(), &reqs[i]));
+    for (size_t i = 0; i < topo.destinations.size(); ++i)
+      SPC_MPI(MPI_Isend(&my_count_, 1, MPI_INT64_T, topo.destinations[i], 3, comm_.get(),
+                        &reqs[topo.sources.size() + i]));
+    wait_all(reqs);
+  }
   for (int64_t c : recv_counts_) recv_offsets_.push_back(recv_offsets_.back() + c);
   block_.assign(static_cast<size_t>(my_count_ * opt.value_bytes), 0);
   recv_.assign(static_cast<size_t>(recv_offsets_.back() * opt.value_bytes), 0);
@@ -112,10 +116,15 @@ std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const T
   const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde + "|" + c.sdde + "|" +
                                               std::to_string(opt.value_bytes) + "|" + std::to_string(c.theta) + "|" +
                                               std::to_string(c.k) + "|" + (c.aware ? "1" : "0") + "|" +
-                                              (opt.persistent ? "1" : "0") + "|" + std::to_string(c.max_rounds));
-  uint64_t v[2] = {h, ~h}, mx[2];
-  SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
+                                              (opt.persistent ? "1" : "0") + "|" + std::to_string(c.max_rounds) +
+                                              "|" + (opt.same_count ? "1" : "0"));
+  const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(my_count, 0));
+  uint64_t v[4] = {h, ~h, n, ~n}, mx[4];
+  SPC_MPI(MPI_Allreduce(v, mx, 4, MPI_UINT64_T, MPI_MAX, comm));
   if (err.empty() && (mx[0] != h || mx[1] != ~h)) err = "make_gather_plan: ranks asked for different backends or options";
+  if (err.empty() && opt.same_count && mx[2] != ~mx[3])
+    err = "make_gather_plan: same_count is set, but the ranks pass block sizes from " + std::to_string(~mx[3]) +
+          " to " + std::to_string(mx[2]);
   // The graph must be consistent: every edge listed as a destination by its source and as a
   // source by its destination (else exchanges would wait forever). A hash of every edge,
   // summed from both ends, catches a mismatch without gathering the graph.

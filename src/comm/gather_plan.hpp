@@ -30,6 +30,10 @@ struct GatherOptions {
   CombiningOptions combining;  ///< for "combined": theta, k, aware, rounds
   /// Persistent requests built once, or Isend/Irecv at every start (comm/messages.hpp).
   bool persistent = kPersistentRequestsDefault;
+  /// Every rank passes the same block size (MPI_Neighbor_allgather rather than ...v): the
+  /// sizes are checked with the options' allreduce instead of one message per edge. Ranks
+  /// that pass different sizes get an InputError on every rank.
+  bool same_count = false;
 };
 
 class GatherPlan {
@@ -79,7 +83,8 @@ class GatherPlan {
   int groups_led() const { return groups_led_; }
 
  protected:
-  /// Collective: learns the block sizes of the sources (one message per edge).
+  /// Collective: learns the block sizes of the sources (one message per edge; none with
+  /// opt.same_count).
   GatherPlan(std::string name, const Topology& topo, const Locality& loc, MPI_Comm comm, int64_t my_count,
              const GatherOptions& opt);
   virtual void do_start() = 0;  ///< send block_buf()

@@ -59,9 +59,9 @@ class CombinedGather final : public GatherPlan {
     set_groups_led(s.groups_led);
     const int me = l.rank();
     const int64_t vb = value_bytes();
-    // Block sizes of the members whose blocks I forward.
-    std::vector<int64_t> member_count(s.stage1_recv.size(), 0);
-    {
+    // Block sizes of the members whose blocks I forward (all mine with same_count).
+    std::vector<int64_t> member_count(s.stage1_recv.size(), o.same_count ? my_count() : 0);
+    if (!o.same_count) {
       std::vector<MPI_Request> r(s.stage1_recv.size() + s.stage1_send.size(), MPI_REQUEST_NULL);
       int64_t mine = my_count();
       for (size_t i = 0; i < s.stage1_recv.size(); ++i)
