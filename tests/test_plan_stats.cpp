@@ -29,6 +29,20 @@ std::string describe(const Stats& s) {
   return o;
 }
 
+void expect_same(const CombiningSchedule& v, const CombiningSchedule& real, const std::string& what) {
+  EXPECT_EQ(v.stage1_send, real.stage1_send) << what;
+  EXPECT_EQ(v.stage1_recv, real.stage1_recv) << what;
+  EXPECT_EQ(v.stage1_send_dests, real.stage1_send_dests) << what;
+  EXPECT_EQ(v.stage1_recv_dests, real.stage1_recv_dests) << what;
+  EXPECT_EQ(v.dest, real.dest) << what;
+  EXPECT_EQ(v.dest_origins, real.dest_origins) << what;
+  EXPECT_EQ(v.from, real.from) << what;
+  EXPECT_EQ(v.from_origins, real.from_origins) << what;
+  EXPECT_EQ(v.groups_led, real.groups_led) << what;
+  EXPECT_EQ(v.group_members, real.group_members) << what;
+  EXPECT_EQ(v.rounds, real.rounds) << what;
+}
+
 const std::vector<std::string> kTopos = {"er:0.3", "er:0.7,5", "moore:2,1", "moore:2,2", "moore:3,1"};
 
 TEST(PlanStats, GraphsEqualTheDistributedTopologies) {
@@ -62,21 +76,53 @@ TEST(PlanStats, CombiningSchedulesEqualBuild) {
           const Topology t = Topology::parse(MPI_COMM_WORLD, spec);
           const CombiningSchedule real = CombiningSchedule::build(MPI_COMM_WORLD, t, loc, opt);
           const auto all = virt::combining_schedules(virt::Graph::from_spec(test::size(), spec), region, opt);
-          const CombiningSchedule& v = all[test::rank()];
           const std::string what = spec + " k=" + std::to_string(k) + (aware ? " aware" : " agnostic") +
                                    " theta=" + std::to_string(theta) + " rank " + std::to_string(test::rank());
-          EXPECT_EQ(v.stage1_send, real.stage1_send) << what;
-          EXPECT_EQ(v.stage1_recv, real.stage1_recv) << what;
-          EXPECT_EQ(v.stage1_send_dests, real.stage1_send_dests) << what;
-          EXPECT_EQ(v.stage1_recv_dests, real.stage1_recv_dests) << what;
-          EXPECT_EQ(v.dest, real.dest) << what;
-          EXPECT_EQ(v.dest_origins, real.dest_origins) << what;
-          EXPECT_EQ(v.from, real.from) << what;
-          EXPECT_EQ(v.from_origins, real.from_origins) << what;
-          EXPECT_EQ(v.groups_led, real.groups_led) << what;
-          EXPECT_EQ(v.group_members, real.group_members) << what;
-          EXPECT_EQ(v.rounds, real.rounds) << what;
+          expect_same(all[test::rank()], real, what);
+          // The same pattern computed on rank 0 and scattered (nbrbench --phase1 exact),
+          // then taken by build() as the given schedule.
+          CombiningOptions given = opt;
+          given.given = virt::scatter_combining_schedules(
+              MPI_COMM_WORLD, 0, [&] { return virt::Graph::from_spec(test::size(), spec); }, loc, opt);
+          expect_same(*given.given, real, what + " (scattered)");
+          expect_same(CombiningSchedule::build(MPI_COMM_WORLD, t, loc, given), real, what + " (given)");
         }
+}
+
+// A given schedule is checked against the topology it is built for, on every rank; the flat
+// form round-trips and a damaged one is rejected.
+TEST(PlanStats, GivenSchedulesAreChecked) {
+  const int p = test::size();
+  const Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+  CombiningOptions opt;
+  opt.theta = 1;
+  const std::string spec = "er:0.6,3";
+  const Topology t = Topology::parse(MPI_COMM_WORLD, spec);
+  const auto mine = virt::scatter_combining_schedules(
+      MPI_COMM_WORLD, 0, [&] { return virt::Graph::from_spec(p, spec); }, loc, opt);
+  EXPECT_EQ(mine->coverage_error(t, test::rank()), "");
+  expect_same(CombiningSchedule::deserialize(mine->serialize()), *mine, "round trip");
+  std::vector<int64_t> cut = mine->serialize();
+  cut.pop_back();
+  EXPECT_THROW(CombiningSchedule::deserialize(cut), Error);
+  std::vector<int64_t> bad{0, 0, 0, 5, 1};  // a list of 5 with one value
+  EXPECT_THROW(CombiningSchedule::deserialize(bad), Error);
+  // The schedule of another graph: an Error on every rank. Given on one rank only: also.
+  if (p >= 2) {
+    const std::string other = "moore:2,1";
+    const auto wrong = virt::scatter_combining_schedules(
+        MPI_COMM_WORLD, 0, [&] { return virt::Graph::from_spec(p, other); }, loc, opt);
+    CombiningOptions o = opt;
+    o.given = wrong;
+    if (virt::Graph::from_spec(p, other).dest != virt::Graph::from_spec(p, spec).dest)
+      EXPECT_THROW(CombiningSchedule::build(MPI_COMM_WORLD, t, loc, o), Error);
+    if (test::rank() != p - 1) o.given.reset();
+    EXPECT_THROW(CombiningSchedule::build(MPI_COMM_WORLD, t, loc, o), Error);
+  }
+  // A graph of the wrong size: an InputError on every rank.
+  EXPECT_THROW(virt::scatter_combining_schedules(
+                   MPI_COMM_WORLD, 0, [&] { return virt::Graph::from_spec(p + 1, spec); }, loc, opt),
+               InputError);
 }
 
 // The per-step counts of the gather plans themselves (what the benchmarks print).

@@ -152,7 +152,16 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
   if (opt.k < 2) err = "combining: group size k must be >= 2, got " + std::to_string(opt.k);
   else if (opt.theta < 1) err = "combining: theta must be >= 1, got " + std::to_string(opt.theta);
   else if (opt.max_rounds < 0) err = "combining: max_rounds must be >= 0";
+  // A given schedule skips phase 1's collectives: every rank or none may have one.
+  int given[2] = {opt.given ? 1 : 0, opt.given ? 0 : 1};
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, given, 2, MPI_INT, MPI_MAX, parent));
+  if (err.empty() && given[0] && given[1])
+    err = "combining: a given schedule (CombiningOptions::given) on some ranks but not on all";
   agree(parent, err);
+  if (opt.given) {
+    agree(parent, opt.given->coverage_error(topo, comm_rank(parent)));
+    return *opt.given;
+  }
   Comm comm(parent);
   Sdde sdde(parent, loc);
   const int me = comm.rank();
@@ -172,7 +181,6 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
   }
   std::map<int, std::set<int>> origins;               // destination -> origins I deliver there
   std::map<int, std::set<int>> send_dests, recv_dests;  // stage 1: member -> destinations
-  std::vector<int> via_stage1;                          // origins whose data for me comes in stage 1
   CombiningSchedule s;
 
   for (int round = 0; round < opt.max_rounds; ++round) {
@@ -280,7 +288,7 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
         send_dests[x].insert(x);
       }
     for (const auto& [m, f] : their_flags)
-      if (f[0]) recv_dests[m].insert(me), via_stage1.push_back(m);  // m's data for me comes in stage 1
+      if (f[0]) recv_dests[m].insert(me);  // m's data for me comes in stage 1
     for (const auto& [l, v] : mine) {
       const size_t n = static_cast<size_t>(v[0]);
       std::vector<int> mem(v.begin() + 1, v.begin() + 1 + static_cast<std::ptrdiff_t>(n));
@@ -314,22 +322,92 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
     tell[d] = std::vector<int64_t>(o.begin(), o.end());
   }
   Lists told = sdde_lists(sdde, tell, opt.sdde, stats);
-  std::vector<int> covered = via_stage1;
   for (const auto& [f, o] : told) {
     s.from.push_back(f);
     s.from_origins.emplace_back(o.begin(), o.end());
-    covered.insert(covered.end(), o.begin(), o.end());
   }
-  std::sort(covered.begin(), covered.end());
-  std::string bad;
-  if (covered != topo.sources)
-    bad = "combining: the pattern does not cover rank " + std::to_string(me) +
-          "'s in-neighbors exactly once (internal error; please report)";
-  agree(parent, bad);
   // Stage-1 destinations per member, for alltoallv-shaped use.
   for (const auto& [m, d] : send_dests) s.stage1_send_dests.emplace_back(d.begin(), d.end());
   for (const auto& [m, d] : recv_dests) s.stage1_recv_dests.emplace_back(d.begin(), d.end());
+  const std::string bad = s.coverage_error(topo, me);
+  agree(parent, bad.empty() ? bad : bad + " (internal error; please report)");
   if (stats) stats->add_time("setup.combining.phase1", MPI_Wtime() - t0);
+  return s;
+}
+
+std::string CombiningSchedule::coverage_error(const Topology& topo, int me) const {
+  auto has_me = [me](const std::vector<int>& v) { return std::binary_search(v.begin(), v.end(), me); };
+  // Sources: what forwarders bring me, and stage-1 messages that also deliver the member's
+  // own block to me (I am then among the destinations I cover for that member).
+  std::vector<int> got;
+  for (const auto& o : from_origins) got.insert(got.end(), o.begin(), o.end());
+  for (size_t i = 0; i < stage1_recv.size() && i < stage1_recv_dests.size(); ++i)
+    if (has_me(stage1_recv_dests[i])) got.push_back(stage1_recv[i]);
+  // Destinations: those I send my block to myself, and those stage-1 peers cover for me.
+  std::vector<int> sent;
+  for (size_t i = 0; i < dest.size() && i < dest_origins.size(); ++i)
+    if (has_me(dest_origins[i])) sent.push_back(dest[i]);
+  for (const auto& d : stage1_send_dests) sent.insert(sent.end(), d.begin(), d.end());
+  std::sort(got.begin(), got.end());
+  std::sort(sent.begin(), sent.end());
+  const std::string who = "combining: the pattern of rank " + std::to_string(me);
+  if (got != topo.sources) return who + " does not deliver the block of each in-neighbor exactly once";
+  if (sent != topo.destinations) return who + " does not deliver its block to each out-neighbor exactly once";
+  if (stage1_send.size() != stage1_send_dests.size() || stage1_recv.size() != stage1_recv_dests.size() ||
+      dest.size() != dest_origins.size() || from.size() != from_origins.size())
+    return who + " has lists of different lengths";
+  return "";
+}
+
+namespace {
+void put(std::vector<int64_t>& out, const std::vector<int>& v) {
+  out.push_back(static_cast<int64_t>(v.size()));
+  out.insert(out.end(), v.begin(), v.end());
+}
+void put(std::vector<int64_t>& out, const std::vector<std::vector<int>>& vv) {
+  out.push_back(static_cast<int64_t>(vv.size()));
+  for (const auto& v : vv) put(out, v);
+}
+struct Reader {
+  const std::vector<int64_t>& in;
+  size_t at = 0;
+  int64_t next() {
+    if (at >= in.size()) throw Error("combining: a serialized schedule ends early");
+    return in[at++];
+  }
+  size_t count() {
+    const int64_t n = next();
+    if (n < 0 || static_cast<uint64_t>(n) > in.size() - at)
+      throw Error("combining: a serialized schedule has a bad length " + std::to_string(n));
+    return static_cast<size_t>(n);
+  }
+  void get(std::vector<int>& v) {
+    v.resize(count());
+    for (int& x : v) x = static_cast<int>(next());
+  }
+  void get(std::vector<std::vector<int>>& vv) {
+    vv.resize(count());
+    for (auto& v : vv) get(v);
+  }
+};
+}  // namespace
+
+std::vector<int64_t> CombiningSchedule::serialize() const {
+  std::vector<int64_t> out{groups_led, group_members, rounds};
+  for (const auto* v : {&stage1_send, &stage1_recv, &dest, &from}) put(out, *v);
+  for (const auto* vv : {&stage1_send_dests, &stage1_recv_dests, &dest_origins, &from_origins}) put(out, *vv);
+  return out;
+}
+
+CombiningSchedule CombiningSchedule::deserialize(const std::vector<int64_t>& in) {
+  CombiningSchedule s;
+  Reader r{in};
+  s.groups_led = static_cast<int>(r.next());
+  s.group_members = static_cast<int>(r.next());
+  s.rounds = static_cast<int>(r.next());
+  for (auto* v : {&s.stage1_send, &s.stage1_recv, &s.dest, &s.from}) r.get(*v);
+  for (auto* vv : {&s.stage1_send_dests, &s.stage1_recv_dests, &s.dest_origins, &s.from_origins}) r.get(*vv);
+  if (r.at != in.size()) throw Error("combining: a serialized schedule has trailing values");
   return s;
 }
 

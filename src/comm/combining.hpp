@@ -21,6 +21,7 @@
 // same region, so stage 1 never leaves the region.
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,20 @@
 
 namespace sparsecomm {
 
+struct CombiningSchedule;
+
 struct CombiningOptions {
   int theta = 4;          ///< minimum common out-neighbors for two groups to combine
   int k = 2;              ///< maximum group size (2: pairs)
   bool aware = false;     ///< topology-aware: groups only inside a region
   int max_rounds = 4;     ///< rounds over the remaining (uncovered) neighbors
   std::string sdde = kDefaultSdde;  ///< SDDE strategy for the setup exchanges
+  /// This rank's schedule, computed elsewhere: by the exact model of phase 1 on one rank
+  /// (virt::scatter_combining_schedules, comm/plan_stats.hpp). build() then skips phase 1,
+  /// checks that the schedule covers this rank's edges of the topology exactly once, and
+  /// returns it. For simulations at scales where simulating phase 1's own messages costs
+  /// too much host time (Erdős–Rényi graphs at 4,096 SMPI ranks); null: phase 1 runs.
+  std::shared_ptr<const CombiningSchedule> given;
 };
 
 /// The combining pattern of one rank (deterministic for a given topology and options).
@@ -58,10 +67,18 @@ struct CombiningSchedule {
   /// Statistics: groups this rank leads (size >= 2), their total size, rounds run.
   int groups_led = 0, group_members = 0, rounds = 0;
 
-  /// Collective. Builds the pattern; every (source, destination) edge of `topo` is covered
-  /// exactly once (checked on every rank; a violation is an Error on every rank).
+  /// Collective. Builds the pattern (or takes opt.given); every (source, destination) edge
+  /// of `topo` is covered exactly once (checked on every rank; a violation is an Error on
+  /// every rank).
   static CombiningSchedule build(MPI_Comm comm, const Topology& topo, const Locality& loc,
                                  const CombiningOptions& opt, Stats* stats = nullptr);
+
+  /// Flat form, to send a schedule to its rank, and back (Error on a malformed vector).
+  std::vector<int64_t> serialize() const;
+  static CombiningSchedule deserialize(const std::vector<int64_t>& v);
+  /// Empty if this schedule, on rank `me`, delivers every one of topo's edges exactly once
+  /// (my block to each destination, each source's block to me); otherwise what is wrong.
+  std::string coverage_error(const Topology& topo, int me) const;
 };
 
 }  // namespace sparsecomm

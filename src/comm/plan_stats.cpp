@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
+#include <memory>
 #include <map>
 #include <set>
 #include <tuple>
@@ -9,6 +11,7 @@
 #include "comm/aggregation.hpp"
 #include "comm/error.hpp"
 #include "comm/locality.hpp"
+#include "comm/mpi_util.hpp"
 #include "comm/topology.hpp"
 
 namespace sparsecomm::virt {
@@ -578,6 +581,40 @@ std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPatter
     out[a].group_members = s.group_members;
   }
   return out;
+}
+
+std::shared_ptr<const CombiningSchedule> scatter_combining_schedules(MPI_Comm comm, int root,
+                                                                     const std::function<Graph()>& graph_on_root,
+                                                                     const Locality& loc, const CombiningOptions& opt) {
+  const int me = comm_rank(comm), p = comm_size(comm);
+  std::vector<int64_t> flat;
+  std::vector<int> counts, displs;
+  agreed(comm, [&] {
+    if (me != root) return;
+    const Graph g = graph_on_root();
+    if (g.p != p || loc.size() != p)
+      throw InputError("combining: a schedule for " + std::to_string(g.p) + " ranks (regions for " +
+                       std::to_string(loc.size()) + ") cannot serve " + std::to_string(p) + " ranks");
+    std::vector<int> region(static_cast<size_t>(p));
+    for (int r = 0; r < p; ++r) region[r] = loc.region_of(r);
+    CombiningOptions o = opt;
+    o.given.reset();
+    const auto all = combining_schedules(g, region, o);
+    for (const auto& s : all) {
+      const auto v = s.serialize();
+      if (flat.size() + v.size() > static_cast<size_t>(INT_MAX))
+        throw Error("combining: the schedules of " + std::to_string(p) + " ranks are too large to scatter");
+      displs.push_back(static_cast<int>(flat.size()));
+      counts.push_back(static_cast<int>(v.size()));
+      flat.insert(flat.end(), v.begin(), v.end());
+    }
+  });
+  int n = 0;
+  SPC_MPI(MPI_Scatter(counts.data(), 1, MPI_INT, &n, 1, MPI_INT, root, comm));
+  std::vector<int64_t> mine(static_cast<size_t>(n));
+  SPC_MPI(MPI_Scatterv(flat.data(), counts.data(), displs.data(), MPI_INT64_T, mine.data(), n, MPI_INT64_T, root,
+                       comm));
+  return agreed(comm, [&] { return std::make_shared<const CombiningSchedule>(CombiningSchedule::deserialize(mine)); });
 }
 
 }  // namespace sparsecomm::virt

@@ -15,6 +15,8 @@
 // tests/test_plan_stats.cpp checks schedules and counts against the MPI runs (and, in
 // the SMPI build, against the simulated runs) rank by rank.
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,17 @@ enum class WeightMethod { automatic, inverted, bitset };
 std::vector<CombiningSchedule> combining_schedules(const Graph& g, const std::vector<int>& region,
                                                    const CombiningOptions& opt,
                                                    WeightMethod method = WeightMethod::automatic);
+
+/// Collective over `comm`: rank `root` computes every rank's combining schedule with the
+/// exact model above (the graph from `graph_on_root`, called on the root only; regions
+/// from `loc`) and sends each rank its own, ready for CombiningOptions::given. This is
+/// phase 1 without its messages, for simulations at scales where simulating them costs
+/// too much host time; the plan built with it checks the schedule against its topology.
+/// The root holds the whole graph, which the distributed phase 1 never does. Errors
+/// (bad options, a graph of the wrong size) are thrown on every rank.
+std::shared_ptr<const CombiningSchedule> scatter_combining_schedules(MPI_Comm comm, int root,
+                                                                     const std::function<Graph()>& graph_on_root,
+                                                                     const Locality& loc, const CombiningOptions& opt);
 
 /// What one execution of a gather plan sends and receives on one rank.
 struct RankCounts {

@@ -16,13 +16,14 @@ inline double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Collective. Seconds per call of f(): `reps` calls in up to 10 batches after a warm-up;
-/// per batch the max over ranks of (batch time / calls); the median over batches.
+/// Collective. Seconds per call of f(): `reps` calls in up to 10 batches after a warm-up
+/// (`warmup` calls; default: one batch, at most 10); per batch the max over ranks of
+/// (batch time / calls); the median over batches.
 template <class F>
-double time_per_call(MPI_Comm comm, int reps, F&& f) {
+double time_per_call(MPI_Comm comm, int reps, F&& f, int warmup = -1) {
   const int batches = std::max(1, std::min(reps, 10));
   const int per = std::max(1, reps / batches);
-  for (int i = 0; i < std::min(per, 10); ++i) f();
+  for (int i = 0; i < (warmup < 0 ? std::min(per, 10) : warmup); ++i) f();
   std::vector<double> t;
   for (int b = 0; b < batches; ++b) {
     MPI_Barrier(comm);

@@ -18,8 +18,14 @@
 //             deterministic counts: stage 1 + stage 2 for combined);
 //   groups    combining groups found (sum over ranks of the groups each rank leads);
 //   setup     phase 1 (combining pattern) and phase 2 (schedule on the buffers), max over ranks.
-// Every plan is verified twice (before and after the timed exchanges): each rank's block is
-// filled with bytes derived from its rank, and every received block must match its source.
+//             With --phase1 exact, phase 1 is not run: rank 0 computes every rank's pattern
+//             with the exact model of plan-stats (virt::combining_schedules, tested equal to
+//             the distributed phase 1) and scatters it; the plans check it against their
+//             topology. For simulations at scales where phase 1's own messages cost too much
+//             host time (ER at 4,096 SMPI ranks); ph1 then reads "exact".
+// Every plan is verified twice (before and after the timed exchanges; --verify once: before
+// only, for long simulations): each rank's block is filled with bytes derived from its rank,
+// and every received block must match its source.
 // The exit code is 3 if any verification failed.
 //
 //   mpirun -np 32 sparsecomm_nbrbench --topos "moore:2,3;er:0.2" --sizes 4 --json nbr.jsonl
@@ -39,6 +45,7 @@
 #include <vector>
 
 #include "comm/gather_plan.hpp"
+#include "comm/plan_stats.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
@@ -121,7 +128,8 @@ class Progress {
 /// scheduling phases lasting many exchanges; interleaving spreads them over every variant
 /// instead of charging them to whichever variant happened to run then.
 std::vector<Result> measure(const std::string& topo_name, const Topology& topo, const Locality& loc,
-                            const std::vector<Variant>& variants, int64_t size, int theta, int reps, int rounds) {
+                            const std::vector<Variant>& variants, int64_t size, int theta, int reps, int rounds,
+                            bool exact_phase1, int warmup, bool verify_after) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int me = comm_rank(comm), p = comm_size(comm);
   const size_t nv = variants.size();
@@ -131,9 +139,15 @@ std::vector<Result> measure(const std::string& topo_name, const Topology& topo, 
   for (size_t i = 0; i < nv; ++i) {
     const Variant& v = variants[i];
     GatherOptions go;
-    go.value_bytes = 1;  // char buffers: any byte size works
+    go.value_bytes = 1;     // char buffers: any byte size works
+    go.same_count = true;  // every block has `size` bytes: MPI_Neighbor_allgather
     go.combining.theta = theta;
-    if (v.backend == "combined") go.combining.k = v.k, go.combining.aware = v.aware;
+    if (v.backend == "combined") {
+      go.combining.k = v.k, go.combining.aware = v.aware;
+      if (exact_phase1)
+        go.combining.given = virt::scatter_combining_schedules(
+            comm, 0, [&] { return virt::Graph::from_spec(p, topo_name); }, loc, go.combining);
+    }
     res[i].v = v;
     res[i].size = size;
     plans.push_back(make_gather_plan(v.backend, topo, loc, comm, size, go));
@@ -157,14 +171,14 @@ std::vector<Result> measure(const std::string& topo_name, const Topology& topo, 
         plan.start(block.data());
         plan.wait(rb);
         calls.push_back(MPI_Wtime() - t0);
-      }));
+      }, warmup));
       progress.step(variants[i].label() + " timed, round " + std::to_string(round + 1));
     }
 
   for (size_t i = 0; i < nv; ++i) {
     GatherPlan& plan = *plans[i];
     Result& r = res[i];
-    r.verified = verify(plan, me, 1) && r.verified;  // still right after the timed exchanges
+    if (verify_after) r.verified = verify(plan, me, 1) && r.verified;  // still right after the timed exchanges
     r.lat_max = apps::median_of(per_round[i]);
     r.lat_best = *std::min_element(per_round[i].begin(), per_round[i].end());
     r.lat_worst = *std::max_element(per_round[i].begin(), per_round[i].end());
@@ -205,6 +219,12 @@ int nbrbench_main(int argc, char** argv) {
        {"reps", {"200", "timed exchanges per variant, split over the rounds"}},
        {"rounds", {"5", "interleaved rounds over the variants (latency: median over rounds)"}},
        {"regions", {"ppn:4", "region layout: node, ppn:k, cyclic:n, list:..., flat, single"}},
+       {"warmup", {"auto", "untimed exchanges before each round's timed ones: auto (one batch) or a number"}},
+       {"verify", {"twice", "check every plan's exchange before and after timing (twice) or before only (once)"}},
+       {"phase1",
+        {"distributed",
+         "combining phase 1: distributed (run it) or exact (rank 0 computes every rank's pattern with the "
+         "exact model of plan-stats and scatters it; for simulations at scale)"}},
        {"json", {"", "append one JSON line per (topology, size, variant) to this file"}}},
       "usage: mpirun -np P sparsecomm_nbrbench [options]\n"
       "Allgather-shaped neighborhood exchange on random and Moore topologies: neighbor vs p2p vs\n"
@@ -226,6 +246,15 @@ int nbrbench_main(int argc, char** argv) {
   else if (aw == "aware") awares = {true};
   else if (aw == "both") awares = {false, true};
   else throw InputError("--aware expects agnostic, aware or both, got '" + aw + "'");
+  const std::string phase1 = opt.get("phase1");
+  if (phase1 != "distributed" && phase1 != "exact")
+    throw InputError("--phase1 expects distributed or exact, got '" + phase1 + "'");
+  const bool exact_phase1 = phase1 == "exact";
+  const int warmup = opt.get("warmup") == "auto" ? -1 : opt.get_int("warmup");
+  if (opt.get("warmup") != "auto" && warmup < 0) throw InputError("--warmup must be auto or >= 0");
+  const std::string verify_mode = opt.get("verify");
+  if (verify_mode != "twice" && verify_mode != "once")
+    throw InputError("--verify expects twice or once, got '" + verify_mode + "'");
 
   // Variants: neighbor first (the baseline), then every other registered backend;
   // combined expands into k x aware.
@@ -264,6 +293,9 @@ int nbrbench_main(int argc, char** argv) {
          << "); (best) = on the best rounds\n"
          << "msgs     = messages sent per rank and exchange, max / mean over ranks (inter-region max in brackets)\n"
          << "groups   = combining groups found (sum over ranks); ph1/ph2 = combining setup phases, max over ranks [ms]\n";
+  if (exact_phase1)
+    report << "ph1      = exact: phase 1 NOT run; every rank's pattern computed on rank 0 by the exact model\n"
+           << "           (plan-stats) and scattered (--phase1 exact)\n";
   std::ofstream js;
   if (rank == 0 && !opt.get("json").empty()) js.open(opt.get("json"), std::ios::app);
 
@@ -276,7 +308,8 @@ int nbrbench_main(int argc, char** argv) {
                                  static_cast<double>(topo.sources.size())});
     std::vector<Result> results;
     for (int64_t size : sizes)
-      for (const auto& r : measure(spec, topo, loc, variants, size, theta, reps, rounds)) {
+      for (const auto& r : measure(spec, topo, loc, variants, size, theta, reps, rounds, exact_phase1, warmup,
+                                   verify_mode == "twice")) {
         results.push_back(r);
         all_ok = all_ok && r.verified;
       }
@@ -299,7 +332,7 @@ int nbrbench_main(int argc, char** argv) {
              apps::num("%.2f", base_best / r.lat_best), apps::num("%.0f", r.stages),
              apps::num("%.0f", r.msgs_max) + " / " + apps::num("%.1f", r.msgs_mean) + " [" +
                  apps::num("%.0f", r.msgs_inter_max) + "]",
-             comb ? apps::num("%.0f", r.groups) : "-", comb ? apps::num("%.2f", r.phase1 * 1e3) : "-",
+             comb ? apps::num("%.0f", r.groups) : "-", comb ? (exact_phase1 ? "exact" : apps::num("%.2f", r.phase1 * 1e3)) : "-",
              comb ? apps::num("%.2f", r.phase2 * 1e3) : "-", r.verified ? "yes" : "NO"});
       if (js.is_open()) {
         js << "{\"bench\":\"nbrbench\",\"topology\":\"" << apps::json_escape(spec) << "\",\"ranks\":" << nranks
@@ -314,7 +347,8 @@ int nbrbench_main(int argc, char** argv) {
            << ",\"stages\":" << r.stages << ",\"msgs_max\":" << r.msgs_max << ",\"msgs_mean\":" << r.msgs_mean
            << ",\"msgs_inter_max\":" << r.msgs_inter_max << ",\"msgs_inter_mean\":" << r.msgs_inter_mean
            << ",\"bytes_sent_max\":" << r.bytes_max << ",\"groups\":" << r.groups
-           << ",\"setup_phase1_s\":" << r.phase1 << ",\"setup_phase2_s\":" << r.phase2
+           << ",\"setup_phase1_s\":" << (comb && exact_phase1 ? "null" : apps::num("%.9g", r.phase1))
+           << ",\"phase1\":\"" << phase1 << "\",\"setup_phase2_s\":" << r.phase2
            << ",\"setup_backend_s\":" << r.setup_backend << ",\"verified\":" << (r.verified ? "true" : "false")
            << "}\n";
       }
