@@ -2,13 +2,15 @@
 """Table and plots of the Mirsadeghi et al. (HiPC 2017) reproduction (scripts/repro_mirsadeghi.sh).
 
 usage: /usr/bin/python3 scripts/plot_mirsadeghi.py RESULTS_DIR
-Reads RESULTS_DIR/planstats.jsonl (sparsecomm plan-stats: exact counts, MODELLED latency),
-RESULTS_DIR/smpi.jsonl and RESULTS_DIR/phase1.jsonl (sparsecomm nbrbench under SMPI:
-SIMULATED latency and setup time). Prints the table and writes
+Reads RESULTS_DIR/planstats*.jsonl (sparsecomm plan-stats: exact counts, MODELLED latency),
+RESULTS_DIR/smpi*.jsonl and RESULTS_DIR/phase1.jsonl (sparsecomm nbrbench under SMPI:
+SIMULATED latency and setup time; runs with --phase1 exact have no simulated phase 1).
+Prints the table and writes
   improvement.png  improvement of combined (k=2) over the direct schedule per topology:
                    message-count reduction, modelled and simulated latency, the paper's average;
   phase1.png       simulated phase-1 (pattern construction) time vs P.
 improvement = (T_direct - T_combined) / T_direct, as in the paper. Uses python3-matplotlib."""
+import glob
 import os
 import sys
 from collections import OrderedDict
@@ -24,8 +26,11 @@ PAPER = "paper (Mirsadeghi et al. 2017, GPC cluster, 4 B): ~50% average, up to 7
 
 def main():
     d = plotlib.results_dir(__doc__)
-    ps = plotlib.records_if_present(os.path.join(d, "planstats.jsonl"), "plan-stats")
-    sm = plotlib.records_if_present(os.path.join(d, "smpi.jsonl"), "nbrbench")
+    # Each part of the script (moore, er) writes its own files.
+    ps = [r for f in sorted(glob.glob(os.path.join(d, "planstats*.jsonl")))
+          for r in plotlib.records_if_present(f, "plan-stats")]
+    sm = [r for f in sorted(glob.glob(os.path.join(d, "smpi*.jsonl")))
+          for r in plotlib.records_if_present(f, "nbrbench")]
     ph = plotlib.records_if_present(os.path.join(d, "phase1.jsonl"), "nbrbench")
     if not ps and not sm:
         sys.exit("no records in " + d)
@@ -48,9 +53,9 @@ def main():
         return 100.0 * (a - b) / a if a > 0 else float("nan")
 
     print(PAPER)
-    print("%-12s %6s  %9s %9s %9s  %12s  %6s %12s  %12s" % (
+    print("%-12s %6s  %9s %9s %9s  %12s  %6s %13s  %12s  %s" % (
         "topology", "P", "msgs dir", "msgs comb", "reduction", "modelled imp", "P sim", "simulated imp",
-        "groups"))
+        "groups", "simulated phase 1"))
     rows = []
     topos = OrderedDict()
     for (topo, p), v in model.items():
@@ -61,20 +66,28 @@ def main():
         m = [(p, v) for (t, p), v in model.items() if t == topo]
         s = [(p, v) for (t, p), v in sim.items() if t == topo]
         mp, mv = m[-1] if m else (None, {})
-        sp, sv = s[-1] if s else (None, {})
         d_, c_ = mv.get("direct"), mv.get("combined k=2 agnostic")
         red = d_["msgs_mean"] / c_["msgs_mean"] if d_ and c_ else float("nan")
         mimp = pct(d_["modelled_s"], c_["modelled_s"]) if d_ and c_ else float("nan")
-        simp = float("nan")
-        if "direct" in sv and "combined" in sv:
-            simp = pct(sv["direct"]["lat_max_s"], sv["combined"]["lat_max_s"])
-        rows.append((topo, red, mimp, simp))
+
         def p1(v):
             return "-" if v != v else "%.1f%%" % v
-        print("%-12s %6s  %9.1f %9.1f %8.2fx  %12s  %6s %13s  %12s" % (
-            topo, mp if mp else "-", d_["msgs_mean"] if d_ else float("nan"),
-            c_["msgs_mean"] if c_ else float("nan"), red, p1(mimp), sp if sp else "-", p1(simp),
-            c_["groups"] if c_ else "-"))
+        # One line per simulated P (ER: 1,024 with phase 1 simulated, 4,096 with phase 1
+        # from the exact model); the bars show the largest P.
+        simp = float("nan")
+        for i, (sp, sv) in enumerate(s or [(None, {})]):
+            simp = float("nan")
+            if "direct" in sv and "combined" in sv:
+                simp = pct(sv["direct"]["lat_max_s"], sv["combined"]["lat_max_s"])
+            how = "-"
+            if "combined" in sv:
+                how = "exact (not simulated)" if sv["combined"].get("phase1") == "exact" else "simulated"
+            print("%-12s %6s  %9s %9s %9s  %12s  %6s %13s  %12s  %s" % (
+                topo if i == 0 else "", (mp if mp else "-") if i == 0 else "",
+                "%.1f" % d_["msgs_mean"] if d_ and i == 0 else "", "%.1f" % c_["msgs_mean"] if c_ and i == 0 else "",
+                "%.2fx" % red if i == 0 else "", p1(mimp) if i == 0 else "", sp if sp else "-", p1(simp),
+                c_["groups"] if c_ and i == 0 else "", how))
+        rows.append((topo, red, mimp, simp))
 
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows)), 4.2))
     x = range(len(rows))
@@ -105,7 +118,7 @@ def main():
         # The latency runs of step 2 built the same pattern (k = 2, agnostic) at larger P.
         for r in sm:
             if r["topology"] in series and r["backend"] == "combined" and r["k"] == 2 and not r["aware"] \
-                    and r["ranks"] not in [q[0] for q in series[r["topology"]]]:
+                    and r.get("phase1") != "exact" and r["ranks"] not in [q[0] for q in series[r["topology"]]]:
                 series[r["topology"]].append((r["ranks"], r["setup_phase1_s"], r["setup_phase2_s"]))
         print("\nphase-1 / phase-2 setup time (SIMULATED, max over ranks) vs P")
         fig, ax = plt.subplots(figsize=(5.5, 4))

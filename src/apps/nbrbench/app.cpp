@@ -293,6 +293,9 @@ int nbrbench_main(int argc, char** argv) {
          << "); (best) = on the best rounds\n"
          << "msgs     = messages sent per rank and exchange, max / mean over ranks (inter-region max in brackets)\n"
          << "groups   = combining groups found (sum over ranks); ph1/ph2 = combining setup phases, max over ranks [ms]\n";
+  if (warmup >= 0 || verify_mode == "once")
+    report << "(" << (warmup >= 0 ? std::to_string(warmup) : std::string("auto")) << " warm-up exchanges per round; plans verified "
+           << (verify_mode == "once" ? "before timing only" : "before and after timing") << ")\n";
   if (exact_phase1)
     report << "ph1      = exact: phase 1 NOT run; every rank's pattern computed on rank 0 by the exact model\n"
            << "           (plan-stats) and scattered (--phase1 exact)\n";
