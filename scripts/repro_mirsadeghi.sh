@@ -7,8 +7,8 @@
 # average, up to 71%, and a slight loss at D = 2, R = 1.
 #
 # Two figures, one command each (the paper's Moore and random-graph figures):
-#   scripts/repro_mirsadeghi.sh moore   (about 25 min on the 2-core machine with builds present)
-#   scripts/repro_mirsadeghi.sh er      (about 20 min)
+#   scripts/repro_mirsadeghi.sh moore   (about 20 min on the 2-core machine with builds present)
+#   scripts/repro_mirsadeghi.sh er      (about 15 min)
 #   scripts/repro_mirsadeghi.sh         (both, one after the other; the table shows every part run)
 #   1. EXACT counts + MODELLED latency (sparsecomm plan-stats, one process): Moore (2,1),
 #      (2,2), (2,3), (2,4), (3,1), (3,2), (4,1) at 8,192 ranks; ER δ = 0.05, 0.1, 0.2, 0.4,
@@ -19,7 +19,7 @@
 #             re-solves every concurrent flow): the neighborhoods with 48-124 neighbors at
 #             8,192 take hours and are manual: FULL=1.
 #      er:    ER δ = 0.05 at $ER_P = 1,024 with everything simulated (about 1.5 min), and at
-#             the paper's $ER_P_LARGE = 4,096 with phase 1 NOT simulated (about 16 min): rank 0
+#             the paper's $ER_P_LARGE = 4,096 with phase 1 NOT simulated (about 12 min): rank 0
 #             computes every rank's combining pattern with the exact model of plan-stats
 #             (tested equal to the distributed phase 1) and scatters it (nbrbench
 #             --phase1 exact); the exchanges themselves are the real code, simulated. There
