@@ -15,9 +15,8 @@
 #      0.8 at 4,096 ranks; regions of 8 ranks (one GPC node).
 #   2. SIMULATED latency (the real code under SMPI, platform gpc_flat, 8 ranks per node):
 #      moore: Moore (2,1), (2,2), (3,1) at the paper's $MOORE_P = 8,192 ranks (about 18 min).
-#             Host time grows with the messages in flight (SimGrid's bandwidth sharing
-#             re-solves every concurrent flow): the neighborhoods with 48-124 neighbors at
-#             8,192 take hours and are manual: FULL=1.
+#             FULL=1 adds (2,3), (4,1), (2,4), (3,2) (48-124 neighbors) at 8,192 with phase 1
+#             from the exact model, as ER at 4,096 below (about 25 more minutes: manual).
 #      er:    ER δ = 0.05 at $ER_P = 1,024 with everything simulated (about 1.5 min), and at
 #             the paper's $ER_P_LARGE = 4,096 with phase 1 NOT simulated (about 12 min): rank 0
 #             computes every rank's combining pattern with the exact model of plan-stats
@@ -85,11 +84,11 @@ if command -v smpirun > /dev/null; then
   sim_tmo=${SIM_TIMEOUT:-3600}
   [ "${FULL:-0}" = 1 ] && sim_tmo=${SIM_TIMEOUT:-172800}
   if runs moore; then
+    run_sim "$moore_p" "moore:2,1;moore:2,2;moore:3,1" "$out/smpi_moore.jsonl" | tee "$out/smpi_moore.txt"
     if [ "${FULL:-0}" = 1 ]; then
-      run_sim 8192 "moore:2,1;moore:2,2;moore:2,3;moore:2,4;moore:3,1;moore:3,2;moore:4,1" "$out/smpi_moore.jsonl" \
-        | tee "$out/smpi_moore.txt"
-    else
-      run_sim "$moore_p" "moore:2,1;moore:2,2;moore:3,1" "$out/smpi_moore.jsonl" | tee "$out/smpi_moore.txt"
+      # The dense neighborhoods, phase 1 from the exact model as for ER at 4,096 (about 25 min).
+      run_sim "$moore_p" "moore:2,3;moore:4,1;moore:2,4;moore:3,2" "$out/smpi_moore.jsonl" \
+        --phase1 exact --reps 1 --warmup 0 --verify once | tee "$out/smpi_moore_dense.txt"
     fi
   fi
   if runs er; then
