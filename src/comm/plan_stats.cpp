@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 
