@@ -31,6 +31,15 @@ std::vector<bfs::BfsOptions> variants() {
       o.variant = "overlapped", o.merge = m, o.phase_size = ps;
       v.push_back(o);
     }
+  // Fold chunks of several compute chunks, one fold per level, and no polling.
+  o.merge = "sort", o.phase_size = 1;
+  for (int fe : {0, 2}) {
+    o.fold_every = fe;
+    v.push_back(o);
+  }
+  o.fold_every = 1, o.poll_edges = 0;
+  v.push_back(o);
+  o.poll_edges = bfs::BfsOptions().poll_edges;
   o.variant = "plan";
   for (const char* b : {"p2p", "aggregated"}) {
     o.backend = b;
@@ -51,9 +60,11 @@ void check_graph(const DistCsr<double>& g, int nroots, const std::string& label)
       auto parent = bfs::run_bfs(g2, grid, root, opt);
       std::vector<int64_t> levels;
       EXPECT_EQ(bfs::validate(g, root, parent, &levels), "")
-          << label << " root " << root << " variant " << opt.variant << "/" << opt.merge << "/" << opt.backend;
+          << label << " root " << root << " variant " << opt.variant << "/" << opt.merge << "/" << opt.backend
+          << " fold_every " << opt.fold_every << " poll " << opt.poll_edges;
       if (ref_levels.empty()) ref_levels = levels;
-      EXPECT_EQ(levels, ref_levels) << label << " root " << root << " variant " << opt.variant;
+      EXPECT_EQ(levels, ref_levels) << label << " root " << root << " variant " << opt.variant << "/" << opt.merge
+                                    << " fold_every " << opt.fold_every << " poll " << opt.poll_edges;
     }
   }
 }
@@ -168,7 +179,9 @@ TEST(Bfs, BadOptionsAreClearErrorsOnEveryRank) {
   const std::vector<std::pair<std::function<void(bfs::BfsOptions&)>, std::string>> bad = {
       {[](bfs::BfsOptions& o) { o.variant = "pipelined"; }, "unknown variant"},
       {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.merge = "heap"; }, "unknown merge"},
-      {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.phase_size = 0; }, "phase_size must be >= 1"}};
+      {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.phase_size = 0; }, "phase_size must be >= 1"},
+      {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.fold_every = -1; }, "fold_every must be >= 0"},
+      {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.poll_edges = -1; }, "poll_edges must be >= 0"}};
   for (const auto& [change, msg] : bad) {
     bfs::BfsOptions o;
     change(o);

@@ -8,6 +8,8 @@
 //   mpirun -np 9 sparsecomm_bfs --graph DIMACS10/luxembourg_osm --variants blocking,overlapped
 #include <mpi.h>
 
+#include <algorithm>
+#include <climits>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -43,6 +45,8 @@ int bfs_main(int argc, char** argv) {
                    {"variants", {"blocking,overlapped,plan", "comma-separated: blocking, overlapped, plan"}},
                    {"phase-size", {"1", "overlapped: neighbors per phase"}},
                    {"merge", {"both", "overlapped: merge, sort or both"}},
+                   {"fold-every", {"1", "overlapped: compute chunks per fold chunk, comma-separated (0: one fold per level)"}},
+                   {"poll", {"4096", "overlapped: edges of local compute between progress polls (0: none)"}},
                    {"backend", {"p2p", "plan: halo backend of the fold"}},
                    {"gather-backend", {"p2p", "plan: allgather backend of the expand"}},
                    {"sdde", {"nbx", "plan: SDDE strategy of the fold pattern"}},
@@ -80,17 +84,22 @@ int bfs_main(int argc, char** argv) {
     Config c;
     c.opt.variant = v;
     c.opt.phase_size = phase_size;
+    c.opt.poll_edges = o.get_int64("poll");
     c.opt.backend = o.get("backend"), c.opt.gather_backend = o.get("gather-backend"), c.opt.sdde = o.get("sdde");
-    if (v == "overlapped" && o.get("merge") == "both") {
-      for (const char* m : {"merge", "sort"}) {
-        c.opt.merge = m;
-        c.label = std::string("overlapped/") + m;
-        configs.push_back(c);
-      }
+    if (v == "overlapped") {
+      // One configuration per (merge, fold-every); "fold:N" in the label unless N is 1.
+      std::vector<std::string> merges{o.get("merge")};
+      if (merges[0] == "both") merges = {"merge", "sort"};
+      for (const auto& m : merges)
+        for (int64_t fe : apps::int_list("fold-every", o.get("fold-every"), 0)) {
+          c.opt.merge = m;
+          c.opt.fold_every = static_cast<int>(std::min<int64_t>(fe, INT_MAX));
+          c.label = "overlapped/" + m + (fe == 1 ? "" : " fold:" + std::to_string(fe));
+          configs.push_back(c);
+        }
       continue;
     }
-    if (v == "overlapped") c.opt.merge = o.get("merge");
-    c.label = v == "overlapped" ? "overlapped/" + c.opt.merge : v == "plan" ? "plan/" + c.opt.backend : v;
+    c.label = v == "plan" ? "plan/" + c.opt.backend : v;
     configs.push_back(c);
   }
   struct Row {
@@ -164,6 +173,7 @@ int bfs_main(int argc, char** argv) {
            << ",\"transpose_s\":" << r.sum.transpose / nr << ",\"expand_s\":" << r.sum.expand / nr
            << ",\"fold_s\":" << r.sum.fold / nr << ",\"compute_s\":" << r.sum.compute / nr
            << ",\"sort_s\":" << r.sum.sort / nr << ",\"exposed_s\":" << r.sum.exposed / nr
+           << ",\"fold_every\":" << configs[ci].opt.fold_every << ",\"poll_edges\":" << configs[ci].opt.poll_edges
            << ",\"valid\":" << r.valid << "}\n";
       }
     }

@@ -115,14 +115,16 @@ struct Ctx {
 
   // Local SpMSpV over (select, min): frontier vertices u of my column block -> candidate
   // parent u for every neighbor v in my row block. Results in best[] / touched.
-  // `poll` (optional) is called every few thousand edges: without network offload, Open
+  // `poll` (optional) is called every opt.poll_edges edges: without network offload, Open
   // MPI progresses non-blocking collectives only inside MPI calls, so the overlapped
-  // variant tests its outstanding requests from inside the compute.
+  // variant tests its outstanding requests from inside the compute. (With
+  // mpi_yield_when_idle, as oversubscribed runs use, a test that finds nothing yields the
+  // core: polling often costs compute time there; docs/bench_bfs.md.)
   void spmspv(const int64_t* f, size_t n, const std::function<void()>& poll = {}) {
     Clock c(&t.compute);
     int64_t since = 0;
     for (size_t k = 0; k < n; ++k) {
-      if (poll && since > 4096) poll(), since = 0;
+      if (poll && since > opt.poll_edges) poll(), since = 0;
       since += g.colptr[f[k] - g.col_begin + 1] - g.colptr[f[k] - g.col_begin];
       const int64_t u = f[k], cu = u - g.col_begin;
       for (int64_t e = g.colptr[cu]; e < g.colptr[cu + 1]; ++e) {
@@ -319,14 +321,18 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
   // Phase k's transfer overlaps with the compute on phase k-1 (own data first).
   // Polling from inside the compute: the expand phase in flight and the folds posted.
   size_t inflight = 0;
-  auto poll = [&]() {
+  std::function<void()> poll;
+  if (c.opt.poll_edges > 0) poll = [&]() {
     int flag = 0;
     if (inflight < nph && ereq[inflight] != MPI_REQUEST_NULL) MPI_Test(&ereq[inflight], &flag, MPI_STATUS_IGNORE);
     progress_all(false);
   };
+  // The candidates of `fold_every` compute chunks go out as one fold chunk (0: one fold at
+  // the end of the level); candidates of chunks not yet folded merge locally in best[].
+  const size_t every = c.opt.fold_every > 0 ? static_cast<size_t>(c.opt.fold_every) : nph + 1;
   if (nph > 0) post_expand(0);
   c.spmspv(L.data(), L.size(), poll);
-  post_fold();
+  if (every == 1 || nph == 0) post_fold();
   for (size_t k = 0; k < nph; ++k) {
     {
       Clock a(&c.t.expand), e(&c.t.exposed);
@@ -336,7 +342,7 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
     inflight = k + 1;
     progress_all(false);
     c.spmspv(ebuf[k].data(), ebuf[k].size(), poll);
-    post_fold();
+    if ((k + 2) % every == 0 || k + 1 == nph) post_fold();
   }
   progress_all(true);
   // Merge every chunk's candidates (sorted lists: k-way merge; or counting sort).
@@ -470,6 +476,10 @@ std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, c
     err = "bfs: unknown merge '" + opt.merge + "'; valid: merge, sort";
   else if (opt.phase_size < 1)
     err = "bfs: phase_size must be >= 1, got " + std::to_string(opt.phase_size);
+  else if (opt.fold_every < 0)
+    err = "bfs: fold_every must be >= 0, got " + std::to_string(opt.fold_every);
+  else if (opt.poll_edges < 0)
+    err = "bfs: poll_edges must be >= 0, got " + std::to_string(opt.poll_edges);
   else if (root < 0 || root >= g.n)
     err = "bfs: root " + std::to_string(root) + " out of range [0, " + std::to_string(g.n) + ")";
   agree(comm, err);
