@@ -10,8 +10,7 @@
 # merge while the merged size stays <= k; combining.hpp), so group counts are expected to
 # differ where their exact hypergraph matching finds groups ours does not.
 #
-# One command (the paper's scales; 29 min here with builds present, other jobs sharing the
-# machine for its first 20 min):
+# One command (the paper's scales; 24 min here with builds present, 2026-11-23):
 #   scripts/repro_kgroup.sh
 #   1. EXACT hyperedge counts and message counts, MODELLED latency (plan-stats, one process):
 #      Moore (2,2), (2,3), (3,1) at 4,096 ranks and ER δ = 0.05, 0.2 at 1,024 ranks, regions of
