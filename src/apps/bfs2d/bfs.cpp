@@ -329,10 +329,12 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
   };
   // The candidates of `fold_every` compute chunks go out as one fold chunk (0: one fold at
   // the end of the level); candidates of chunks not yet folded merge locally in best[].
+  // Compute chunk j (0: my own piece, j > 0: expand phase j - 1) ends a fold chunk when:
   const size_t every = c.opt.fold_every > 0 ? static_cast<size_t>(c.opt.fold_every) : nph + 1;
+  auto ends_fold = [&](size_t j) { return (j + 1) % every == 0 || j == nph; };
   if (nph > 0) post_expand(0);
   c.spmspv(L.data(), L.size(), poll);
-  if (every == 1 || nph == 0) post_fold();
+  if (ends_fold(0)) post_fold();
   for (size_t k = 0; k < nph; ++k) {
     {
       Clock a(&c.t.expand), e(&c.t.exposed);
@@ -342,7 +344,7 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
     inflight = k + 1;
     progress_all(false);
     c.spmspv(ebuf[k].data(), ebuf[k].size(), poll);
-    if ((k + 2) % every == 0 || k + 1 == nph) post_fold();
+    if (ends_fold(k + 1)) post_fold();
   }
   progress_all(true);
   // Merge every chunk's candidates (sorted lists: k-way merge; or counting sort).
