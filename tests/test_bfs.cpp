@@ -40,6 +40,17 @@ std::vector<bfs::BfsOptions> variants() {
   o.fold_every = 1, o.poll_edges = 0;
   v.push_back(o);
   o.poll_edges = bfs::BfsOptions().poll_edges;
+  // The p2p transport (receives at upper bounds, sizes from the statuses): phases of 1 and
+  // 2 neighbors, one fold per level, both merges.
+  o.transport = "p2p";
+  for (const char* m : {"merge", "sort"})
+    for (int ps : {1, 2}) {
+      o.merge = m, o.phase_size = ps;
+      v.push_back(o);
+    }
+  o.merge = "sort", o.phase_size = 1, o.fold_every = 0;
+  v.push_back(o);
+  o.fold_every = 1, o.transport = "neighbor";
   o.variant = "plan";
   for (const char* b : {"p2p", "aggregated"}) {
     o.backend = b;
@@ -61,10 +72,11 @@ void check_graph(const DistCsr<double>& g, int nroots, const std::string& label)
       std::vector<int64_t> levels;
       EXPECT_EQ(bfs::validate(g, root, parent, &levels), "")
           << label << " root " << root << " variant " << opt.variant << "/" << opt.merge << "/" << opt.backend
-          << " fold_every " << opt.fold_every << " poll " << opt.poll_edges;
+          << " fold_every " << opt.fold_every << " poll " << opt.poll_edges << " transport " << opt.transport;
       if (ref_levels.empty()) ref_levels = levels;
       EXPECT_EQ(levels, ref_levels) << label << " root " << root << " variant " << opt.variant << "/" << opt.merge
-                                    << " fold_every " << opt.fold_every << " poll " << opt.poll_edges;
+                                    << " fold_every " << opt.fold_every << " poll " << opt.poll_edges
+                                    << " transport " << opt.transport;
     }
   }
 }
@@ -181,7 +193,8 @@ TEST(Bfs, BadOptionsAreClearErrorsOnEveryRank) {
       {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.merge = "heap"; }, "unknown merge"},
       {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.phase_size = 0; }, "phase_size must be >= 1"},
       {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.fold_every = -1; }, "fold_every must be >= 0"},
-      {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.poll_edges = -1; }, "poll_edges must be >= 0"}};
+      {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.poll_edges = -1; }, "poll_edges must be >= 0"},
+      {[](bfs::BfsOptions& o) { o.variant = "overlapped", o.transport = "rdma"; }, "unknown transport"}};
   for (const auto& [change, msg] : bad) {
     bfs::BfsOptions o;
     change(o);

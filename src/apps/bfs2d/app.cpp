@@ -45,6 +45,8 @@ int bfs_main(int argc, char** argv) {
                    {"variants", {"blocking,overlapped,plan", "comma-separated: blocking, overlapped, plan"}},
                    {"phase-size", {"1", "overlapped: neighbors per phase"}},
                    {"merge", {"both", "overlapped: merge, sort or both"}},
+                   {"transport",
+                    {"neighbor", "overlapped: neighbor (MPI_Ineighbor_*) or p2p (Isend/Irecv), comma-separated"}},
                    {"fold-every", {"1", "overlapped: compute chunks per fold chunk, comma-separated (0: one fold per level)"}},
                    {"poll", {"4096", "overlapped: edges of local compute between progress polls (0: none)"}},
                    {"backend", {"p2p", "plan: halo backend of the fold"}},
@@ -90,13 +92,16 @@ int bfs_main(int argc, char** argv) {
       // One configuration per (merge, fold-every); "fold:N" in the label unless N is 1.
       std::vector<std::string> merges{o.get("merge")};
       if (merges[0] == "both") merges = {"merge", "sort"};
-      for (const auto& m : merges)
-        for (int64_t fe : apps::int_list("fold-every", o.get("fold-every"), 0)) {
-          c.opt.merge = m;
-          c.opt.fold_every = static_cast<int>(std::min<int64_t>(fe, INT_MAX));
-          c.label = "overlapped/" + m + (fe == 1 ? "" : " fold:" + std::to_string(fe));
-          configs.push_back(c);
-        }
+      for (const auto& tr : apps::split_list(o.get("transport")))
+        for (const auto& m : merges)
+          for (int64_t fe : apps::int_list("fold-every", o.get("fold-every"), 0)) {
+            c.opt.transport = tr;
+            c.opt.merge = m;
+            c.opt.fold_every = static_cast<int>(std::min<int64_t>(fe, INT_MAX));
+            c.label = "overlapped/" + m + (fe == 1 ? "" : " fold:" + std::to_string(fe)) +
+                      (tr == "neighbor" ? "" : " " + tr);
+            configs.push_back(c);
+          }
       continue;
     }
     c.label = v == "plan" ? "plan/" + c.opt.backend : v;
@@ -173,7 +178,7 @@ int bfs_main(int argc, char** argv) {
            << ",\"transpose_s\":" << r.sum.transpose / nr << ",\"expand_s\":" << r.sum.expand / nr
            << ",\"fold_s\":" << r.sum.fold / nr << ",\"compute_s\":" << r.sum.compute / nr
            << ",\"sort_s\":" << r.sum.sort / nr << ",\"exposed_s\":" << r.sum.exposed / nr
-           << ",\"fold_every\":" << configs[ci].opt.fold_every << ",\"poll_edges\":" << configs[ci].opt.poll_edges
+           << ",\"transport\":\"" << configs[ci].opt.transport << "\",\"fold_every\":" << configs[ci].opt.fold_every << ",\"poll_edges\":" << configs[ci].opt.poll_edges
            << ",\"valid\":" << r.valid << "}\n";
       }
     }

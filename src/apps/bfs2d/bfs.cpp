@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <queue>
 
 #include "comm/gather_plan.hpp"
@@ -201,71 +202,205 @@ std::vector<int64_t> level_blocking(Ctx& c, const std::vector<int64_t>& frontier
   return c.update(got);
 }
 
-// Overlapped: expand and fold split into phases of neighborhood collectives.
+// Overlapped: expand and fold split into phases of non-blocking exchanges.
+// - Transport "neighbor" (the paper's design): MPI_Ineighbor_allgatherv and
+//   MPI_Ineighbor_alltoall(v) on graph communicators made once. Collectives need exact
+//   counts: the expand's counts come from an MPI_Allgather on the column, and every fold
+//   chunk is two steps (counts, then data).
+// - Transport "p2p": the same phases as MPI_Isend/Irecv, one message per peer and step.
+//   Every receive is posted at an upper bound and its size read from its status, so there
+//   are no count exchanges at all: a transposed frontier, an expand message or a fold
+//   chunk is one message. The bounds: a frontier piece holds at most one piece's vertices
+//   (at most max_piece); a fold chunk sends each of my vertices at most once, as a (v, u)
+//   pair (2 * my_piece values). The bound-sized buffers are allocated once per BFS and
+//   never cleared: the OS commits only the pages the data lands in. It also runs where MPI
+//   has no neighborhood collectives (SimGrid SMPI).
 struct Overlap {
-  std::vector<Comm> col_phase;  // graph communicators over the column, one per phase
-  std::vector<std::vector<int>> phase_src;  // column ranks of each phase's sources
-  Comm row_graph;               // all other ranks of my row: fold counts
-  Comm row_data;                // the same graph: fold data (own communicator, see progress())
+  bool p2p = false;
+  std::vector<Comm> col_phase;  // neighbor: graph communicators over the column, one per phase
+  std::vector<std::vector<int>> phase_src, phase_dst;  // column ranks of each phase's sources, destinations
+  Comm row_graph;               // neighbor: all other ranks of my row: fold counts
+  Comm row_data;                // neighbor: the same graph: fold data (own communicator, see progress())
   std::vector<int> row_peers;
+  Comm col_p2p, row_p2p;        // p2p: duplicates of the column and row communicators
+  int max_piece = 0, my_piece = 0;                      // p2p: receive bounds (vertices)
+  std::unique_ptr<int64_t[]> transpose_buf;             // p2p: max_piece values
+  std::vector<std::unique_ptr<int64_t[]>> expand_buf;  // p2p: per phase, max_piece values per source
+  std::vector<std::unique_ptr<int64_t[]>> fold_buf;    // p2p: per fold chunk, 2 * my_piece values per row peer
 
-  Overlap(const Grid& grid, int phase_size) {
+  Overlap(const Graph2D& g, const Grid& grid, int phase_size, const std::string& transport)
+      : p2p(transport == "p2p") {
     const int q = grid.pr(), me = grid.row();
     const int ps = std::max(1, phase_size);
     for (int o0 = 1; o0 < q; o0 += ps) {
       std::vector<int> src, dst;
       for (int o = o0; o < std::min(q, o0 + ps); ++o) src.push_back((me - o + q) % q), dst.push_back((me + o) % q);
-      MPI_Comm gcomm = MPI_COMM_NULL;
-      SPC_MPI(MPI_Dist_graph_create_adjacent(grid.col_comm(), static_cast<int>(src.size()), src.data(), MPI_UNWEIGHTED,
-                                             static_cast<int>(dst.size()), dst.data(), MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
-                                             &gcomm));
-      col_phase.push_back(Comm::adopt(gcomm));
+      if (!p2p) {
+        MPI_Comm gcomm = MPI_COMM_NULL;
+        SPC_MPI(MPI_Dist_graph_create_adjacent(grid.col_comm(), static_cast<int>(src.size()), src.data(),
+                                               MPI_UNWEIGHTED, static_cast<int>(dst.size()), dst.data(), MPI_UNWEIGHTED,
+                                               MPI_INFO_NULL, 0, &gcomm));
+        col_phase.push_back(Comm::adopt(gcomm));
+      }
       phase_src.push_back(src);
+      phase_dst.push_back(dst);
     }
     for (int j = 0; j < grid.pc(); ++j)
       if (j != grid.col()) row_peers.push_back(j);
-    MPI_Comm rcomm = MPI_COMM_NULL;
-    SPC_MPI(MPI_Dist_graph_create_adjacent(grid.row_comm(), static_cast<int>(row_peers.size()), row_peers.data(),
-                                           MPI_UNWEIGHTED, static_cast<int>(row_peers.size()), row_peers.data(),
-                                           MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &rcomm));
-    row_graph = Comm::adopt(rcomm);
-    row_data = Comm(row_graph.get());
+    if (!p2p) {
+      MPI_Comm rcomm = MPI_COMM_NULL;
+      SPC_MPI(MPI_Dist_graph_create_adjacent(grid.row_comm(), static_cast<int>(row_peers.size()), row_peers.data(),
+                                             MPI_UNWEIGHTED, static_cast<int>(row_peers.size()), row_peers.data(),
+                                             MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &rcomm));
+      row_graph = Comm::adopt(rcomm);
+      row_data = Comm(row_graph.get());
+      return;
+    }
+    col_p2p = Comm(grid.col_comm());
+    row_p2p = Comm(grid.row_comm());
+    // Fold messages carry up to 2 * max_piece values in an int count. The piece offsets are
+    // global, so every rank reaches the same verdict.
+    int64_t mp = 0;
+    for (size_t r = 0; r + 1 < g.piece_offsets.size(); ++r)
+      mp = std::max(mp, g.piece_offsets[r + 1] - g.piece_offsets[r]);
+    if (2 * mp > INT_MAX)
+      throw NotImplementedError("bfs: overlapped p2p: a piece of " + std::to_string(mp) +
+                                " vertices is too large for int-counted messages");
+    const int me_all = comm_rank(grid.comm());
+    max_piece = static_cast<int>(mp);
+    my_piece = static_cast<int>(g.piece_end(me_all) - g.piece_begin(me_all));
+    auto alloc = [](size_t n) { return std::unique_ptr<int64_t[]>(new int64_t[std::max<size_t>(n, 1)]); };
+    transpose_buf = alloc(static_cast<size_t>(max_piece));
+    for (const auto& src : phase_src) expand_buf.push_back(alloc(src.size() * static_cast<size_t>(max_piece)));
+    for (size_t k = 0; k <= phase_src.size(); ++k)  // at most one fold chunk per compute chunk
+      fold_buf.push_back(alloc(row_peers.size() * 2 * static_cast<size_t>(my_piece)));
   }
+  size_t phases() const { return phase_src.size(); }
 };
 
-// One fold chunk in flight: counts first, then the data (a small state machine).
+// The requests of one step (an expand phase, or one state of a fold chunk) and their
+// statuses (the p2p receives read their sizes there). Tested with MPI_Testsome, which
+// hands each completed request's status over once: SimGrid SMPI 3.32's MPI_Testall
+// completes (and nulls) some requests while returning flag = false, so their statuses
+// would be lost (a later test of a null request returns an empty status).
+struct Step {
+  std::vector<MPI_Request> reqs;
+  std::vector<MPI_Status> st;
+  size_t left = 0;  // requests not completed yet
+  MPI_Request* add() {  // a new request slot; use it before the next add()
+    reqs.push_back(MPI_REQUEST_NULL);
+    st.emplace_back();
+    ++left;
+    return &reqs.back();
+  }
+  bool test() {
+    if (left == 0) return true;
+    int n = 0;
+    idx.resize(reqs.size());
+    tmp.resize(reqs.size());
+    SPC_MPI(MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &n, idx.data(), tmp.data()));
+    if (n == MPI_UNDEFINED) n = 0;  // (no active request: cannot happen while left > 0)
+    for (int i = 0; i < n; ++i) st[static_cast<size_t>(idx[i])] = tmp[i];
+    left -= static_cast<size_t>(n);
+    return left == 0;
+  }
+  void wait() {
+    for (size_t i = 0; i < reqs.size() && left > 0; ++i)
+      if (reqs[i] != MPI_REQUEST_NULL) {
+        SPC_MPI(MPI_Wait(&reqs[i], &st[i]));
+        --left;
+      }
+  }
+  void reset() { reqs.clear(), st.clear(), left = 0; }
+  int count(size_t i) const {  // elements received by request i (a receive)
+    int n = 0;
+    SPC_MPI(MPI_Get_count(&st[i], MPI_INT64_T, &n));
+    return n;
+  }
+
+ private:
+  std::vector<int> idx;
+  std::vector<MPI_Status> tmp;
+};
+
+// A piece of received (v, u) pairs or frontier vertices.
+struct Segment {
+  const int64_t* data;
+  size_t n;
+};
+
+// One fold chunk in flight. neighbor: counts first, then the data (a small state machine);
+// p2p: the data at once (state 1).
 struct FoldChunk {
   std::vector<int64_t> send, recv;
   std::vector<int> scounts, sdispls, rcounts, rdispls;
-  MPI_Request req = MPI_REQUEST_NULL;
+  Step step;
   int state = 0;  // 0 counts posted, 1 data posted, 2 done
+  int index = 0;  // chunk number in this level (p2p: its tag and buffer)
+  std::vector<Segment> got;  // once done: what each row peer sent
 };
 
 std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int64_t>& frontier) {
   const bool sorted = c.opt.merge == "merge";
-  std::vector<int64_t> L = c.transpose(frontier);
   const int q = c.grid.pr(), pc = c.grid.pc(), mycol = c.grid.col();
+  std::vector<int64_t> L;
   std::vector<int> counts(q);
-  {
+  if (!ov.p2p) {
+    L = c.transpose(frontier);
     Clock a(&c.t.expand), e(&c.t.exposed);
     int n = static_cast<int>(L.size());
     SPC_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, c.grid.col_comm()));
+  } else {
+    // The transpose as one message: the partner's piece has at most max_piece vertices.
+    Clock tc(&c.t.transpose), e(&c.t.exposed);
+    const int partner = c.grid.rank_of(c.grid.col(), c.grid.row());
+    if (partner == comm_rank(c.grid.comm())) {
+      L = frontier;
+    } else {
+      MPI_Status st;
+      SPC_MPI(MPI_Sendrecv(frontier.data(), static_cast<int>(frontier.size()), MPI_INT64_T, partner, 93,
+                           ov.transpose_buf.get(), ov.max_piece, MPI_INT64_T, partner, 93, c.grid.comm(), &st));
+      int n = 0;
+      SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
+      L.assign(ov.transpose_buf.get(), ov.transpose_buf.get() + n);
+    }
   }
-  const size_t nph = ov.col_phase.size();
+  const size_t nph = ov.phases();
   std::vector<std::vector<int64_t>> ebuf(nph);
-  std::vector<MPI_Request> ereq(nph, MPI_REQUEST_NULL);
+  std::vector<Step> estep(nph);
   std::vector<std::vector<int>> erc(nph), erd(nph);
   auto post_expand = [&](size_t k) {
     Clock a(&c.t.expand);
-    int tot = 0;
-    for (int s : ov.phase_src[k]) erc[k].push_back(counts[s]), erd[k].push_back(tot), tot += counts[s];
-    ebuf[k].resize(static_cast<size_t>(tot));
-    SPC_MPI(MPI_Ineighbor_allgatherv(L.data(), static_cast<int>(L.size()), MPI_INT64_T, ebuf[k].data(), erc[k].data(),
-                                     erd[k].data(), MPI_INT64_T, ov.col_phase[k].get(), &ereq[k]));
+    if (!ov.p2p) {
+      int tot = 0;
+      for (int s : ov.phase_src[k]) erc[k].push_back(counts[s]), erd[k].push_back(tot), tot += counts[s];
+      ebuf[k].resize(static_cast<size_t>(tot));
+      SPC_MPI(MPI_Ineighbor_allgatherv(L.data(), static_cast<int>(L.size()), MPI_INT64_T, ebuf[k].data(),
+                                       erc[k].data(), erd[k].data(), MPI_INT64_T, ov.col_phase[k].get(),
+                                       estep[k].add()));
+      return;
+    }
+    const int tag = static_cast<int>(k);
+    for (size_t i = 0; i < ov.phase_src[k].size(); ++i)  // receives first: request i is source i
+      SPC_MPI(MPI_Irecv(ov.expand_buf[k].get() + i * static_cast<size_t>(ov.max_piece), ov.max_piece, MPI_INT64_T,
+                        ov.phase_src[k][i], tag, ov.col_p2p.get(), estep[k].add()));
+    for (int d : ov.phase_dst[k])
+      SPC_MPI(MPI_Isend(L.data(), static_cast<int>(L.size()), MPI_INT64_T, d, tag, ov.col_p2p.get(), estep[k].add()));
+  };
+  auto expanded = [&](size_t k) {  // phase k's frontier pieces, once its step completed
+    std::vector<Segment> seg;
+    if (!ov.p2p) seg.push_back({ebuf[k].data(), ebuf[k].size()});
+    else
+      for (size_t i = 0; i < ov.phase_src[k].size(); ++i)
+        seg.push_back({ov.expand_buf[k].get() + i * static_cast<size_t>(ov.max_piece),
+                       static_cast<size_t>(estep[k].count(i))});
+    return seg;
   };
   std::vector<FoldChunk> folds;
   folds.reserve(nph + 1);
   std::vector<int64_t> own;  // candidates for my own piece, kept locally
+  const size_t peers = ov.row_peers.size();
+  const size_t fold_slot = 2 * static_cast<size_t>(ov.my_piece);  // p2p: values per peer and chunk
   auto post_fold = [&]() {
     std::vector<int64_t> data;
     std::vector<int> cnt;
@@ -275,6 +410,7 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
     int64_t pos = 0;
     folds.emplace_back();
     FoldChunk& f = folds.back();
+    f.index = static_cast<int>(folds.size() - 1);
     for (int j = 0; j < pc; ++j) {
       if (j == mycol) own.insert(own.end(), data.begin() + pos, data.begin() + pos + cnt[j]);
       else {
@@ -284,9 +420,23 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
       }
       pos += cnt[j];
     }
-    f.rcounts.assign(ov.row_peers.size(), 0);
-    if (f.scounts.empty()) f.state = 2;  // a 1x1 grid: nothing to fold
-    else SPC_MPI(MPI_Ineighbor_alltoall(f.scounts.data(), 1, MPI_INT, f.rcounts.data(), 1, MPI_INT, ov.row_graph.get(), &f.req));
+    f.rcounts.assign(peers, 0);
+    if (f.scounts.empty()) {
+      f.state = 2;  // a 1x1 grid: nothing to fold
+    } else if (!ov.p2p) {
+      SPC_MPI(MPI_Ineighbor_alltoall(f.scounts.data(), 1, MPI_INT, f.rcounts.data(), 1, MPI_INT, ov.row_graph.get(),
+                                     f.step.add()));
+    } else {
+      // One message to every row peer, empty ones too (the receiver cannot tell otherwise).
+      int64_t* base = ov.fold_buf[static_cast<size_t>(f.index)].get();
+      for (size_t j = 0; j < peers; ++j)  // receives first: request j is peer j
+        SPC_MPI(MPI_Irecv(base + j * fold_slot, static_cast<int>(fold_slot), MPI_INT64_T, ov.row_peers[j], f.index,
+                          ov.row_p2p.get(), f.step.add()));
+      for (size_t j = 0; j < peers; ++j)
+        SPC_MPI(MPI_Isend(f.send.data() + f.sdispls[j], f.scounts[j], MPI_INT64_T, ov.row_peers[j], f.index,
+                          ov.row_p2p.get(), f.step.add()));
+      f.state = 1;
+    }
   };
   // Non-blocking collectives must be posted in the same order on every rank of a
   // communicator: counts go on row_graph in chunk order (at post_fold), data on row_data in
@@ -294,21 +444,27 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
   auto progress = [&](FoldChunk& f, bool block) -> bool {
     Clock a(&c.t.fold);
     while (f.state < 2) {
-      int done = 0;
       if (block) {
         Clock e(&c.t.exposed);
-        SPC_MPI(MPI_Wait(&f.req, MPI_STATUS_IGNORE));
-        done = 1;
-      } else {
-        SPC_MPI(MPI_Test(&f.req, &done, MPI_STATUS_IGNORE));
+        f.step.wait();
+      } else if (!f.step.test()) {
+        return f.state >= 1;
       }
-      if (!done) return f.state >= 1;
-      if (f.state == 0) {
+      if (f.state == 0) {  // neighbor: counts arrived, post the data
         int tot = 0;
         for (int r : f.rcounts) f.rdispls.push_back(tot), tot += r;
         f.recv.resize(static_cast<size_t>(tot));
+        f.step.reset();
         SPC_MPI(MPI_Ineighbor_alltoallv(f.send.data(), f.scounts.data(), f.sdispls.data(), MPI_INT64_T, f.recv.data(),
-                                        f.rcounts.data(), f.rdispls.data(), MPI_INT64_T, ov.row_data.get(), &f.req));
+                                        f.rcounts.data(), f.rdispls.data(), MPI_INT64_T, ov.row_data.get(),
+                                        f.step.add()));
+      } else if (!ov.p2p) {
+        for (size_t j = 0; j < peers; ++j)
+          f.got.push_back({f.recv.data() + f.rdispls[j], static_cast<size_t>(f.rcounts[j])});
+      } else {
+        const int64_t* base = ov.fold_buf[static_cast<size_t>(f.index)].get();
+        for (size_t j = 0; j < peers; ++j)
+          f.got.push_back({base + j * fold_slot, static_cast<size_t>(f.step.count(j))});
       }
       ++f.state;
     }
@@ -323,8 +479,7 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
   size_t inflight = 0;
   std::function<void()> poll;
   if (c.opt.poll_edges > 0) poll = [&]() {
-    int flag = 0;
-    if (inflight < nph && ereq[inflight] != MPI_REQUEST_NULL) MPI_Test(&ereq[inflight], &flag, MPI_STATUS_IGNORE);
+    if (inflight < nph) estep[inflight].test();
     progress_all(false);
   };
   // The candidates of `fold_every` compute chunks go out as one fold chunk (0: one fold at
@@ -338,12 +493,12 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
   for (size_t k = 0; k < nph; ++k) {
     {
       Clock a(&c.t.expand), e(&c.t.exposed);
-      SPC_MPI(MPI_Wait(&ereq[k], MPI_STATUS_IGNORE));
+      estep[k].wait();
     }
     if (k + 1 < nph) post_expand(k + 1);
     inflight = k + 1;
     progress_all(false);
-    c.spmspv(ebuf[k].data(), ebuf[k].size(), poll);
+    for (const Segment& s : expanded(k)) c.spmspv(s.data, s.n, poll);
     if (ends_fold(k + 1)) post_fold();
   }
   progress_all(true);
@@ -366,8 +521,7 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
   }
   add_list(own.data(), own.data() + own.size());
   for (auto& f : folds)
-    for (size_t j = 0; j < f.rcounts.size(); ++j)
-      add_list(f.recv.data() + f.rdispls[j], f.recv.data() + f.rdispls[j] + f.rcounts[j]);
+    for (const Segment& g : f.got) add_list(g.data, g.data + g.n);
   std::vector<int64_t> merged;
   {
     Clock s(&c.t.sort);
@@ -476,6 +630,8 @@ std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, c
     err = "bfs: unknown variant '" + opt.variant + "'; valid: blocking, overlapped, plan";
   else if (opt.merge != "merge" && opt.merge != "sort")
     err = "bfs: unknown merge '" + opt.merge + "'; valid: merge, sort";
+  else if (opt.transport != "neighbor" && opt.transport != "p2p")
+    err = "bfs: unknown transport '" + opt.transport + "'; valid: neighbor, p2p";
   else if (opt.phase_size < 1)
     err = "bfs: phase_size must be >= 1, got " + std::to_string(opt.phase_size);
   else if (opt.fold_every < 0)
@@ -491,11 +647,11 @@ std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, c
   std::unique_ptr<Sdde> sdde;
   Locality loc;
 #ifdef SPARSECOMM_SMPI
-  if (opt.variant == "overlapped")
-    throw NotImplementedError("bfs: the overlapped variant needs MPI neighborhood collectives, which SimGrid SMPI "
-                              "3.32 does not implement");
+  if (opt.variant == "overlapped" && opt.transport == "neighbor")
+    throw NotImplementedError("bfs: the overlapped variant's neighbor transport needs MPI neighborhood collectives, "
+                              "which SimGrid SMPI 3.32 does not implement; use transport p2p");
 #endif
-  if (opt.variant == "overlapped") ov = std::make_unique<Overlap>(grid, opt.phase_size);
+  if (opt.variant == "overlapped") ov = std::make_unique<Overlap>(g, grid, opt.phase_size, opt.transport);
   if (opt.variant == "plan") {
     loc = Locality::detect(comm);
     sdde = std::make_unique<Sdde>(comm, loc);

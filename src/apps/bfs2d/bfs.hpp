@@ -61,6 +61,7 @@ struct BfsOptions {
   std::string variant = "blocking";  ///< "blocking", "overlapped", "plan"
   int phase_size = 1;                ///< overlapped: neighbors per phase of the split collectives
   std::string merge = "sort";        ///< overlapped: "sort" (counting sort; faster in every run) or "merge" (k-way merge)
+  std::string transport = "neighbor";  ///< overlapped: "neighbor" (MPI_Ineighbor_*) or "p2p" (MPI_Isend/Irecv per phase)
   int fold_every = 1;                ///< overlapped: compute chunks per fold chunk (0: one fold per level)
   int64_t poll_edges = 4096;         ///< overlapped: edges of local compute between progress polls (0: none)
   std::string backend = "p2p";       ///< plan: halo-exchange backend of the fold
