@@ -3,13 +3,14 @@
 # scale 16-18, on this node and (root) on the emulated cluster (scripts/cluster.sh, 1 Gbit/s
 # links: 4 nodes x 1 rank, 3 nodes x 3 ranks, and the issue's 4 nodes x 4 ranks (4x4 grid)).
 # Per case:
-#   - sparsecomm_bfs (blocking and overlapped/sort): how much of the blocking version's
+#   - sparsecomm_bfs (blocking, and overlapped/sort over both transports, neighbor and p2p,
+#     with a fold chunk per phase and with one fold per level): how much of the blocking version's
 #     communication time the overlapped version hides (1 - exposed_overlapped / exposed_blocking);
 #   - sparsecomm_bfs_combblas: our blocking and overlapped BFS against CombBLAS's own
 #     top-down BFS (graph500 loop) on the same graph, roots and ranks, every BFS validated.
 # Goal: our best TEPS >= CombBLAS's, and the overlapped version hides >= 50%.
 #
-#   scripts/bench_bfs.sh        (results in results/bench_bfs/: JSON lines and table.txt)
+#   scripts/bench_bfs.sh        (results in results/bench_bfs/: JSON lines and table.txt; 4 min)
 #
 # Environment: BUILD (default build), OUT (default results/bench_bfs), SCALES (default
 # "16 17 18"), ROOTS (default 8), CLUSTER=0 to skip the cluster.
@@ -34,6 +35,7 @@ run_case() {  # where launcher... -- (the program and its arguments follow)
   local where=$1; shift
   for s in ${SCALES:-16 17 18}; do
     "$@" "$bfs" --scale "$s" --roots "$roots" --variants blocking,overlapped --merge sort --fold-every 1,0 \
+      --transport neighbor,p2p \
       --json "$out/$where.s$s.bfs.jsonl" > "$out/$where.s$s.bfs.txt" 2>&1
     if [ -n "$anchor" ]; then
       "$@" "$anchor" --scale "$s" --roots "$roots" --variant blocking,overlapped --combblas graph500 \
@@ -57,14 +59,21 @@ d = sys.argv[1]
 print("2D BFS, R-MAT edge factor 16; hides = 1 - exposed(overlapped/sort) / exposed(blocking);")
 print("best/CombBLAS = our best variant's harmonic-mean TEPS / CombBLAS graph500's, same run;")
 print("fold:0 = overlapped with one fold per level (only the expand split into phases): TEPS, hides")
-print("%-12s %5s %5s %12s %12s %7s %12s %7s %12s %14s" % ("setting", "ranks", "scale", "blocking", "overlapped", "hides",
-                                                        "fold:0", "hides", "CombBLAS", "best/CombBLAS"))
+print("p2p = overlapped over the p2p transport (Isend/Irecv, no count exchanges), default and fold:0: TEPS, hides")
+print("%-12s %5s %5s %10s %10s %6s %10s %6s %10s %6s %10s %6s %10s %8s" % (
+    "setting", "ranks", "scale", "blocking", "overlapped", "hides", "fold:0", "hides", "p2p", "hides",
+    "p2p f:0", "hides", "CombBLAS", "best/CB"))
 for f in sorted(glob.glob(os.path.join(d, "*.bfs.jsonl"))):
     where, scale = os.path.basename(f).split(".s")[0], os.path.basename(f).split(".s")[-1].split(".")[0]
     rows = {r["variant"]: r for r in map(json.loads, open(f))}
-    b, o, o0 = rows.get("blocking"), rows.get("overlapped/sort"), rows.get("overlapped/sort fold:0")
-    hides = 1 - o["exposed_s"] / b["exposed_s"] if b and o and b["exposed_s"] > 0 else float("nan")
-    hides0 = 1 - o0["exposed_s"] / b["exposed_s"] if b and o0 and b["exposed_s"] > 0 else float("nan")
+    b = rows.get("blocking")
+    var = [rows.get(v) for v in ("overlapped/sort", "overlapped/sort fold:0", "overlapped/sort p2p",
+                                 "overlapped/sort fold:0 p2p")]
+    cells = []
+    for o in var:
+        teps = o["teps_hmean"] if o else float("nan")
+        hides = 1 - o["exposed_s"] / b["exposed_s"] if b and o and b["exposed_s"] > 0 else float("nan")
+        cells += [teps, 100 * hides]
     a = f.replace(".bfs.jsonl", ".anchor.jsonl")
     cb, best = float("nan"), float("nan")
     if os.path.exists(a):
@@ -73,7 +82,8 @@ for f in sorted(glob.glob(os.path.join(d, "*.bfs.jsonl"))):
         ours = [r["hmean_teps"] for r in ar if r["impl"] == "ours"]
         if cbs and ours:
             cb, best = cbs[0], max(ours) / cbs[0]
-    print("%-12s %5d %5s %12.3g %12.3g %6.0f%% %12.3g %6.0f%% %12.3g %14.2f" % (
-        where.replace(".np4", "").replace(".np9", ""), b["ranks"], scale, b["teps_hmean"], o["teps_hmean"],
-        100 * hides, o0["teps_hmean"] if o0 else float("nan"), 100 * hides0, cb, best))
+    print("%-12s %5d %5s %10.3g" % (where.replace(".np4", "").replace(".np9", ""), b["ranks"], scale,
+                                     b["teps_hmean"]) +
+          "".join(" %10.3g %5.0f%%" % (cells[i], cells[i + 1]) for i in range(0, 8, 2)) +
+          " %10.3g %8.2f" % (cb, best))
 EOF
