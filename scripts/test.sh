@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # Simulated scale (SimGrid SMPI): only the targets its tests use.
 if command -v smpicxx > /dev/null; then
   ./scripts/smpi.sh configure build-smpi
-  ./scripts/smpi.sh build build-smpi test_sdde test_pattern test_plan_stats sparsecomm_cli
+  ./scripts/smpi.sh build build-smpi test_sdde test_pattern test_plan_stats sparsecomm_cli sparsecomm_bfs
   (cd build-smpi && ctest --output-on-failure "$@")
 else
   echo "test.sh: SimGrid SMPI not installed; simulated-scale tests not run"
