@@ -89,10 +89,15 @@ int bfs_main(int argc, char** argv) {
     c.opt.poll_edges = o.get_int64("poll");
     c.opt.backend = o.get("backend"), c.opt.gather_backend = o.get("gather-backend"), c.opt.sdde = o.get("sdde");
     if (v == "overlapped") {
-      // One configuration per (merge, fold-every); "fold:N" in the label unless N is 1.
+      // One configuration per (transport, merge, fold-every); "fold:N" in the label unless N
+      // is 1, and the transport unless it is "neighbor".
       std::vector<std::string> merges{o.get("merge")};
       if (merges[0] == "both") merges = {"merge", "sort"};
-      for (const auto& tr : apps::split_list(o.get("transport")))
+      const auto transports = apps::split_list(o.get("transport"));
+      for (const auto& tr : transports)  // before any BFS runs (every rank parses the same list)
+        if (tr != "neighbor" && tr != "p2p")
+          throw InputError("bfs: unknown transport '" + tr + "'; valid: neighbor, p2p");
+      for (const auto& tr : transports)
         for (const auto& m : merges)
           for (int64_t fe : apps::int_list("fold-every", o.get("fold-every"), 0)) {
             c.opt.transport = tr;
@@ -178,7 +183,8 @@ int bfs_main(int argc, char** argv) {
            << ",\"transpose_s\":" << r.sum.transpose / nr << ",\"expand_s\":" << r.sum.expand / nr
            << ",\"fold_s\":" << r.sum.fold / nr << ",\"compute_s\":" << r.sum.compute / nr
            << ",\"sort_s\":" << r.sum.sort / nr << ",\"exposed_s\":" << r.sum.exposed / nr
-           << ",\"transport\":\"" << configs[ci].opt.transport << "\",\"fold_every\":" << configs[ci].opt.fold_every << ",\"poll_edges\":" << configs[ci].opt.poll_edges
+           << ",\"transport\":\"" << configs[ci].opt.transport << "\",\"fold_every\":" << configs[ci].opt.fold_every
+           << ",\"poll_edges\":" << configs[ci].opt.poll_edges
            << ",\"valid\":" << r.valid << "}\n";
       }
     }
