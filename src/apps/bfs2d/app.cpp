@@ -93,11 +93,7 @@ int bfs_main(int argc, char** argv) {
       // is 1, and the transport unless it is "neighbor".
       std::vector<std::string> merges{o.get("merge")};
       if (merges[0] == "both") merges = {"merge", "sort"};
-      const auto transports = apps::split_list(o.get("transport"));
-      for (const auto& tr : transports)  // before any BFS runs (every rank parses the same list)
-        if (tr != "neighbor" && tr != "p2p")
-          throw InputError("bfs: unknown transport '" + tr + "'; valid: neighbor, p2p");
-      for (const auto& tr : transports)
+      for (const auto& tr : apps::split_list(o.get("transport")))
         for (const auto& m : merges)
           for (int64_t fe : apps::int_list("fold-every", o.get("fold-every"), 0)) {
             c.opt.transport = tr;
@@ -112,6 +108,10 @@ int bfs_main(int argc, char** argv) {
     c.label = v == "plan" ? "plan/" + c.opt.backend : v;
     configs.push_back(c);
   }
+  // Every configuration is checked before any BFS runs (every rank parses the same lists,
+  // so every rank throws alike).
+  for (const auto& c : configs)
+    if (auto err = bfs::options_error(c.opt); !err.empty()) throw InputError(err);
   struct Row {
     double inv_teps = 0, time = 0;
     bfs::BfsTimes sum;

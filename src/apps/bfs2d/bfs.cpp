@@ -100,11 +100,21 @@ struct Ctx {
       : g(g_), grid(gr), opt(o), pb(g_.piece_begin(comm_rank(gr.comm()))), pe(g_.piece_end(comm_rank(gr.comm()))),
         parent(static_cast<size_t>(pe - pb), -1), best(static_cast<size_t>(g_.row_end - g_.row_begin), kNone) {}
 
-  // Transpose the frontier piece to processor (col, row).
-  std::vector<int64_t> transpose(const std::vector<int64_t>& f) {
+  // Transpose the frontier piece to processor (col, row). Exact sizes: a count exchange,
+  // then the data. With a bound (`buf` holds `bound` values, at least the partner's piece):
+  // one message received at the bound, its size read from the status.
+  std::vector<int64_t> transpose(const std::vector<int64_t>& f, int64_t* buf = nullptr, int bound = 0) {
     Clock c(&t.transpose), e(&t.exposed);
     const int partner = grid.rank_of(grid.col(), grid.row());
     if (partner == comm_rank(grid.comm())) return f;
+    if (buf) {
+      MPI_Status st;
+      SPC_MPI(MPI_Sendrecv(f.data(), static_cast<int>(f.size()), MPI_INT64_T, partner, 93, buf, bound, MPI_INT64_T,
+                           partner, 93, grid.comm(), &st));
+      int n = 0;
+      SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
+      return std::vector<int64_t>(buf, buf + n);
+    }
     int64_t n_out = static_cast<int64_t>(f.size()), n_in = 0;
     SPC_MPI(MPI_Sendrecv(&n_out, 1, MPI_INT64_T, partner, 91, &n_in, 1, MPI_INT64_T, partner, 91, grid.comm(),
                          MPI_STATUS_IGNORE));
@@ -343,27 +353,14 @@ struct FoldChunk {
 std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int64_t>& frontier) {
   const bool sorted = c.opt.merge == "merge";
   const int q = c.grid.pr(), pc = c.grid.pc(), mycol = c.grid.col();
-  std::vector<int64_t> L;
+  // p2p: the transpose as one message (the partner's piece has at most max_piece vertices).
+  const std::vector<int64_t> L =
+      ov.p2p ? c.transpose(frontier, ov.transpose_buf.get(), ov.max_piece) : c.transpose(frontier);
   std::vector<int> counts(q);
   if (!ov.p2p) {
-    L = c.transpose(frontier);
     Clock a(&c.t.expand), e(&c.t.exposed);
     int n = static_cast<int>(L.size());
     SPC_MPI(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, c.grid.col_comm()));
-  } else {
-    // The transpose as one message: the partner's piece has at most max_piece vertices.
-    Clock tc(&c.t.transpose), e(&c.t.exposed);
-    const int partner = c.grid.rank_of(c.grid.col(), c.grid.row());
-    if (partner == comm_rank(c.grid.comm())) {
-      L = frontier;
-    } else {
-      MPI_Status st;
-      SPC_MPI(MPI_Sendrecv(frontier.data(), static_cast<int>(frontier.size()), MPI_INT64_T, partner, 93,
-                           ov.transpose_buf.get(), ov.max_piece, MPI_INT64_T, partner, 93, c.grid.comm(), &st));
-      int n = 0;
-      SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
-      L.assign(ov.transpose_buf.get(), ov.transpose_buf.get() + n);
-    }
   }
   const size_t nph = ov.phases();
   std::vector<std::vector<int64_t>> ebuf(nph);
@@ -622,23 +619,23 @@ std::vector<int64_t> level_plan(Ctx& c, Sdde& sdde, const Locality& loc, const s
 
 }  // namespace
 
+std::string options_error(const BfsOptions& opt) {
+  if (opt.variant != "blocking" && opt.variant != "overlapped" && opt.variant != "plan")
+    return "bfs: unknown variant '" + opt.variant + "'; valid: blocking, overlapped, plan";
+  if (opt.merge != "merge" && opt.merge != "sort") return "bfs: unknown merge '" + opt.merge + "'; valid: merge, sort";
+  if (opt.transport != "neighbor" && opt.transport != "p2p")
+    return "bfs: unknown transport '" + opt.transport + "'; valid: neighbor, p2p";
+  if (opt.phase_size < 1) return "bfs: phase_size must be >= 1, got " + std::to_string(opt.phase_size);
+  if (opt.fold_every < 0) return "bfs: fold_every must be >= 0, got " + std::to_string(opt.fold_every);
+  if (opt.poll_edges < 0) return "bfs: poll_edges must be >= 0, got " + std::to_string(opt.poll_edges);
+  return "";
+}
+
 std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, const BfsOptions& opt,
                              BfsTimes* times) {
   MPI_Comm comm = grid.comm();
-  std::string err;
-  if (opt.variant != "blocking" && opt.variant != "overlapped" && opt.variant != "plan")
-    err = "bfs: unknown variant '" + opt.variant + "'; valid: blocking, overlapped, plan";
-  else if (opt.merge != "merge" && opt.merge != "sort")
-    err = "bfs: unknown merge '" + opt.merge + "'; valid: merge, sort";
-  else if (opt.transport != "neighbor" && opt.transport != "p2p")
-    err = "bfs: unknown transport '" + opt.transport + "'; valid: neighbor, p2p";
-  else if (opt.phase_size < 1)
-    err = "bfs: phase_size must be >= 1, got " + std::to_string(opt.phase_size);
-  else if (opt.fold_every < 0)
-    err = "bfs: fold_every must be >= 0, got " + std::to_string(opt.fold_every);
-  else if (opt.poll_edges < 0)
-    err = "bfs: poll_edges must be >= 0, got " + std::to_string(opt.poll_edges);
-  else if (root < 0 || root >= g.n)
+  std::string err = options_error(opt);
+  if (err.empty() && (root < 0 || root >= g.n))
     err = "bfs: root " + std::to_string(root) + " out of range [0, " + std::to_string(g.n) + ")";
   agree(comm, err);
   Ctx c(g, grid, opt);

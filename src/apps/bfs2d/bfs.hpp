@@ -75,6 +75,10 @@ struct BfsTimes {
   int levels = 0;
 };
 
+/// Empty when `opt` is valid, else what is wrong with it (the first problem). run_bfs
+/// raises the same error on every rank; callers may check their options before running.
+std::string options_error(const BfsOptions& opt);
+
 /// Collective. BFS from `root`; returns the parents of my vector piece (rank r's piece),
 /// -1 for unreached vertices; the root is its own parent.
 std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, const BfsOptions& opt,
