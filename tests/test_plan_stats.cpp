@@ -114,8 +114,9 @@ TEST(PlanStats, GivenSchedulesAreChecked) {
         MPI_COMM_WORLD, 0, [&] { return virt::Graph::from_spec(p, other); }, loc, opt);
     CombiningOptions o = opt;
     o.given = wrong;
-    if (virt::Graph::from_spec(p, other).dest != virt::Graph::from_spec(p, spec).dest)
+    if (virt::Graph::from_spec(p, other).dest != virt::Graph::from_spec(p, spec).dest) {
       EXPECT_THROW(CombiningSchedule::build(MPI_COMM_WORLD, t, loc, o), Error);
+    }
     if (test::rank() != p - 1) o.given.reset();
     EXPECT_THROW(CombiningSchedule::build(MPI_COMM_WORLD, t, loc, o), Error);
   }
