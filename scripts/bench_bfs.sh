@@ -3,8 +3,8 @@
 # scale 16-18, on this node and (root) on the emulated cluster (scripts/cluster.sh, 1 Gbit/s
 # links: 4 nodes x 1 rank, 3 nodes x 3 ranks, and the issue's 4 nodes x 4 ranks (4x4 grid)).
 # Per case:
-#   - sparsecomm_bfs (blocking, and overlapped/sort over both transports, neighbor and p2p,
-#     with a fold chunk per phase and with one fold per level): how much of the blocking version's
+#   - sparsecomm_bfs (blocking, and overlapped/sort over the three transports, neighbor, p2p
+#     and direct, with a fold chunk per phase and with one fold per level): how much of the blocking version's
 #     communication time the overlapped version hides (1 - exposed_overlapped / exposed_blocking);
 #   - sparsecomm_bfs_combblas: our blocking and overlapped BFS against CombBLAS's own
 #     top-down BFS (graph500 loop) on the same graph, roots and ranks, every BFS validated.
@@ -35,7 +35,7 @@ run_case() {  # where launcher... -- (the program and its arguments follow)
   local where=$1; shift
   for s in ${SCALES:-16 17 18}; do
     "$@" "$bfs" --scale "$s" --roots "$roots" --variants blocking,overlapped --merge sort --fold-every 1,0 \
-      --transport neighbor,p2p \
+      --transport neighbor,p2p,direct \
       --json "$out/$where.s$s.bfs.jsonl" > "$out/$where.s$s.bfs.txt" 2>&1
     if [ -n "$anchor" ]; then
       "$@" "$anchor" --scale "$s" --roots "$roots" --variant blocking,overlapped --combblas graph500 \
@@ -60,15 +60,17 @@ print("2D BFS, R-MAT edge factor 16; hides = 1 - exposed(overlapped/sort) / expo
 print("best/CombBLAS = our best variant's harmonic-mean TEPS / CombBLAS graph500's, same run;")
 print("fold:0 = overlapped with one fold per level (only the expand split into phases): TEPS, hides")
 print("p2p = overlapped over the p2p transport (Isend/Irecv, no count exchanges), default and fold:0: TEPS, hides")
-print("%-12s %5s %5s %10s %10s %6s %10s %6s %10s %6s %10s %6s %10s %8s" % (
+print("direct = overlapped over the direct transport (no transpose, every receive first, pieces in arrival order)")
+print("%-12s %5s %5s %10s %10s %6s %10s %6s %10s %6s %10s %6s %10s %6s %10s %6s %10s %8s" % (
     "setting", "ranks", "scale", "blocking", "overlapped", "hides", "fold:0", "hides", "p2p", "hides",
-    "p2p f:0", "hides", "CombBLAS", "best/CB"))
+    "p2p f:0", "hides", "direct", "hides", "dir f:0", "hides", "CombBLAS", "best/CB"))
 for f in sorted(glob.glob(os.path.join(d, "*.bfs.jsonl"))):
     where, scale = os.path.basename(f).split(".s")[0], os.path.basename(f).split(".s")[-1].split(".")[0]
     rows = {r["variant"]: r for r in map(json.loads, open(f))}
     b = rows.get("blocking")
     var = [rows.get(v) for v in ("overlapped/sort", "overlapped/sort fold:0", "overlapped/sort p2p",
-                                 "overlapped/sort fold:0 p2p")]
+                                 "overlapped/sort fold:0 p2p", "overlapped/sort direct",
+                                 "overlapped/sort fold:0 direct")]
     cells = []
     for o in var:
         teps = o["teps_hmean"] if o else float("nan")
@@ -84,6 +86,6 @@ for f in sorted(glob.glob(os.path.join(d, "*.bfs.jsonl"))):
             cb, best = cbs[0], max(ours) / cbs[0]
     print("%-12s %5d %5s %10.3g" % (where.replace(".np4", "").replace(".np9", ""), b["ranks"], scale,
                                      b["teps_hmean"]) +
-          "".join(" %10.3g %5.0f%%" % (cells[i], cells[i + 1]) for i in range(0, 8, 2)) +
+          "".join(" %10.3g %5.0f%%" % (cells[i], cells[i + 1]) for i in range(0, len(cells), 2)) +
           " %10.3g %8.2f" % (cb, best))
 EOF

@@ -44,10 +44,10 @@ if(TARGET sparsecomm_cli)
     nbrbench --topos moore:2,1 --sizes 4 --k 2 --aware agnostic --reps 2 --rounds 1)
 endif()
 if(TARGET sparsecomm_bfs)
-  # The 2D BFS at 16 simulated ranks (4x4 grid), blocking and overlapped over the p2p
-  # transport (SMPI has no neighborhood collectives), both merges, one and several fold
+  # The 2D BFS at 16 simulated ranks (4x4 grid), blocking and overlapped over the p2p and
+  # direct transports (SMPI has no neighborhood collectives), both merges, one and several fold
   # chunks per level; exits 3 if any BFS breaks the Graph500 rules or the variants' levels
   # differ. (This run caught SMPI's MPI_Testall nulling requests it reports as incomplete.)
   sparsecomm_add_smpi_test(bfs sparsecomm_bfs 16
-    --scale 12 --roots 4 --variants blocking,overlapped --merge both --transport p2p --fold-every 1,0)
+    --scale 12 --roots 4 --variants blocking,overlapped --merge both --transport p2p,direct --fold-every 1,0)
 endif()

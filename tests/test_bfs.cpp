@@ -50,7 +50,17 @@ std::vector<bfs::BfsOptions> variants() {
     }
   o.merge = "sort", o.phase_size = 1, o.fold_every = 0;
   v.push_back(o);
-  o.fold_every = 1, o.transport = "neighbor";
+  // The direct transport (no transpose; every receive posted first; pieces computed in
+  // arrival order): both merges, a fold per piece, per two pieces, per level; no polling.
+  o.transport = "direct";
+  for (const char* m : {"merge", "sort"})
+    for (int fe : {1, 2, 0}) {
+      o.merge = m, o.fold_every = fe;
+      v.push_back(o);
+    }
+  o.merge = "sort", o.fold_every = 1, o.poll_edges = 0;
+  v.push_back(o);
+  o.poll_edges = bfs::BfsOptions().poll_edges, o.transport = "neighbor";
   o.variant = "plan";
   for (const char* b : {"p2p", "aggregated"}) {
     o.backend = b;

@@ -46,7 +46,8 @@ int bfs_main(int argc, char** argv) {
                    {"phase-size", {"1", "overlapped: neighbors per phase"}},
                    {"merge", {"both", "overlapped: merge, sort or both"}},
                    {"transport",
-                    {"neighbor", "overlapped: neighbor (MPI_Ineighbor_*) or p2p (Isend/Irecv), comma-separated"}},
+                    {"neighbor", "overlapped: neighbor (MPI_Ineighbor_*), p2p (Isend/Irecv per phase) or direct (no transpose, "
+                               "every receive first, pieces in arrival order), comma-separated"}},
                    {"fold-every", {"1", "overlapped: compute chunks per fold chunk, comma-separated (0: one fold per level)"}},
                    {"poll", {"4096", "overlapped: edges of local compute between progress polls (0: none)"}},
                    {"backend", {"p2p", "plan: halo backend of the fold"}},

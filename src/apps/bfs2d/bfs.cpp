@@ -321,6 +321,16 @@ struct Step {
         --left;
       }
   }
+  void wait_some() {  // blocks until at least one more request completes
+    if (left == 0) return;
+    int n = 0;
+    idx.resize(reqs.size());
+    tmp.resize(reqs.size());
+    SPC_MPI(MPI_Waitsome(static_cast<int>(reqs.size()), reqs.data(), &n, idx.data(), tmp.data()));
+    if (n == MPI_UNDEFINED) n = 0;
+    for (int i = 0; i < n; ++i) st[static_cast<size_t>(idx[i])] = tmp[i];
+    left -= static_cast<size_t>(n);
+  }
   void reset() { reqs.clear(), st.clear(), left = 0; }
   int count(size_t i) const {  // elements received by request i (a receive)
     int n = 0;
@@ -349,6 +359,62 @@ struct FoldChunk {
   int index = 0;  // chunk number in this level (p2p: its tag and buffer)
   std::vector<Segment> got;  // once done: what each row peer sent
 };
+
+// The end of an overlapped level: merge every chunk's candidates, my own ("own", several
+// runs) and the received lists [rb[i], re[i]) of (v, u) pairs, then update. `sorted`
+// (merge "merge"): the lists are sorted by v and k-way merged; else a counting sort by v.
+std::vector<int64_t> combine(Ctx& c, std::vector<int64_t>& own, const std::vector<const int64_t*>& rb,
+                             const std::vector<const int64_t*>& re, bool sorted) {
+  std::vector<const int64_t*> lists_b, lists_e;
+  auto add_list = [&](const int64_t* b, const int64_t* e) {
+    if (b != e) lists_b.push_back(b), lists_e.push_back(e);
+  };
+  // "own" holds one sorted run per chunk: sorted as a whole, it is one more list.
+  {
+    Clock s(&c.t.sort);
+    if (sorted) {
+      std::vector<std::pair<int64_t, int64_t>> pr;
+      for (size_t k = 0; k + 1 < own.size(); k += 2) pr.emplace_back(own[k], own[k + 1]);
+      std::sort(pr.begin(), pr.end());
+      own.clear();
+      for (auto& [v, u] : pr) own.insert(own.end(), {v, u});
+    }
+  }
+  add_list(own.data(), own.data() + own.size());
+  for (size_t i = 0; i < rb.size(); ++i) add_list(rb[i], re[i]);
+  std::vector<int64_t> merged;
+  {
+    Clock s(&c.t.sort);
+    if (sorted) {
+      // k-way merge of (v, u) runs sorted by v; the min u wins in update().
+      using Item = std::pair<int64_t, size_t>;  // (v, list)
+      std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+      std::vector<const int64_t*> at = lists_b;
+      for (size_t i = 0; i < at.size(); ++i) heap.emplace(at[i][0], i);
+      while (!heap.empty()) {
+        auto [v, i] = heap.top();
+        heap.pop();
+        merged.insert(merged.end(), {v, at[i][1]});
+        at[i] += 2;
+        if (at[i] != lists_e[i]) heap.emplace(at[i][0], i);
+      }
+    } else {
+      // Counting sort by local vertex index.
+      const int64_t np = c.pe - c.pb;
+      std::vector<int64_t> cnt(static_cast<size_t>(np) + 1, 0);
+      for (size_t i = 0; i < lists_b.size(); ++i)
+        for (const int64_t* p = lists_b[i]; p != lists_e[i]; p += 2) ++cnt[p[0] - c.pb + 1];
+      for (int64_t i = 0; i < np; ++i) cnt[i + 1] += cnt[i];
+      merged.resize(static_cast<size_t>(cnt[np]) * 2);
+      for (size_t i = 0; i < lists_b.size(); ++i)
+        for (const int64_t* p = lists_b[i]; p != lists_e[i]; p += 2) {
+          const int64_t at = cnt[p[0] - c.pb]++;
+          merged[at * 2] = p[0], merged[at * 2 + 1] = p[1];
+        }
+    }
+  }
+  return c.update(merged);
+}
 
 std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int64_t>& frontier) {
   const bool sorted = c.opt.merge == "merge";
@@ -499,58 +565,137 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
     if (ends_fold(k + 1)) post_fold();
   }
   progress_all(true);
-  // Merge every chunk's candidates (sorted lists: k-way merge; or counting sort).
   std::vector<const int64_t*> lists_b, lists_e;
-  auto add_list = [&](const int64_t* b, const int64_t* e) {
-    if (b != e) lists_b.push_back(b), lists_e.push_back(e);
-  };
-  // "own" holds several sorted runs (one per chunk): split them by chunk boundaries.
-  // Simplest correct approach: treat own as a list to be merged after sorting it.
-  {
-    Clock s(&c.t.sort);
-    if (sorted) {
-      std::vector<std::pair<int64_t, int64_t>> pr;
-      for (size_t k = 0; k + 1 < own.size(); k += 2) pr.emplace_back(own[k], own[k + 1]);
-      std::sort(pr.begin(), pr.end());
-      own.clear();
-      for (auto& [v, u] : pr) own.insert(own.end(), {v, u});
-    }
-  }
-  add_list(own.data(), own.data() + own.size());
   for (auto& f : folds)
-    for (const Segment& g : f.got) add_list(g.data, g.data + g.n);
-  std::vector<int64_t> merged;
+    for (const Segment& g : f.got) lists_b.push_back(g.data), lists_e.push_back(g.data + g.n);
+  return combine(c, own, lists_b, lists_e, sorted);
+}
+
+// Overlapped, transport "direct": no transpose and no phase chain. A rank's new frontier
+// piece goes straight to every rank that gathers it (rank (a, b)'s piece is part of column
+// block a: the ranks (k, a) of processor column a), so the transpose and the column
+// allgather become one step of q messages, all posted at the start of the level. Every
+// receive of the level (the q pieces of my column block, every fold chunk from every row
+// peer) is posted first, at an upper bound (as the p2p transport), so no transfer waits for
+// its receiver to reach a later point of its compute. The local compute takes the pieces
+// in the order they arrive (MPI_Testsome / MPI_Waitsome), not in a fixed phase order, and
+// the candidates of every `fold_every` pieces go out as one fold chunk (0: one per level).
+// The message count equals the blocking version's (transpose + q - 1 allgather messages
+// per rank, one fold message per row peer and chunk), with no count exchanges.
+struct Direct {
+  Comm comm, row;                // duplicates of the grid and row communicators
+  std::vector<int> src, dst;     // grid ranks: the owners of my column block's pieces, the gatherers of my piece
+  bool self = false;             // my own piece is part of my column block (a diagonal rank)
+  std::vector<int> row_peers;    // row ranks of the other ranks of my processor row
+  int max_piece = 0, my_piece = 0, chunks = 1;
+  std::unique_ptr<int64_t[]> expand_buf, fold_buf;
+
+  Direct(const Graph2D& g, const Grid& grid, int fold_every) : comm(grid.comm()), row(grid.row_comm()) {
+    const int q = grid.pr(), me = comm_rank(grid.comm());
+    for (int k = 0; k < q; ++k) {
+      const int s = grid.rank_of(grid.col(), k), d = grid.rank_of(k, grid.row());
+      if (s == me) self = true;
+      else src.push_back(s);
+      if (d != me) dst.push_back(d);
+    }
+    for (int j = 0; j < grid.pc(); ++j)
+      if (j != grid.col()) row_peers.push_back(j);
+    int64_t mp = 0;
+    for (size_t r = 0; r + 1 < g.piece_offsets.size(); ++r)
+      mp = std::max(mp, g.piece_offsets[r + 1] - g.piece_offsets[r]);
+    if (2 * mp > INT_MAX)
+      throw NotImplementedError("bfs: overlapped direct: a piece of " + std::to_string(mp) +
+                                " vertices is too large for int-counted messages");
+    max_piece = static_cast<int>(mp);
+    my_piece = static_cast<int>(g.piece_end(me) - g.piece_begin(me));
+    chunks = fold_every > 0 ? (q + fold_every - 1) / fold_every : 1;
+    auto alloc = [](size_t n) { return std::unique_ptr<int64_t[]>(new int64_t[std::max<size_t>(n, 1)]); };
+    expand_buf = alloc(src.size() * static_cast<size_t>(max_piece));
+    fold_buf = alloc(static_cast<size_t>(chunks) * row_peers.size() * 2 * static_cast<size_t>(my_piece));
+  }
+};
+
+std::vector<int64_t> level_direct(Ctx& c, Direct& d, const std::vector<int64_t>& frontier) {
+  const bool sorted = c.opt.merge == "merge";
+  const int pc = c.grid.pc(), mycol = c.grid.col(), q = c.grid.pr();
+  const size_t peers = d.row_peers.size(), slot = 2 * static_cast<size_t>(d.my_piece);
+  Step fold_recv, expand;
   {
-    Clock s(&c.t.sort);
-    if (sorted) {
-      // k-way merge of (v, u) runs sorted by v; the min u wins in update().
-      using Item = std::pair<int64_t, size_t>;  // (v, list)
-      std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
-      std::vector<const int64_t*> at = lists_b;
-      for (size_t i = 0; i < at.size(); ++i) heap.emplace(at[i][0], i);
-      while (!heap.empty()) {
-        auto [v, i] = heap.top();
-        heap.pop();
-        merged.insert(merged.end(), {v, at[i][1]});
-        at[i] += 2;
-        if (at[i] != lists_e[i]) heap.emplace(at[i][0], i);
+    Clock a(&c.t.fold);
+    for (int t = 0; t < d.chunks; ++t)  // request t * peers + j: chunk t from peer j
+      for (size_t j = 0; j < peers; ++j)
+        SPC_MPI(MPI_Irecv(d.fold_buf.get() + (static_cast<size_t>(t) * peers + j) * slot, static_cast<int>(slot),
+                          MPI_INT64_T, d.row_peers[j], 1 + t, d.row.get(), fold_recv.add()));
+  }
+  {
+    Clock a(&c.t.expand);
+    for (size_t i = 0; i < d.src.size(); ++i)  // request i: the piece of src[i]
+      SPC_MPI(MPI_Irecv(d.expand_buf.get() + i * static_cast<size_t>(d.max_piece), d.max_piece, MPI_INT64_T, d.src[i],
+                        0, d.comm.get(), expand.add()));
+    for (int r : d.dst)
+      SPC_MPI(MPI_Isend(frontier.data(), static_cast<int>(frontier.size()), MPI_INT64_T, r, 0, d.comm.get(),
+                        expand.add()));
+  }
+  std::vector<std::vector<int64_t>> fold_send;
+  std::vector<MPI_Request> fold_sreq;
+  std::vector<int64_t> own;
+  int chunk = 0;
+  auto post_fold = [&]() {
+    std::vector<int64_t> data;
+    std::vector<int> cnt;
+    c.bucket(data, cnt, sorted);
+    Clock a(&c.t.fold);
+    fold_send.emplace_back();
+    std::vector<int64_t>& buf = fold_send.back();
+    std::vector<int> at;
+    int64_t pos = 0;
+    for (int j = 0; j < pc; ++j) {
+      if (j == mycol) own.insert(own.end(), data.begin() + pos, data.begin() + pos + cnt[j]);
+      else at.push_back(static_cast<int>(buf.size())), buf.insert(buf.end(), data.begin() + pos, data.begin() + pos + cnt[j]);
+      pos += cnt[j];
+    }
+    for (size_t j = 0; j < peers; ++j) {
+      const int n = (j + 1 < peers ? at[j + 1] : static_cast<int>(buf.size())) - at[j];
+      fold_sreq.push_back(MPI_REQUEST_NULL);
+      SPC_MPI(MPI_Isend(buf.data() + at[j], n, MPI_INT64_T, d.row_peers[j], 1 + chunk, d.row.get(), &fold_sreq.back()));
+    }
+    ++chunk;
+  };
+  std::function<void()> poll;
+  if (c.opt.poll_edges > 0) poll = [&]() { expand.test(), fold_recv.test(); };
+  const int every = c.opt.fold_every > 0 ? c.opt.fold_every : q;
+  int pieces = 0;  // compute chunks done
+  auto computed = [&]() {
+    ++pieces;
+    if (pieces % every == 0 || pieces == q) post_fold();
+  };
+  if (d.self) c.spmspv(frontier.data(), frontier.size(), poll), computed();
+  std::vector<char> used(d.src.size(), 0);
+  for (size_t left = d.src.size(); left > 0;) {
+    size_t before = left;
+    for (size_t i = 0; i < d.src.size(); ++i)
+      if (!used[i] && expand.reqs[i] == MPI_REQUEST_NULL) {
+        used[i] = 1, --left;
+        c.spmspv(d.expand_buf.get() + i * static_cast<size_t>(d.max_piece), static_cast<size_t>(expand.count(i)), poll);
+        computed();
       }
-    } else {
-      // Counting sort by local vertex index.
-      const int64_t np = c.pe - c.pb;
-      std::vector<int64_t> cnt(static_cast<size_t>(np) + 1, 0);
-      for (size_t i = 0; i < lists_b.size(); ++i)
-        for (const int64_t* p = lists_b[i]; p != lists_e[i]; p += 2) ++cnt[p[0] - c.pb + 1];
-      for (int64_t i = 0; i < np; ++i) cnt[i + 1] += cnt[i];
-      merged.resize(static_cast<size_t>(cnt[np]) * 2);
-      for (size_t i = 0; i < lists_b.size(); ++i)
-        for (const int64_t* p = lists_b[i]; p != lists_e[i]; p += 2) {
-          const int64_t at = cnt[p[0] - c.pb]++;
-          merged[at * 2] = p[0], merged[at * 2 + 1] = p[1];
-        }
+    if (left > 0 && left == before) {
+      Clock a(&c.t.expand), e(&c.t.exposed);
+      expand.wait_some();
     }
   }
-  return c.update(merged);
+  {
+    Clock a(&c.t.fold), e(&c.t.exposed);
+    fold_recv.wait();
+    expand.wait();
+    SPC_MPI(MPI_Waitall(static_cast<int>(fold_sreq.size()), fold_sreq.data(), MPI_STATUSES_IGNORE));
+  }
+  std::vector<const int64_t*> rb, re;
+  for (size_t k = 0; k < fold_recv.reqs.size(); ++k) {
+    const int64_t* b = d.fold_buf.get() + k * slot;
+    rb.push_back(b), re.push_back(b + fold_recv.count(k));
+  }
+  return combine(c, own, rb, re, sorted);
 }
 
 // Plan variant: the expand through an allgather-shaped GatherPlan over the column and the
@@ -623,8 +768,8 @@ std::string options_error(const BfsOptions& opt) {
   if (opt.variant != "blocking" && opt.variant != "overlapped" && opt.variant != "plan")
     return "bfs: unknown variant '" + opt.variant + "'; valid: blocking, overlapped, plan";
   if (opt.merge != "merge" && opt.merge != "sort") return "bfs: unknown merge '" + opt.merge + "'; valid: merge, sort";
-  if (opt.transport != "neighbor" && opt.transport != "p2p")
-    return "bfs: unknown transport '" + opt.transport + "'; valid: neighbor, p2p";
+  if (opt.transport != "neighbor" && opt.transport != "p2p" && opt.transport != "direct")
+    return "bfs: unknown transport '" + opt.transport + "'; valid: neighbor, p2p, direct";
   if (opt.phase_size < 1) return "bfs: phase_size must be >= 1, got " + std::to_string(opt.phase_size);
   if (opt.fold_every < 0) return "bfs: fold_every must be >= 0, got " + std::to_string(opt.fold_every);
   if (opt.poll_edges < 0) return "bfs: poll_edges must be >= 0, got " + std::to_string(opt.poll_edges);
@@ -648,7 +793,9 @@ std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, c
     throw NotImplementedError("bfs: the overlapped variant's neighbor transport needs MPI neighborhood collectives, "
                               "which SimGrid SMPI 3.32 does not implement; use transport p2p");
 #endif
-  if (opt.variant == "overlapped") ov = std::make_unique<Overlap>(g, grid, opt.phase_size, opt.transport);
+  std::unique_ptr<Direct> dir;
+  if (opt.variant == "overlapped" && opt.transport == "direct") dir = std::make_unique<Direct>(g, grid, opt.fold_every);
+  else if (opt.variant == "overlapped") ov = std::make_unique<Overlap>(g, grid, opt.phase_size, opt.transport);
   if (opt.variant == "plan") {
     loc = Locality::detect(comm);
     sdde = std::make_unique<Sdde>(comm, loc);
@@ -659,6 +806,7 @@ std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, c
   if (root >= c.pb && root < c.pe) c.parent[root - c.pb] = root, frontier.push_back(root);
   while (true) {
     if (opt.variant == "blocking") frontier = level_blocking(c, frontier);
+    else if (dir) frontier = level_direct(c, *dir, frontier);
     else if (opt.variant == "overlapped") frontier = level_overlapped(c, *ov, frontier);
     else frontier = level_plan(c, *sdde, loc, frontier);
     ++c.t.levels;

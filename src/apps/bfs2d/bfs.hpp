@@ -61,7 +61,10 @@ struct BfsOptions {
   std::string variant = "blocking";  ///< "blocking", "overlapped", "plan"
   int phase_size = 1;                ///< overlapped: neighbors per phase of the split collectives
   std::string merge = "sort";        ///< overlapped: "sort" (counting sort; faster in every run) or "merge" (k-way merge)
-  std::string transport = "neighbor";  ///< overlapped: "neighbor" (MPI_Ineighbor_*) or "p2p" (MPI_Isend/Irecv per phase)
+  /// overlapped: "neighbor" (MPI_Ineighbor_*), "p2p" (MPI_Isend/Irecv per phase) or "direct"
+  /// (no transpose: each frontier piece goes straight to its column's ranks; every receive of
+  /// a level posted first; pieces computed in arrival order; phase_size does not apply)
+  std::string transport = "neighbor";
   int fold_every = 1;                ///< overlapped: compute chunks per fold chunk (0: one fold per level)
   int64_t poll_edges = 4096;         ///< overlapped: edges of local compute between progress polls (0: none)
   std::string backend = "p2p";       ///< plan: halo-exchange backend of the fold
