@@ -27,6 +27,7 @@
 #include "matrix/data_path.hpp"
 #include "matrix/dist_csr.hpp"
 #include "matrix/mtx_reader.hpp"
+#include "matrix/ordering.hpp"
 #include "test_util.hpp"
 
 namespace sparsecomm {
@@ -848,6 +849,62 @@ TEST(DataPath, ListAndLargest) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Reading with an ordering (MtxReadOptions::ordering): the result is P A P^T for the
+// permutation handed back, the same on every rank.
+
+/// Checks that `a` (read with `opt.ordering`) is the natural read of `path` relabelled by
+/// the permutation the reader returned (identical on every rank), and returns that bandwidth.
+int64_t check_reordered(const std::string& path, Ordering ordering) {
+  std::vector<int64_t> perm;
+  MtxReadOptions opt;
+  opt.ordering = ordering;
+  opt.permutation = &perm;
+  opt.scatter_chunk_bytes = 4096;  // the chunked scatter too
+  auto a = read_matrix_market(MPI_COMM_WORLD, path, opt);
+  const int64_t n = a.global_rows();
+  EXPECT_EQ(static_cast<int64_t>(perm.size()), n);
+  EXPECT_NO_THROW(invert_permutation(perm));
+  // Every rank got rank 0's permutation.
+  std::vector<int64_t> root = perm;
+  MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_INT64_T, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(root, perm);
+  if (ordering == Ordering::natural) {
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(perm[i], i);
+  }
+  Entries expect = read_matrix_market(MPI_COMM_WORLD, path).gather_all();
+  permute_symmetric(expect, invert_permutation(perm));
+  const Entries got = canonical(a.gather_all());
+  EXPECT_TRUE(same_entries(got, canonical(expect)));
+  const RowPartition rp = RowPartition::balanced(n, test::size());
+  check_layout(a, rp, rp);
+  return bandwidth(got);
+}
+
+TEST(ReaderOrdering, RcmOfAShuffledPathIsP_A_Pt) {
+  // A path 1-2-...-40 written under a scrambled numbering (vertex i -> (i * 17) mod 41, a
+  // bijection of 1..40): bandwidth 1 after RCM.
+  const int n = 40;
+  std::string text = std::string("%%MatrixMarket matrix coordinate real symmetric\n") + std::to_string(n) + " " +
+                     std::to_string(n) + " " + std::to_string(2 * n - 1) + "\n";
+  auto label = [](int i) { return (i * 17) % 41; };
+  for (int i = 1; i <= n; ++i) text += std::to_string(label(i)) + " " + std::to_string(label(i)) + " 2\n";
+  for (int i = 1; i < n; ++i) text += std::to_string(label(i + 1)) + " " + std::to_string(label(i)) + " -1\n";
+  const std::string path = write_mtx("scrambled_path.mtx", text);
+  EXPECT_GT(check_reordered(path, Ordering::natural), 10);
+  EXPECT_EQ(check_reordered(path, Ordering::rcm), 1);
+}
+
+TEST(ReaderOrdering, RcmOfANonSquareMatrixIsAnErrorOnEveryRank) {
+  const std::string path = write_mtx("rect_rcm.mtx", std::string(kBanner) + "2 3 2\n1 1 1\n2 3 2\n");
+  MtxReadOptions opt;
+  opt.ordering = Ordering::rcm;
+  const std::string msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, path, opt); });
+  EXPECT_NE(msg.find("the rcm ordering needs a square matrix, not 2 x 3"), std::string::npos) << msg;
+  // The natural ordering reads it.
+  EXPECT_EQ(read_matrix_market(MPI_COMM_WORLD, path).global_nnz(), 2);
+}
+
+// ---------------------------------------------------------------------------------------
 // Real SuiteSparse files (registered separately, skipped when absent)
 
 void check_real_matrix(const std::string& path, int64_t rows, int64_t nnz, bool symmetric) {
@@ -907,6 +964,17 @@ TEST(ReaderSuiteSparse, UserPartitionAndChunksOnRealFile) {
   auto a = read_matrix_market(MPI_COMM_WORLD, path, opt);
   check_layout(a, opt.rows, opt.rows);
   EXPECT_TRUE(same_entries(canonical(a.gather_all()), ref));
+}
+
+TEST(ReaderSuiteSparse, RcmOrderingOfRealFiles) {
+  // Real files whose natural numbering is not banded: RCM is P A P^T and cuts the bandwidth.
+  SPC_REQUIRE_MATRIX(can, "HB/can_1054");
+  SPC_REQUIRE_MATRIX(west, "HB/west0132");  // unsymmetric: ordered on the pattern of A + A^T
+  for (const auto& path : {can, west}) {
+    const int64_t natural = check_reordered(path, Ordering::natural);
+    const int64_t rcm = check_reordered(path, Ordering::rcm);
+    EXPECT_LT(rcm, natural) << path;
+  }
 }
 
 TEST(ReaderSuiteSparse, G2CircuitLargeFile) {

@@ -421,6 +421,15 @@ std::vector<int64_t> bucket_by_owner(std::vector<Triplet<double>>& entries, cons
 
 }  // namespace
 
+namespace {
+/// MPI_Bcast of n int64 values from rank 0, in pieces whose counts fit an int.
+void bcast_int64(MPI_Comm comm, int64_t* data, int64_t n) {
+  constexpr int64_t piece = 1 << 26;
+  for (int64_t at = 0; at < n; at += piece)
+    SPC_MPI(MPI_Bcast(data + at, static_cast<int>(std::min(piece, n - at)), MPI_INT64_T, 0, comm));
+}
+}  // namespace
+
 DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const MtxReadOptions& opt) {
   using T = Triplet<double>;
   const int rank = comm_rank(comm), nranks = comm_size(comm);
@@ -438,11 +447,28 @@ DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const
   // it, and the file needs to be visible on rank 0 only. A parse error is rethrown on
   // every rank with rank 0's message.
   MtxData data;
+  std::vector<int64_t> perm;
   agreed(comm, [&] {
-    if (rank == 0) data = parse_mtx(path);
+    if (rank != 0) return;
+    data = parse_mtx(path);
+    if (opt.ordering == Ordering::natural) return;
+    if (data.header.rows != data.header.cols)
+      throw InputError("read_matrix_market(" + path + "): the " + ordering_name(opt.ordering) +
+                       " ordering needs a square matrix, not " + std::to_string(data.header.rows) + " x " +
+                       std::to_string(data.header.cols));
+    perm = rcm_permutation(data.header.rows, data.entries);
+    permute_symmetric(data.entries, invert_permutation(perm));
   });
   int64_t dims[2] = {data.header.rows, data.header.cols};
   SPC_MPI(MPI_Bcast(dims, 2, MPI_INT64_T, 0, comm));
+  if (opt.permutation) {
+    perm.resize(static_cast<size_t>(dims[0]));
+    if (opt.ordering == Ordering::natural)
+      for (int64_t i = 0; i < dims[0]; ++i) perm[i] = i;
+    else
+      bcast_int64(comm, perm.data(), dims[0]);
+    *opt.permutation = std::move(perm);
+  }
 
   RowPartition rows;
   if (opt.has_row_partition) {

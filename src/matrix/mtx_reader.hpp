@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "matrix/dist_csr.hpp"
+#include "matrix/ordering.hpp"
 
 namespace sparsecomm {
 
@@ -44,6 +45,13 @@ struct MtxReadOptions {
   /// limit). Smaller values only split the scatter into more rounds; tests use them to
   /// exercise the chunked path on small files.
   int64_t scatter_chunk_bytes = 0;
+  /// Relabel rows and columns symmetrically before distributing (square matrices only;
+  /// InputError on every rank otherwise): rcm = reverse Cuthill-McKee (matrix/ordering.hpp),
+  /// computed on rank 0 from the whole pattern. The result is P A P^T.
+  Ordering ordering = Ordering::natural;
+  /// If set, receives the ordering's permutation on every rank: (*permutation)[new] = old
+  /// (the identity for the natural ordering).
+  std::vector<int64_t>* permutation = nullptr;
 };
 
 /// Collective. Rank 0 reads and parses the file once, then sends each rank only the
