@@ -51,6 +51,7 @@
 #include "matrix/data_path.hpp"
 #include "matrix/dist_spmv.hpp"
 #include "matrix/mtx_reader.hpp"
+#include "matrix/ordering.hpp"
 #include "matrix/reference.hpp"
 
 using namespace sparsecomm;
@@ -136,6 +137,7 @@ struct Config {
   std::set<std::string> variants;  // empty: all
   Locality loc;
   std::string json;
+  std::vector<Ordering> orderings{Ordering::natural};
 };
 
 bool wanted(const Config& cfg, const std::string& name, const std::string& family = "") {
@@ -143,12 +145,15 @@ bool wanted(const Config& cfg, const std::string& name, const std::string& famil
 }
 
 /// Runs every variant on one matrix; prints the table on rank 0. Returns false if a check failed.
-bool run_matrix(const std::string& path, const Config& cfg) {
+bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), nranks = comm_size(comm);
-  const std::string name = matrix_label(path);
+  // A reordered matrix is labelled "<name>+rcm": P A P^T times its own dense counterpart.
+  const std::string name = matrix_label(path) + (ordering == Ordering::natural ? "" : "+" + ordering_name(ordering));
   double t0 = MPI_Wtime();
-  DistCsr<double> a = read_matrix_market(comm, path);
+  MtxReadOptions ro;
+  ro.ordering = ordering;
+  DistCsr<double> a = read_matrix_market(comm, path, ro);
   const double t_read = MPI_Wtime() - t0;
   const int64_t N = a.global_rows();
   if (a.global_cols() != N || a.col_partition() != a.row_partition())
@@ -407,7 +412,8 @@ bool run_matrix(const std::string& path, const Config& cfg) {
       std::ofstream js(cfg.json, std::ios::app);
       for (const auto& r : results) {
         const bool comb = r.kind == "gather" && r.backend == "combined";
-        js << "{\"bench\":\"spmm\",\"matrix\":\"" << apps::json_escape(name) << "\",\"rows\":" << N
+        js << "{\"bench\":\"spmm\",\"matrix\":\"" << apps::json_escape(name) << "\",\"ordering\":\""
+           << ordering_name(ordering) << "\",\"rows\":" << N
            << ",\"nnz\":" << a.global_nnz() << ",\"cols\":" << n << ",\"ranks\":" << nranks << ",\"regions\":\""
            << apps::json_escape(cfg.loc.describe()) << "\",\"in_degree_max\":" << deg[0].max
            << ",\"in_degree_mean\":" << deg[0].sum / nranks << ",\"variant\":\"" << r.variant << "\",\"kind\":\""
@@ -449,6 +455,9 @@ int spmm_main(int argc, char** argv) {
        {"variants",
         {"all", "comma-separated: all, or any of <gather backend> (p2p, combined, ...), halo, halo_<plan backend>; "
                 "allgather and neighbor (p2p where neighbor is not registered: SMPI) always run"}},
+       {"ordering",
+        {"natural", "comma-separated orderings, each matrix runs once per ordering: natural (the file's) or rcm "
+                    "(reverse Cuthill-McKee, P A P^T: a banded block pattern)"}},
        {"regions", {"ppn:4", "region layout: node, ppn:k, cyclic:n, list:..., flat, single"}},
        {"json", {"", "append one JSON line per (matrix, variant) to this file"}}},
       "usage: mpirun -np P sparsecomm_spmm [options]\n"
@@ -485,6 +494,9 @@ int spmm_main(int argc, char** argv) {
     }
   }
   cfg.json = opt.get("json");
+  cfg.orderings.clear();
+  for (const auto& o : apps::split_list(opt.get("ordering"))) cfg.orderings.push_back(parse_ordering(o));
+  if (cfg.orderings.empty()) throw InputError("--ordering is empty");
 
   // Resolve every matrix first; an absent one is a skip (77), not a failure.
   std::vector<std::string> paths;
@@ -509,7 +521,8 @@ int spmm_main(int argc, char** argv) {
   cfg.loc = Locality::parse(comm, opt.get("regions"));
 
   bool ok = true;
-  for (const auto& p : paths) ok = run_matrix(p, cfg) && ok;
+  for (const auto& p : paths)
+    for (Ordering o : cfg.orderings) ok = run_matrix(p, o, cfg) && ok;
   if (rank == 0) {
     std::cout << "\n" << (ok ? "every variant's C verified against the serial Eigen product\n" : "VERIFICATION FAILED\n");
     if (!cfg.json.empty()) std::cout << "JSON lines appended to " << cfg.json << "\n";
