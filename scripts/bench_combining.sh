@@ -5,7 +5,9 @@
 #   1. sparsecomm nbrbench at 32 ranks (oversubscribed here): Erdős–Rényi δ = 0.05-0.8 and
 #      Moore (D, R) topologies, 4 B to 4 KiB, k = 2, 3, 4, 6, agnostic and aware;
 #   2. sparsecomm spmm at 32 ranks: HB/ash292, HB/dwt_193, Pajek/Journals (every column of
-#      B) and larger sparse matrices (the first $SPMM_COLS columns of B);
+#      B) and larger sparse matrices (the first $SPMM_COLS columns of B), each of those in its
+#      file's numbering and reverse Cuthill-McKee ordered ("+rcm": a banded block pattern,
+#      in-degree about 2, as a sparse code that partitions its mesh or graph has);
 #   3. the same two at 32 SIMULATED ranks (SimGrid SMPI, 4 nodes x 8 ranks of the QDR
 #      platform, computation not simulated) when an SMPI build exists ($BUILD_SMPI);
 #      labelled as modelled. There `neighbor` does not exist and p2p is the baseline.
@@ -18,7 +20,8 @@
 #
 # Environment: BUILD (default build), BUILD_SMPI (default build-smpi; absent: step 3 skipped),
 # OUT (default results/bench_combining), NP (default 32), SPMM_COLS (default 16),
-# LARGE (the larger SpMM matrices, comma-separated).
+# LARGE (the larger SpMM matrices, comma-separated), ORDERINGS (of the larger matrices;
+# default natural,rcm).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -28,7 +31,8 @@ out=${OUT:-$root/results/bench_combining}
 np=${NP:-32}
 cols=${SPMM_COLS:-16}
 small=HB/ash292,HB/dwt_193,Pajek/Journals
-large=${LARGE:-GHS_psdef/wathen100,HB/bcsstk18,AMD/G2_circuit,DIMACS10/delaunay_n16}
+large=${LARGE:-GHS_psdef/wathen100,HB/bcsstk18,AMD/G2_circuit,DIMACS10/delaunay_n16,DIMACS10/luxembourg_osm}
+orderings=${ORDERINGS:-natural,rcm}
 mkdir -p "$out"
 rm -f "$out"/*.jsonl
 if [ ! -x "$build/src/apps/cli/sparsecomm" ]; then
@@ -44,7 +48,7 @@ say "1. nbrbench, $np ranks"
 say "2. spmm, $np ranks"
 "$here/mpirun.sh" -np "$np" "$cli" spmm --matrix "$small" --k 2,4 --reps 5 \
   --json "$out/node.spmm.jsonl" > "$out/node.spmm.txt"
-"$here/mpirun.sh" -np "$np" "$cli" spmm --matrix "$large" --cols "$cols" --k 2,4 --reps 5 \
+"$here/mpirun.sh" -np "$np" "$cli" spmm --matrix "$large" --ordering "$orderings" --cols "$cols" --k 2,4 --reps 5 \
   --json "$out/node.spmm.jsonl" > "$out/node.spmm_large.txt"
 
 if [ -x "$bsmpi/src/apps/nbrbench/sparsecomm_nbrbench" ] && [ -x "$bsmpi/src/apps/spmm/sparsecomm_spmm" ]; then
@@ -53,8 +57,11 @@ if [ -x "$bsmpi/src/apps/nbrbench/sparsecomm_nbrbench" ] && [ -x "$bsmpi/src/app
   "$here/smpi.sh" run "$np" --platform gpc_flat -- "$bsmpi/src/apps/nbrbench/sparsecomm_nbrbench" \
     --regions ppn:8 --reps 20 --rounds 2 --json "$out/smpi.nbrbench.jsonl" > "$out/smpi.nbrbench.txt" 2>&1
   "$here/smpi.sh" run "$np" --platform gpc_flat -- "$bsmpi/src/apps/spmm/sparsecomm_spmm" --regions ppn:8 \
-    --matrix "$small,$large" --cols "$cols" --k 2,4 --reps 2 --variants p2p,combined \
+    --matrix "$small" --cols "$cols" --k 2,4 --reps 2 --variants p2p,combined \
     --json "$out/smpi.spmm.jsonl" > "$out/smpi.spmm.txt" 2>&1
+  "$here/smpi.sh" run "$np" --platform gpc_flat -- "$bsmpi/src/apps/spmm/sparsecomm_spmm" --regions ppn:8 \
+    --matrix "$large" --ordering "$orderings" --cols "$cols" --k 2,4 --reps 2 --variants p2p,combined \
+    --json "$out/smpi.spmm.jsonl" > "$out/smpi.spmm_large.txt" 2>&1
   rm -f "$out"/smpitmp-hostf*
   cd - > /dev/null
 else
@@ -104,7 +111,7 @@ for where, label in (("node", "this node (real MPI, oversubscribed)"),
                         for t in dict.fromkeys(r["topology"] for r in big)))
     if sp:
         print("-- SpMM C = A x A: time [ms] of the whole product, speedups")
-        print("%-22s %5s %6s %10s %10s %10s  %-22s %10s %10s" % (
+        print("%-28s %5s %6s %10s %10s %10s  %-22s %10s %10s" % (
             "matrix", "cols", "in-deg", "allgather", base, "combined", "best combined", base + "/allg.",
             "comb./" + base))
         for m in dict.fromkeys(r["matrix"] for r in sp):
@@ -120,9 +127,20 @@ for where, label in (("node", "this node (real MPI, oversubscribed)"),
                 notes.append("10x: " + ("met" if s1 >= 10 else "not met"))
                 if m in ("Pajek_Journals", "HB_dwt_193"):
                     notes.append("1.5x: " + ("met" if s2 >= 1.5 else "NOT met"))
-            print("%-22s %5d %6.1f %10.3f %10.3f %10s  %-22s %9.2fx %9.2fx  %s" % (
+            print("%-28s %5d %6.1f %10.3f %10.3f %10s  %-22s %9.2fx %9.2fx  %s" % (
                 m, a["cols"], a["in_degree_mean"], a["time_s"] * 1e3, b["time_s"] * 1e3,
                 "%.3f" % (c["time_s"] * 1e3) if c else "-", c["variant"] if c else "-", s1, s2, "; ".join(notes)))
+        for order in ("natural", "rcm"):
+            ms = [m for m in dict.fromkeys(r["matrix"] for r in sp)
+                  if next(r for r in sp if r["matrix"] == m).get("ordering", "natural") == order]
+            if not ms:
+                continue
+            sps = []
+            for m in ms:
+                t = {r["variant"]: r["time_s"] for r in sp if r["matrix"] == m}
+                sps.append(t["allgather"] / t[base])
+            print("-- %s over the global allgather, %s ordering: %d of %d matrices >= 10x (%.2f-%.2fx)" % (
+                base, order, sum(x >= 10 for x in sps), len(sps), min(sps), max(sps)))
     print()
 EOF
 
