@@ -17,6 +17,7 @@ int info_main(int argc, char** argv) {
   const int rank = comm_rank(comm), p = comm_size(comm);
   Options o({{"matrix", {"", "SuiteSparse name or path (default: the largest found)"}},
              {"gen", {"", "generator spec instead, e.g. rotate:512,512"}},
+             {"ordering", {"natural", ordering_help()}},
              {"regions", {"node", "region layout: node, ppn:k, cyclic:n, list:..."}},
              {"sdde", {kDefaultSdde, "SDDE strategy for the pattern"}},
              {"model", {"", "model parameters (default: $SPARSECOMM_MODEL or built-in)"}},
@@ -28,7 +29,7 @@ int info_main(int argc, char** argv) {
     return 0;
   }
   std::string label;
-  auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), &label);
+  auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
   Locality loc = Locality::parse(comm, o.get("regions"));
   Sdde sdde(comm, loc);
   Pattern pat = Pattern::from_matrix(a, sdde, o.get("sdde"));

@@ -1,26 +1,43 @@
 #pragma once
-// The CLI's shared --matrix / --gen handling: a SuiteSparse name or path through the data
-// search path, a generator spec, or (neither) the largest matrix found.
+// The CLI's shared --matrix / --gen / --ordering handling: a SuiteSparse name or path
+// through the data search path, a generator spec, or (neither) the largest matrix found;
+// files may be read reverse Cuthill-McKee ordered (matrix/ordering.hpp).
 #include <string>
 
+#include "comm/error.hpp"
 #include "matrix/data_path.hpp"
 #include "matrix/generators.hpp"
 #include "matrix/mtx_reader.hpp"
+#include "matrix/ordering.hpp"
 
 namespace sparsecomm::apps {
 
-inline DistCsr<double> load_matrix(MPI_Comm comm, const std::string& matrix, const std::string& gen, std::string* label) {
+/// The --ordering option's help text.
+inline const char* ordering_help() {
+  return "natural (the file's numbering) or rcm (reverse Cuthill-McKee, P A P^T: a banded block pattern); "
+         "files only";
+}
+
+inline DistCsr<double> load_matrix(MPI_Comm comm, const std::string& matrix, const std::string& gen,
+                                   const std::string& ordering, std::string* label) {
+  MtxReadOptions ro;
+  ro.ordering = parse_ordering(ordering);  // the same on every rank: a bad name fails everywhere
   if (!gen.empty()) {
+    if (ro.ordering != Ordering::natural)
+      throw InputError("--ordering " + ordering + " applies to matrix files, not to generated matrices (--gen " +
+                       gen + ")");
     *label = gen;
     return gen::from_spec(comm, gen);
   }
   const std::string path = matrix.empty() ? largest_matrix() : find_matrix(matrix);
   if (path.empty()) {
+    if (ro.ordering != Ordering::natural)
+      throw InputError("--ordering " + ordering + ": no SuiteSparse matrix found to reorder");
     *label = "rotate:512,512 (no SuiteSparse matrix found)";
     return gen::from_spec(comm, "rotate:512,512");
   }
-  *label = path.substr(path.find_last_of('/') + 1);
-  return read_matrix_market(comm, path);
+  *label = path.substr(path.find_last_of('/') + 1) + (ro.ordering == Ordering::natural ? "" : " (" + ordering + ")");
+  return read_matrix_market(comm, path, ro);
 }
 
 }  // namespace sparsecomm::apps

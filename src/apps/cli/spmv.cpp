@@ -18,6 +18,7 @@ int spmv_main(int argc, char** argv) {
   const int rank = comm_rank(comm);
   Options o({{"matrix", {"", "SuiteSparse name or path (default: the largest found)"}},
              {"gen", {"", "generator spec instead"}},
+             {"ordering", {"natural", ordering_help()}},
              {"backend", {"all", "comma-separated backends, or all (includes auto)"}},
              {"sdde", {kDefaultSdde, "SDDE strategy for the pattern"}},
              {"regions", {"node", "region layout"}},
@@ -33,7 +34,7 @@ int spmv_main(int argc, char** argv) {
     return 0;
   }
   std::string label;
-  auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), &label);
+  auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
   Locality loc = Locality::parse(comm, o.get("regions"));
   const int w = o.get_int("width");
   auto backends = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
