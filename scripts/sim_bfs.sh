@@ -11,11 +11,12 @@
 # and injected (smpi/simulate-computation:yes, smpi/host-speed = the platform's 10 Gflop/s
 # per core, so one host second is one simulated second).
 #
-#   scripts/sim_bfs.sh            (results in results/sim_bfs/: JSON lines and table.txt; 11 min)
+#   scripts/sim_bfs.sh            (results in results/sim_bfs/: JSON lines and table.txt; ~17 min)
 #
-# The overlapped variant runs with the p2p transport (SMPI 3.32 has no neighborhood
-# collectives): MPI_Isend/Irecv per phase, receives posted at upper bounds, so it also saves
-# the blocking version's count exchanges. To separate that saving from the overlap, every
+# The overlapped variant runs with the p2p and direct transports (SMPI 3.32 has no
+# neighborhood collectives): MPI_Isend/Irecv per phase (p2p), or straight to the ranks of the
+# column with no transpose step and pieces computed in arrival order (direct); both post
+# receives at upper bounds, so they also save the blocking version's count exchanges. To separate that saving from the overlap, every
 # case also runs with computation NOT simulated (compute costs no simulated time, nothing
 # can be overlapped): "comm only" is then the blocking version's pure communication time
 # and how much the p2p protocol alone saves.
@@ -26,7 +27,7 @@
 # Open MPI's basic linear alltoallv (smpi.sh's default).
 #
 # Environment: BUILD_SMPI (default build-smpi), OUT (results/sim_bfs), SCALES ("16 17 18"),
-# RANKS ("4 9 16"), NETS ("qdr eth1g"), ROOTS (8); TABLE_ONLY=1 prints the table of the results
+# RANKS ("4 9 16"), NETS ("qdr eth1g"), ROOTS (8), TRANSPORTS (p2p,direct); TABLE_ONLY=1 prints the table of the results
 # already in OUT without running anything.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -70,7 +71,7 @@ for net in ${NETS:-qdr eth1g}; do
         SMPI_QUIET=1 "$here/smpi.sh" run "$p" --ppn 1 --platform "$pf" --timeout 900 \
           --cfg smpi/simulate-computation:$comp --cfg smpi/host-speed:10Gf \
           --cfg smpi/allgatherv:ompi --cfg smpi/allgather:ompi -- \
-          "$bfs" --scale "$s" --roots "$roots" --variants blocking,overlapped --merge sort --transport p2p \
+          "$bfs" --scale "$s" --roots "$roots" --variants blocking,overlapped --merge sort --transport "${TRANSPORTS:-p2p,direct}" \
           --fold-every 1,0 --json "$out/$net.np$p.s$s.compute-$comp.jsonl" \
           > "$out/$net.np$p.s$s.compute-$comp.txt" 2>&1 || { cat "$out/$net.np$p.s$s.compute-$comp.txt"; exit 1; }
       done
@@ -83,12 +84,12 @@ fi
 python3 - "$out" <<'EOF' | tee "$out/table.txt"
 import glob, json, os, sys
 d = sys.argv[1]
-print("2D BFS on a simulated cluster (SimGrid SMPI 3.32, one rank per node, p2p transport), R-MAT edge factor 16;")
-print("TEPS and exposed communication with compute simulated; hides = 1 - exposed(overlapped) / exposed(blocking);")
-print("comm only = blocking's exposed time with compute NOT simulated (pure communication), and what the overlapped")
-print("versions save then (default, fold:0): their one-message protocol alone, nothing to overlap")
-print("%-6s %5s %5s %10s %10s %10s %9s %6s %7s %10s %7s %7s" % (
-    "net", "ranks", "scale", "blocking", "overlapped", "fold:0", "exp. ms", "hides", "fold:0",
+print("2D BFS on a simulated cluster (SimGrid SMPI 3.32, one rank per node), R-MAT edge factor 16, per overlapped")
+print("transport; TEPS and exposed communication with compute simulated; hides = 1 - exposed(overlapped) /")
+print("exposed(blocking); comm only = blocking's exposed time with compute NOT simulated (pure communication), and")
+print("what the overlapped versions save then (default, fold:0): their one-message protocol alone, nothing to overlap")
+print("%-6s %5s %5s %-9s %10s %10s %10s %9s %6s %7s %10s %7s %7s" % (
+    "net", "ranks", "scale", "transport", "blocking", "overlapped", "fold:0", "exp. ms", "hides", "fold:0",
     "comm only", "saves", "fold:0"))
 def load(f):
     return {r["variant"]: r for r in map(json.loads, open(f))} if os.path.exists(f) else {}
@@ -98,11 +99,15 @@ for f in glob.glob(os.path.join(d, "*.compute-yes.jsonl")):
     keys.append((net, int(np_[2:]), int(sc[1:]), f))
 for net, p, s, f in sorted(keys, key=lambda k: (k[0] != "qdr", k[1], k[2])):
     y, n = load(f), load(f.replace("compute-yes", "compute-no"))
-    b, o, o0 = y["blocking"], y["overlapped/sort p2p"], y["overlapped/sort fold:0 p2p"]
-    nb, no, no0 = n["blocking"], n["overlapped/sort p2p"], n["overlapped/sort fold:0 p2p"]
-    print("%-6s %5d %5d %10.3g %10.3g %10.3g %9.3f %5.0f%% %6.0f%% %10.3f %6.0f%% %6.0f%%" % (
-        net, p, s, b["teps_hmean"], o["teps_hmean"], o0["teps_hmean"], 1e3 * b["exposed_s"],
-        100 * (1 - o["exposed_s"] / b["exposed_s"]), 100 * (1 - o0["exposed_s"] / b["exposed_s"]),
-        1e3 * nb["exposed_s"], 100 * (1 - no["exposed_s"] / nb["exposed_s"]),
-        100 * (1 - no0["exposed_s"] / nb["exposed_s"])))
+    b, nb = y["blocking"], n["blocking"]
+    for t in ("p2p", "direct"):
+        key, key0 = "overlapped/sort " + t, "overlapped/sort fold:0 " + t
+        if key not in y or key not in n:
+            continue
+        o, o0, no, no0 = y[key], y[key0], n[key], n[key0]
+        print("%-6s %5d %5d %-9s %10.3g %10.3g %10.3g %9.3f %5.0f%% %6.0f%% %10.3f %6.0f%% %6.0f%%" % (
+            net, p, s, t, b["teps_hmean"], o["teps_hmean"], o0["teps_hmean"], 1e3 * b["exposed_s"],
+            100 * (1 - o["exposed_s"] / b["exposed_s"]), 100 * (1 - o0["exposed_s"] / b["exposed_s"]),
+            1e3 * nb["exposed_s"], 100 * (1 - no["exposed_s"] / nb["exposed_s"]),
+            100 * (1 - no0["exposed_s"] / nb["exposed_s"])))
 EOF
