@@ -419,15 +419,13 @@ std::vector<int64_t> bucket_by_owner(std::vector<Triplet<double>>& entries, cons
   return start;
 }
 
-}  // namespace
-
-namespace {
 /// MPI_Bcast of n int64 values from rank 0, in pieces whose counts fit an int.
 void bcast_int64(MPI_Comm comm, int64_t* data, int64_t n) {
   constexpr int64_t piece = 1 << 26;
   for (int64_t at = 0; at < n; at += piece)
     SPC_MPI(MPI_Bcast(data + at, static_cast<int>(std::min(piece, n - at)), MPI_INT64_T, 0, comm));
 }
+
 }  // namespace
 
 DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const MtxReadOptions& opt) {

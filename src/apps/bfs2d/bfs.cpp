@@ -212,6 +212,43 @@ std::vector<int64_t> level_blocking(Ctx& c, const std::vector<int64_t>& frontier
   return c.update(got);
 }
 
+// The largest vector piece of any rank, checked against the int counts of the p2p-style
+// transports' messages (a fold message carries up to 2 * max_piece values). The piece
+// offsets are global, so every rank reaches the same verdict.
+int max_piece_for_int_counts(const Graph2D& g, const std::string& transport) {
+  int64_t mp = 0;
+  for (size_t r = 0; r + 1 < g.piece_offsets.size(); ++r)
+    mp = std::max(mp, g.piece_offsets[r + 1] - g.piece_offsets[r]);
+  if (2 * mp > INT_MAX)
+    throw NotImplementedError("bfs: overlapped " + transport + ": a piece of " + std::to_string(mp) +
+                              " vertices is too large for int-counted messages");
+  return static_cast<int>(mp);
+}
+
+// An uninitialized receive buffer of n values (at least one, so data() is never null).
+std::unique_ptr<int64_t[]> bound_buffer(size_t n) {
+  return std::unique_ptr<int64_t[]>(new int64_t[std::max<size_t>(n, 1)]);
+}
+
+// One fold chunk's bucketed candidates (c.bucket: `cnt[j]` values per processor column j,
+// in column order) split into the candidates for my own column, appended to `own`, and the
+// send buffer of the other columns, in row-peer order, with their counts and displacements.
+void split_fold(const std::vector<int64_t>& data, const std::vector<int>& cnt, int mycol, std::vector<int64_t>& own,
+                std::vector<int64_t>& send, std::vector<int>& scounts, std::vector<int>& sdispls) {
+  int64_t pos = 0;
+  for (size_t j = 0; j < cnt.size(); ++j) {
+    const auto b = data.begin() + pos, e = b + cnt[j];
+    if (static_cast<int>(j) == mycol) {
+      own.insert(own.end(), b, e);
+    } else {
+      scounts.push_back(cnt[j]);
+      sdispls.push_back(static_cast<int>(send.size()));
+      send.insert(send.end(), b, e);
+    }
+    pos += cnt[j];
+  }
+}
+
 // Overlapped: expand and fold split into phases of non-blocking exchanges.
 // - Transport "neighbor" (the paper's design): MPI_Ineighbor_allgatherv and
 //   MPI_Ineighbor_alltoall(v) on graph communicators made once. Collectives need exact
@@ -268,22 +305,13 @@ struct Overlap {
     }
     col_p2p = Comm(grid.col_comm());
     row_p2p = Comm(grid.row_comm());
-    // Fold messages carry up to 2 * max_piece values in an int count. The piece offsets are
-    // global, so every rank reaches the same verdict.
-    int64_t mp = 0;
-    for (size_t r = 0; r + 1 < g.piece_offsets.size(); ++r)
-      mp = std::max(mp, g.piece_offsets[r + 1] - g.piece_offsets[r]);
-    if (2 * mp > INT_MAX)
-      throw NotImplementedError("bfs: overlapped p2p: a piece of " + std::to_string(mp) +
-                                " vertices is too large for int-counted messages");
     const int me_all = comm_rank(grid.comm());
-    max_piece = static_cast<int>(mp);
+    max_piece = max_piece_for_int_counts(g, "p2p");
     my_piece = static_cast<int>(g.piece_end(me_all) - g.piece_begin(me_all));
-    auto alloc = [](size_t n) { return std::unique_ptr<int64_t[]>(new int64_t[std::max<size_t>(n, 1)]); };
-    transpose_buf = alloc(static_cast<size_t>(max_piece));
-    for (const auto& src : phase_src) expand_buf.push_back(alloc(src.size() * static_cast<size_t>(max_piece)));
+    transpose_buf = bound_buffer(static_cast<size_t>(max_piece));
+    for (const auto& src : phase_src) expand_buf.push_back(bound_buffer(src.size() * static_cast<size_t>(max_piece)));
     for (size_t k = 0; k <= phase_src.size(); ++k)  // at most one fold chunk per compute chunk
-      fold_buf.push_back(alloc(row_peers.size() * 2 * static_cast<size_t>(my_piece)));
+      fold_buf.push_back(bound_buffer(row_peers.size() * 2 * static_cast<size_t>(my_piece)));
   }
   size_t phases() const { return phase_src.size(); }
 };
@@ -418,7 +446,7 @@ std::vector<int64_t> combine(Ctx& c, std::vector<int64_t>& own, const std::vecto
 
 std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int64_t>& frontier) {
   const bool sorted = c.opt.merge == "merge";
-  const int q = c.grid.pr(), pc = c.grid.pc(), mycol = c.grid.col();
+  const int q = c.grid.pr(), mycol = c.grid.col();
   // p2p: the transpose as one message (the partner's piece has at most max_piece vertices).
   const std::vector<int64_t> L =
       ov.p2p ? c.transpose(frontier, ov.transpose_buf.get(), ov.max_piece) : c.transpose(frontier);
@@ -470,19 +498,10 @@ std::vector<int64_t> level_overlapped(Ctx& c, Overlap& ov, const std::vector<int
     c.bucket(data, cnt, sorted);
     Clock a(&c.t.fold);
     // My own column's bucket stays here; the others go to the row peers.
-    int64_t pos = 0;
     folds.emplace_back();
     FoldChunk& f = folds.back();
     f.index = static_cast<int>(folds.size() - 1);
-    for (int j = 0; j < pc; ++j) {
-      if (j == mycol) own.insert(own.end(), data.begin() + pos, data.begin() + pos + cnt[j]);
-      else {
-        f.scounts.push_back(cnt[j]);
-        f.sdispls.push_back(static_cast<int>(f.send.size()));
-        f.send.insert(f.send.end(), data.begin() + pos, data.begin() + pos + cnt[j]);
-      }
-      pos += cnt[j];
-    }
+    split_fold(data, cnt, mycol, own, f.send, f.scounts, f.sdispls);
     f.rcounts.assign(peers, 0);
     if (f.scounts.empty()) {
       f.state = 2;  // a 1x1 grid: nothing to fold
@@ -600,24 +619,17 @@ struct Direct {
     }
     for (int j = 0; j < grid.pc(); ++j)
       if (j != grid.col()) row_peers.push_back(j);
-    int64_t mp = 0;
-    for (size_t r = 0; r + 1 < g.piece_offsets.size(); ++r)
-      mp = std::max(mp, g.piece_offsets[r + 1] - g.piece_offsets[r]);
-    if (2 * mp > INT_MAX)
-      throw NotImplementedError("bfs: overlapped direct: a piece of " + std::to_string(mp) +
-                                " vertices is too large for int-counted messages");
-    max_piece = static_cast<int>(mp);
+    max_piece = max_piece_for_int_counts(g, "direct");
     my_piece = static_cast<int>(g.piece_end(me) - g.piece_begin(me));
     chunks = fold_every > 0 ? (q + fold_every - 1) / fold_every : 1;
-    auto alloc = [](size_t n) { return std::unique_ptr<int64_t[]>(new int64_t[std::max<size_t>(n, 1)]); };
-    expand_buf = alloc(src.size() * static_cast<size_t>(max_piece));
-    fold_buf = alloc(static_cast<size_t>(chunks) * row_peers.size() * 2 * static_cast<size_t>(my_piece));
+    expand_buf = bound_buffer(src.size() * static_cast<size_t>(max_piece));
+    fold_buf = bound_buffer(static_cast<size_t>(chunks) * row_peers.size() * 2 * static_cast<size_t>(my_piece));
   }
 };
 
 std::vector<int64_t> level_direct(Ctx& c, Direct& d, const std::vector<int64_t>& frontier) {
   const bool sorted = c.opt.merge == "merge";
-  const int pc = c.grid.pc(), mycol = c.grid.col(), q = c.grid.pr();
+  const int mycol = c.grid.col(), q = c.grid.pr();
   const size_t peers = d.row_peers.size(), slot = 2 * static_cast<size_t>(d.my_piece);
   Step fold_recv, expand;
   {
@@ -647,17 +659,11 @@ std::vector<int64_t> level_direct(Ctx& c, Direct& d, const std::vector<int64_t>&
     Clock a(&c.t.fold);
     fold_send.emplace_back();
     std::vector<int64_t>& buf = fold_send.back();
-    std::vector<int> at;
-    int64_t pos = 0;
-    for (int j = 0; j < pc; ++j) {
-      if (j == mycol) own.insert(own.end(), data.begin() + pos, data.begin() + pos + cnt[j]);
-      else at.push_back(static_cast<int>(buf.size())), buf.insert(buf.end(), data.begin() + pos, data.begin() + pos + cnt[j]);
-      pos += cnt[j];
-    }
+    std::vector<int> n, at;
+    split_fold(data, cnt, mycol, own, buf, n, at);
     for (size_t j = 0; j < peers; ++j) {
-      const int n = (j + 1 < peers ? at[j + 1] : static_cast<int>(buf.size())) - at[j];
       fold_sreq.push_back(MPI_REQUEST_NULL);
-      SPC_MPI(MPI_Isend(buf.data() + at[j], n, MPI_INT64_T, d.row_peers[j], 1 + chunk, d.row.get(), &fold_sreq.back()));
+      SPC_MPI(MPI_Isend(buf.data() + at[j], n[j], MPI_INT64_T, d.row_peers[j], 1 + chunk, d.row.get(), &fold_sreq.back()));
     }
     ++chunk;
   };
