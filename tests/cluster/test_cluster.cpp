@@ -9,7 +9,9 @@
 // - Locality::detect finds exactly the emulated nodes;
 // - every backend's SpMV equals the serial reference with detected regions;
 // - aggregation sends one inter-region message per communicating region pair;
-// - every SDDE strategy discovers the same pattern as the dense direct answer.
+// - every SDDE strategy discovers the same pattern as the dense direct answer;
+// - every allgather-shaped (gather) backend, combining included, delivers what
+//   MPI_Neighbor_allgatherv would, and topology-aware groups stay on one host.
 // Outside cluster.sh (no SPC_CLUSTER_* variables) the layout checks skip visibly; the rest
 // still runs with whatever regions the launch gives.
 #include <gtest/gtest.h>
@@ -22,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/combining.hpp"
+#include "comm/gather_plan.hpp"
 #include "comm/locality.hpp"
 #include "comm/pattern.hpp"
 #include "comm/plan.hpp"
@@ -233,5 +237,55 @@ TEST_P(ClusterSdde, PatternMatchesDirectAnswer) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ClusterSdde, ::testing::ValuesIn(Sdde::strategies()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// Allgather-shaped exchange across the nodes with detected regions (issue 4's benchmark
+// setting on the emulated cluster): every gather backend, combining agnostic and aware with
+// k = 2 and 4, delivers each source's block; aware groups keep their stage-1 messages on
+// one host (checked against the processor names, not against the Locality under test).
+TEST(ClusterGather, EveryBackendDeliversAndAwareGroupsStayOnTheirHost) {
+  const Locality loc = Locality::detect(MPI_COMM_WORLD);
+  const auto names = processor_names();
+  const int me = test::rank();
+  const auto value = [](int s, int64_t i, int round) { return 100.0 * s + static_cast<double>(i) + 0.5 + round; };
+  for (const std::string spec : {"moore:2,1", "er:0.6,3", "er:1.0"}) {
+    const Topology t = Topology::parse(MPI_COMM_WORLD, spec);
+    for (const auto& backend : gather_backend_names())
+      for (int k : {0, 2, 4})
+        for (bool aware : {false, true}) {
+          const bool combined = backend == "combined";
+          if (combined != (k > 0) || (!combined && aware)) continue;
+          GatherOptions opt;
+          opt.combining.theta = 2;
+          if (combined) opt.combining.k = k, opt.combining.aware = aware;
+          const std::string what = spec + " " + backend + (combined ? " k=" + std::to_string(k) : "") +
+                                   (aware ? " aware" : "");
+          const int64_t count = 1 + me % 3;
+          auto plan = make_gather_plan(backend, t, loc, MPI_COMM_WORLD, count, opt);
+          for (int round = 0; round < 2; ++round) {
+            std::vector<double> block(static_cast<size_t>(count));
+            for (int64_t i = 0; i < count; ++i) block[static_cast<size_t>(i)] = value(me, i, round);
+            std::vector<double> recv(static_cast<size_t>(plan->recv_total()), -1);
+            plan->exchange(block.data(), recv.data());
+            for (size_t j = 0; j < t.sources.size(); ++j) {
+              const int s = t.sources[j];
+              ASSERT_EQ(plan->recv_counts()[j], 1 + s % 3) << what;
+              for (int64_t i = 0; i < 1 + s % 3; ++i)
+                ASSERT_EQ(recv[static_cast<size_t>(plan->recv_offsets()[j] + i)], value(s, i, round))
+                    << what << ": from " << s << " value " << i << " round " << round;
+            }
+          }
+          if (combined && aware) {
+            const CombiningSchedule cs = CombiningSchedule::build(MPI_COMM_WORLD, t, loc, opt.combining);
+            for (const auto* peers : {&cs.stage1_send, &cs.stage1_recv})
+              for (int m : *peers) EXPECT_EQ(names[m], names[me]) << what << ": stage-1 peer " << m;
+            // On the complete graph, two ranks of one host share every other rank as
+            // out-neighbors (>= theta = 2 from 4 ranks on), so groups must form there.
+            const int64_t groups = allreduce_sum(MPI_COMM_WORLD, static_cast<int64_t>(cs.groups_led));
+            if (spec == "er:1.0" && cluster_ppn() >= 2 && test::size() >= 4)
+              EXPECT_GT(groups, 0) << what << ": no group on a host of " << cluster_ppn() << " ranks";
+          }
+        }
+  }
+}
 
 }  // namespace
