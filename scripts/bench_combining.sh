@@ -92,6 +92,8 @@ if [ "${CLUSTER:-1}" != 0 ] && [ "$np" -eq 32 ]; then
     crun spmm --regions node --matrix "$large" --ordering "$orderings" --cols "$cols" --k 2,4 --reps 5 \
       --variants p2p,combined --json "$out/cluster.spmm.jsonl" > "$out/cluster.spmm_large.txt" 2>&1
   fi
+elif [ "${CLUSTER:-1}" != 0 ]; then
+  say "4. skipped: the emulated cluster is laid out as 8 nodes x 4 ranks (NP=32), not $np ranks"
 fi
 
 python3 - "$out" <<'EOF' | tee "$out/table.txt"
