@@ -281,8 +281,9 @@ TEST(ClusterGather, EveryBackendDeliversAndAwareGroupsStayOnTheirHost) {
             // On the complete graph, two ranks of one host share every other rank as
             // out-neighbors (>= theta = 2 from 4 ranks on), so groups must form there.
             const int64_t groups = allreduce_sum(MPI_COMM_WORLD, static_cast<int64_t>(cs.groups_led));
-            if (spec == "er:1.0" && cluster_ppn() >= 2 && test::size() >= 4)
+            if (spec == "er:1.0" && cluster_ppn() >= 2 && test::size() >= 4) {
               EXPECT_GT(groups, 0) << what << ": no group on a host of " << cluster_ppn() << " ranks";
+            }
           }
         }
   }
