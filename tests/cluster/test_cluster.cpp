@@ -246,46 +246,51 @@ TEST(ClusterGather, EveryBackendDeliversAndAwareGroupsStayOnTheirHost) {
   const Locality loc = Locality::detect(MPI_COMM_WORLD);
   const auto names = processor_names();
   const int me = test::rank();
+  const auto count_of = [](int s) { return static_cast<int64_t>(1 + s % 3); };
   const auto value = [](int s, int64_t i, int round) { return 100.0 * s + static_cast<double>(i) + 0.5 + round; };
+  struct Variant {
+    std::string backend;
+    int k;
+    bool aware;
+  };
+  std::vector<Variant> variants;
+  for (const auto& backend : gather_backend_names())
+    if (backend != "combined") variants.push_back({backend, 0, false});
+  for (int k : {2, 4})
+    for (bool aware : {false, true}) variants.push_back({"combined", k, aware});
   for (const std::string spec : {"moore:2,1", "er:0.6,3", "er:1.0"}) {
     const Topology t = Topology::parse(MPI_COMM_WORLD, spec);
-    for (const auto& backend : gather_backend_names())
-      for (int k : {0, 2, 4})
-        for (bool aware : {false, true}) {
-          const bool combined = backend == "combined";
-          if (combined != (k > 0) || (!combined && aware)) continue;
-          GatherOptions opt;
-          opt.combining.theta = 2;
-          if (combined) opt.combining.k = k, opt.combining.aware = aware;
-          const std::string what = spec + " " + backend + (combined ? " k=" + std::to_string(k) : "") +
-                                   (aware ? " aware" : "");
-          const int64_t count = 1 + me % 3;
-          auto plan = make_gather_plan(backend, t, loc, MPI_COMM_WORLD, count, opt);
-          for (int round = 0; round < 2; ++round) {
-            std::vector<double> block(static_cast<size_t>(count));
-            for (int64_t i = 0; i < count; ++i) block[static_cast<size_t>(i)] = value(me, i, round);
-            std::vector<double> recv(static_cast<size_t>(plan->recv_total()), -1);
-            plan->exchange(block.data(), recv.data());
-            for (size_t j = 0; j < t.sources.size(); ++j) {
-              const int s = t.sources[j];
-              ASSERT_EQ(plan->recv_counts()[j], 1 + s % 3) << what;
-              for (int64_t i = 0; i < 1 + s % 3; ++i)
-                ASSERT_EQ(recv[static_cast<size_t>(plan->recv_offsets()[j] + i)], value(s, i, round))
-                    << what << ": from " << s << " value " << i << " round " << round;
-            }
-          }
-          if (combined && aware) {
-            const CombiningSchedule cs = CombiningSchedule::build(MPI_COMM_WORLD, t, loc, opt.combining);
-            for (const auto* peers : {&cs.stage1_send, &cs.stage1_recv})
-              for (int m : *peers) EXPECT_EQ(names[m], names[me]) << what << ": stage-1 peer " << m;
-            // On the complete graph, two ranks of one host share every other rank as
-            // out-neighbors (>= theta = 2 from 4 ranks on), so groups must form there.
-            const int64_t groups = allreduce_sum(MPI_COMM_WORLD, static_cast<int64_t>(cs.groups_led));
-            if (spec == "er:1.0" && cluster_ppn() >= 2 && test::size() >= 4) {
-              EXPECT_GT(groups, 0) << what << ": no group on a host of " << cluster_ppn() << " ranks";
-            }
-          }
+    for (const auto& v : variants) {
+      GatherOptions opt;
+      opt.combining.theta = 2;
+      if (v.k > 0) opt.combining.k = v.k, opt.combining.aware = v.aware;
+      const std::string what =
+          spec + " " + v.backend + (v.k > 0 ? " k=" + std::to_string(v.k) : "") + (v.aware ? " aware" : "");
+      auto plan = make_gather_plan(v.backend, t, loc, MPI_COMM_WORLD, count_of(me), opt);
+      for (int round = 0; round < 2; ++round) {
+        std::vector<double> block(static_cast<size_t>(count_of(me)));
+        for (int64_t i = 0; i < count_of(me); ++i) block[static_cast<size_t>(i)] = value(me, i, round);
+        std::vector<double> recv(static_cast<size_t>(plan->recv_total()), -1);
+        plan->exchange(block.data(), recv.data());
+        for (size_t j = 0; j < t.sources.size(); ++j) {
+          const int s = t.sources[j];
+          ASSERT_EQ(plan->recv_counts()[j], count_of(s)) << what;
+          for (int64_t i = 0; i < count_of(s); ++i)
+            ASSERT_EQ(recv[static_cast<size_t>(plan->recv_offsets()[j] + i)], value(s, i, round))
+                << what << ": from " << s << " value " << i << " round " << round;
         }
+      }
+      if (!v.aware) continue;
+      const CombiningSchedule cs = CombiningSchedule::build(MPI_COMM_WORLD, t, loc, opt.combining);
+      for (const auto* peers : {&cs.stage1_send, &cs.stage1_recv})
+        for (int m : *peers) EXPECT_EQ(names[m], names[me]) << what << ": stage-1 peer " << m;
+      // On the complete graph, two ranks of one host share every other rank as
+      // out-neighbors (>= theta = 2 from 4 ranks on), so the plan must have formed groups.
+      const int64_t groups = allreduce_sum(MPI_COMM_WORLD, static_cast<int64_t>(plan->groups_led()));
+      if (spec == "er:1.0" && cluster_ppn() >= 2 && test::size() >= 4) {
+        EXPECT_GT(groups, 0) << what << ": no group on a host of " << cluster_ppn() << " ranks";
+      }
+    }
   }
 }
 
