@@ -15,11 +15,27 @@ import json
 import sys
 
 
-def main(path):
+def load_runs(path):
+    """{(label, ranks, matrix): {scatter: record}} from bench_petsc.sh's JSON lines."""
     runs = collections.defaultdict(dict)
     for line in open(path):
         r = json.loads(line)
         runs[(r["label"], r["ranks"], r["matrix"])][r["scatter"]] = r
+    return runs
+
+
+def best(case, prefix):
+    """The fastest scatter of one case whose name starts with prefix ("petsc", "sparsecomm"):
+    (name, us), or (None, None) if the case has none."""
+    names = [k for k in case if k.startswith(prefix)]
+    if not names:
+        return None, None
+    k = min(names, key=lambda k: case[k]["us"])
+    return k, case[k]["us"]
+
+
+def main(path):
+    runs = load_runs(path)
     if not runs:
         sys.exit("table_petsc.py: no results in " + path)
     print("MatMult, best sparsecomm backend / best PETSc scatter (median us per product, same run)\n")
@@ -27,22 +43,13 @@ def main(path):
         "setting", "ranks", "matrix", "best PETSc", "us", "best sparsecomm", "us", "ratio", "goal"))
     summary = collections.defaultdict(lambda: [0, 0, []])
     shares = collections.defaultdict(list)  # ranks -> network share of PETSc's time, cluster cases
-
-    def best_petsc(key):
-        v = runs.get(key, {})
-        t = [x["us"] for k, x in v.items() if k.startswith("petsc")]
-        return min(t) if t else None
-
     for key in sorted(runs, key=lambda k: (k[0] != "node", k[1], k[2])):
         label, ranks, matrix = key
-        v = runs[key]
-        petsc = {k: x for k, x in v.items() if k.startswith("petsc")}
-        ours = {k: x for k, x in v.items() if k.startswith("sparsecomm")}
-        if not petsc or not ours:
+        bp, tp = best(runs[key], "petsc")
+        bo, to = best(runs[key], "sparsecomm")
+        if bp is None or bo is None:
             continue
-        bp = min(petsc, key=lambda k: petsc[k]["us"])
-        bo = min(ours, key=lambda k: ours[k]["us"])
-        ratio = ours[bo]["us"] / petsc[bp]["us"]
+        ratio = to / tp
         limit = 0.95 if label == "cluster" else 1.05
         ok = ratio <= limit
         s = summary[(label, ranks)]
@@ -51,14 +58,14 @@ def main(path):
         s[2].append(ratio)
         inter = ""
         if label == "cluster":
-            tn = best_petsc(("node", ranks, matrix))
+            tn = best(runs.get(("node", ranks, matrix), {}), "petsc")[1]
             if tn is not None:
-                share = 1 - tn / petsc[bp]["us"]
+                share = 1 - tn / tp
                 inter = "  inter %3.0f%%" % (100 * share)
                 shares[ranks].append(share)
         print("%-8s %5d  %-34s %-22s %9.1f  %-28s %9.1f %7.3f  %s%s" % (
-            label, ranks, matrix[:34], bp.replace("petsc ", ""), petsc[bp]["us"], bo.replace("sparsecomm ", ""),
-            ours[bo]["us"], ratio, ("met" if ok else "NOT met") + " (<= %.2f)" % limit, inter))
+            label, ranks, matrix[:34], bp.replace("petsc ", ""), tp, bo.replace("sparsecomm ", ""), to, ratio,
+            ("met" if ok else "NOT met") + " (<= %.2f)" % limit, inter))
     print("\n%-8s %5s %8s %12s %12s" % ("setting", "ranks", "goal met", "median ratio", "worst ratio"))
     for (label, ranks), (ok, n, rs) in sorted(summary.items(), key=lambda kv: (kv[0][0] != "node", kv[0][1])):
         rs.sort()

@@ -17,10 +17,11 @@ expanded), from --data (default: ../shared/data/suitesparse next to the project)
 """
 import argparse
 import bisect
-import json
 import os
 import sys
 from collections import defaultdict
+
+from table_petsc import best, load_runs  # the same reading of bench_petsc.sh's JSON lines
 
 
 def read_pattern(path):
@@ -103,7 +104,7 @@ def main():
         if nodes < 1 or ppn < 1:
             sys.exit("wire_floor: layout '%s' needs at least one node and one rank per node" % l)
         layouts.append((nodes, ppn))
-    runs = [json.loads(l) for l in open(a.jsonl)] if a.jsonl else []
+    runs = load_runs(a.jsonl) if a.jsonl else {}
     print("%-30s %6s %12s %12s %10s %10s%s" % ("matrix", "layout", "bytes", "dedup bytes", "floor[us]", "dedup[us]",
                                               "  petsc[us] floor/petsc dedup/petsc best-sparsecomm/petsc" if runs else ""))
     for m in a.matrices:
@@ -115,12 +116,10 @@ def main():
         for nodes, ppn in layouts:
             b, d = node_bytes(n, rows, cols, nodes, ppn)
             line = "%-30s %3dx%-2d %12d %12d %10.0f %10.0f" % (label, nodes, ppn, b, d, b / a.rate, d / a.rate)
-            case = [r for r in runs if r.get("label") == "cluster" and r["matrix"] == label and r["ranks"] == nodes * ppn]
-            pt = [r["us"] for r in case if r["scatter"].startswith("petsc")]
-            st = [r["us"] for r in case if r["scatter"].startswith("sparsecomm")]
-            if pt and st:
-                p = min(pt)
-                line += "  %9.1f %11.2f %11.2f %24.3f" % (p, b / a.rate / p, d / a.rate / p, min(st) / p)
+            case = runs.get(("cluster", nodes * ppn, label), {})
+            p, o = best(case, "petsc")[1], best(case, "sparsecomm")[1]
+            if p is not None and o is not None:
+                line += "  %9.1f %11.2f %11.2f %24.3f" % (p, b / a.rate / p, d / a.rate / p, o / p)
             print(line)
 
 
