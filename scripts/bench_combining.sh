@@ -143,6 +143,7 @@ for where, label in (("node", "this node (real MPI, oversubscribed)"),
         print("%-28s %5s %6s %10s %10s %10s  %-22s %10s %10s" % (
             "matrix", "cols", "in-deg", "allgather", base, "combined", "best combined", base + "/allg.",
             "comb./" + base))
+        by_order = {}  # ordering -> [base / allgather of each matrix]
         for m in dict.fromkeys(r["matrix"] for r in sp):
             rows = [r for r in sp if r["matrix"] == m]
             a = next(r for r in rows if r["variant"] == "allgather")
@@ -150,6 +151,7 @@ for where, label in (("node", "this node (real MPI, oversubscribed)"),
             comb = [r for r in rows if r["backend"] == "combined" and r["kind"] == "gather"]
             c = min(comb, key=lambda r: r["time_s"]) if comb else None
             s1 = a["time_s"] / b["time_s"]
+            by_order.setdefault(a.get("ordering", "natural"), []).append(s1)
             s2 = b["time_s"] / c["time_s"] if c else float("nan")
             notes = []
             if base == "neighbor":
@@ -159,15 +161,7 @@ for where, label in (("node", "this node (real MPI, oversubscribed)"),
             print("%-28s %5d %6.1f %10.3f %10.3f %10s  %-22s %9.2fx %9.2fx  %s" % (
                 m, a["cols"], a["in_degree_mean"], a["time_s"] * 1e3, b["time_s"] * 1e3,
                 "%.3f" % (c["time_s"] * 1e3) if c else "-", c["variant"] if c else "-", s1, s2, "; ".join(notes)))
-        for order in ("natural", "rcm"):
-            ms = [m for m in dict.fromkeys(r["matrix"] for r in sp)
-                  if next(r for r in sp if r["matrix"] == m).get("ordering", "natural") == order]
-            if not ms:
-                continue
-            sps = []
-            for m in ms:
-                t = {r["variant"]: r["time_s"] for r in sp if r["matrix"] == m}
-                sps.append(t["allgather"] / t[base])
+        for order, sps in by_order.items():
             print("-- %s over the global allgather, %s ordering: %d of %d matrices >= 10x (%.2f-%.2fx)" % (
                 base, order, sum(x >= 10 for x in sps), len(sps), min(sps), max(sps)))
     print()
