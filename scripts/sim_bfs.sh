@@ -16,10 +16,11 @@
 # The overlapped variant runs with the p2p and direct transports (SMPI 3.32 has no
 # neighborhood collectives): MPI_Isend/Irecv per phase (p2p), or straight to the ranks of the
 # column with no transpose step and pieces computed in arrival order (direct); both post
-# receives at upper bounds, so they also save the blocking version's count exchanges. To separate that saving from the overlap, every
-# case also runs with computation NOT simulated (compute costs no simulated time, nothing
-# can be overlapped): "comm only" is then the blocking version's pure communication time
-# and how much the p2p protocol alone saves.
+# receives at upper bounds, so they also save the blocking version's count exchanges. To
+# separate that saving from the overlap, every case also runs with computation NOT
+# simulated (compute costs no simulated time, nothing can be overlapped): "comm only" is
+# then the blocking version's pure communication time and how much the p2p protocol alone
+# saves.
 #
 # Networks: qdr = ../shared/simgrid/gpc_flat_1024x8.xml (QDR InfiniBand-like: 3.2 GB/s,
 # 1.5 us, the class of network of the paper); eth1g = 1 Gbit/s links, 25 us (written here).
@@ -27,8 +28,8 @@
 # Open MPI's basic linear alltoallv (smpi.sh's default).
 #
 # Environment: BUILD_SMPI (default build-smpi), OUT (results/sim_bfs), SCALES ("16 17 18"),
-# RANKS ("4 9 16"), NETS ("qdr eth1g"), ROOTS (8), TRANSPORTS (p2p,direct); TABLE_ONLY=1 prints the table of the results
-# already in OUT without running anything.
+# RANKS ("4 9 16"), NETS ("qdr eth1g"), ROOTS (8), TRANSPORTS (p2p,direct); TABLE_ONLY=1
+# prints the table of the results already in OUT without running anything.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
