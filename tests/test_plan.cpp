@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -271,6 +272,37 @@ TEST(PlanCounts, AggregationOneMessagePerRegionPair) {
   }
 }
 
+// The 2-step aggregation: one inter-region message per (rank, remote region) it sends to,
+// the same deduplicated bytes as the 3-step, at most 2 dependent steps; with one rank per
+// region nothing is shared and it sends exactly point-to-point's messages.
+TEST(PlanCounts, TwoStepOneMessagePerRankAndRegion) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:32,32");
+  Pattern pat = Pattern::from_matrix_reference(a);
+  for (const auto& regions : {"ppn:1", "ppn:2", "ppn:3", "cyclic:2"}) {
+    Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
+    auto p2p = make_plan("p2p", pat, loc, MPI_COMM_WORLD);
+    auto dd = make_plan("aggregated_dedup", pat, loc, MPI_COMM_WORLD);
+    auto two = make_plan("aggregated_2step", pat, loc, MPI_COMM_WORLD);
+    std::set<int> remote_regions;
+    for (int d : pat.send().ranks)
+      if (!loc.same_region(d)) remote_regions.insert(loc.region_of(d));
+    const auto& mine = two->iteration_counts().total();
+    EXPECT_EQ(mine.sent_inter.msgs, static_cast<int64_t>(remote_regions.size())) << regions;
+    EXPECT_LE(two->stages(), 2) << regions;
+    auto sum = [](const Plan& pl, bool bytes) {
+      const auto& c = pl.iteration_counts().total().sent_inter;
+      return allreduce_sum(MPI_COMM_WORLD, bytes ? c.bytes : c.msgs);
+    };
+    EXPECT_EQ(sum(*two, true), sum(*dd, true)) << regions << ": a value crosses a region pair once in both";
+    EXPECT_EQ(allreduce_sum(MPI_COMM_WORLD, mine.recv_inter.bytes), sum(*two, true)) << regions;
+    if (std::string(regions) == "ppn:1") {
+      EXPECT_EQ(sum(*two, false), sum(*p2p, false));
+      EXPECT_EQ(sum(*two, true), sum(*p2p, true));
+      EXPECT_EQ(allreduce_max(MPI_COMM_WORLD, static_cast<int64_t>(two->stages())), 1);
+    }
+  }
+}
+
 TEST(PlanCounts, DedupRemovesSharedValues) {
   // A dense block column: every rank of a remote region needs the same values, so dedup
   // must send strictly fewer inter-region bytes as soon as regions hold 2+ ranks.
@@ -288,6 +320,10 @@ TEST(PlanCounts, DedupRemovesSharedValues) {
   const int64_t agg_bytes = allreduce_sum(MPI_COMM_WORLD, agg->iteration_counts().total().sent_inter.bytes);
   const int64_t dd_bytes = allreduce_sum(MPI_COMM_WORLD, dd->iteration_counts().total().sent_inter.bytes);
   EXPECT_EQ(dd_bytes * 2, agg_bytes) << "each remote value is needed by both ranks of a region pair";
+  auto two = make_plan("aggregated_2step", pat, loc, MPI_COMM_WORLD);
+  EXPECT_EQ(allreduce_sum(MPI_COMM_WORLD, two->iteration_counts().total().sent_inter.bytes), dd_bytes);
+  EXPECT_GT(allreduce_sum(MPI_COMM_WORLD, two->iteration_counts().total().sent_intra.bytes), 0)
+      << "the second rank of each region gets its share forwarded";
 }
 
 TEST(PlanErrors, BadUseIsReported) {
@@ -298,7 +334,7 @@ TEST(PlanErrors, BadUseIsReported) {
     make_plan("carrier_pigeon", pat, loc, MPI_COMM_WORLD);
     ADD_FAILURE() << "no throw";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("valid backends: aggregated, aggregated_dedup, auto, combined, neighbor, p2p"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("valid backends: aggregated, aggregated_2step, aggregated_dedup, auto, combined, neighbor, p2p"), std::string::npos)
         << e.what();
   }
   // Ranks disagreeing on the backend: every rank throws, nobody hangs.

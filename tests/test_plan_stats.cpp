@@ -376,6 +376,16 @@ TEST(PlanStats, AggregationOnFourRanksByHand) {
     EXPECT_EQ(c[1].counts.total().sent_inter.msgs, 0) << what;
     for (const auto& rc : c) EXPECT_EQ(rc.stages, 3) << what;
   }
+  // 2-step: rank 0's 7 crosses once, to rank 2 (tie: lowest rank), which forwards it to 3;
+  // rank 1's 9 has one destination in region 1 and goes straight to it.
+  const auto two = virt::halo_counts("aggregated_2step", h, region, opt);
+  EXPECT_EQ(two[0].counts.steps().at("inter").sent_inter.bytes, 8);
+  EXPECT_EQ(two[1].counts.steps().at("inter").sent_inter.bytes, 8);
+  EXPECT_EQ(two[2].counts.steps().at("inter").recv_inter.msgs, 2);
+  EXPECT_EQ(two[2].counts.steps().at("final").sent_intra.bytes, 8);
+  EXPECT_EQ(two[3].counts.steps().at("final").recv_intra.msgs, 1);
+  EXPECT_EQ(two[3].counts.total().recv_inter.msgs, 0);
+  EXPECT_EQ((std::vector<int>{two[0].stages, two[1].stages, two[2].stages, two[3].stages}), (std::vector<int>{1, 1, 2, 2}));
   const auto direct = virt::halo_counts("p2p", h, region, opt);
   EXPECT_EQ(direct[0].counts.total().sent_inter.msgs, 2);
   EXPECT_EQ(direct[2].counts.total().recv_inter.msgs, 2);

@@ -1,6 +1,8 @@
 #pragma once
-// Shared by the aggregated backends (backends/aggregated.cpp) and the plan statistics of
+// Shared by the aggregated backends (backends/aggregated.cpp, aggregated2.cpp) and the plan statistics of
 // virtual ranks (plan_stats.cpp), which must choose the same leaders and receivers.
+#include <mpi.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -25,5 +27,9 @@ inline std::map<int, int> lpt_assign(const std::map<int, int64_t>& volume, int s
   }
   return out;
 }
+
+/// Dense alltoallv of int64 records inside a region (the region communicator `local`;
+/// O(region size) setup cost): out[i] goes to local rank i, the result holds what each sent.
+std::vector<std::vector<int64_t>> region_alltoallv(MPI_Comm local, const std::vector<std::vector<int64_t>>& out);
 
 }  // namespace sparsecomm::detail

@@ -50,6 +50,7 @@ namespace detail {
 void register_p2p();
 void register_neighbor();
 void register_aggregated();
+void register_aggregated_2step();
 void register_combined();
 void register_auto();
 }  // namespace detail
@@ -74,6 +75,7 @@ std::map<std::string, Entry>& registry() {
     detail::register_p2p();
     detail::register_neighbor();
     detail::register_aggregated();
+    detail::register_aggregated_2step();
     detail::register_combined();
     detail::register_auto();
     return true;

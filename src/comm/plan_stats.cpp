@@ -518,6 +518,51 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
   return out;
 }
 
+// Counts of the 2-step aggregation (backends/aggregated2.cpp): local segments directly;
+// per (source, remote region) one inter-region message to the destination needing the
+// most values (ties: lowest rank) with the distinct ids of all the region's segments, or
+// the segment itself when the region holds one destination; that receiver forwards each
+// other destination's segment, merged per (receiver, destination) over sources.
+std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb) {
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  std::map<std::pair<int, int>, int64_t> forwarded;  // (receiver, destination) -> values
+  for (int a = 0; a < p; ++a) {
+    std::map<int, std::vector<const std::pair<int, std::vector<int64_t>>*>> to_region;
+    for (const auto& seg : pat.send[a]) {
+      const int d = seg.first;
+      if (region[d] == region[a]) {
+        out[a].counts.record_send("local", true, static_cast<int64_t>(seg.second.size()) * eb);
+        out[d].counts.record_recv("local", true, static_cast<int64_t>(seg.second.size()) * eb);
+      } else {
+        to_region[region[d]].push_back(&seg);
+      }
+    }
+    for (const auto& [S, segs] : to_region) {
+      const auto* v = segs[0];
+      std::vector<int64_t> ids;
+      for (const auto* seg : segs) {
+        if (seg->second.size() > v->second.size()) v = seg;  // ascending ranks: ties keep the lowest
+        ids.insert(ids.end(), seg->second.begin(), seg->second.end());
+      }
+      std::sort(ids.begin(), ids.end());
+      const int64_t n = segs.size() == 1 ? static_cast<int64_t>(v->second.size())
+                                         : static_cast<int64_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
+      out[a].counts.record_send("inter", false, n * eb);
+      out[v->first].counts.record_recv("inter", false, n * eb);
+      if (segs.size() > 1)
+        for (const auto* seg : segs)
+          if (seg != v) forwarded[{v->first, seg->first}] += static_cast<int64_t>(seg->second.size());
+    }
+  }
+  for (const auto& [pair, n] : forwarded) {
+    out[pair.first].counts.record_send("final", true, n * eb);
+    out[pair.second].counts.record_recv("final", true, n * eb);
+    out[pair.first].stages = out[pair.second].stages = 2;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPattern& pat, const std::vector<int>& region,
@@ -539,9 +584,11 @@ std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPatter
   }
   if (backend == "aggregated" || backend == "aggregated_dedup")
     return aggregated_counts(pat, region, eb, backend == "aggregated_dedup");
+  if (backend == "aggregated_2step") return two_step_counts(pat, region, eb);
   if (backend != "combined")
     throw InputError("plan statistics: no statistics for halo backend '" + backend +
-                     "'; available: p2p, neighbor, neighbor_persistent, combined, aggregated, aggregated_dedup");
+                     "'; available: p2p, neighbor, neighbor_persistent, combined, aggregated, aggregated_dedup, "
+                     "aggregated_2step");
   // backends/combined.cpp: the combining schedule of the pattern's graph; stage 1 carries
   // an origin's segments for the destinations a member covers; stage 2 one message per
   // destination with the segments of its origins; one receive per forwarder.

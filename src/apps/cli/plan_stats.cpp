@@ -80,7 +80,7 @@ int plan_stats_main(int argc, char** argv) {
   Options o({{"ranks", {"4096", "P: number of virtual ranks (comma-separated list allowed)"}},
              {"topos", {"er:0.05;moore:2,2", "topologies separated by ';' or spaces: er:<density>[,seed], moore:<dims>,<radius> (allgather shape; skipped when only --matrices is given)"}},
              {"matrices", {"", "matrices (SuiteSparse names or .mtx paths, ';' or spaces): their SpMV halo, rows block-distributed over P"}},
-             {"backends", {"direct,combined", "direct (p2p/neighbor), combined, aggregated, aggregated_dedup"}},
+             {"backends", {"direct,combined", "direct (p2p/neighbor), combined, aggregated, aggregated_dedup, aggregated_2step"}},
              {"regions", {"ppn:32", "region layout of the virtual ranks: ppn:k, cyclic:n, flat, single"}},
              {"k", {"2", "combining group sizes, comma-separated (each >= 2)"}},
              {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
@@ -121,8 +121,9 @@ int plan_stats_main(int argc, char** argv) {
       if (awares.empty()) throw InputError("plan-stats: --aware must be agnostic, aware or both, got '" + aw + "'");
       std::vector<std::string> backends;
       for (const auto& b : split_list(o.get("backends"))) {
-        if (b != "direct" && b != "combined" && b != "aggregated" && b != "aggregated_dedup")
-          throw InputError("plan-stats: unknown backend '" + b + "' in --backends; available: direct, combined, aggregated, aggregated_dedup");
+        if (b != "direct" && b != "combined" && b != "aggregated" && b != "aggregated_dedup" && b != "aggregated_2step")
+          throw InputError("plan-stats: unknown backend '" + b +
+                           "' in --backends; available: direct, combined, aggregated, aggregated_dedup, aggregated_2step");
         if (b != "direct") backends.push_back(b);
       }
       const auto matrices = split_specs(o.get("matrices"));
@@ -165,7 +166,7 @@ int plan_stats_main(int argc, char** argv) {
             g = virt::Graph::from_spec(p, c.spec);
             edges = g.edges();
             counts = [&, p](const std::string& b, const CombiningOptions& co) {
-              if (b == "aggregated" || b == "aggregated_dedup") {
+              if (b == "aggregated" || b == "aggregated_dedup" || b == "aggregated_2step") {
                 if (halo.p != p) halo = virt::HaloPattern::from_graph(g, size);
                 PlanOptions po;
                 po.value_bytes = 1;

@@ -55,26 +55,6 @@ struct GatherMsg {
   std::vector<char> buf;
 };
 
-// Dense alltoallv of int64 records inside a region (O(region size) setup cost).
-std::vector<std::vector<int64_t>> region_alltoallv(MPI_Comm local, const std::vector<std::vector<int64_t>>& out) {
-  const int n = comm_size(local);
-  std::vector<int64_t> flat;
-  std::vector<int> counts(n);
-  for (int i = 0; i < n; ++i) {
-    counts[i] = static_cast<int>(out[i].size());
-    flat.insert(flat.end(), out[i].begin(), out[i].end());
-  }
-  std::vector<int> rcounts;
-  auto got = alltoallv(local, flat, counts, &rcounts);
-  std::vector<std::vector<int64_t>> in(static_cast<size_t>(n));
-  size_t pos = 0;
-  for (int i = 0; i < n; ++i) {
-    in[i].assign(got.begin() + static_cast<std::ptrdiff_t>(pos), got.begin() + static_cast<std::ptrdiff_t>(pos + rcounts[i]));
-    pos += static_cast<size_t>(rcounts[i]);
-  }
-  return in;
-}
-
 class AggregatedPlan final : public Plan {
  public:
   AggregatedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt, bool dedup)
@@ -231,8 +211,8 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
       v.insert(v.end(), {Rp, r.ranks[i], r.count(i)});
       v.insert(v.end(), r.global_ids.begin() + r.offsets[i], r.global_ids.begin() + r.offsets[i + 1]);
     }
-  auto lead_meta = region_alltoallv(local, to_leaders);
-  auto recv_meta = region_alltoallv(local, to_receivers);
+  auto lead_meta = detail::region_alltoallv(local, to_leaders);
+  auto recv_meta = detail::region_alltoallv(local, to_receivers);
 
   // Parsed: for each region S I lead: src local rank -> (d -> gids); for each R' I receive
   // for: dest local rank -> (r -> gids). std::map keeps every order ascending.
@@ -416,6 +396,25 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
 }  // namespace
 
 namespace detail {
+std::vector<std::vector<int64_t>> region_alltoallv(MPI_Comm local, const std::vector<std::vector<int64_t>>& out) {
+  const int n = comm_size(local);
+  std::vector<int64_t> flat;
+  std::vector<int> counts(n);
+  for (int i = 0; i < n; ++i) {
+    counts[i] = static_cast<int>(out[i].size());
+    flat.insert(flat.end(), out[i].begin(), out[i].end());
+  }
+  std::vector<int> rcounts;
+  auto got = alltoallv(local, flat, counts, &rcounts);
+  std::vector<std::vector<int64_t>> in(static_cast<size_t>(n));
+  size_t pos = 0;
+  for (int i = 0; i < n; ++i) {
+    in[i].assign(got.begin() + static_cast<std::ptrdiff_t>(pos), got.begin() + static_cast<std::ptrdiff_t>(pos + rcounts[i]));
+    pos += static_cast<size_t>(rcounts[i]);
+  }
+  return in;
+}
+
 void register_aggregated() {
   register_backend("aggregated", "3-step locality-aware aggregation (one message per region pair)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {

@@ -32,7 +32,7 @@ void register_auto() {
         // Candidates in order of setup complexity: a tie goes to the simpler one, so the
         // choice is deterministic (with expected_iterations > 0 it also weighs measured
         // setup times, which vary from run to run).
-        std::vector<std::string> order = {"p2p", "neighbor", "aggregated", "aggregated_dedup", "combined"};
+        std::vector<std::string> order = {"p2p", "neighbor", "aggregated_2step", "aggregated", "aggregated_dedup", "combined"};
         for (const auto& n : backend_names())
           if (n != "auto" && std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
         std::unique_ptr<Plan> best;
