@@ -32,7 +32,8 @@
  *
  *   key                  values                                  used by
  *   sparsecomm_backend   alltoallv: p2p (default), neighbor,       neighbor alltoallv
- *                        aggregated, aggregated_dedup, combined
+ *                        aggregated, aggregated_dedup,
+ *                        aggregated_2step, combined
  *                        (and any backend registered in C++);
  *                        allgather: p2p (default), neighbor,       neighbor allgather(v)
  *                        combined
@@ -169,11 +170,12 @@ typedef struct SPC_Request_s* SPC_Request;
  * SPC_Start and SPC_Wait; recvbuf is written by SPC_Wait. Positions of recvbuf outside the
  * blocks are never written. Counts must match those the peer passes (checked at setup:
  * SPC_ERR_MISMATCH), which also makes every backend deliver the same result.
- * Backend: sparsecomm_backend (default p2p). For aggregated / aggregated_dedup the
- * library identifies a value by (sender, its position in the sender's sendbuf) and sends
- * these ids to the receivers once at setup; duplicate removal then removes values that a
- * sender lists for several destinations in the same region (overlapping sdispls). To
- * remove duplicates that the sender packed at different positions, use the _ext form. */
+ * Backend: sparsecomm_backend (default p2p). For aggregated / aggregated_dedup /
+ * aggregated_2step the library identifies a value by (sender, its position in the
+ * sender's sendbuf) and sends these ids to the receivers once at setup; duplicate removal
+ * then removes values that a sender lists for several destinations in the same region
+ * (overlapping sdispls). To remove duplicates that the sender packed at different
+ * positions, use the _ext form. */
 int SPC_Neighbor_alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
                                 MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, SPC_Request* request);
@@ -182,9 +184,10 @@ int SPC_Neighbor_alltoallv_init(const void* sendbuf, const int sendcounts[], con
  * shape of MPI Advance's MPIL_Neighbor_alltoallv_init_ext): global_sindices[p] is the id
  * of sendbuf element p, global_rindices[q] the id of recvbuf element q (both indexed by
  * buffer position, so they must be as long as the buffers' used parts). Values with the
- * same id sent by the same rank must be equal (then aggregated_dedup sends them across a
- * region pair once). The ids a sender sends to a receiver must be, in order, the ids the
- * receiver expects (checked at setup with a hash per pair: SPC_ERR_MISMATCH). */
+ * same id sent by the same rank must be equal (then aggregated_dedup and aggregated_2step
+ * send them across a region pair once). The ids a sender sends to a receiver must be, in
+ * order, the ids the receiver expects (checked at setup with a hash per pair:
+ * SPC_ERR_MISMATCH). */
 int SPC_Neighbor_alltoallv_init_ext(const void* sendbuf, const int sendcounts[], const int sdispls[],
                                     const int64_t global_sindices[], MPI_Datatype sendtype, void* recvbuf,
                                     const int recvcounts[], const int rdispls[], const int64_t global_rindices[],

@@ -170,7 +170,7 @@ TEST(Petsc, KspSameIterations) {
     return its;
   };
   const PetscInt its_petsc = solve();
-  for (const char* backend : {"p2p", "aggregated_dedup", "combined"}) {
+  for (const char* backend : {"p2p", "aggregated_dedup", "aggregated_2step", "combined"}) {
     PetscOptionsSetValue(nullptr, "-sparsecomm_backend", backend);
     ASSERT_EQ(petsc::attach(A), 0);
     EXPECT_EQ(solve(), its_petsc) << backend;

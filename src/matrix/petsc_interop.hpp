@@ -10,7 +10,7 @@
 // (MatMPIAIJGetSeqAIJ), builds the Pattern through an SDDE strategy and a Plan, and installs
 // MatMult, MatMultAdd, MatMultTranspose and MatMultTransposeAdd with overlap (start, diagonal
 // block, wait, off-diagonal block). Options (with the matrix's options prefix):
-//   -sparsecomm_backend NAME   halo backend (p2p, neighbor, aggregated, aggregated_dedup, combined)
+//   -sparsecomm_backend NAME   halo backend (p2p, neighbor, aggregated, aggregated_dedup, aggregated_2step, combined)
 //   -sparsecomm_sdde NAME      SDDE strategy for the pattern (personalized, nbx, rma, locality_*)
 //   -sparsecomm_regions SPEC   locality regions (node, ppn:k, ...)
 //   -sparsecomm_view           print the choice and the per-rank message counts at attach

@@ -16,7 +16,8 @@ typedef struct {
 
 static const Config configs[] = {
     {"p2p", NULL, NULL, NULL},          {"neighbor", NULL, NULL, NULL},       {"aggregated", NULL, NULL, NULL},
-    {"aggregated_dedup", NULL, NULL, NULL}, {"combined", "2", "1", "false"}, {"combined", "3", "1", "true"},
+    {"aggregated_dedup", NULL, NULL, NULL}, {"aggregated_2step", NULL, NULL, NULL}, {"combined", "2", "1", "false"},
+    {"combined", "3", "1", "true"},
 };
 enum { NCONFIGS = sizeof(configs) / sizeof(configs[0]) };
 static const char* regions[] = {"ppn:2", "cyclic:2"};
