@@ -48,13 +48,6 @@ void sort_unique(std::vector<Key>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-// A message built by gathering elements from anywhere in the plan's buffers.
-struct GatherMsg {
-  int peer = -1;
-  std::vector<const char*> src;
-  std::vector<char> buf;
-};
-
 class AggregatedPlan final : public Plan {
  public:
   AggregatedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt, bool dedup)
@@ -68,47 +61,31 @@ class AggregatedPlan final : public Plan {
   void do_start() override {
     for (Messages* m : {&initial_recv_, &inter_recv_, &final_recv_, &local_recv_}) m->start();
     local_send_.start();
-    for (size_t i = 0; i < initial_.size(); ++i) {
-      gather(initial_[i]);
-      initial_send_.start(i);
-    }
+    initial_.start();
   }
 
   void do_wait() override {
     // Leaders: once the initial messages are in, build and send the inter-region ones.
     initial_recv_.wait();
-    for (size_t i = 0; i < inter_.size(); ++i) {
-      gather(inter_[i]);
-      inter_send_.start(i);
-    }
+    inter_.start();
     // Receivers: once the inter-region messages are in, forward inside the region.
     inter_recv_.wait();
-    for (size_t i = 0; i < final_.size(); ++i) {
-      gather(final_[i]);
-      final_send_.start(i);
-    }
+    final_.start();
     const int64_t eb = elem_bytes();
     for (const auto& [dst, src] : self_final_) std::memcpy(dst, src, static_cast<size_t>(eb));
     final_recv_.wait();
     for (const auto& [dst, src] : final_scatter_) std::memcpy(dst, src, static_cast<size_t>(eb));
     local_recv_.wait();
     local_send_.wait();
-    for (Messages* m : {&initial_send_, &inter_send_, &final_send_}) m->wait();
+    for (detail::GatheredSends* m : {&initial_, &inter_, &final_}) m->wait();
   }
 
  private:
   void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt);
 
-  void gather(GatherMsg& m) {
-    const size_t eb = static_cast<size_t>(elem_bytes());
-    char* out = m.buf.data();
-    for (size_t k = 0; k < m.src.size(); ++k) std::memcpy(out + k * eb, m.src[k], eb);
-  }
-
   bool dedup_;
   Messages local_send_, local_recv_;
-  std::vector<GatherMsg> initial_, inter_, final_;     // gathered sends (contents)
-  Messages initial_send_, inter_send_, final_send_;    // their messages, same order
+  detail::GatheredSends initial_, inter_, final_;      // gathered sends of the three steps
   Messages initial_recv_, inter_recv_, final_recv_;    // staged receives into r1_/r2_/r3_
   std::vector<char> r1_, r2_, r3_;  // staging for initial / inter / final receives
   std::vector<std::pair<char*, const char*>> self_final_, final_scatter_;
@@ -161,14 +138,9 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
     for (int i : segs) v += r.count(i);
     mine.insert(mine.end(), {1, Rp, v});
   }
-  int n_mine = static_cast<int>(mine.size());
-  std::vector<int> counts(nlocal), displs(nlocal + 1, 0);
-  SPC_MPI(MPI_Allgather(&n_mine, 1, MPI_INT, counts.data(), 1, MPI_INT, local));
-  for (int i = 0; i < nlocal; ++i) displs[i + 1] = displs[i] + counts[i];
-  std::vector<int64_t> all(static_cast<size_t>(displs[nlocal]));
-  SPC_MPI(MPI_Allgatherv(mine.data(), n_mine, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, local));
   std::map<int, int64_t> send_vol, recv_vol;
-  for (size_t k = 0; k < all.size(); k += 3) (all[k] == 0 ? send_vol : recv_vol)[static_cast<int>(all[k + 1])] += all[k + 2];
+  for (const auto& all : detail::region_allgatherv(local, mine))
+    for (size_t k = 0; k < all.size(); k += 3) (all[k] == 0 ? send_vol : recv_vol)[static_cast<int>(all[k + 1])] += all[k + 2];
   std::map<int, int> leader_of, receiver_of;  // region -> global rank
   for (auto& [S, slot] : detail::lpt_assign(send_vol, nlocal)) leader_of[S] = loc.member(my_region, slot);
   for (auto& [Rp, slot] : detail::lpt_assign(recv_vol, nlocal)) receiver_of[Rp] = loc.member(my_region, slot);
@@ -302,13 +274,8 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
     v.add(false, buf.data() + off * eb, n * eb, peer, tag);
     count_recv(step, peer, n * eb);
   };
-  auto post_send = [&](std::vector<GatherMsg>& v, int peer, std::vector<const char*> src, const char* step) {
-    v.emplace_back();
-    GatherMsg& m = v.back();
-    m.peer = peer;
-    m.src = std::move(src);
-    m.buf.assign(m.src.size() * static_cast<size_t>(eb), 0);
-    count_send(step, peer, static_cast<int64_t>(m.src.size()) * eb);
+  auto post_send = [&](detail::GatheredSends& v, int peer, std::vector<const char*> src, const char* step) {
+    count_send(step, peer, v.add(peer, std::move(src), eb));
   };
 
   // Where each of my own owned-and-sent values sits in send_buf (any copy will do).
@@ -379,15 +346,10 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
       off += n;
     }
   }
-  // The gathered sends' buffers are final now (the vectors of messages no longer grow).
-  auto add_sends = [](Messages& to, const std::vector<GatherMsg>& v, int tag) {
-    for (const auto& m : v) to.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, tag);
-  };
-  add_sends(initial_send_, initial_, kTagInitial);
-  add_sends(inter_send_, inter_, kTagInter);
-  add_sends(final_send_, final_, kTagFinal);
-  for (Messages* m : {&local_send_, &local_recv_, &initial_send_, &inter_send_, &final_send_, &initial_recv_,
-                      &inter_recv_, &final_recv_})
+  initial_.init(comm(), kTagInitial, opt.persistent_requests);
+  inter_.init(comm(), kTagInter, opt.persistent_requests);
+  final_.init(comm(), kTagFinal, opt.persistent_requests);
+  for (Messages* m : {&local_send_, &local_recv_, &initial_recv_, &inter_recv_, &final_recv_})
     m->init(comm(), opt.persistent_requests);
   set_stages((send_to_region.empty() && recv_from_region.empty() && leader_of.empty()) ? 1 : 3);
   st.add_time("setup.aggregation", MPI_Wtime() - t0);
@@ -396,6 +358,19 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
 }  // namespace
 
 namespace detail {
+std::vector<std::vector<int64_t>> region_allgatherv(MPI_Comm local, const std::vector<int64_t>& mine) {
+  const int n = comm_size(local);
+  const int n_mine = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(n)), displs(static_cast<size_t>(n) + 1, 0);
+  SPC_MPI(MPI_Allgather(&n_mine, 1, MPI_INT, counts.data(), 1, MPI_INT, local));
+  for (int i = 0; i < n; ++i) displs[i + 1] = displs[i] + counts[i];
+  std::vector<int64_t> all(static_cast<size_t>(displs[n]));
+  SPC_MPI(MPI_Allgatherv(mine.data(), n_mine, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, local));
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) out[i].assign(all.begin() + displs[i], all.begin() + displs[i + 1]);
+  return out;
+}
+
 std::vector<std::vector<int64_t>> region_alltoallv(MPI_Comm local, const std::vector<std::vector<int64_t>>& out) {
   const int n = comm_size(local);
   std::vector<int64_t> flat;

@@ -50,43 +50,28 @@ class TwoStepPlan final : public Plan {
   void do_start() override {
     for (Messages* m : {&staged_recv_, &final_recv_, &direct_recv_}) m->start();
     direct_send_.start();
-    for (size_t i = 0; i < inter_.size(); ++i) {
-      gather(inter_[i]);
-      inter_send_.start(i);
-    }
+    inter_.start();
   }
 
   void do_wait() override {
     // Receivers: once the staged inter-region messages are in, forward inside the region.
     staged_recv_.wait();
-    for (size_t i = 0; i < final_.size(); ++i) {
-      gather(final_[i]);
-      final_send_.start(i);
-    }
+    final_.start();
     const size_t eb = static_cast<size_t>(elem_bytes());
     for (const auto& [dst, src] : self_copy_) std::memcpy(dst, src, eb);
     final_recv_.wait();
     for (const auto& [dst, src] : final_scatter_) std::memcpy(dst, src, eb);
     direct_recv_.wait();
-    for (Messages* m : {&direct_send_, &inter_send_, &final_send_}) m->wait();
+    direct_send_.wait();
+    inter_.wait();
+    final_.wait();
   }
 
  private:
-  struct GatherMsg {
-    int peer = -1;
-    std::vector<const char*> src;
-    std::vector<char> buf;
-  };
   void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt);
-  void gather(GatherMsg& m) {
-    const size_t eb = static_cast<size_t>(elem_bytes());
-    char* out = m.buf.data();
-    for (size_t k = 0; k < m.src.size(); ++k) std::memcpy(out + k * eb, m.src[k], eb);
-  }
 
   Messages direct_send_, direct_recv_;  // same-region messages, and single-destination inter ones
-  std::vector<GatherMsg> inter_, final_;
-  Messages inter_send_, final_send_;    // gathered sends, same order as inter_ / final_
+  detail::GatheredSends inter_, final_;  // inter messages to receivers, and their forwards
   Messages staged_recv_, final_recv_;   // into r2_ (at receivers) / r3_ (at destinations)
   std::vector<char> r2_, r3_;
   std::vector<std::pair<char*, const char*>> self_copy_, final_scatter_;
@@ -105,13 +90,8 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
   // The receiver of a source's values in a region: the destination needing the most of
   // them, ties to the lowest rank. Sender and region compute it from the same counts.
   const auto better = [](int64_t ca, int a, int64_t cb, int b) { return cb < 0 || ca > cb || (ca == cb && a < b); };
-  auto add_gathered = [&](std::vector<GatherMsg>& to, int peer, std::vector<const char*> src, const char* step) {
-    to.emplace_back();
-    GatherMsg& m = to.back();
-    m.peer = peer;
-    m.src = std::move(src);
-    m.buf.assign(m.src.size() * static_cast<size_t>(eb), 0);
-    count_send(step, peer, static_cast<int64_t>(m.src.size()) * eb);
+  auto add_gathered = [&](detail::GatheredSends& to, int peer, std::vector<const char*> src, const char* step) {
+    count_send(step, peer, to.add(peer, std::move(src), eb));
   };
 
   // --- Send side: same-region segments go directly; the others grouped by region ---------
@@ -157,21 +137,16 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
       seg_from[r.ranks[i]] = i;
     }
   }
-  int n_mine = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<size_t>(nlocal)), displs(static_cast<size_t>(nlocal) + 1, 0);
-  SPC_MPI(MPI_Allgather(&n_mine, 1, MPI_INT, counts.data(), 1, MPI_INT, local));
-  for (int i = 0; i < nlocal; ++i) displs[i + 1] = displs[i] + counts[i];
-  std::vector<int64_t> all(static_cast<size_t>(displs[nlocal]));
-  SPC_MPI(MPI_Allgatherv(mine.data(), n_mine, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, local));
+  const auto all = detail::region_allgatherv(local, mine);
   std::map<int, int> ndest, receiver_of;  // source -> its number of destinations here / its receiver
   {
     std::map<int, int64_t> best;
     for (int li = 0; li < nlocal; ++li)
-      for (int k = displs[li]; k < displs[li + 1]; k += 2) {
-        const int src = static_cast<int>(all[k]), d = loc.member(my_region, li);
+      for (size_t k = 0; k < all[li].size(); k += 2) {
+        const int src = static_cast<int>(all[li][k]), d = loc.member(my_region, li);
         ++ndest[src];
         auto b = best.emplace(src, -1).first;
-        if (better(all[k + 1], d, b->second, receiver_of[src])) receiver_of[src] = d, b->second = all[k + 1];
+        if (better(all[li][k + 1], d, b->second, receiver_of[src])) receiver_of[src] = d, b->second = all[li][k + 1];
       }
   }
 
@@ -261,10 +236,9 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
       off += n;
     }
   }
-  for (const auto& m : inter_) inter_send_.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, kTagInter);
-  for (const auto& m : final_) final_send_.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, kTagFinal);
-  for (Messages* m : {&direct_send_, &direct_recv_, &inter_send_, &final_send_, &staged_recv_, &final_recv_})
-    m->init(comm(), opt.persistent_requests);
+  inter_.init(comm(), kTagInter, opt.persistent_requests);
+  final_.init(comm(), kTagFinal, opt.persistent_requests);
+  for (Messages* m : {&direct_send_, &direct_recv_, &staged_recv_, &final_recv_}) m->init(comm(), opt.persistent_requests);
   set_stages(final_.empty() && final_in.empty() ? 1 : 2);
   st.add_time("setup.aggregation", MPI_Wtime() - t0);
 }
