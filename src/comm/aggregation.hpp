@@ -1,18 +1,28 @@
 #pragma once
-// Shared by the aggregated backends (backends/aggregated.cpp, aggregated2.cpp) and the plan statistics of
-// virtual ranks (plan_stats.cpp), which must choose the same leaders and receivers.
+// Shared by the aggregated backends (backends/aggregated.cpp, aggregated2.cpp) and the plan
+// statistics of virtual ranks (plan_stats.cpp), which must choose the same leaders and
+// receivers.
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "comm/messages.hpp"
 
 namespace sparsecomm::detail {
+
+/// (origin rank, global id): the name of one value in an aggregation step.
+using Key = std::pair<int, int64_t>;
+struct KeyHash {
+  size_t operator()(const Key& k) const { return std::hash<int64_t>{}(k.second * 1000003 + k.first); }
+};
+/// Where each value sits in a plan's buffers.
+using KeyMap = std::unordered_map<Key, const char*, KeyHash>;
 
 /// Longest-processing-time assignment (Graham 1969) of partner regions to the `slots`
 /// ranks of a region: regions by decreasing volume (ties: lower region first), each to
@@ -43,11 +53,11 @@ std::vector<std::vector<int64_t>> region_allgatherv(MPI_Comm local, const std::v
 /// in the previous step or sit in the send buffer -- into the message's own buffer.
 class GatheredSends {
  public:
+  explicit GatheredSends(int64_t eb) : eb_(static_cast<size_t>(eb)) {}
   /// Before init(). Returns the message's size in bytes.
-  int64_t add(int peer, std::vector<const char*> src, int64_t eb) {
+  int64_t add(int peer, std::vector<const char*> src) {
     msgs_.push_back(Msg{peer, std::move(src), {}});
-    msgs_.back().buf.assign(msgs_.back().src.size() * static_cast<size_t>(eb), 0);
-    eb_ = static_cast<size_t>(eb);
+    msgs_.back().buf.assign(msgs_.back().src.size() * eb_, 0);
     return static_cast<int64_t>(msgs_.back().buf.size());
   }
   /// The set is fixed: the buffers no longer move.
@@ -75,7 +85,7 @@ class GatheredSends {
   };
   std::vector<Msg> msgs_;
   Messages sends_;
-  size_t eb_ = 0;
+  size_t eb_;
 };
 
 }  // namespace sparsecomm::detail

@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <unordered_map>
 
 #include "comm/aggregation.hpp"
 #include "comm/messages.hpp"
@@ -34,14 +33,8 @@ namespace {
 
 constexpr int kTagLocal = 21, kTagInitial = 22, kTagInter = 23, kTagFinal = 24;
 
-// (origin rank, global id): the name of one value.
-using Key = std::pair<int, int64_t>;
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    return std::hash<int64_t>{}(k.second * 1000003 + k.first);
-  }
-};
-using KeyMap = std::unordered_map<Key, const char*, KeyHash>;
+using detail::Key;
+using detail::KeyMap;
 
 void sort_unique(std::vector<Key>& v) {
   std::sort(v.begin(), v.end());
@@ -85,7 +78,8 @@ class AggregatedPlan final : public Plan {
 
   bool dedup_;
   Messages local_send_, local_recv_;
-  detail::GatheredSends initial_, inter_, final_;      // gathered sends of the three steps
+  // Gathered sends of the three steps.
+  detail::GatheredSends initial_{elem_bytes()}, inter_{elem_bytes()}, final_{elem_bytes()};
   Messages initial_recv_, inter_recv_, final_recv_;    // staged receives into r1_/r2_/r3_
   std::vector<char> r1_, r2_, r3_;  // staging for initial / inter / final receives
   std::vector<std::pair<char*, const char*>> self_final_, final_scatter_;
@@ -275,7 +269,7 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
     count_recv(step, peer, n * eb);
   };
   auto post_send = [&](detail::GatheredSends& v, int peer, std::vector<const char*> src, const char* step) {
-    count_send(step, peer, v.add(peer, std::move(src), eb));
+    count_send(step, peer, v.add(peer, std::move(src)));
   };
 
   // Where each of my own owned-and-sent values sits in send_buf (any copy will do).

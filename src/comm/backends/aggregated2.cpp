@@ -71,7 +71,8 @@ class TwoStepPlan final : public Plan {
   void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt);
 
   Messages direct_send_, direct_recv_;  // same-region messages, and single-destination inter ones
-  detail::GatheredSends inter_, final_;  // inter messages to receivers, and their forwards
+  // Inter messages to receivers, and their forwards.
+  detail::GatheredSends inter_{elem_bytes()}, final_{elem_bytes()};
   Messages staged_recv_, final_recv_;   // into r2_ (at receivers) / r3_ (at destinations)
   std::vector<char> r2_, r3_;
   std::vector<std::pair<char*, const char*>> self_copy_, final_scatter_;
@@ -91,7 +92,7 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
   // them, ties to the lowest rank. Sender and region compute it from the same counts.
   const auto better = [](int64_t ca, int a, int64_t cb, int b) { return cb < 0 || ca > cb || (ca == cb && a < b); };
   auto add_gathered = [&](detail::GatheredSends& to, int peer, std::vector<const char*> src, const char* step) {
-    count_send(step, peer, to.add(peer, std::move(src), eb));
+    count_send(step, peer, to.add(peer, std::move(src)));
   };
 
   // --- Send side: same-region segments go directly; the others grouped by region ---------
@@ -186,7 +187,8 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
     std::vector<int64_t> g;
     if (mine_it != seg_from.end())
       g.assign(r.global_ids.begin() + r.offsets[mine_it->second], r.global_ids.begin() + r.offsets[mine_it->second + 1]);
-    for (const auto& [d, gids] : forwarded[src]) g.insert(g.end(), gids.begin(), gids.end());
+    if (auto fw = forwarded.find(src); fw != forwarded.end())
+      for (const auto& [d, gids] : fw->second) g.insert(g.end(), gids.begin(), gids.end());
     std::sort(g.begin(), g.end());
     g.erase(std::unique(g.begin(), g.end()), g.end());
     staged[src] = std::move(g);
@@ -194,7 +196,7 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
   int64_t n2 = 0;
   for (const auto& [src, g] : staged) n2 += static_cast<int64_t>(g.size());
   r2_.assign(static_cast<size_t>(n2 * eb), 0);
-  std::map<std::pair<int, int64_t>, const char*> at;  // (source, gid) -> where in r2_
+  detail::KeyMap at;  // (source, gid) -> where in r2_
   {
     int64_t off = 0;
     for (const auto& [src, g] : staged) {
