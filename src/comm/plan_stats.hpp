@@ -8,10 +8,11 @@
 // (gather_plan.hpp): the direct schedule (`p2p`, `neighbor`) and message combining
 // (`combined`, combining.hpp); and for the halo-exchange Plans (plan.hpp) of any pattern
 // (an SpMV halo of a matrix, or the allgather shape): `p2p`, `neighbor`, `combined` and the
-// locality-aware `aggregated` / `aggregated_dedup` / `aggregated_2step`. It makes exactly the decisions of
-// CombiningSchedule::build -- same queries, same greedy matching, same tie-breaks, same
-// splits of the common neighborhoods -- from the whole graph instead of from messages,
-// with bitsets and inverted lists instead of the O(degree^2) replies a rank exchanges.
+// locality-aware `aggregated` / `aggregated_dedup` / `aggregated_2step`. It makes exactly
+// the decisions of CombiningSchedule::build -- same queries, same greedy matching, same
+// tie-breaks, same splits of the common neighborhoods -- from the whole graph instead of
+// from messages, with bitsets and inverted lists instead of the O(degree^2) replies a rank
+// exchanges.
 // tests/test_plan_stats.cpp checks schedules and counts against the MPI runs (and, in
 // the SMPI build, against the simulated runs) rank by rank.
 #include <cstdint>
@@ -104,9 +105,9 @@ struct HaloPattern {
 
 /// Per-rank counts of halo backend `backend` ("p2p", "neighbor", "neighbor_persistent",
 /// "combined", "aggregated", "aggregated_dedup" or "aggregated_2step"; opt.combining for
-/// "combined"), each
-/// value of opt.width * opt.value_bytes bytes: what Plan::iteration_counts() and
-/// Plan::stages() report on every rank of the real run. Other names are an InputError.
+/// "combined"), each value of opt.width * opt.value_bytes bytes: what
+/// Plan::iteration_counts() and Plan::stages() report on every rank of the real run. Other
+/// names are an InputError.
 std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPattern& pat, const std::vector<int>& region,
                                     const PlanOptions& opt);
 

@@ -119,11 +119,18 @@ int plan_stats_main(int argc, char** argv) {
       if (aw == "agnostic" || aw == "both") awares.push_back(false);
       if (aw == "aware" || aw == "both") awares.push_back(true);
       if (awares.empty()) throw InputError("plan-stats: --aware must be agnostic, aware or both, got '" + aw + "'");
+      // The aggregation backends count halo exchanges, also for the allgather shape.
+      const std::vector<std::string> aggregation = {"aggregated", "aggregated_dedup", "aggregated_2step"};
+      auto is_aggregation = [&](const std::string& b) {
+        return std::find(aggregation.begin(), aggregation.end(), b) != aggregation.end();
+      };
       std::vector<std::string> backends;
       for (const auto& b : split_list(o.get("backends"))) {
-        if (b != "direct" && b != "combined" && b != "aggregated" && b != "aggregated_dedup" && b != "aggregated_2step")
-          throw InputError("plan-stats: unknown backend '" + b +
-                           "' in --backends; available: direct, combined, aggregated, aggregated_dedup, aggregated_2step");
+        if (b != "direct" && b != "combined" && !is_aggregation(b)) {
+          std::string names = "direct, combined";
+          for (const auto& a : aggregation) names += ", " + a;
+          throw InputError("plan-stats: unknown backend '" + b + "' in --backends; available: " + names);
+        }
         if (b != "direct") backends.push_back(b);
       }
       const auto matrices = split_specs(o.get("matrices"));
@@ -166,7 +173,7 @@ int plan_stats_main(int argc, char** argv) {
             g = virt::Graph::from_spec(p, c.spec);
             edges = g.edges();
             counts = [&, p](const std::string& b, const CombiningOptions& co) {
-              if (b == "aggregated" || b == "aggregated_dedup" || b == "aggregated_2step") {
+              if (is_aggregation(b)) {
                 if (halo.p != p) halo = virt::HaloPattern::from_graph(g, size);
                 PlanOptions po;
                 po.value_bytes = 1;
