@@ -26,11 +26,7 @@ const std::vector<std::string> kRegions = {"ppn:1", "ppn:2", "ppn:3", "ppn:4", "
 double xval(int64_t gid, int k, int round) { return std::sin(0.37 * static_cast<double>(gid) + 1.3 * k + 0.11 * round) + 0.01 * k; }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double scale = 1.0;
-  for (double v : want) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], 1e-11 * scale) << what << " at local index " << i;
+  ASSERT_TRUE(test::close_values(got, want, 1e-11)) << what;
 }
 
 // y = A x (width w) and y = A^T x with every backend, compared with Eigen on the gathered

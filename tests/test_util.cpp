@@ -1,5 +1,9 @@
 #include "test_util.hpp"
 
+#include <algorithm>
+
+#include "core/compare.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,6 +77,26 @@ std::string write_file(const std::string& dir, const std::string& name, const st
   std::string p = dir + "/" + name;
   std::ofstream(p, std::ios::binary) << text;
   return p;
+}
+
+}  // namespace sparsecomm::test
+
+namespace sparsecomm::test {
+
+::testing::AssertionResult close_values(const std::vector<double>& got, const std::vector<double>& want, double rtol) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << got.size() << " values, expected " << want.size();
+  Comparison c = compare(got.data(), want.data(), static_cast<int64_t>(got.size()));
+  const double tol = rtol * std::max(1.0, c.scale);
+  if (c.nonfinite_mismatches == 0 && c.max_err <= tol) return ::testing::AssertionSuccess();
+  for (size_t i = 0; i < got.size(); ++i) {
+    Comparison one;
+    one.add(got[i], want[i]);
+    if (one.nonfinite_mismatches > 0 || one.max_err > tol)
+      return ::testing::AssertionFailure() << "at local index " << i << ": " << got[i] << ", expected " << want[i]
+                                           << " (" << c.describe() << ", tolerance " << tol << ")";
+  }
+  return ::testing::AssertionFailure() << c.describe();
 }
 
 }  // namespace sparsecomm::test

@@ -26,6 +26,11 @@ std::vector<Triplet<double>> sorted(std::vector<Triplet<double>> e);
 /// Exact equality of two sorted entry lists, reporting the first difference.
 ::testing::AssertionResult same_entries(const std::vector<Triplet<double>>& a, const std::vector<Triplet<double>>& b);
 
+/// Every entry of `got` matches `want` (core/compare.hpp): finite entries within
+/// rtol * max(1, max|want|), non-finite ones only by the same non-finite value; the first
+/// difference is reported. Local (this rank's entries); a NaN can never pass.
+::testing::AssertionResult close_values(const std::vector<double>& got, const std::vector<double>& want, double rtol);
+
 /// Writes `text` into `dir`/`name` and returns the path.
 std::string write_file(const std::string& dir, const std::string& name, const std::string& text);
 

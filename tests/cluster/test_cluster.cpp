@@ -69,10 +69,7 @@ double xval(int64_t gid, int k, int round) {
 }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double scale = 1.0;
-  for (double v : want) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-11 * scale) << what << " at local index " << i;
+  ASSERT_TRUE(test::close_values(got, want, 1e-11)) << what;
 }
 
 // Number of ordered region pairs (a, b), a != b, with at least one message from a to b.

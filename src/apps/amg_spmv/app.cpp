@@ -34,6 +34,7 @@
 #include "common/table.hpp"
 #include "common/timing.hpp"
 #include "amg_spmv/level_dump.hpp"
+#include "core/compare.hpp"
 #include "matrix/dist_spmv.hpp"
 #include "matrix/hypre_interop.hpp"
 #include "matrix/mtx_reader.hpp"
@@ -107,9 +108,9 @@ int amg_main(int argc, char** argv) {
     if (rank == 0) std::cout << opt.help();
     return 0;
   }
-  const int64_t nx = opt.get_int64("nx"), ny = opt.get_int64("ny");
+  const int64_t nx = opt.get_count64("nx"), ny = opt.get_count64("ny");
   const double angle = opt.get_double("angle"), eps = opt.get_double("eps");
-  const int reps = opt.get_int("reps");
+  const int reps = opt.get_count("reps");
   std::vector<std::string> backends = opt.get("backend") == "all" ? backend_names() : apps::split_list(opt.get("backend"));
   Sdde::check_strategy(opt.get("sdde"));
   if (nx < 2 || ny < 2 || reps < 1) throw InputError("--nx, --ny must be >= 2 and --reps >= 1");
@@ -135,7 +136,7 @@ int amg_main(int argc, char** argv) {
   HYPRE_Solver amg;
   HYPRE_BoomerAMGCreate(&amg);
   HYPRE_BoomerAMGSetPrintLevel(amg, 0);
-  HYPRE_BoomerAMGSetMaxLevels(amg, opt.get_int("max-levels"));
+  HYPRE_BoomerAMGSetMaxLevels(amg, opt.get_count("max-levels"));
   const double t_amg = MPI_Wtime();
   HYPRE_BoomerAMGSetup(amg, A, b, x);
   const double amg_setup = MPI_Wtime() - t_amg;
@@ -206,12 +207,7 @@ int amg_main(int argc, char** argv) {
       DistSpmv bspmv(back, make_plan("p2p", Pattern::from_matrix(back, sdde, opt.get("sdde")), loc, comm, popt));
       std::vector<double> yb(static_cast<size_t>(back.local_rows()) + 1);
       bspmv.apply(xs.data(), yb.data());
-      double err = 0, scale = 1e-300;
-      for (int32_t i = 0; i < back.local_rows(); ++i) {
-        err = std::max(err, std::abs(yb[i] - yref[i]));
-        scale = std::max(scale, std::abs(yref[i]));
-      }
-      L.reread_err = allreduce_max(comm, err) / allreduce_max(comm, scale);
+      L.reread_err = compare(yb.data(), yref, back.local_rows()).allreduce(comm).rel_err();
       if (rank == 0)
         std::cerr << "    wrote " << L.file << " (re-read: " << (L.same_entries ? "entries identical" : "ENTRIES DIFFER")
                   << ", SpMV rel err " << apps::num("%.1e", L.reread_err) << " vs hypre_ParCSRMatrixMatvec)\n";
@@ -266,12 +262,7 @@ int amg_main(int argc, char** argv) {
       Plan& plan = spmv.plan();
       std::vector<double> y(static_cast<size_t>(a.local_rows()) + 1);
       spmv.apply(xs.data(), y.data());
-      double err = 0, scale = 1e-300;
-      for (int32_t i = 0; i < a.local_rows(); ++i) {
-        err = std::max(err, std::abs(y[i] - yref[i]));
-        scale = std::max(scale, std::abs(yref[i]));
-      }
-      R.err = allreduce_max(comm, err / scale);
+      R.err = compare(y.data(), yref, a.local_rows()).allreduce(comm).rel_err();  // +inf on a NaN
       R.comm = apps::time_per_call(comm, reps, [&] { spmv.exchange(xs.data()); });
       R.spmv = apps::time_per_call(comm, reps, [&] { spmv.apply(xs.data(), y.data()); });
       const auto& c = plan.iteration_counts().total();

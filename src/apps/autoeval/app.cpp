@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "comm/model.hpp"
+#include "core/compare.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
@@ -87,9 +88,10 @@ int autoeval_main(int argc, char** argv) {
   const ModelParams model = agreed(comm, [&] { return ModelParams::load(o.get("model")); });
   apps::Table t({"matrix", "auto picks", "regret", "p2p/best", "best", "pred. error (max |log ratio| over backends)"});
   int within10 = 0, never_worse = 0, cases = 0;
-  const int rounds = o.get_int("rounds");
-  if (rounds < 1 || o.get_int("reps") < rounds) throw InputError("autoeval: need --rounds >= 1 and --reps >= --rounds");
-  const int per_round = o.get_int("reps") / rounds;
+  std::vector<std::string> wrong;  // "matrix: backend" whose exchange delivered wrong values
+  const int rounds = o.get_count("rounds");
+  if (rounds < 1 || o.get_count("reps") < rounds) throw InputError("autoeval: need --rounds >= 1 and --reps >= --rounds");
+  const int per_round = o.get_count("reps") / rounds;
   const double t_start = MPI_Wtime();
   for (const auto& m : mats) {
     const double t_matrix = MPI_Wtime();
@@ -98,13 +100,23 @@ int autoeval_main(int argc, char** argv) {
     Pattern pat = Pattern::from_matrix(a, sdde, "nbx");
     std::map<std::string, double> measured, predicted;
     std::map<std::string, std::string> load;
-    std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1, 1.0), g(static_cast<size_t>(a.num_ghosts()) + 1);
+    // x_j = j + 1 (global column id j): every exchanged ghost is checked against the value
+    // its id implies before the timing, so a backend that moves wrong values cannot rank.
+    std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1), g(static_cast<size_t>(a.num_ghosts()) + 1);
+    for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = static_cast<double>(a.col_begin() + i + 1);
+    std::vector<double> want(g.size());
+    for (int32_t k = 0; k < a.num_ghosts(); ++k) want[k] = static_cast<double>(a.ghost_ids()[k] + 1);
     // Every backend's plan first, then the timings in interleaved rounds
     // (apps::interleaved_rounds): a backend's time is its median over the rounds.
     std::map<std::string, std::unique_ptr<Plan>> plans;
     for (const auto& b : backend_names()) {
       if (b == "auto") continue;
       plans[b] = make_plan(b, pat, loc, comm);
+      plans[b]->exchange(x.data(), g.data());
+      if (!compare(g.data(), want.data(), a.num_ghosts()).allreduce(comm).ok(0.0)) {
+        if (rank == 0) std::cerr << "autoeval: " << m << ": backend " << b << " delivered wrong ghost values\n";
+        wrong.push_back(m + ": " + b);
+      }
       predicted[b] = predict_iteration(*plans[b], model, comm);
       load[b] = load_json(*plans[b], comm);
     }
@@ -152,6 +164,15 @@ int autoeval_main(int argc, char** argv) {
               << "backend (same run)\n\n"
               << t.str() << "\nauto within 10% of the best: " << within10 << "/" << cases
               << "; auto at most 10% slower than always-p2p: " << never_worse << "/" << cases << "\n";
+  if (!wrong.empty()) {
+    if (rank == 0) {
+      std::cout << "VERIFICATION FAILED: wrong ghost values from";
+      for (const auto& w : wrong) std::cout << " [" << w << "]";
+      std::cout << "\n";
+    }
+    return 3;
+  }
+  if (rank == 0) std::cout << "every backend's exchange verified\n";
   return 0;
 }
 

@@ -135,6 +135,13 @@ struct Ctx {
     Clock c(&t.compute);
     int64_t since = 0;
     for (size_t k = 0; k < n; ++k) {
+      // A frontier id outside my column block came from a transport that delivered wrong
+      // data: skipped and counted (BfsTimes::corrupt), so validation fails instead of an
+      // out-of-bounds read.
+      if (f[k] < g.col_begin || f[k] >= g.col_end) {
+        ++t.corrupt;
+        continue;
+      }
       if (poll && since > opt.poll_edges) poll(), since = 0;
       since += g.colptr[f[k] - g.col_begin + 1] - g.colptr[f[k] - g.col_begin];
       const int64_t u = f[k], cu = u - g.col_begin;
@@ -176,6 +183,10 @@ struct Ctx {
     Clock c(&t.sort);
     for (size_t k = 0; k + 1 < pairs.size(); k += 2) {
       const int64_t v = pairs[k], u = pairs[k + 1], i = v - pb;
+      if (v < pb || v >= pe || u < 0 || u >= g.n) {  // wrong data delivered: see spmspv
+        ++t.corrupt;
+        continue;
+      }
       if (parent[i] == -1) parent[i] = -2 - u, frontier_new.push_back(v);  // provisional this level
       else if (parent[i] <= -2 && u < -2 - parent[i]) parent[i] = -2 - u;
     }
@@ -820,8 +831,10 @@ std::vector<int64_t> run_bfs(const Graph2D& g, const Grid& grid, int64_t root, c
   }
   c.t.total = MPI_Wtime() - t0;
   if (times) {
-    auto red = reduce_all(comm, {c.t.total, c.t.transpose, c.t.expand, c.t.fold, c.t.compute, c.t.sort, c.t.exposed});
+    auto red = reduce_all(comm, {c.t.total, c.t.transpose, c.t.expand, c.t.fold, c.t.compute, c.t.sort, c.t.exposed,
+                                 static_cast<double>(c.t.corrupt)});
     *times = c.t;
+    times->corrupt = static_cast<int64_t>(red[7].sum);
     times->total = red[0].max, times->transpose = red[1].max, times->expand = red[2].max, times->fold = red[3].max;
     times->compute = red[4].max, times->sort = red[5].max, times->exposed = red[6].max;
   }

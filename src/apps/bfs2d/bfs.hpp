@@ -76,6 +76,9 @@ struct BfsOptions {
 struct BfsTimes {
   double total = 0, transpose = 0, expand = 0, fold = 0, compute = 0, sort = 0, exposed = 0;
   int levels = 0;
+  /// Received vertex ids outside the range their receiver owns, summed over the ranks: a
+  /// transport delivered wrong data. The BFS skipped them; its result must not be trusted.
+  int64_t corrupt = 0;
 };
 
 /// Empty when `opt` is valid, else what is wrong with it (the first problem). run_bfs

@@ -247,7 +247,7 @@ int run(int argc, char** argv) {
     if (rank == 0) std::cout << opt.help();
     return 0;
   }
-  const int scale = opt.get_int("scale"), ef = opt.get_int("edge-factor"), nroots = opt.get_int("roots");
+  const int scale = opt.get_count("scale"), ef = opt.get_count("edge-factor"), nroots = opt.get_count("roots");
   const int seed = opt.get_int("seed");
   if (scale < 1 || scale > 40 || ef < 1 || nroots < 1)
     throw InputError("--scale must be in [1, 40], --edge-factor and --roots >= 1");

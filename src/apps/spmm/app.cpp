@@ -48,6 +48,7 @@
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
+#include "core/compare.hpp"
 #include "matrix/data_path.hpp"
 #include "matrix/dist_spmv.hpp"
 #include "matrix/mtx_reader.hpp"
@@ -83,19 +84,13 @@ struct Operands {
   Eigen::MatrixXd cref;      // expected C(my rows, :)
 };
 
-/// max|C - C_ref| / max|C_ref| over all ranks (collective); NaN counts as infinite.
+/// max|C - C_ref| / max|C_ref| over all ranks (collective); +inf where C and C_ref differ
+/// in a non-finite entry (core/compare.hpp).
 double relative_error(const Operands& op, bool row_major, const std::vector<double>& c) {
-  double err = 0, scale = 0;
+  Comparison cmp;
   for (int32_t i = 0; i < op.lr; ++i)
-    for (int64_t j = 0; j < op.n; ++j) {
-      const double got = row_major ? c[i * op.n + j] : c[j * op.lr + i];
-      const double want = op.cref(i, j);
-      const double d = std::abs(got - want);
-      err = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(err, d);
-      scale = std::max(scale, std::abs(want));
-    }
-  auto red = reduce_all(MPI_COMM_WORLD, {err, scale});
-  return red[0].max / std::max(red[1].max, 1e-300);
+    for (int64_t j = 0; j < op.n; ++j) cmp.add(row_major ? c[i * op.n + j] : c[j * op.lr + i], op.cref(i, j));
+  return cmp.allreduce(MPI_COMM_WORLD).rel_err();
 }
 
 /// Per-column product helpers on this rank's rows of A.
@@ -476,8 +471,8 @@ int spmm_main(int argc, char** argv) {
   else if (aw == "both") cfg.awares = {false, true};
   else throw InputError("--aware expects agnostic, aware or both, got '" + aw + "'");
   cfg.theta = opt.get_int("theta");
-  cfg.reps = opt.get_int("reps");
-  cfg.cols = opt.get_int("cols");
+  cfg.reps = opt.get_count("reps");
+  cfg.cols = opt.get_count("cols", 0);
   if (cfg.reps < 1 || cfg.theta < 1 || cfg.cols < 0) throw InputError("--reps, --theta must be >= 1, --cols >= 0");
   if (opt.get("variants") != "all") {
     std::set<std::string> valid{"all", "allgather", "halo"};
