@@ -1,13 +1,23 @@
 # sparsecomm_add_mpi_test(<name> <target> [RANKS n...] [TIMEOUT s] [ARGS ...] [LABELS ...]
-#                         [SKIP_REGEX regex])
+#                         [SKIP_REGEX regex] [REJECTED_REGEX regex [REJECTED_CODE rc]])
 # Registers one ctest entry per rank count: <name>.np<n>. Each runs under mpiexec with
 # oversubscription (the CI machine has 2 cores), yielding when idle (oversubscribed ranks
 # busy-wait otherwise), root allowed (CI runs as root), and a time limit enforced twice:
 # mpirun's own --timeout kills every rank of a deadlocked job, ctest's TIMEOUT backs it up.
+# REJECTED_REGEX inverts the verdict the honest way (tests/oracles/expect_rejected.sh): the
+# test passes only when the program exits 3 (verification failed; REJECTED_CODE for gtest's 1)
+# with output matching the regex; a crash, a timeout or a clean pass all fail it.
 set(SPARSECOMM_TEST_RANKS 1 2 3 4 8 CACHE STRING "Default rank counts for MPI tests")
 
 function(sparsecomm_add_mpi_test name target)
-  cmake_parse_arguments(A "" "TIMEOUT;SKIP_REGEX" "RANKS;ARGS;LABELS" ${ARGN})
+  cmake_parse_arguments(A "" "TIMEOUT;SKIP_REGEX;REJECTED_REGEX;REJECTED_CODE" "RANKS;ARGS;LABELS" ${ARGN})
+  set(wrapper "")
+  if(A_REJECTED_REGEX)
+    if(NOT A_REJECTED_CODE)
+      set(A_REJECTED_CODE 3)
+    endif()
+    set(wrapper bash ${PROJECT_SOURCE_DIR}/tests/oracles/expect_rejected.sh ${A_REJECTED_CODE} "${A_REJECTED_REGEX}")
+  endif()
   if(NOT A_RANKS)
     set(A_RANKS ${SPARSECOMM_TEST_RANKS})
   endif()
@@ -18,7 +28,7 @@ function(sparsecomm_add_mpi_test name target)
   foreach(n IN LISTS A_RANKS)
     set(test_name ${name}.np${n})
     add_test(NAME ${test_name}
-      COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+      COMMAND ${wrapper} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
               --oversubscribe --timeout ${A_TIMEOUT} --mca mpi_yield_when_idle 1
               ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS} ${A_ARGS})
     if(n GREATER 2)

@@ -1,4 +1,4 @@
-// sparsecomm: one command-line tool for every job.
+// sparsecomm: one command-line tool for every job (its main() is main.cpp).
 //   mpirun -np 8 sparsecomm info --matrix HB/bcsstk13 --regions ppn:4
 //   mpirun -np 8 sparsecomm spmv --matrix HB/bcsstk13 --regions ppn:4 --backend all
 //   sparsecomm <subcommand> --help
@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "cli/cli.hpp"
 #include "common/app_main.hpp"
 
 namespace sparsecomm::apps {
@@ -42,23 +43,34 @@ const std::map<std::string, Sub>& subcommands() {
   return s;
 }
 
-int usage(int rc) {
-  std::cerr << "usage: mpirun -np P sparsecomm <subcommand> [options]   (sparsecomm <subcommand> --help)\n"
-               "common options: --matrix NAME|PATH, --gen SPEC, --backend a,b|all, --sdde S, --regions ppn:k,\n"
-               "                --reps N, --json FILE\nsubcommands:\n";
-  for (const auto& [n, s] : subcommands()) std::cerr << "  " << n << std::string(11 - n.size(), ' ') << s.help << "\n";
+void usage(std::ostream& os) {
+  os << "usage: mpirun -np P sparsecomm <subcommand> [options]   (sparsecomm <subcommand> --help)\n"
+        "common options: --matrix NAME|PATH, --gen SPEC, --backend a,b|all, --sdde S, --regions ppn:k,\n"
+        "                --reps N, --json FILE\nsubcommands:\n";
+  for (const auto& [n, s] : subcommands()) os << "  " << n << std::string(11 - n.size(), ' ') << s.help << "\n";
+}
+
+// Usage and the unknown-subcommand error are printed by rank 0 only: under mpirun every
+// rank runs this, and P copies of the same message help nobody.
+int say_once(const std::string& error, int rc) {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    if (!error.empty()) std::cerr << "sparsecomm: " << error << "\n";
+    usage(rc == 0 ? std::cout : std::cerr);
+  }
+  MPI_Finalize();
   return rc;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) return usage(argc < 2 ? 2 : 0);
+int sparsecomm::apps::cli_main(int argc, char** argv) {
+  if (argc < 2) return say_once("", 2);
+  if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) return say_once("", 0);
   auto it = subcommands().find(argv[1]);
-  if (it == subcommands().end()) {
-    std::cerr << "sparsecomm: unknown subcommand '" << argv[1] << "'\n";
-    return usage(2);
-  }
+  if (it == subcommands().end()) return say_once("unknown subcommand '" + std::string(argv[1]) + "'", 2);
   const std::string name = std::string("sparsecomm ") + argv[1];
   return run_app(argc - 1, argv + 1, it->second.fn, name.c_str());
 }

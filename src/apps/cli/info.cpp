@@ -47,13 +47,15 @@ int info_main(int argc, char** argv) {
   const int64_t groups = allreduce_sum(comm, sched.groups_led);
   PlanOptions po;
   po.model = o.get("model");
-  po.expected_iterations = o.get_int64("iterations");
+  po.expected_iterations = o.get_count64("iterations", 0);
   po.sdde = o.get("sdde");
   auto chosen = make_plan("auto", pat, loc, comm, po);
   const ModelParams m = ModelParams::load(o.get("model"));
   if (rank == 0) {
     std::cout << "matrix " << label << ": " << a.global_rows() << " x " << a.global_cols() << ", " << a.global_nnz()
-              << " nonzeros; " << p << " ranks, regions " << loc.describe() << "\n\n";
+              << " nonzeros; " << p << " ranks, regions " << loc.describe() << "\n"
+              << "duplicate entries: " << a.global_duplicates()
+              << " (repeated (row, column) pairs merged into one; a file's are summed)\n\n";
     Table t({"per rank", "max", "mean", "total"});
     const char* names[] = {"send neighbors", "receive neighbors", "intra-region messages", "inter-region messages",
                            "intra-region bytes", "inter-region bytes"};

@@ -112,8 +112,8 @@ int plan_stats_main(int argc, char** argv) {
       for (int64_t v : int_list("ranks", o.get("ranks"), 1)) ranks.push_back(static_cast<int>(v));
       for (int64_t v : int_list("k", o.get("k"), 2)) ks.push_back(static_cast<int>(v));
       const int theta = o.get_int("theta");
-      const int64_t size = o.get_int("size");
-      const int width = o.get_int("width");
+      const int64_t size = o.get_count("size");
+      const int width = o.get_count("width");
       std::vector<bool> awares;
       const std::string aw = o.get("aware");
       if (aw == "agnostic" || aw == "both") awares.push_back(false);
