@@ -356,6 +356,7 @@ TEST(Reader, DuplicatesAreSummed) {
   EXPECT_EQ(parse_mtx(path).entries.size(), 4u);  // the parser keeps what the file says
   auto a = read_matrix_market(MPI_COMM_WORLD, path);
   EXPECT_EQ(a.global_nnz(), 2);
+  EXPECT_EQ(a.global_duplicates(), 2);  // two repeats of (1, 1) folded into it
   EXPECT_EQ(to_dense(a.gather_all(), 2, 2), (Dense{{3, 0}, {5, 0}}));
 }
 
@@ -585,6 +586,26 @@ std::vector<BadCase> bad_cases() {
       {"array_extra_token", "%%MatrixMarket matrix array real general\n1 2\n1 2\n", 3, "extra token '2'"},
       {"array_bad_value", "%%MatrixMarket matrix array real general\n1 1\nx\n", 3, "value 'x' is not a number"},
       {"binary", std::string("\x01\x02\x00\x7fgarbage\n", 12), 1, "missing Matrix Market banner", true},
+      // Non-finite values are rejected in files (mtx_reader.hpp): an oracle could not check them.
+      {"value_nan", b + "3 3 2\n1 1 1\n2 2 nan\n", 4, "value 'nan' is not finite"},
+      {"value_inf", b + "3 3 1\n1 1 -inf\n", 3, "value '-inf' is not finite"},
+      {"value_infinity", b + "3 3 1\n1 1 Infinity\n", 3, "is not finite"},
+      {"array_nan", "%%MatrixMarket matrix array real general\n1 2\n1\nNaN\n", 4, "value 'NaN' is not finite"},
+      // Symmetric storage is the lower triangle: an entry above it names its line.
+      {"symmetric_upper", "%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n1 1 1\n1 3 2\n", 4,
+       "entry (1, 3) is above the diagonal, but a symmetric file stores only the lower triangle"},
+      {"hermitian_upper", "%%MatrixMarket matrix coordinate real hermitian\n3 3 1\n2 3 2\n", 3, "above the diagonal"},
+      {"skew_upper", "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 1\n1 2 2\n", 3,
+       "above the diagonal"},
+      {"pattern_symmetric_upper", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 1\n1 2\n", 3,
+       "above the diagonal"},
+      // Numbers beyond 64 bits are "too large", not "not an integer".
+      {"entries_overflow", b + "3 3 99999999999999999999\n", 2,
+       "number of entries '99999999999999999999' is too large (more than 2^63 - 1)", true},
+      {"rows_overflow", b + "99999999999999999999 3 1\n", 2, "number of rows '99999999999999999999' is too large", true},
+      {"index_overflow", b + "3 3 1\n99999999999999999999 1 1\n", 3, "row index '99999999999999999999' is too large"},
+      {"integer_value_overflow", "%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 1 99999999999999999999\n",
+       3, "too large for a 64-bit integer"},
   };
 }
 
@@ -617,6 +638,22 @@ TEST(ReaderErrors, CollectiveReadThrowsOnEveryRank) {
   }
 }
 
+// Every malformed file above, parsed from memory (the fuzz target's entry point), gives the
+// same message as from the file, with the given name in place of the path.
+TEST(ReaderErrors, InMemoryParseMatchesFileParse) {
+  for (const auto& c : bad_cases()) {
+    SCOPED_TRACE(c.name);
+    const std::string path = write_mtx(std::string("mem_") + c.name + ".mtx", c.text);
+    std::string file_msg = input_error_of([&] { parse_mtx(path); });
+    const std::string mem_msg = input_error_of([&] { parse_mtx_text(c.text, "buffer"); });
+    ASSERT_EQ(file_msg.rfind(path, 0), 0u) << file_msg;
+    EXPECT_EQ("buffer" + file_msg.substr(path.size()), mem_msg);
+  }
+  const auto d = parse_mtx_text("%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 1 4\n2 1 -1");  // no final \n
+  EXPECT_EQ(d.header.rows, 2);
+  EXPECT_EQ(d.entries.size(), 3u);
+}
+
 TEST(ReaderErrors, MissingFileAndDirectory) {
   const std::string missing = test::temp_dir() + "/does_not_exist.mtx";
   std::string msg = input_error_of([&] { parse_mtx(missing); });
@@ -631,6 +668,44 @@ TEST(ReaderErrors, MissingFileAndDirectory) {
 
   msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, missing); });
   EXPECT_NE(msg.find("does_not_exist.mtx"), std::string::npos) << msg;
+
+  // Through the search path (what --matrix does): "is a directory", not "not found".
+  msg = input_error_of([&] { find_matrix(test::temp_dir()); });
+  EXPECT_NE(msg.find("'" + test::temp_dir() + "' is a directory, not a Matrix Market file"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("not found"), std::string::npos) << msg;
+}
+
+// A file that declares far more rows than it stores: the CSR row pointers alone exceed the
+// machine, and every rank gets a message naming the bytes (not the OOM killer's SIGKILL).
+// 2e9 rows per rank (just under the 2^31 local limit) need 32 GB of row pointers per rank.
+TEST(ReaderErrors, DeclaredSizeBeyondMemoryIsAClearError) {
+  const int64_t rows = 2000000000LL * test::size();
+  const std::string path = write_mtx("huge_rows.mtx", "%%MatrixMarket matrix coordinate real general\n" +
+                                                          std::to_string(rows) + " 3 3\n1 1 1\n2 2 1\n3 3 1\n");
+  const std::string msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, path); });
+  EXPECT_NE(msg.find("CSR row pointers of 2000000000 local rows"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("32.0 GB per rank"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("are available"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("inherent to CSR storage"), std::string::npos) << msg;
+}
+
+// The same check under an explicit limit ($SPARSECOMM_MEMORY_LIMIT, set on every rank): a
+// modest matrix passes without it and fails with it; the gathering reference says to use
+// the non-gathering one.
+TEST(ReaderErrors, MemoryLimitIsEnforcedCollectively) {
+  const std::string path = write_mtx("limit_rows.mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                                       "200000 200000 2\n1 1 1\n200000 1 2\n");
+  auto a = read_matrix_market(MPI_COMM_WORLD, path);
+  EXPECT_EQ(a.global_duplicates(), 0);
+  ASSERT_EQ(setenv("SPARSECOMM_MEMORY_LIMIT", "100000", 1), 0);
+  std::string msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, path); });
+  EXPECT_NE(msg.find("100.0 KB are available"), std::string::npos) << msg;
+  ASSERT_EQ(setenv("SPARSECOMM_MEMORY_LIMIT", "10", 1), 0);
+  msg = input_error_of([&] { a.gather_all(); });
+  EXPECT_NE(msg.find("gather_all"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--reference rows"), std::string::npos) << msg;
+  unsetenv("SPARSECOMM_MEMORY_LIMIT");
+  EXPECT_EQ(a.gather_all().size(), 2u);
 }
 
 TEST(ReaderErrors, TruncatedGzip) {
@@ -787,8 +862,10 @@ TEST(DataPath, SsgetCacheAndGroupDirectories) {
 // real one's interface (-s CONDITION prints matching ids, -e -i ID extracts the archive
 // into <archive>/MM/<Group>/<Name>/ and prints the .mtx path; --custom-archive DIR) knows
 // one matrix, Fake/tiny, id 7.
+// The directories' names hold a single quote and a space: ssget runs with an argument
+// vector, no shell between us and it, so neither can break the command.
 TEST(DataPath, MissingNamesAreFetchedWithSsget) {
-  const std::string bin = make_dir("fake_bin"), archive = make_dir("fake_archive");
+  const std::string bin = make_dir("fake bin'q"), archive = make_dir("fake archive 'a b'");
   const std::string script = test::write_file(bin, "ssget",
       "#!/bin/sh\n"
       "A=''; while [ $# -gt 0 ]; do case \"$1\" in\n"
@@ -888,7 +965,10 @@ TEST(ReaderOrdering, RcmOfAShuffledPathIsP_A_Pt) {
                      std::to_string(n) + " " + std::to_string(2 * n - 1) + "\n";
   auto label = [](int i) { return (i * 17) % 41; };
   for (int i = 1; i <= n; ++i) text += std::to_string(label(i)) + " " + std::to_string(label(i)) + " 2\n";
-  for (int i = 1; i < n; ++i) text += std::to_string(label(i + 1)) + " " + std::to_string(label(i)) + " -1\n";
+  for (int i = 1; i < n; ++i) {  // stored in the lower triangle, as the format requires
+    const int64_t r = label(i + 1), c = label(i);
+    text += std::to_string(std::max(r, c)) + " " + std::to_string(std::min(r, c)) + " -1\n";
+  }
   const std::string path = write_mtx("scrambled_path.mtx", text);
   EXPECT_GT(check_reordered(path, Ordering::natural), 10);
   EXPECT_EQ(check_reordered(path, Ordering::rcm), 1);

@@ -1,8 +1,12 @@
 #include "matrix/data_path.hpp"
 
 #include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <sys/file.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cctype>
@@ -12,6 +16,7 @@
 #include <set>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "comm/error.hpp"
 #include "matrix/mtx_reader.hpp"
@@ -172,15 +177,43 @@ std::string ssget_program() {
   return "";
 }
 
-// Runs a command, returns its standard output (and whether it exited with 0).
-std::pair<std::string, bool> run(const std::string& cmd) {
+// Runs `argv[0]` with the argument vector `argv` (no shell: a quote or a space in a path
+// is just a character), its standard error discarded; returns its standard output and
+// whether it exited with 0.
+std::pair<std::string, bool> run(const std::vector<std::string>& argv) {
   std::string out;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return {out, false};
+  int fds[2];
+  if (::pipe(fds) != 0) return {out, false};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    return {out, false};
+  }
   char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  const int rc = ::pclose(f);
-  return {out, rc == 0};
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return {out, WIFEXITED(status) && WEXITSTATUS(status) == 0};
 }
 
 // Fetches "Group/Name" with ssget: its search (-s) gives the collection id, its -e
@@ -226,13 +259,12 @@ std::string fetch_with_ssget(const std::string& name, std::string& why) {
   if (is_file(expected)) {
     got = expected.string();  // fetched meanwhile by another rank
   } else {
-    const std::string opt = " --custom-archive '" + archive + "'";
-    auto [ids, ok] = run("'" + prog + "'" + opt + " -s '[ @group = " + group + " ] && [ @name = " + base + " ]' 2>/dev/null");
+    auto [ids, ok] = run({prog, "--custom-archive", archive, "-s", "[ @group = " + group + " ] && [ @name = " + base + " ]"});
     const long id = ok ? std::strtol(ids.c_str(), nullptr, 10) : 0;
     if (id <= 0) {
       why = ok ? "ssget found no matrix " + name + " in the collection" : "ssget's search failed (offline?)";
     } else {
-      auto [path, ok2] = run("'" + prog + "'" + opt + " -e -i " + std::to_string(id) + " 2>/dev/null");
+      auto [path, ok2] = run({prog, "--custom-archive", archive, "-e", "-i", std::to_string(id)});
       while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
       if (const size_t nl = path.rfind('\n'); nl != std::string::npos) path = path.substr(nl + 1);
       if (ok2 && is_file(path)) got = path;
@@ -248,6 +280,9 @@ std::string fetch_with_ssget(const std::string& name, std::string& why) {
 std::string find_matrix(const std::string& name_or_path) {
   if (name_or_path.empty()) throw InputError("find_matrix: empty matrix name");
   if (is_file(name_or_path)) return name_or_path;
+  if (is_dir(name_or_path))
+    throw InputError("matrix '" + name_or_path + "' is a directory, not a Matrix Market file (give the path of a "
+                     ".mtx or .mtx.gz file, or a SuiteSparse name such as HB/bcsstk01)");
 
   const std::string_view ext = mtx_ext(name_or_path);
   const std::string base = name_or_path.substr(0, name_or_path.size() - ext.size());

@@ -5,6 +5,7 @@
 
 #include "comm/error.hpp"
 #include "comm/mpi_util.hpp"
+#include "core/memory.hpp"
 
 namespace sparsecomm {
 
@@ -23,6 +24,7 @@ DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartit
   const int64_t rb = rows.begin(m.rank_), re = rows.end(m.rank_);
   const int64_t cb = cols.begin(m.rank_), ce = cols.end(m.rank_);
   const int64_t ncols = cols.global_size();
+  int64_t merged = 0;  // repeated (row, col) entries folded into one
   agreed(comm, [&] {
     if (re - rb > INT32_MAX || ce - cb > INT32_MAX) throw InputError("DistCsr: more than 2^31 local rows or columns");
     for (const auto& t : entries) {
@@ -44,12 +46,21 @@ DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartit
         else if (dup == Duplicates::error)
           throw InputError("DistCsr: duplicate entry (" + std::to_string(entries[i].row) + ", " +
                            std::to_string(entries[i].col) + ")");
+        ++merged;
         continue;
       }
       entries[out++] = entries[i];
     }
     entries.resize(out);
   });
+
+  // Two row-pointer arrays sized by the partition, not by the entries: a file that declares
+  // 3e9 rows with 3 entries must fail here with a message, not in the OOM killer.
+  require_memory(comm, 2 * (re - rb + 1) * static_cast<int64_t>(sizeof(int64_t)),
+                 "DistCsr: the CSR row pointers of " + std::to_string(re - rb) + " local rows (" +
+                     std::to_string(rows.global_size()) + " in all)",
+                 "this is inherent to CSR storage (one pointer per row, empty or not): run on more nodes, or check "
+                 "the matrix's declared size");
 
   // Ghost map: sorted unique off-rank columns.
   for (const auto& t : entries)
@@ -89,7 +100,10 @@ DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartit
   }
   m.rows_ = std::move(rows);
   m.cols_ = std::move(cols);
-  m.global_nnz_ = allreduce_sum(comm, m.local_nnz());
+  int64_t local[2] = {m.local_nnz(), merged}, global[2];
+  SPC_MPI(MPI_Allreduce(local, global, 2, MPI_INT64_T, MPI_SUM, comm));
+  m.global_nnz_ = global[0];
+  m.global_duplicates_ = global[1];
   return m;
 }
 
@@ -177,6 +191,13 @@ std::vector<Triplet<V>> DistCsr<V>::local_triplets() const {
 
 template <class V>
 std::vector<Triplet<V>> DistCsr<V>::gather_all() const {
+  agree(comm_, global_nnz_ > INT32_MAX ? "DistCsr::gather_all: " + std::to_string(global_nnz_) +
+                                            " entries are more than one gather can hold (2^31)"
+                                      : "");
+  require_memory(comm_, global_nnz_ * static_cast<int64_t>(sizeof(Triplet<V>)),
+                 "DistCsr::gather_all: a copy of all " + std::to_string(global_nnz_) + " entries on every rank",
+                 "a reference that gathers the matrix is for small cases; use a check that does not gather "
+                 "(sparsecomm spmv --reference rows)");
   auto mine = local_triplets();
   const int p = comm_size(comm_);
   int n = static_cast<int>(mine.size());

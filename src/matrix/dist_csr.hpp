@@ -64,6 +64,9 @@ class DistCsr {
   int64_t global_rows() const { return rows_.global_size(); }
   int64_t global_cols() const { return cols_.global_size(); }
   int64_t global_nnz() const { return global_nnz_; }
+  /// Repeated (row, col) entries that assembly folded into one (summed with
+  /// Duplicates::sum, dropped with keep_first), over all ranks.
+  int64_t global_duplicates() const { return global_duplicates_; }
   int32_t local_rows() const { return diag_.nrows; }
   int32_t local_cols() const { return diag_.ncols; }  ///< owned columns (x entries owned)
   int64_t row_begin() const { return rows_.begin(rank_); }
@@ -94,6 +97,7 @@ class DistCsr {
   CsrBlock<V> diag_, offd_;
   std::vector<int64_t> ghost_;
   int64_t global_nnz_ = 0;
+  int64_t global_duplicates_ = 0;
 };
 
 extern template class DistCsr<double>;

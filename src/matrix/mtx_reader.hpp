@@ -5,10 +5,22 @@
 // (expanded to both triangles); comments and blank lines; gzip-compressed files
 // (".mtx.gz", read through zlib, which also reads plain files).
 // Every malformed input raises InputError naming the file and the line.
+//
+// What the reader decides where the format leaves room:
+//   - NaN and infinite values ("nan", "inf", 1e400) are errors: a matrix that holds them
+//     cannot be checked against a reference. A matrix built from the caller's own arrays
+//     (DistCsr::from_triplets, the C API, Hypre, PETSc) may hold them; every oracle then
+//     compares non-finite entries exactly (core/compare.hpp).
+//   - Symmetric, skew-symmetric and hermitian files store the lower triangle: an entry
+//     above the diagonal is an error naming its line (mirroring it would silently double a
+//     value that the file also stores below).
+//   - Repeated (row, column) entries are summed (the Matrix Market / finite-element
+//     assembly convention); DistCsr::global_duplicates() and `sparsecomm info` count them.
 #include <mpi.h>
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "matrix/dist_csr.hpp"
@@ -35,6 +47,9 @@ struct MtxData {
   std::vector<Triplet<double>> entries;
 };
 MtxData parse_mtx(const std::string& path);
+/// The same on a file's text held in memory (no zlib); `name` stands for the path in
+/// error messages. The fuzz target (tests/fuzz) drives this.
+MtxData parse_mtx_text(std::string_view text, const std::string& name = "<memory>");
 
 struct MtxReadOptions {
   /// Row partition of the result; default: balanced over the communicator.

@@ -1,0 +1,35 @@
+#pragma once
+// Memory requests as clear errors. A size read from a file or received from another rank
+// can ask for more than the machine has; allocating it blindly gets every rank of a node
+// killed by the kernel's OOM killer with no message. Before such an allocation, ask here:
+//
+//   require_memory(comm, bytes_this_rank_needs, "DistCsr: the CSR row pointers of 7e8 rows",
+//                  "inherent to CSR storage: run on more nodes");    // collective
+//
+// The question is per node: the ranks that share a machine share its memory. The common
+// case costs one allreduce: when even P times the largest request fits, nobody asks further.
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+
+namespace sparsecomm {
+
+/// Bytes this machine can still give: MemAvailable from /proc/meminfo, lowered to the
+/// room left under the cgroup's memory.max where one is set. -1 when unknown. Local.
+/// $SPARSECOMM_MEMORY_LIMIT (bytes) overrides it (tests use it to exercise the errors).
+int64_t available_memory_bytes();
+
+/// "12.3 GB", "512 B": for messages.
+std::string format_bytes(double bytes);
+
+/// Collective over `comm`: true on every rank when every node can hold what its ranks ask
+/// for (`bytes` on this rank), false on every rank otherwise. Unknown memory: true.
+bool memory_fits(MPI_Comm comm, int64_t bytes);
+
+/// Collective over `comm`: like memory_fits(), but throws the same InputError on every rank
+/// when some node cannot hold it. The message names `what`, the bytes per rank and per node,
+/// the memory available, and `advice` (say whether the limit is inherent and what helps).
+void require_memory(MPI_Comm comm, int64_t bytes, const std::string& what, const std::string& advice);
+
+}  // namespace sparsecomm
