@@ -20,11 +20,33 @@
  * MPIL_Neighbor_alltoallv_init(_ext)(_topo), MPIL_Start, MPIL_Wait, MPIL_Request_free,
  * MPIL_Comm_init/free, MPIL_Comm_update_locality, MPIL_Comm_topo_init/free,
  * MPIL_Dist_graph_create_adjacent, MPIL_Topo_init/free/from_neighbor_comm,
- * MPIL_Info_init/free, MPIL_Alloc/MPIL_Free, MPIL_Init/MPIL_Finalize, and the algorithm
- * setters of these operations with MPI Advance's enumerations (same names, same order,
- * hence the same values as a CPU build of MPI Advance). MPI Advance's dense collectives
- * (MPIL_Alltoall(v), MPIL_Allgather, MPIL_Allreduce and their _init forms) are not
- * provided.
+ * MPIL_Info_init/free, MPIL_Alloc/MPIL_Free, MPIL_Init/MPIL_Finalize, MPIL_Request_reorder
+ * (a documented no-op, below), and the algorithm setters of these operations with MPI
+ * Advance's enumerations (same names, same order, hence the same values as a CPU build of
+ * MPI Advance).
+ *
+ * Every other public MPIL_* function of MPI Advance's mpi_advance.h is NOT provided (a
+ * program that calls one fails to link, rather than getting a guess):
+ *   MPIL_Alltoall, MPIL_Alltoallv, MPIL_Allgather, MPIL_Allreduce, MPIL_Allreduce_init
+ *     dense collectives: outside sparsecomm's scope (sparse, irregular exchanges); call
+ *     MPI_Alltoall(v) / MPI_Allgather / MPI_Allreduce(_init) directly.
+ *   MPIL_Set_alltoall_algorithm, MPIL_Set_alltoallv_algorithm, MPIL_Set_allreduce_algorithm,
+ *   MPIL_Set_allgather_algorithm, MPIL_Set_collective_radix, and the globals
+ *   mpil_alltoall_implementation, mpil_alltoallv_implementation,
+ *   mpil_allreduce_implementation, mpil_allgather_implementation, mpil_collective_radix
+ *     they select algorithms of those dense collectives only. The globals of the provided
+ *     operations are not exported either: sparsecomm keeps no process-global state that a
+ *     caller writes behind its back; use the setters.
+ *   MPIL_Comm_leader_init, MPIL_Comm_leader_free
+ *     leader communicators of MPI Advance's hierarchical / multi-leader dense alltoall;
+ *     sparsecomm's aggregation backends build their own per plan.
+ *   MPIL_Comm_win_init, MPIL_Comm_win_free
+ *     the window of MPI Advance's RMA CRS exchange; sparsecomm's "rma" SDDE owns its window.
+ *   MPIL_Comm_req_resize, MPIL_Comm_tag
+ *     internals of MPI Advance's MPIL_Comm (its request array and tag counter); sparsecomm's
+ *     plans own their requests and run on duplicated communicators, so no tag is shared.
+ *   MPIL_Comm_device_init, MPIL_Comm_device_free, MPIL_GPU_Alloc, MPIL_GPU_Free
+ *     GPU builds only (CUDA/HIP); sparsecomm has no device path.
  *
  * Algorithms map onto sparsecomm's strategies and backends:
  *   ALLTOALL_CRS_RMA                 -> SDDE "rma"
@@ -229,6 +251,13 @@ int MPIL_Neighbor_alltoallv_init_ext_topo(const void* sendbuf, const int sendcou
 int MPIL_Start(MPIL_Request* request);
 int MPIL_Wait(MPIL_Request* request, MPI_Status* status);
 int MPIL_Request_free(MPIL_Request** request);
+/* MPI Advance uses `value` != 0 to let the first start/wait of a neighbor alltoallv request
+ * learn the order in which received values belong (its locality-aware path may deliver
+ * them permuted). sparsecomm's requests deliver every value at the position the receive
+ * displacements (or global indices) name from the first execution on, so there is nothing
+ * to learn: the value is recorded and has no effect. NULL request: SPC_ERR_REQUEST;
+ * active or not, any value is accepted. */
+int MPIL_Request_reorder(MPIL_Request* request, int value);
 
 /* ---- memory ----------------------------------------------------------------------------- */
 

@@ -458,6 +458,13 @@ int MPIL_Wait(MPIL_Request* request, MPI_Status* status) { return SPC_Wait(&requ
 
 int MPIL_Request_free(MPIL_Request** request) { return SPC_Request_free(request); }
 
+int MPIL_Request_reorder(MPIL_Request* request, int value) {
+  (void)value;  // no effect: see the header (values always land where the displacements say)
+  return guarded([&] {
+    if (!request) fail(SPC_ERR_REQUEST, "MPIL_Request_reorder: the request is NULL");
+  });
+}
+
 int MPIL_Alloc(void** pointer, const int bytes) {
   return guarded([&] {
     if (!pointer) fail(MPI_ERR_ARG, "MPIL_Alloc: pointer is NULL");

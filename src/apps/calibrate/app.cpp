@@ -71,7 +71,7 @@ int calibrate_main(int argc, char** argv) {
     if (rank == 0) std::cout << o.help();
     return 0;
   }
-  const int reps = o.get_int("reps");
+  const int reps = o.get_count("reps");
   Locality loc = Locality::parse(comm, o.get("regions"));
   ModelParams m;
   auto fit = [&](int a, int b, double& alpha, double& beta) {

@@ -59,6 +59,22 @@ class Options {
     if (v >= INT_MIN && v <= INT_MAX) return static_cast<int>(v);
     throw std::invalid_argument("option --" + name + " expects an integer, got '" + get(name) + "'");
   }
+  /// A count that must be at least `min` (--reps, --width, --roots ...): 0 or a negative
+  /// number is an error naming the option, not an empty table or a division by zero.
+  int get_count(const std::string& name, int min = 1) const {
+    const int v = get_int(name);
+    if (v < min)
+      throw std::invalid_argument("option --" + name + " must be at least " + std::to_string(min) + ", got " +
+                                  std::to_string(v));
+    return v;
+  }
+  int64_t get_count64(const std::string& name, int64_t min = 1) const {
+    const int64_t v = get_int64(name);
+    if (v < min)
+      throw std::invalid_argument("option --" + name + " must be at least " + std::to_string(min) + ", got " +
+                                  std::to_string(v));
+    return v;
+  }
   double get_double(const std::string& name) const {
     double v = 0;
     if (parse_double(get(name), v)) return v;

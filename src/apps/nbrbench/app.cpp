@@ -250,7 +250,7 @@ int nbrbench_main(int argc, char** argv) {
   if (topos.empty()) throw InputError("--topos is empty");
   const std::vector<int64_t> sizes = apps::int_list("sizes", opt.get("sizes"), 0);
   const std::vector<int64_t> ks = apps::int_list("k", opt.get("k"), 2);
-  const int theta = opt.get_int("theta"), reps = opt.get_int("reps"), rounds = opt.get_int("rounds");
+  const int theta = opt.get_int("theta"), reps = opt.get_count("reps"), rounds = opt.get_count("rounds");
   if (reps < 1 || theta < 1 || rounds < 1) throw InputError("--reps, --rounds and --theta must be >= 1");
   std::vector<bool> awares;
   const std::string aw = opt.get("aware");
@@ -262,7 +262,7 @@ int nbrbench_main(int argc, char** argv) {
   if (phase1 != "distributed" && phase1 != "exact")
     throw InputError("--phase1 expects distributed or exact, got '" + phase1 + "'");
   const bool exact_phase1 = phase1 == "exact";
-  const int warmup = opt.get("warmup") == "auto" ? -1 : opt.get_int("warmup");
+  const int warmup = opt.get("warmup") == "auto" ? -1 : opt.get_count("warmup", 0);
   if (opt.get("warmup") != "auto" && warmup < 0) throw InputError("--warmup must be auto or >= 0");
   const std::string verify_mode = opt.get("verify");
   if (verify_mode != "twice" && verify_mode != "once")

@@ -72,7 +72,7 @@ int sdde_main(int argc, char** argv) {
     if (rank == 0) std::cout << opt.help();
     return 0;
   }
-  const int reps = opt.get_int("reps"), warmup = opt.get_int("warmup");
+  const int reps = opt.get_count("reps"), warmup = opt.get_count("warmup", 0);
   if (reps < 1 || warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");
   std::vector<std::string> strategies =
       opt.get("sdde") == "all" ? Sdde::strategies() : apps::split_list(opt.get("sdde"));
