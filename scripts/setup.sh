@@ -16,6 +16,7 @@ packages=(
   python3-matplotlib                    # plots (Debian's /usr/bin/python3)
   iproute2                              # emulated multi-node cluster (network namespaces)
   libsimgrid-dev simgrid                # SimGrid SMPI: paper-scale simulated runs
+  clang libclang-rt-dev                 # libFuzzer + sanitizers for the parser fuzz run (scripts/fuzz.sh)
 )
 
 missing=()

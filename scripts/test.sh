@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, runs every test with ctest; then
-# builds the SimGrid SMPI variant (build-smpi) and runs its simulated-scale tests.
+# The test command: installs what is missing, builds, runs every test with ctest; then the
+# MPI gtest suites again under ASan + UBSan (scripts/sanitize.sh, build-asan), a 60-second
+# fuzz run of the Matrix Market parser (scripts/fuzz.sh), and the SimGrid SMPI variant
+# (build-smpi) with its simulated-scale tests. Each part prints how long it took.
 #   ./scripts/test.sh                 # everything
 #   ./scripts/test.sh -R sdde         # extra arguments go to ctest (both builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/build.sh
+t0=$(date +%s)
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "${JOBS:-2}" "$@")
+echo "test.sh: ctest in $(( $(date +%s) - t0 )) s"
+if [ $# -eq 0 ]; then  # the whole suite: sanitizers and the fuzz smoke run too
+  t0=$(date +%s); ./scripts/sanitize.sh; echo "test.sh: sanitizers in $(( $(date +%s) - t0 )) s"
+  t0=$(date +%s); ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"; echo "test.sh: fuzz in $(( $(date +%s) - t0 )) s"
+fi
 # Simulated scale (SimGrid SMPI): only the targets its tests use.
 if command -v smpicxx > /dev/null; then
   ./scripts/smpi.sh configure build-smpi

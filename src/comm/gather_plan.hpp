@@ -48,7 +48,7 @@ class GatherPlan {
     check(sizeof(T));
     if (active_) throw Error("GatherPlan(" + name_ + "): start() called twice without wait()");
     ScopedTimer t(&exec_, "start");
-    std::memcpy(block_.data(), block, block_.size());
+    if (!block_.empty()) std::memcpy(block_.data(), block, block_.size());  // memcpy of 0 bytes from null is UB
     do_start();
     active_ = true;
   }
@@ -60,7 +60,7 @@ class GatherPlan {
     ScopedTimer t(&exec_, "wait");
     active_ = false;
     do_wait();
-    std::memcpy(recv, recv_.data(), recv_.size());
+    if (!recv_.empty()) std::memcpy(recv, recv_.data(), recv_.size());
   }
   template <class T>
   void exchange(const T* block, T* recv) {
