@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <climits>
 
 #include "comm/error.hpp"
 #include "comm/parse.hpp"
@@ -56,13 +57,13 @@ NodeDemand node_demand(MPI_Comm comm, int64_t bytes) {
 #else
   SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
 #endif
-  int64_t mine[2] = {std::max<int64_t>(bytes, 0), 0}, sums[2];
-  int64_t mx = mine[0];
-  SPC_MPI(MPI_Allreduce(mine, sums, 1, MPI_INT64_T, MPI_SUM, node));
-  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, &mx, 1, MPI_INT64_T, MPI_MAX, node));
+  const int64_t mine = std::max<int64_t>(bytes, 0);
+  int64_t sum = 0, mx = 0;
+  SPC_MPI(MPI_Allreduce(&mine, &sum, 1, MPI_INT64_T, MPI_SUM, node));
+  SPC_MPI(MPI_Allreduce(&mine, &mx, 1, MPI_INT64_T, MPI_MAX, node));
   MPI_Comm_size(node, &d.node_ranks);
   MPI_Comm_free(&node);
-  d.node_total = sums[0], d.per_rank_max = mx;
+  d.node_total = sum, d.per_rank_max = mx;
   d.fits = d.available < 0 || d.node_total <= d.available;
   return d;
 }

@@ -62,11 +62,8 @@ class Options {
   /// A count that must be at least `min` (--reps, --width, --roots ...): 0 or a negative
   /// number is an error naming the option, not an empty table or a division by zero.
   int get_count(const std::string& name, int min = 1) const {
-    const int v = get_int(name);
-    if (v < min)
-      throw std::invalid_argument("option --" + name + " must be at least " + std::to_string(min) + ", got " +
-                                  std::to_string(v));
-    return v;
+    get_int(name);  // the int range first (its message), then the minimum
+    return static_cast<int>(get_count64(name, min));
   }
   int64_t get_count64(const std::string& name, int64_t min = 1) const {
     const int64_t v = get_int64(name);
