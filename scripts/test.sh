@@ -7,8 +7,10 @@
 #   ./scripts/test.sh -R sdde         # extra arguments go to ctest (both builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t0=$(date +%s)
 ./scripts/setup.sh
 ./scripts/build.sh
+echo "test.sh: setup and build in $(( $(date +%s) - t0 )) s"
 t0=$(date +%s)
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "${JOBS:-2}" "$@")
 echo "test.sh: ctest in $(( $(date +%s) - t0 )) s"
@@ -18,9 +20,11 @@ if [ $# -eq 0 ]; then  # the whole suite: sanitizers and the fuzz smoke run too
 fi
 # Simulated scale (SimGrid SMPI): only the targets its tests use.
 if command -v smpicxx > /dev/null; then
+  t0=$(date +%s)
   ./scripts/smpi.sh configure build-smpi
   ./scripts/smpi.sh build build-smpi test_sdde test_pattern test_plan_stats sparsecomm_cli sparsecomm_bfs
   (cd build-smpi && ctest --output-on-failure "$@")
+  echo "test.sh: SMPI build and tests in $(( $(date +%s) - t0 )) s"
 else
   echo "test.sh: SimGrid SMPI not installed; simulated-scale tests not run"
 fi
