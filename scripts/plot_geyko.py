@@ -57,7 +57,7 @@ def main():
         with open(plat) as f:
             for line in f:
                 print("SIMULATED with " + line.strip())
-    print("time = SIMULATED (modelled) Pattern::from_matrix time, max over ranks (SimGrid SMPI, not measured on "
+    print("time = SIMULATED (modelled) pattern_from_matrix time, max over ranks (SimGrid SMPI, not measured on "
           "hardware); ratio = time / personalized at the same node count; msgs = sent per rank in one discovery, "
           "max over ranks")
     for m, by_nodes in data.items():

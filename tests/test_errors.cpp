@@ -4,8 +4,8 @@
 #include <functional>
 #include <string>
 
-#include "comm/error.hpp"
-#include "comm/mpi_util.hpp"
+#include "core/error.hpp"
+#include "core/mpi_util.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;

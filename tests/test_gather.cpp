@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/halo_pattern.hpp"
 #include "comm/gather_plan.hpp"
 #include "matrix/mtx_reader.hpp"
 #include "test_util.hpp"
@@ -101,7 +102,7 @@ class GatherSuiteSparse : public ::testing::TestWithParam<std::string> {};
 TEST_P(GatherSuiteSparse, BlockPatternTopology) {
   SPC_REQUIRE_MATRIX(path, GetParam());
   auto a = read_matrix_market(MPI_COMM_WORLD, path);
-  check_topology(Topology::from_matrix_blocks(a), GetParam(), true);
+  check_topology(topology_from_matrix_blocks(a), GetParam(), true);
 }
 INSTANTIATE_TEST_SUITE_P(Real, GatherSuiteSparse, ::testing::Values("Pajek/Journals", "HB/dwt_193", "HB/ash292"),
                          [](const auto& info) {

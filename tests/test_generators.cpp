@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 #include "matrix/generators.hpp"
-#include "matrix/reference.hpp"
+#include "kernels/reference.hpp"
 #include "test_util.hpp"
 
 #if SPARSECOMM_HAVE_HYPRE

@@ -12,7 +12,7 @@
 #include <set>
 #include <vector>
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 #include "matrix/ordering.hpp"
 #include "test_util.hpp"
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/halo_pattern.hpp"
 #include "comm/pattern.hpp"
 #include "matrix/generators.hpp"
 #include "matrix/mtx_reader.hpp"
@@ -53,13 +54,13 @@ void check_halo_moves_ids(const DistCsr<double>& a, const Pattern& pat) {
 }
 
 void check_all_strategies(const DistCsr<double>& a) {
-  Pattern ref = Pattern::from_matrix_reference(a);
+  Pattern ref = pattern_from_matrix_reference(a);
   check_halo_moves_ids(a, ref);
   for (const auto& regions : kRegions) {
     Sdde sdde(MPI_COMM_WORLD, Locality::parse(MPI_COMM_WORLD, regions));
     for (const auto& strategy : Sdde::strategies()) {
       Stats stats;
-      Pattern p = Pattern::from_matrix(a, sdde, strategy, &stats);
+      Pattern p = pattern_from_matrix(a, sdde, strategy, &stats);
       EXPECT_TRUE(p == ref) << strategy << " with " << regions;
       EXPECT_GT(stats.time("sdde." + strategy), 0.0) << strategy;
     }

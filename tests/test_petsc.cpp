@@ -14,7 +14,7 @@
 #include "comm/plan.hpp"
 #include "matrix/generators.hpp"
 #include "matrix/mtx_reader.hpp"
-#include "matrix/petsc_interop.hpp"
+#include "interop/petsc/petsc_interop.hpp"
 #include "test_util.hpp"
 #include "core/compare.hpp"
 

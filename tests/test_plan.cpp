@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "comm/model.hpp"
-#include "matrix/dist_spmv.hpp"
+#include "kernels/dist_spmv.hpp"
 #include "matrix/generators.hpp"
 #include "matrix/mtx_reader.hpp"
-#include "matrix/reference.hpp"
+#include "kernels/reference.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;
@@ -34,7 +34,7 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
 void check_backends(const DistCsr<double>& a, const std::string& label) {
   const auto ref = reference::gather_eigen(a);
   const reference::SpMat reft = ref.transpose();
-  Pattern pat = Pattern::from_matrix_reference(a);
+  Pattern pat = pattern_from_matrix_reference(a);
   for (const auto& regions : kRegions) {
     Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
     for (const auto& backend : backend_names()) {
@@ -108,7 +108,7 @@ TEST(PlanCombined, GroupsFormAndResultsStayExact) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:240,0.2,11");
   const auto ref = reference::gather_eigen(a);
   const reference::SpMat reft = ref.transpose();
-  Pattern pat = Pattern::from_matrix_reference(a);
+  Pattern pat = pattern_from_matrix_reference(a);
   std::vector<double> xg(static_cast<size_t>(a.global_cols()));
   for (int64_t g = 0; g < a.global_cols(); ++g) xg[g] = xval(g, 0, 3);
   auto yg = reference::spmv(ref, xg), ytg = reference::spmv(reft, xg);
@@ -183,7 +183,7 @@ TEST(Model, LoadedCostsDefaultToPingPong) {
 // auto: picks the candidate with the lowest predicted cost, and the model steers it.
 TEST(PlanAuto, FollowsTheModel) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:300,0.1,7");  // many inter-region neighbors
-  Pattern pat = Pattern::from_matrix_reference(a);
+  Pattern pat = pattern_from_matrix_reference(a);
   Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
   const std::string dir = test::temp_dir();
   auto plan_with = [&](const std::string& model_text, int64_t iters = 0) {
@@ -240,7 +240,7 @@ TEST(PlanAuto, FollowsTheModel) {
 // Aggregation sends one inter-region message per region pair; dedup never sends more.
 TEST(PlanCounts, AggregationOneMessagePerRegionPair) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:32,32");
-  Pattern pat = Pattern::from_matrix_reference(a);
+  Pattern pat = pattern_from_matrix_reference(a);
   for (const auto& regions : {"ppn:2", "ppn:3", "cyclic:2"}) {
     Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
     auto p2p = make_plan("p2p", pat, loc, MPI_COMM_WORLD);
@@ -273,7 +273,7 @@ TEST(PlanCounts, AggregationOneMessagePerRegionPair) {
 // region nothing is shared and it sends exactly point-to-point's messages.
 TEST(PlanCounts, TwoStepOneMessagePerRankAndRegion) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:32,32");
-  Pattern pat = Pattern::from_matrix_reference(a);
+  Pattern pat = pattern_from_matrix_reference(a);
   for (const auto& regions : {"ppn:1", "ppn:2", "ppn:3", "cyclic:2"}) {
     Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
     auto p2p = make_plan("p2p", pat, loc, MPI_COMM_WORLD);
@@ -309,7 +309,7 @@ TEST(PlanCounts, DedupRemovesSharedValues) {
   for (int64_t i = rows.begin(me); i < rows.end(me); ++i)
     for (int64_t j = 0; j < 4 * p; j += 3) t.push_back({i, j, 1.0});
   auto a = DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, rows, t);
-  Pattern pat = Pattern::from_matrix_reference(a);
+  Pattern pat = pattern_from_matrix_reference(a);
   Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
   auto agg = make_plan("aggregated", pat, loc, MPI_COMM_WORLD);
   auto dd = make_plan("aggregated_dedup", pat, loc, MPI_COMM_WORLD);
@@ -324,7 +324,7 @@ TEST(PlanCounts, DedupRemovesSharedValues) {
 
 TEST(PlanErrors, BadUseIsReported) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "lap2d:8,8");
-  Pattern pat = Pattern::from_matrix_reference(a);
+  Pattern pat = pattern_from_matrix_reference(a);
   Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
   try {
     make_plan("carrier_pigeon", pat, loc, MPI_COMM_WORLD);
@@ -371,7 +371,7 @@ TEST(PlanErrors, BadUseIsReported) {
 // writes send_area() and calls start_packed() sends what start() would have packed.
 TEST(PlanInPlace, ZeroCopyMatchesPackAndUnpack) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:150,0.04,5");
-  Pattern pat = Pattern::from_matrix_reference(a);
+  Pattern pat = pattern_from_matrix_reference(a);
   Pattern rpat = pat.reverse();
   for (const auto& regions : {"ppn:2", "cyclic:2"}) {
     Locality loc = Locality::parse(MPI_COMM_WORLD, regions);

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/halo_pattern.hpp"
 #include "comm/combining.hpp"
 #include "comm/gather_plan.hpp"
 #include "comm/plan.hpp"
@@ -323,7 +324,7 @@ void check_matrix_halos(const std::vector<std::string>& layouts) {
     return m;
   }();
   for (const auto& [name, a] : mats) {
-    const Pattern real = Pattern::from_matrix_reference(a);
+    const Pattern real = pattern_from_matrix_reference(a);
     const auto v = virt::HaloPattern::from_matrix(a.row_partition(), a.col_partition(), a.gather_all());
     check_halo(real, v, name, layouts);
     // The transpose exchange (ghost partial sums travel back to their owners).

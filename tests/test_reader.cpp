@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 #include "matrix/data_path.hpp"
 #include "matrix/dist_csr.hpp"
 #include "matrix/mtx_reader.hpp"

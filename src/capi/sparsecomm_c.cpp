@@ -19,8 +19,8 @@
 #include <map>
 #include <new>
 
-#include "comm/hash.hpp"
-#include "comm/parse.hpp"
+#include "core/hash.hpp"
+#include "core/parse.hpp"
 #include "capi_internal.hpp"
 
 // The object behind SPC_Request (declared in sparsecomm.h, global namespace).

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "comm/locality.hpp"
-#include "comm/stats.hpp"
+#include "core/stats.hpp"
 #include "comm/topology.hpp"
 
 namespace sparsecomm {

@@ -1,6 +1,6 @@
 #include "comm/gather_plan.hpp"
 
-#include "comm/hash.hpp"
+#include "core/hash.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -19,7 +19,7 @@
 #include "comm/combining.hpp"
 #include "comm/locality.hpp"
 #include "comm/messages.hpp"
-#include "comm/stats.hpp"
+#include "core/stats.hpp"
 #include "comm/topology.hpp"
 
 namespace sparsecomm {

@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "comm/parse.hpp"
+#include "core/parse.hpp"
 
 namespace sparsecomm {
 

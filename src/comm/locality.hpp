@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_util.hpp"
+#include "core/mpi_util.hpp"
 
 namespace sparsecomm {
 

@@ -7,9 +7,9 @@
 #include <simgrid/actor.h>
 #endif
 
-#include "comm/error.hpp"
-#include "comm/mpi_util.hpp"
-#include "comm/parse.hpp"
+#include "core/error.hpp"
+#include "core/mpi_util.hpp"
+#include "core/parse.hpp"
 
 namespace sparsecomm {
 namespace {

@@ -104,16 +104,13 @@ Pattern Pattern::from_ghosts(MPI_Comm comm, const RowPartition& owned, const std
   return Pattern(std::move(send), std::move(recv), static_cast<int32_t>(ce - cb), static_cast<int32_t>(ghost_ids.size()));
 }
 
-Pattern Pattern::from_matrix(const DistCsr<double>& a, Sdde& sdde, const std::string& strategy, Stats* stats) {
-  return from_ghosts(a.comm(), a.col_partition(), a.ghost_ids(), sdde, strategy, stats);
-}
-
-Pattern Pattern::from_matrix_reference(const DistCsr<double>& a) {
-  PatternSide recv = recv_side(a.ghost_ids(), a.col_partition());
-  auto got = reference_exchange(a.comm(), requests(recv));
-  PatternSide send =
-      agreed(a.comm(), [&] { return send_side(a.rank(), a.col_begin(), a.col_begin() + a.local_cols(), got); });
-  return Pattern(std::move(send), std::move(recv), a.local_cols(), a.num_ghosts());
+Pattern Pattern::from_ghosts_reference(MPI_Comm comm, const RowPartition& owned, const std::vector<int64_t>& ghost_ids) {
+  const int me = comm_rank(comm);
+  const int64_t cb = owned.begin(me), ce = owned.end(me);
+  PatternSide recv = recv_side(ghost_ids, owned);
+  auto got = reference_exchange(comm, requests(recv));
+  PatternSide send = agreed(comm, [&] { return send_side(me, cb, ce, got); });
+  return Pattern(std::move(send), std::move(recv), static_cast<int32_t>(ce - cb), static_cast<int32_t>(ghost_ids.size()));
 }
 
 }  // namespace sparsecomm

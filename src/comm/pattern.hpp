@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "comm/sdde.hpp"
-#include "matrix/dist_csr.hpp"
+#include "core/row_partition.hpp"
 
 namespace sparsecomm {
 
@@ -35,20 +35,15 @@ class Pattern {
   Pattern() = default;
   Pattern(PatternSide send, PatternSide recv, int32_t owned_size, int32_t ghost_size);
 
-  /// Collective. The SpMV halo pattern of `a`: the receive side comes from the ghost map,
-  /// the send side is learned through the SDDE with `strategy` (any of Sdde::strategies();
-  /// "rma" sends fixed-size counts first, then the id lists point to point). Ghost ids
-  /// requested from a rank that does not own them are an InputError on every rank.
-  static Pattern from_matrix(const DistCsr<double>& a, Sdde& sdde, const std::string& strategy,
-                             Stats* stats = nullptr);
   /// Collective. The halo pattern for arbitrary ghost indices: `ghost_ids` (sorted, unique,
   /// none owned by this rank) are fetched from their owners under `owned` (the partition of
   /// the values). Bad indices are an InputError on every rank.
   static Pattern from_ghosts(MPI_Comm comm, const RowPartition& owned, const std::vector<int64_t>& ghost_ids, Sdde& sdde,
                              const std::string& strategy, Stats* stats = nullptr);
-  /// Collective. The same pattern through a dense MPI_Alltoall(v) (the direct answer, used
-  /// to verify the SDDE strategies).
-  static Pattern from_matrix_reference(const DistCsr<double>& a);
+  /// Collective. The same pattern as from_ghosts through a dense MPI_Alltoall(v) (the
+  /// direct answer, used to verify the SDDE strategies).
+  static Pattern from_ghosts_reference(MPI_Comm comm, const RowPartition& owned, const std::vector<int64_t>& ghost_ids);
+  // A matrix's halo pattern (its ghost columns): pattern_from_matrix() in kernels/halo_pattern.hpp.
 
   const PatternSide& send() const { return send_; }
   const PatternSide& recv() const { return recv_; }

@@ -1,6 +1,6 @@
 #include "comm/plan.hpp"
 
-#include "comm/hash.hpp"
+#include "core/hash.hpp"
 
 #include <algorithm>
 #include <cstdio>

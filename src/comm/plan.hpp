@@ -25,7 +25,7 @@
 #include "comm/locality.hpp"
 #include "comm/messages.hpp"
 #include "comm/pattern.hpp"
-#include "comm/stats.hpp"
+#include "core/stats.hpp"
 
 namespace sparsecomm {
 

@@ -9,9 +9,9 @@
 #include <tuple>
 
 #include "comm/aggregation.hpp"
-#include "comm/error.hpp"
+#include "core/error.hpp"
 #include "comm/locality.hpp"
-#include "comm/mpi_util.hpp"
+#include "core/mpi_util.hpp"
 #include "comm/topology.hpp"
 
 namespace sparsecomm::virt {

@@ -24,9 +24,9 @@
 #include "comm/combining.hpp"
 #include "comm/gather_plan.hpp"
 #include "comm/plan.hpp"
-#include "comm/stats.hpp"
-#include "matrix/dist_csr.hpp"
-#include "matrix/row_partition.hpp"
+#include "core/stats.hpp"
+#include "core/row_partition.hpp"
+#include "core/triplet.hpp"
 
 namespace sparsecomm::virt {
 
@@ -96,7 +96,7 @@ struct HaloPattern {
   /// (ids a*count ... a*count+count-1) to each out-neighbor of g. count >= 1.
   static HaloPattern from_graph(const Graph& g, int64_t count);
   /// The SpMV halo of a matrix with these entries, rows and columns block-distributed
-  /// as given (what Pattern::from_matrix derives on every rank): rank r receives, from
+  /// as given (what pattern_from_matrix derives on every rank): rank r receives, from
   /// the owner of each column outside its own column block that its rows touch, that
   /// column's value. Entries out of range are an InputError.
   static HaloPattern from_matrix(const RowPartition& rows, const RowPartition& cols,

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "comm/locality.hpp"
-#include "comm/mpi_util.hpp"
-#include "comm/stats.hpp"
+#include "core/mpi_util.hpp"
+#include "core/stats.hpp"
 
 namespace sparsecomm {
 

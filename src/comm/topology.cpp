@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "comm/hash.hpp"
-#include "comm/parse.hpp"
+#include "core/hash.hpp"
+#include "core/parse.hpp"
 #include "comm/sdde.hpp"
 
 namespace sparsecomm {
@@ -50,21 +50,15 @@ Topology Topology::from_pattern(const Pattern& p) {
   return t;
 }
 
-Topology Topology::from_matrix_blocks(const DistCsr<double>& a, const std::string& strategy) {
-  // I (block row i) need the B rows of every rank owning one of my ghost columns: those
-  // ranks are my sources; the destinations follow from the SDDE.
-  std::vector<int> need;
-  for (int64_t g : a.ghost_ids()) need.push_back(a.col_partition().owner(g));
-  sort_unique(need);
-  // Reverse direction: the owners of those columns send to me.
-  const int p = comm_size(a.comm());
-  Sdde sdde(a.comm(), Locality::parse(a.comm(), "flat"));
+Topology Topology::from_sources(MPI_Comm comm, std::vector<int> sources, const std::string& strategy) {
+  sort_unique(sources);
+  // Reverse direction: every source learns that it sends to me.
+  Sdde sdde(comm, Locality::parse(comm, "flat"));
   SparseMessages<int> out;
-  for (int r : need) out.add(r, nullptr, 0);
+  for (int r : sources) out.add(r, nullptr, 0);
   auto got = sdde.exchange(out, strategy);
-  (void)p;
   Topology t;
-  t.sources = need;
+  t.sources = std::move(sources);
   t.destinations = got.ranks;
   return t;
 }

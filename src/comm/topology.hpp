@@ -10,7 +10,6 @@
 
 #include "comm/pattern.hpp"
 #include "comm/sdde.hpp"
-#include "matrix/dist_csr.hpp"
 
 namespace sparsecomm {
 
@@ -27,9 +26,10 @@ struct Topology {
   /// The neighbors of a halo-exchange pattern (send ranks -> destinations, receive ranks ->
   /// sources). Local.
   static Topology from_pattern(const Pattern& p);
-  /// Collective. The block-row graph of a matrix as in the message-combining SpMM papers:
-  /// P_j -> P_i when block (i, j) of `a` has a nonzero (rank i needs rank j's rows of B).
-  static Topology from_matrix_blocks(const DistCsr<double>& a, const std::string& strategy = kDefaultSdde);
+  /// Collective. The graph whose in-neighbors are `sources` (I receive from them); the
+  /// out-neighbors are learned through the SDDE with `strategy`. (A matrix's block-row graph:
+  /// topology_from_matrix_blocks() in kernels/halo_pattern.hpp.)
+  static Topology from_sources(MPI_Comm comm, std::vector<int> sources, const std::string& strategy = kDefaultSdde);
 
   /// Erdős–Rényi random directed graph on the P ranks: each ordered pair (i, j), i != j,
   /// is an edge with probability `density`; the same graph at every run for a given seed.

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 #include "matrix/mtx_reader.hpp"
 
 namespace sparsecomm {

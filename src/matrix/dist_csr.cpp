@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "comm/error.hpp"
-#include "comm/mpi_util.hpp"
+#include "core/error.hpp"
+#include "core/mpi_util.hpp"
 #include "core/memory.hpp"
 
 namespace sparsecomm {

@@ -9,17 +9,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "matrix/row_partition.hpp"
+#include "core/row_partition.hpp"
+#include "core/triplet.hpp"
 
 namespace sparsecomm {
 
-/// One nonzero with global row and column ids.
-template <class V>
-struct Triplet {
-  int64_t row;
-  int64_t col;
-  V val;
-};
 
 /// A local CSR block with 32-bit column indices.
 template <class V>

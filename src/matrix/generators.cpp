@@ -20,9 +20,9 @@
 #include <system_error>
 #include <vector>
 
-#include "comm/error.hpp"
-#include "comm/mpi_util.hpp"
-#include "comm/parse.hpp"
+#include "core/error.hpp"
+#include "core/mpi_util.hpp"
+#include "core/parse.hpp"
 
 namespace sparsecomm::gen {
 
@@ -250,7 +250,7 @@ Int parse_int(const std::string& field, const char* what) {
 
 double parse_double(const std::string& field, const char* what) {
   double v = 0;
-  if (!sparsecomm::parse_double(field, v))  // whole field, finite (comm/parse.hpp)
+  if (!sparsecomm::parse_double(field, v))  // whole field, finite (core/parse.hpp)
     throw InputError(std::string(what) + " '" + field + "' is not a finite number");
   return v;
 }

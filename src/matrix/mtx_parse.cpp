@@ -16,7 +16,7 @@
 #include <string_view>
 #include <utility>
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 
 namespace sparsecomm {
 namespace {

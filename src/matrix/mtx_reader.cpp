@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
-#include "comm/error.hpp"
-#include "comm/mpi_util.hpp"
+#include "core/error.hpp"
+#include "core/mpi_util.hpp"
 
 namespace sparsecomm {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 
 namespace sparsecomm {
 

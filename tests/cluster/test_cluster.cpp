@@ -24,16 +24,17 @@
 #include <string>
 #include <vector>
 
+#include "kernels/halo_pattern.hpp"
 #include "comm/combining.hpp"
 #include "comm/gather_plan.hpp"
 #include "comm/locality.hpp"
 #include "comm/pattern.hpp"
 #include "comm/plan.hpp"
 #include "comm/sdde.hpp"
-#include "matrix/dist_spmv.hpp"
+#include "kernels/dist_spmv.hpp"
 #include "matrix/generators.hpp"
 #include "matrix/mtx_reader.hpp"
-#include "matrix/reference.hpp"
+#include "kernels/reference.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;
@@ -91,8 +92,8 @@ void check_backends_on_nodes(const DistCsr<double>& a, const std::string& label)
   const auto ref = reference::gather_eigen(a);
   const reference::SpMat reft = ref.transpose();
   Sdde sdde(MPI_COMM_WORLD, loc);
-  const Pattern pat = Pattern::from_matrix(a, sdde, "locality_nbx");
-  ASSERT_TRUE(pat == Pattern::from_matrix_reference(a)) << label;
+  const Pattern pat = pattern_from_matrix(a, sdde, "locality_nbx");
+  ASSERT_TRUE(pat == pattern_from_matrix_reference(a)) << label;
   const int64_t region_pairs = communicating_region_pairs(pat, loc);
   int64_t rank_pairs_inter = 0;
   for (int d : pat.send().ranks) rank_pairs_inter += loc.same_region(d) ? 0 : 1;
@@ -229,10 +230,10 @@ TEST_P(ClusterSdde, PatternMatchesDirectAnswer) {
   if (!can.empty()) specs.push_back(can);
   for (const auto& spec : specs) {
     const auto a = spec == can ? read_matrix_market(MPI_COMM_WORLD, can) : gen::from_spec(MPI_COMM_WORLD, spec);
-    const Pattern ref = Pattern::from_matrix_reference(a);
+    const Pattern ref = pattern_from_matrix_reference(a);
     for (int call = 0; call < 2; ++call) {  // back-to-back calls on one Sdde never mix
       Stats stats;
-      const Pattern got = Pattern::from_matrix(a, sdde, strategy, &stats);
+      const Pattern got = pattern_from_matrix(a, sdde, strategy, &stats);
       EXPECT_TRUE(got == ref) << strategy << " on " << spec << " (call " << call << ")";
       EXPECT_GT(stats.time("sdde." + strategy), 0.0) << strategy;
     }

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 #include "matrix/mtx_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "comm/gather_plan.hpp"
-#include "comm/mpi_util.hpp"
+#include "core/mpi_util.hpp"
 #include "comm/plan.hpp"
 
 namespace sparsecomm::test {

@@ -10,11 +10,12 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/halo_pattern.hpp"
 #include "comm/gather_plan.hpp"
 #include "core/compare.hpp"
-#include "matrix/dist_spmv.hpp"
+#include "kernels/dist_spmv.hpp"
 #include "matrix/generators.hpp"
-#include "matrix/reference.hpp"
+#include "kernels/reference.hpp"
 #include "oracles/broken_backend.hpp"
 #include "test_util.hpp"
 
@@ -83,7 +84,7 @@ Comparison spmv_check(const std::string& backend, std::vector<double>* y_out = n
   const auto yg = reference::spmv(ref, xg);
   Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
   Sdde sdde(MPI_COMM_WORLD, loc);
-  DistSpmv spmv(a, make_plan(backend, Pattern::from_matrix(a, sdde, "nbx"), loc, MPI_COMM_WORLD));
+  DistSpmv spmv(a, make_plan(backend, pattern_from_matrix(a, sdde, "nbx"), loc, MPI_COMM_WORLD));
   std::vector<double> x(xg.begin() + a.col_begin(), xg.begin() + a.col_begin() + a.local_cols()), y(a.local_rows());
   spmv.apply(x.data(), y.data());
   std::vector<double> want(yg.begin() + a.row_begin(), yg.begin() + a.row_begin() + a.local_rows());

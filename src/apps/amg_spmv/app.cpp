@@ -29,14 +29,15 @@
 #include <map>
 #include <sstream>
 
+#include "kernels/halo_pattern.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
 #include "amg_spmv/level_dump.hpp"
 #include "core/compare.hpp"
-#include "matrix/dist_spmv.hpp"
-#include "matrix/hypre_interop.hpp"
+#include "kernels/dist_spmv.hpp"
+#include "interop/hypre/hypre_interop.hpp"
 #include "matrix/mtx_reader.hpp"
 
 using namespace sparsecomm;
@@ -204,7 +205,7 @@ int amg_main(int argc, char** argv) {
       Sdde sdde(comm, loc);
       PlanOptions popt;
       popt.sdde = opt.get("sdde");
-      DistSpmv bspmv(back, make_plan("p2p", Pattern::from_matrix(back, sdde, opt.get("sdde")), loc, comm, popt));
+      DistSpmv bspmv(back, make_plan("p2p", pattern_from_matrix(back, sdde, opt.get("sdde")), loc, comm, popt));
       std::vector<double> yb(static_cast<size_t>(back.local_rows()) + 1);
       bspmv.apply(xs.data(), yb.data());
       L.reread_err = compare(yb.data(), yref, back.local_rows()).allreduce(comm).rel_err();
@@ -253,7 +254,7 @@ int amg_main(int argc, char** argv) {
       Sdde sdde(comm, loc);
       MPI_Barrier(comm);
       double t0 = MPI_Wtime();
-      Pattern pat = Pattern::from_matrix(a, sdde, opt.get("sdde"));
+      Pattern pat = pattern_from_matrix(a, sdde, opt.get("sdde"));
       R.setup_sdde = allreduce_max(comm, MPI_Wtime() - t0);
       MPI_Barrier(comm);
       t0 = MPI_Wtime();

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <system_error>
 
-#include "comm/error.hpp"
-#include "comm/mpi_util.hpp"
+#include "core/error.hpp"
+#include "core/mpi_util.hpp"
 
 namespace sparsecomm::apps {
 

@@ -15,6 +15,7 @@
 #include <memory>
 #include <sstream>
 
+#include "kernels/halo_pattern.hpp"
 #include "comm/model.hpp"
 #include "core/compare.hpp"
 #include "common/app_main.hpp"
@@ -97,7 +98,7 @@ int autoeval_main(int argc, char** argv) {
     const double t_matrix = MPI_Wtime();
     DistCsr<double> a = m.rfind("gen:", 0) == 0 ? gen::from_spec(comm, m.substr(4)) : read_matrix_market(comm, find_matrix(m));
     Sdde sdde(comm, loc);
-    Pattern pat = Pattern::from_matrix(a, sdde, "nbx");
+    Pattern pat = pattern_from_matrix(a, sdde, "nbx");
     std::map<std::string, double> measured, predicted;
     std::map<std::string, std::string> load;
     // x_j = j + 1 (global column id j): every exchanged ghost is checked against the value

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_util.hpp"
+#include "core/mpi_util.hpp"
 #include "matrix/dist_csr.hpp"
 
 namespace sparsecomm::bfs {

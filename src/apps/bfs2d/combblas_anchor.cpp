@@ -47,8 +47,8 @@
 #include <vector>
 
 #include "bfs.hpp"
-#include "comm/error.hpp"
-#include "comm/mpi_util.hpp"
+#include "core/error.hpp"
+#include "core/mpi_util.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "graph.hpp"

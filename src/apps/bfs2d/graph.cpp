@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "comm/hash.hpp"
+#include "kernels/halo_pattern.hpp"
+#include "core/hash.hpp"
 #include "comm/plan.hpp"
 #include "matrix/mtx_reader.hpp"
 
@@ -97,7 +98,7 @@ std::string validate(const DistCsr<double>& g, int64_t root, const std::vector<i
   // Levels: every reached vertex is one further than its parent (parents are neighbors,
   // so a halo exchange of levels over the graph's own pattern brings them).
   Sdde sdde(comm, Locality::parse(comm, "flat"));
-  Pattern pat = Pattern::from_matrix(g, sdde, "nbx");
+  Pattern pat = pattern_from_matrix(g, sdde, "nbx");
   auto plan = make_plan("p2p", pat, Locality::parse(comm, "flat"), comm);
   std::vector<int64_t> level(static_cast<size_t>(nl), -1), ghost(static_cast<size_t>(g.num_ghosts()), -1);
   for (int32_t i = 0; i < nl; ++i)

@@ -2,6 +2,7 @@
 // layout, and what the performance model predicts for every backend (auto's choice).
 #include <iostream>
 
+#include "kernels/halo_pattern.hpp"
 #include "cli/load.hpp"
 #include "comm/combining.hpp"
 #include "comm/model.hpp"
@@ -32,7 +33,7 @@ int info_main(int argc, char** argv) {
   auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
   Locality loc = Locality::parse(comm, o.get("regions"));
   Sdde sdde(comm, loc);
-  Pattern pat = Pattern::from_matrix(a, sdde, o.get("sdde"));
+  Pattern pat = pattern_from_matrix(a, sdde, o.get("sdde"));
   // Per-rank figures of the direct exchange (one double per ghost).
   int64_t mi = 0, me = 0, bi = 0, be = 0;
   for (int i = 0; i < pat.send().num_neighbors(); ++i) {

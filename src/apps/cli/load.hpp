@@ -4,7 +4,7 @@
 // files may be read reverse Cuthill-McKee ordered (matrix/ordering.hpp).
 #include <string>
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 #include "matrix/data_path.hpp"
 #include "matrix/generators.hpp"
 #include "matrix/mtx_reader.hpp"

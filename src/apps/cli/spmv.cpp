@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "kernels/halo_pattern.hpp"
 #include "cli/load.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
@@ -10,8 +11,8 @@
 #include "common/timing.hpp"
 #include "core/compare.hpp"
 #include "core/memory.hpp"
-#include "matrix/dist_spmv.hpp"
-#include "matrix/reference.hpp"
+#include "kernels/dist_spmv.hpp"
+#include "kernels/reference.hpp"
 
 namespace sparsecomm::apps {
 
@@ -43,7 +44,7 @@ int spmv_main(int argc, char** argv) {
   const int w = o.get_count("width");
   auto backends = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
   Sdde sdde(comm, loc);
-  Pattern pat = Pattern::from_matrix(a, sdde, o.get("sdde"));
+  Pattern pat = pattern_from_matrix(a, sdde, o.get("sdde"));
   // Reference: y = A x with x_i = sin(i). "gathered": the serial product on the gathered
   // matrix. "rows": x is a closed form of the global index, so each rank multiplies its own
   // rows (global column ids) without any exchange; gathering would put a copy of the whole

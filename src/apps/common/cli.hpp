@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/error.hpp"
-#include "comm/parse.hpp"
+#include "core/error.hpp"
+#include "core/parse.hpp"
 
 namespace sparsecomm::apps {
 

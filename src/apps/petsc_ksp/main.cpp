@@ -22,7 +22,7 @@
 #include "matrix/data_path.hpp"
 #include "matrix/generators.hpp"
 #include "matrix/mtx_reader.hpp"
-#include "matrix/petsc_interop.hpp"
+#include "interop/petsc/petsc_interop.hpp"
 
 namespace {
 

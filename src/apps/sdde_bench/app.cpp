@@ -1,6 +1,6 @@
 // sparsecomm_sdde: compares the SDDE strategies on the pattern discovery of a real matrix.
 //
-// For each strategy: the setup time of Pattern::from_matrix (barrier before, max over ranks,
+// For each strategy: the setup time of pattern_from_matrix (barrier before, max over ranks,
 // median of the repetitions after warm-up), the messages and bytes each rank sent, split
 // intra-/inter-region (max over ranks and total), and whether the pattern equals the
 // direct answer (a dense MPI_Alltoallv). Prints a table on rank 0 and writes JSON lines.
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/halo_pattern.hpp"
 #include "comm/pattern.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
@@ -101,7 +102,7 @@ int sdde_main(int argc, char** argv) {
   }
   t_read = MPI_Wtime() - t_read;
   Locality loc = Locality::parse(MPI_COMM_WORLD, opt.get("regions"));
-  const Pattern reference = Pattern::from_matrix_reference(a);
+  const Pattern reference = pattern_from_matrix_reference(a);
 
   std::vector<Row> rows;
   for (const auto& strategy : strategies) {
@@ -115,7 +116,7 @@ int sdde_main(int argc, char** argv) {
       Stats stats;
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
-      Pattern p = Pattern::from_matrix(a, sdde, strategy, &stats);
+      Pattern p = pattern_from_matrix(a, sdde, strategy, &stats);
       const double t = allreduce_max(MPI_COMM_WORLD, MPI_Wtime() - t0);
       if (it >= warmup) times.push_back(t);
       ok = ok && (p == reference);
@@ -152,7 +153,7 @@ int sdde_main(int argc, char** argv) {
               << "matrix  : " << name << "  (" << a.global_rows() << " x " << a.global_cols() << ", " << a.global_nnz()
               << " nonzeros; from " << source << "; read+distributed in " << fixed(t_read, 2) << " s)\n"
               << "ranks   : " << nranks << ", regions " << loc.describe() << "\n"
-              << "timing  : Pattern::from_matrix, barrier before, max over ranks, median of " << reps << " after "
+              << "timing  : pattern_from_matrix, barrier before, max over ranks, median of " << reps << " after "
               << warmup << " warm-up; ratio = time / " << rows.front().strategy << " (same run)\n"
               << "messages: sent per rank in one pattern discovery, max over ranks / total\n\n";
     char line[512];

@@ -3,7 +3,7 @@
 // SuiteSparse matrix distributed by block rows and B is A's dense counterpart (the papers
 // multiply each matrix by itself): B has A's rows, distributed like A, and n dense columns,
 // B(i, j) = A(i, j) and zeros elsewhere. Rank i needs rank j's rows of B when block (i, j)
-// of A has a nonzero: Topology::from_matrix_blocks(A).
+// of A has a nonzero: topology_from_matrix_blocks(A).
 //
 // Variants, each computing all of C (local rows x n), timed as a whole: barrier before, max
 // over ranks, median of --reps repetitions. Every variant is set up first and run once as
@@ -18,7 +18,7 @@
 //                  off-diagonal product reads the received source blocks; `neighbor` is the
 //                  per-column baseline (p2p in the SMPI build, which has no `neighbor`);
 //   halo_<plan>    the efficient formulation: all n columns at once through one width-n halo
-//                  exchange of only the rows of B that are needed (Pattern::from_matrix and
+//                  exchange of only the rows of B that are needed (pattern_from_matrix and
 //                  every halo Plan backend), then the DistSpmv local product.
 // Every variant's C is checked against a serial Eigen product of the gathered A (each rank
 // checks its own rows: C_i = A(i,:) x B); relative error max|C - C_ref| / max|C_ref| <= 1e-12.
@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/halo_pattern.hpp"
 #include "comm/gather_plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
@@ -50,10 +51,10 @@
 #include "common/timing.hpp"
 #include "core/compare.hpp"
 #include "matrix/data_path.hpp"
-#include "matrix/dist_spmv.hpp"
+#include "kernels/dist_spmv.hpp"
 #include "matrix/mtx_reader.hpp"
 #include "matrix/ordering.hpp"
-#include "matrix/reference.hpp"
+#include "kernels/reference.hpp"
 
 using namespace sparsecomm;
 
@@ -232,7 +233,7 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
   // --- per-column neighborhood exchanges through every GatherPlan backend.
   MPI_Barrier(comm);
   t0 = MPI_Wtime();
-  const Topology topo = Topology::from_matrix_blocks(a);
+  const Topology topo = topology_from_matrix_blocks(a);
   const double t_topo = allreduce_max(comm, MPI_Wtime() - t0);
   auto deg = reduce_all(comm, {static_cast<double>(topo.sources.size())});
   struct GVariant {
@@ -307,7 +308,7 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
     Sdde sdde(comm, cfg.loc);
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
-    const Pattern pat = Pattern::from_matrix(a, sdde, "nbx");
+    const Pattern pat = pattern_from_matrix(a, sdde, "nbx");
     t_pattern = allreduce_max(comm, MPI_Wtime() - t0);
     // Width-n buffers of every halo plan alive at once: ghosts, packed sends and receives.
     const double need = 8.0 * static_cast<double>(n) * static_cast<double>(halos.size()) *

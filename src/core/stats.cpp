@@ -1,6 +1,6 @@
-#include "comm/stats.hpp"
+#include "core/stats.hpp"
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 
 namespace sparsecomm {
 

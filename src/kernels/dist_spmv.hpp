@@ -4,13 +4,14 @@
 // And the transpose product through the reverse plan (ghost partial sums travel back to
 // their owners and are added).
 //
-//   Pattern pat = Pattern::from_matrix(A, sdde, "nbx");
+//   Pattern pat = pattern_from_matrix(A, sdde, "nbx");
 //   DistSpmv spmv(A, make_plan("p2p", pat, loc, comm));
 //   spmv.apply(x.data(), y.data());
 #include <algorithm>
 #include <memory>
 #include <vector>
 
+#include "kernels/halo_pattern.hpp"
 #include "comm/plan.hpp"
 #include "matrix/dist_csr.hpp"
 
@@ -18,7 +19,7 @@ namespace sparsecomm {
 
 class DistSpmv {
  public:
-  /// `plan` must be built from Pattern::from_matrix(a, ...) (forward direction).
+  /// `plan` must be built from pattern_from_matrix(a, ...) (forward direction).
   DistSpmv(const DistCsr<double>& a, std::unique_ptr<Plan> plan)
       : a_(a), plan_(std::move(plan)), ghost_(static_cast<size_t>(a.num_ghosts()) * plan_->options().width) {
     if (plan_->pattern().owned_size() != a.local_cols() || plan_->pattern().ghost_size() != a.num_ghosts())
@@ -49,7 +50,7 @@ class DistSpmv {
   Plan& plan() { return *plan_; }
 
  private:
-  // Ghosts in arrival order (what Pattern::from_matrix gives): the off-diagonal product
+  // Ghosts in arrival order (what pattern_from_matrix gives): the off-diagonal product
   // reads the plan's receive buffer, as Hypre's and PETSc's matvecs read theirs.
   const double* finish_exchange() {
     if (plan_->receives_in_ghost_order()) return plan_->wait_in_place<double>();
@@ -65,7 +66,7 @@ class DistSpmv {
 /// Collective. y = A^T x using a plan built on pattern.reverse() (width 1): each rank
 /// computes partial sums for its ghost columns, which travel back to their owners and are
 /// added to the owners' part. x: local_rows() values; y: local_cols() values.
-/// When the reverse plan sends in ghost order (the reverse of a Pattern::from_matrix), the
+/// When the reverse plan sends in ghost order (the reverse of a pattern_from_matrix), the
 /// partial sums are computed straight into its send buffer.
 inline void spmv_transpose(const DistCsr<double>& a, Plan& reverse_plan, const double* x, double* y) {
   if (reverse_plan.options().width != 1 || reverse_plan.pattern().owned_size() != a.num_ghosts())

@@ -1,4 +1,4 @@
-#include "comm/error.hpp"
+#include "core/error.hpp"
 
 #include <climits>
 #include <string>

@@ -1,4 +1,4 @@
-#include "comm/mpi_util.hpp"
+#include "core/mpi_util.hpp"
 
 namespace sparsecomm {
 

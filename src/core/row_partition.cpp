@@ -1,10 +1,10 @@
-#include "matrix/row_partition.hpp"
+#include "core/row_partition.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "comm/error.hpp"
-#include "comm/mpi_util.hpp"
+#include "core/error.hpp"
+#include "core/mpi_util.hpp"
 
 namespace sparsecomm {
 

@@ -1,4 +1,4 @@
-#include "matrix/petsc_interop.hpp"
+#include "interop/petsc/petsc_interop.hpp"
 
 #include <cstring>
 #include <memory>

@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "comm/error.hpp"
+#include "core/error.hpp"
 
 namespace sparsecomm {
 
@@ -109,4 +109,4 @@ std::vector<T> alltoallv(MPI_Comm comm, const std::vector<T>& send, const std::v
 
 }  // namespace sparsecomm
 
-#include "comm/mpi_util_impl.hpp"
+#include "core/mpi_util_impl.hpp"

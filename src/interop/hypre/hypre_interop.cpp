@@ -1,8 +1,8 @@
-#include "matrix/hypre_interop.hpp"
+#include "interop/hypre/hypre_interop.hpp"
 
 #include <vector>
 
-#include "comm/mpi_util.hpp"
+#include "core/mpi_util.hpp"
 
 namespace sparsecomm {
 
