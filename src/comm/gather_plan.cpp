@@ -1,5 +1,7 @@
 #include "comm/gather_plan.hpp"
 
+#include "comm/registry.hpp"
+
 #include "core/hash.hpp"
 
 #include <algorithm>
@@ -57,48 +59,47 @@ void register_gather_combined();
 }  // namespace detail
 
 namespace {
-struct GEntry {
+
+struct GatherBackend {
   std::string description;
   GatherFactory factory;
+  GatherBackendHooks hooks;
 };
-std::map<std::string, GEntry>& gregistry_storage() {
-  static std::map<std::string, GEntry> r;
+
+void register_gather_builtins() {
+  detail::register_gather_basic();
+  detail::register_gather_combined();
+}
+
+detail::Registry<GatherBackend>& gregistry() {
+  static detail::Registry<GatherBackend> r("gather ", register_gather_builtins);
   return r;
 }
-std::map<std::string, GEntry>& gregistry() {
-  // Built-ins added on first use (static libraries drop unreferenced registrar objects);
-  // a function-local static makes the first use thread-safe.
-  static const bool init = [] {
-    detail::register_gather_basic();
-    detail::register_gather_combined();
-    return true;
-  }();
-  (void)init;
-  return gregistry_storage();
-}
+
 }  // namespace
 
-void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f) {
-  gregistry_storage()[name] = GEntry{description, std::move(f)};
+void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f,
+                             GatherBackendHooks hooks) {
+  gregistry().add(name, GatherBackend{description, std::move(f), std::move(hooks)});
 }
 
-std::vector<std::string> gather_backend_names() {
-  std::vector<std::string> n;
-  for (const auto& [k, v] : gregistry()) n.push_back(k);
-  return n;
+std::vector<std::string> gather_backend_names() { return gregistry().names(); }
+
+const GatherBackendHooks& gather_backend_hooks(const std::string& name) {
+  const GatherBackend* b = gregistry().find(name);
+  if (!b) throw InputError(gregistry().unknown(name));
+  return b->hooks;
 }
 
-std::string gather_baseline_backend() { return gregistry().count("neighbor") ? "neighbor" : "p2p"; }
+std::string gather_baseline_backend() { return gregistry().find("neighbor") ? "neighbor" : "p2p"; }
 
 std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const Topology& topo, const Locality& loc,
                                              MPI_Comm comm, int64_t my_count, const GatherOptions& opt) {
   std::string err;
   const int p = comm_size(comm);
-  auto it = gregistry().find(backend);
-  if (it == gregistry().end()) {
-    std::string names;
-    for (const auto& n : gather_backend_names()) names += (names.empty() ? "" : ", ") + n;
-    err = "unknown gather backend '" + backend + "'; valid backends: " + names;
+  const GatherBackend* entry = gregistry().find(backend);
+  if (!entry) {
+    err = gregistry().unknown(backend);
   } else if (my_count < 0 || opt.value_bytes < 1) {
     err = "make_gather_plan: negative block size or value size < 1";
   } else if (loc.size() != p) {
@@ -138,7 +139,7 @@ std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const T
           "source); build it with Topology::from_destinations";
   agree(comm, err);
   const double t0 = MPI_Wtime();
-  auto plan = agreed(comm, [&] { return it->second.factory(topo, loc, comm, my_count, opt); });
+  auto plan = agreed(comm, [&] { return entry->factory(topo, loc, comm, my_count, opt); });
   plan->setup_stats_mut().add_time("setup.backend", MPI_Wtime() - t0);
   return plan;
 }

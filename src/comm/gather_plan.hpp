@@ -129,7 +129,25 @@ class GatherPlan {
 
 using GatherFactory = std::function<std::unique_ptr<GatherPlan>(const Topology&, const Locality&, MPI_Comm, int64_t,
                                                                 const GatherOptions&)>;
-void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f);
+namespace virt {
+struct Graph;
+struct RankCounts;
+}  // namespace virt
+
+/// What the rest of the library needs from a gather backend besides its plans (as
+/// BackendHooks for halo backends).
+struct GatherBackendHooks {
+  /// Plan statistics: the counts of one execution on every one of P virtual ranks, as
+  /// GatherPlan::iteration_counts() reports them in a real run; `count` values per block.
+  std::function<std::vector<virt::RankCounts>(const virt::Graph&, const std::vector<int>& region,
+                                              const GatherOptions&, int64_t count)>
+      counts;
+};
+
+void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f,
+                             GatherBackendHooks hooks = {});
+/// The hooks registered with gather backend `name`; InputError (listing the names) if unknown.
+const GatherBackendHooks& gather_backend_hooks(const std::string& name);
 std::vector<std::string> gather_backend_names();
 /// The baseline to compare against: MPI's own neighborhood collective ("neighbor"), or
 /// "p2p" where it is not registered (the SimGrid SMPI build).

@@ -1,6 +1,7 @@
 #include "comm/plan.hpp"
 
 #include "core/hash.hpp"
+#include "comm/registry.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -57,58 +58,52 @@ void register_auto();
 
 namespace {
 
-struct Entry {
+struct HaloBackend {
   std::string description;
   PlanFactory factory;
+  BackendHooks hooks;
 };
 
-std::map<std::string, Entry>& registry_storage() {
-  static std::map<std::string, Entry> r;
-  return r;
+void register_builtins() {
+  detail::register_p2p();
+  detail::register_neighbor();
+  detail::register_aggregated();
+  detail::register_aggregated_2step();
+  detail::register_combined();
+  detail::register_auto();
 }
 
-std::map<std::string, Entry>& registry() {
-  // Built-ins are added here, on first use, rather than by static registrar objects:
-  // a static library drops object files nobody references, and registrars with them.
-  // A function-local static makes the first use thread-safe.
-  static const bool init = [] {
-    detail::register_p2p();
-    detail::register_neighbor();
-    detail::register_aggregated();
-    detail::register_aggregated_2step();
-    detail::register_combined();
-    detail::register_auto();
-    return true;
-  }();
-  (void)init;
-  return registry_storage();
+detail::Registry<HaloBackend>& registry() {
+  static detail::Registry<HaloBackend> r("", register_builtins);
+  return r;
 }
 
 }  // namespace
 
-void register_backend(const std::string& name, const std::string& description, PlanFactory factory) {
-  registry_storage()[name] = Entry{description, std::move(factory)};
+void register_backend(const std::string& name, const std::string& description, PlanFactory factory,
+                      BackendHooks hooks) {
+  registry().add(name, HaloBackend{description, std::move(factory), std::move(hooks)});
 }
 
-std::vector<std::string> backend_names() {
-  std::vector<std::string> names;
-  for (const auto& [k, v] : registry()) names.push_back(k);
-  return names;
-}
+std::vector<std::string> backend_names() { return registry().names(); }
 
 std::string backend_description(const std::string& name) {
-  auto it = registry().find(name);
-  return it == registry().end() ? "" : it->second.description;
+  const HaloBackend* b = registry().find(name);
+  return b ? b->description : "";
+}
+
+const BackendHooks& backend_hooks(const std::string& name) {
+  const HaloBackend* b = registry().find(name);
+  if (!b) throw InputError(registry().unknown(name));
+  return b->hooks;
 }
 
 std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
                                 const PlanOptions& opt) {
   std::string err;
-  auto it = registry().find(backend);
-  if (it == registry().end()) {
-    std::string names;
-    for (const auto& n : backend_names()) names += (names.empty() ? "" : ", ") + n;
-    err = "unknown backend '" + backend + "'; valid backends: " + names;
+  const HaloBackend* entry = registry().find(backend);
+  if (!entry) {
+    err = registry().unknown(backend);
   } else if (opt.width < 1 || opt.value_bytes < 1) {
     err = "make_plan: width and value_bytes must be at least 1";
   } else if ((pattern.send().size() + pattern.recv().size()) * opt.width * int64_t{opt.value_bytes} > INT32_MAX) {
@@ -140,7 +135,7 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
           "expects to receive, or one side does not list the other)";
   agree(comm, err);
   const double t0 = MPI_Wtime();
-  std::unique_ptr<Plan> plan = agreed(comm, [&] { return it->second.factory(pattern, loc, comm, opt); });
+  std::unique_ptr<Plan> plan = agreed(comm, [&] { return entry->factory(pattern, loc, comm, opt); });
   plan->setup_stats_mut().add_time("setup.backend", MPI_Wtime() - t0);
   return plan;
 }

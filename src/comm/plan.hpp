@@ -237,9 +237,30 @@ class Plan {
 using PlanFactory =
     std::function<std::unique_ptr<Plan>(const Pattern&, const Locality&, MPI_Comm, const PlanOptions&)>;
 
-/// Adds a backend under `name` (replacing one of the same name). Built-in backends are
-/// registered on first use of the registry; call this before make_plan() for your own.
-void register_backend(const std::string& name, const std::string& description, PlanFactory factory);
+namespace virt {
+struct HaloPattern;
+struct RankCounts;
+}  // namespace virt
+
+/// What the rest of the library needs from a halo backend besides its plans, registered
+/// with it (so no other file switches on its name).
+struct BackendHooks {
+  /// Plan statistics (comm/plan_stats.hpp): the counts of one execution on every one of P
+  /// virtual ranks, in one process, exactly as Plan::iteration_counts() and Plan::stages()
+  /// report them on each rank of a real run. Empty: the backend has no statistics
+  /// (virt::halo_counts() says so).
+  std::function<std::vector<virt::RankCounts>(const virt::HaloPattern&, const std::vector<int>& region,
+                                              const PlanOptions&)>
+      counts;
+};
+
+/// Adds a backend under `name` (replacing one of the same name), with its hooks. Built-in
+/// backends are registered on first use of the registry; call this before make_plan() for
+/// your own (docs: a test defines one outside src/, tests/open_backend).
+void register_backend(const std::string& name, const std::string& description, PlanFactory factory,
+                      BackendHooks hooks = {});
+/// The hooks registered with backend `name`; InputError (listing the names) if unknown.
+const BackendHooks& backend_hooks(const std::string& name);
 /// Names of every registered backend, sorted.
 std::vector<std::string> backend_names();
 /// One-line description of a backend.

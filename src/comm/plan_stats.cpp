@@ -111,6 +111,17 @@ std::vector<std::vector<Cand>> live_lists(int p, const std::vector<int>& grow, c
 // leader matched in sub-round t tells its candidates in sub-round t+1, which drop it
 // then. So at the start of sub-round t a candidate l is gone from every list iff it was
 // matched at sub-round t-2 or earlier: the lists are scanned with one pointer each.
+// The error for a backend that registered no counts hook, listing those that did.
+template <class HasCounts>
+[[noreturn]] void no_statistics(const char* shape, const std::string& backend, const std::vector<std::string>& names,
+                                HasCounts has_counts) {
+  std::string with;
+  for (const auto& n : names)
+    if (has_counts(n)) with += (with.empty() ? "" : ", ") + n;
+  throw InputError(std::string("plan statistics: no statistics for ") + shape + " backend '" + backend +
+                   "' (it registers no counts hook); available: " + with);
+}
+
 std::vector<int> match(int p, const std::vector<std::vector<Cand>>& live) {
   std::vector<int> partner(static_cast<size_t>(p), -1), matched_at(static_cast<size_t>(p), INT_MAX);
   std::vector<size_t> pos(static_cast<size_t>(p), 0);
@@ -310,19 +321,29 @@ std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g
   if (region.size() != static_cast<size_t>(g.p))
     throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(g.p) + " ranks");
   if (count < 0) throw InputError("plan statistics: negative block size");
+  const auto& hooks = gather_backend_hooks(backend);  // InputError for an unknown name
+  if (!hooks.counts)
+    no_statistics("gather", backend, gather_backend_names(), [](auto& n) { return bool(gather_backend_hooks(n).counts); });
+  return hooks.counts(g, region, opt, count);
+}
+
+std::vector<RankCounts> direct_gather_counts(const Graph& g, const std::vector<int>& region, const GatherOptions& opt,
+                                             int64_t count) {
   const int64_t bytes = count * opt.value_bytes;
   std::vector<RankCounts> out(static_cast<size_t>(g.p));
   auto intra = [&](int a, int b) { return region[a] == region[b]; };
-  if (backend == "p2p" || backend == "neighbor") {
-    for (int a = 0; a < g.p; ++a) {
-      for (int x : g.src[a]) out[a].counts.record_recv("direct", intra(a, x), bytes);
-      for (int d : g.dest[a]) out[a].counts.record_send("direct", intra(a, d), bytes);
-    }
-    return out;
+  for (int a = 0; a < g.p; ++a) {
+    for (int x : g.src[a]) out[a].counts.record_recv("direct", intra(a, x), bytes);
+    for (int d : g.dest[a]) out[a].counts.record_send("direct", intra(a, d), bytes);
   }
-  if (backend != "combined")
-    throw InputError("plan statistics: no statistics for gather backend '" + backend +
-                     "'; available: p2p, neighbor, combined");
+  return out;
+}
+
+std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector<int>& region,
+                                               const GatherOptions& opt, int64_t count) {
+  const int64_t bytes = count * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(g.p));
+  auto intra = [&](int a, int b) { return region[a] == region[b]; };
   const auto sched = combining_schedules(g, region, opt.combining);
   for (int a = 0; a < g.p; ++a) {
     const auto& s = sched[a];
@@ -569,26 +590,40 @@ std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPatter
                                     const PlanOptions& opt) {
   check_halo(pat, region);
   if (opt.width < 1 || opt.value_bytes < 1) throw InputError("plan statistics: width and value size must be positive");
+  const auto& hooks = backend_hooks(backend);  // InputError for an unknown name
+  if (!hooks.counts) no_statistics("halo", backend, backend_names(), [](auto& n) { return bool(backend_hooks(n).counts); });
+  return hooks.counts(pat, region, opt);
+}
+
+std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                           const PlanOptions& opt) {
+  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(pat.p));
+  for (int a = 0; a < pat.p; ++a)
+    for (const auto& [d, ids] : pat.send[a]) {
+      const int64_t bytes = static_cast<int64_t>(ids.size()) * eb;
+      out[a].counts.record_send("direct", region[a] == region[d], bytes);
+      out[d].counts.record_recv("direct", region[a] == region[d], bytes);
+    }
+  return out;
+}
+
+std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                               const PlanOptions& opt, bool dedup) {
+  return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup);
+}
+
+std::vector<RankCounts> two_step_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                             const PlanOptions& opt) {
+  return two_step_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes);
+}
+
+std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                             const PlanOptions& opt) {
   const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
   const int p = pat.p;
   std::vector<RankCounts> out(static_cast<size_t>(p));
   auto intra = [&](int a, int b) { return region[a] == region[b]; };
-  if (backend == "p2p" || backend == "neighbor" || backend == "neighbor_persistent") {
-    for (int a = 0; a < p; ++a)
-      for (const auto& [d, ids] : pat.send[a]) {
-        const int64_t bytes = static_cast<int64_t>(ids.size()) * eb;
-        out[a].counts.record_send("direct", intra(a, d), bytes);
-        out[d].counts.record_recv("direct", intra(a, d), bytes);
-      }
-    return out;
-  }
-  if (backend == "aggregated" || backend == "aggregated_dedup")
-    return aggregated_counts(pat, region, eb, backend == "aggregated_dedup");
-  if (backend == "aggregated_2step") return two_step_counts(pat, region, eb);
-  if (backend != "combined")
-    throw InputError("plan statistics: no statistics for halo backend '" + backend +
-                     "'; available: p2p, neighbor, neighbor_persistent, combined, aggregated, aggregated_dedup, "
-                     "aggregated_2step");
   // backends/combined.cpp: the combining schedule of the pattern's graph; stage 1 carries
   // an origin's segments for the destinations a member covers; stage 2 one message per
   // destination with the segments of its origins; one receive per forwarder.

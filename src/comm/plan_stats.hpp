@@ -77,9 +77,9 @@ struct RankCounts {
   int group_members = 0;   ///< their total size
 };
 
-/// Per-rank counts of gather backend `backend` ("p2p", "neighbor" or "combined") when
-/// every rank sends `count` values of opt.value_bytes bytes. Throws InputError for other
-/// names (the statistics of the other backends are not computed here).
+/// Per-rank counts of gather backend `backend` when every rank sends `count` values of
+/// opt.value_bytes bytes: its counts hook (GatherBackendHooks). An unknown name, or a
+/// backend that registered no hook, is an InputError.
 std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g, const std::vector<int>& region,
                                       const GatherOptions& opt, int64_t count);
 
@@ -103,12 +103,23 @@ struct HaloPattern {
                                  const std::vector<Triplet<double>>& entries);
 };
 
-/// Per-rank counts of halo backend `backend` ("p2p", "neighbor", "neighbor_persistent",
-/// "combined", "aggregated", "aggregated_dedup" or "aggregated_2step"; opt.combining for
-/// "combined"), each value of opt.width * opt.value_bytes bytes: what
-/// Plan::iteration_counts() and Plan::stages() report on every rank of the real run. Other
-/// names are an InputError.
+/// Per-rank counts of halo backend `backend`, each value of opt.width * opt.value_bytes
+/// bytes: what Plan::iteration_counts() and Plan::stages() report on every rank of the real
+/// run, from the backend's counts hook (BackendHooks). An unknown name, or a backend that
+/// registered no hook (auto: its choice depends on measured costs), is an InputError.
 std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPattern& pat, const std::vector<int>& region,
                                     const PlanOptions& opt);
+
+// The counts hooks of the built-in backends (each registered by its backend's file with
+// register_backend / register_gather_backend): regions and options already checked.
+std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt);
+std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt);
+std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                               const PlanOptions& opt, bool dedup);
+std::vector<RankCounts> two_step_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt);
+std::vector<RankCounts> direct_gather_counts(const Graph& g, const std::vector<int>& region, const GatherOptions& opt,
+                                             int64_t count);
+std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector<int>& region,
+                                               const GatherOptions& opt, int64_t count);
 
 }  // namespace sparsecomm::virt

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <map>
 
+#include "comm/plan_stats.hpp"
 #include "comm/aggregation.hpp"
 #include "comm/messages.hpp"
 #include "comm/plan.hpp"
@@ -388,11 +389,17 @@ void register_aggregated() {
   register_backend("aggregated", "3-step locality-aware aggregation (one message per region pair)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, false));
-                   });
+                   },
+                   BackendHooks{[](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
+                     return virt::aggregated_halo_counts(h, r, o, false);
+                   }});
   register_backend("aggregated_dedup", "aggregation with duplicate removal (a value crosses a region pair once)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, true));
-                   });
+                   },
+                   BackendHooks{[](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
+                     return virt::aggregated_halo_counts(h, r, o, true);
+                   }});
 }
 }  // namespace detail
 

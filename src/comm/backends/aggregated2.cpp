@@ -28,6 +28,7 @@
 #include <cstring>
 #include <map>
 
+#include "comm/plan_stats.hpp"
 #include "comm/aggregation.hpp"
 #include "comm/messages.hpp"
 #include "comm/plan.hpp"
@@ -254,7 +255,8 @@ void register_aggregated_2step() {
                    "region, forwarded inside the region)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new TwoStepPlan(p, l, c, o));
-                   });
+                   },
+                   BackendHooks{virt::two_step_halo_counts});
 }
 }  // namespace detail
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "comm/plan_stats.hpp"
 #include "comm/messages.hpp"
 #include "comm/plan.hpp"
 
@@ -183,7 +184,8 @@ void register_combined() {
   register_backend("combined", "message combining over common neighborhoods (pairs or k-groups)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new CombinedPlan(p, l, c, o));
-                   });
+                   },
+                   BackendHooks{virt::combined_halo_counts});
 }
 }  // namespace detail
 

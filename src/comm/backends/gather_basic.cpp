@@ -1,6 +1,7 @@
 // Allgather-shaped backends without combining:
 //   p2p      : one message per edge (comm/messages.hpp: Irecv/Isend per start, or persistent)
 //   neighbor : MPI_Dist_graph_create_adjacent once, MPI_Ineighbor_allgatherv per start
+#include "comm/plan_stats.hpp"
 #include "comm/gather_plan.hpp"
 #include "comm/messages.hpp"
 
@@ -73,12 +74,14 @@ void register_gather_basic() {
   register_gather_backend("p2p", "one message per edge (point-to-point)",
                           [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
                             return std::unique_ptr<GatherPlan>(new P2pGather(t, l, c, n, o));
-                          });
+                          },
+                          GatherBackendHooks{virt::direct_gather_counts});
 #ifndef SPARSECOMM_SMPI  // SMPI 3.32 aborts on MPI's neighborhood collectives
   register_gather_backend("neighbor", "MPI's Ineighbor_allgatherv on a distributed graph communicator",
                           [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
                             return std::unique_ptr<GatherPlan>(new NeighborGather(t, l, c, n, o));
-                          });
+                          },
+                          GatherBackendHooks{virt::direct_gather_counts});
 #endif
 }
 }  // namespace detail

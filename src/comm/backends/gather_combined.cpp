@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "comm/plan_stats.hpp"
 #include "comm/gather_plan.hpp"
 #include "comm/messages.hpp"
 
@@ -162,7 +163,8 @@ void register_gather_combined() {
   register_gather_backend("combined", "message combining over common neighborhoods (pairs or k-groups)",
                           [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
                             return std::unique_ptr<GatherPlan>(new CombinedGather(t, l, c, n, o));
-                          });
+                          },
+                          GatherBackendHooks{virt::combined_gather_counts});
 }
 }  // namespace detail
 

@@ -3,6 +3,7 @@
 // execution is one MPI_Ineighbor_alltoallv. Where the library implements MPI-4, the
 // persistent form (MPI_Neighbor_alltoallv_init) is registered too as neighbor_persistent;
 // Open MPI 4.1 is MPI-3.1, so there it is simply not registered.
+#include "comm/plan_stats.hpp"
 #include "comm/plan.hpp"
 
 namespace sparsecomm {
@@ -73,12 +74,14 @@ void register_neighbor() {
   register_backend("neighbor", "MPI's neighborhood collective (Dist_graph_create_adjacent + Ineighbor_alltoallv)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new NeighborPlan(p, l, c, o, false));
-                   });
+                   },
+                   BackendHooks{virt::direct_halo_counts});
 #if MPI_VERSION >= 4
   register_backend("neighbor_persistent", "MPI-4 persistent neighborhood collective (Neighbor_alltoallv_init)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new NeighborPlan(p, l, c, o, true));
-                   });
+                   },
+                   BackendHooks{virt::direct_halo_counts});
 #endif
 }
 }  // namespace detail

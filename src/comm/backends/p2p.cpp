@@ -2,6 +2,7 @@
 // by hand: receives posted first, then the sends, then one wait for all. The messages are
 // fixed at setup and posted again at every execution (comm/messages.hpp: MPI_Irecv/Isend,
 // or persistent requests with PlanOptions::persistent_requests).
+#include "comm/plan_stats.hpp"
 #include "comm/messages.hpp"
 #include "comm/plan.hpp"
 
@@ -44,7 +45,8 @@ void register_p2p() {
   register_backend("p2p", "point-to-point, one message per neighbor (Irecv/Isend, or persistent requests)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new P2pPlan(p, l, c, o));
-                   });
+                   },
+                   BackendHooks{virt::direct_halo_counts});
 }
 }  // namespace detail
 
