@@ -142,6 +142,8 @@ struct GatherBackendHooks {
   std::function<std::vector<virt::RankCounts>(const virt::Graph&, const std::vector<int>& region,
                                               const GatherOptions&, int64_t count)>
       counts;
+  /// The backend reads GatherOptions::combining (as BackendHooks::combining_options).
+  bool combining_options = false;
 };
 
 void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f,

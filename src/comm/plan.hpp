@@ -252,6 +252,13 @@ struct BackendHooks {
   std::function<std::vector<virt::RankCounts>(const virt::HaloPattern&, const std::vector<int>& region,
                                               const PlanOptions&)>
       counts;
+  /// The backend reads PlanOptions::combining (k, theta, aware, rounds): tools that sweep
+  /// combining variants (sparsecomm plan-stats) do so for it.
+  bool combining_options = false;
+  /// How involved the backend's setup is, for auto's tie-break: of two candidates whose
+  /// predicted costs tie, the lower rank wins (then the name), so the choice is
+  /// deterministic and prefers the simpler plan. Built-ins: p2p 0 ... combined 5.
+  int setup_rank = 100;
 };
 
 /// Adds a backend under `name` (replacing one of the same name), with its hooks. Built-in

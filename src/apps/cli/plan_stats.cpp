@@ -80,7 +80,8 @@ int plan_stats_main(int argc, char** argv) {
   Options o({{"ranks", {"4096", "P: number of virtual ranks (comma-separated list allowed)"}},
              {"topos", {"er:0.05;moore:2,2", "topologies separated by ';' or spaces: er:<density>[,seed], moore:<dims>,<radius> (allgather shape; skipped when only --matrices is given)"}},
              {"matrices", {"", "matrices (SuiteSparse names or .mtx paths, ';' or spaces): their SpMV halo, rows block-distributed over P"}},
-             {"backends", {"direct,combined", "direct (p2p/neighbor), combined, aggregated, aggregated_dedup, aggregated_2step"}},
+             {"backends", {"direct,combined", "direct (the p2p baseline) and any registered backend with statistics (combined, "
+                                             "aggregated, aggregated_dedup, aggregated_2step, ...)"}},
              {"regions", {"ppn:32", "region layout of the virtual ranks: ppn:k, cyclic:n, flat, single"}},
              {"k", {"2", "combining group sizes, comma-separated (each >= 2)"}},
              {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
@@ -119,17 +120,32 @@ int plan_stats_main(int argc, char** argv) {
       if (aw == "agnostic" || aw == "both") awares.push_back(false);
       if (aw == "aware" || aw == "both") awares.push_back(true);
       if (awares.empty()) throw InputError("plan-stats: --aware must be agnostic, aware or both, got '" + aw + "'");
-      // The aggregation backends count halo exchanges, also for the allgather shape.
-      const std::vector<std::string> aggregation = {"aggregated", "aggregated_dedup", "aggregated_2step"};
-      auto is_aggregation = [&](const std::string& b) {
-        return std::find(aggregation.begin(), aggregation.end(), b) != aggregation.end();
+      // Every registered backend with a counts hook (BackendHooks / GatherBackendHooks), by
+      // its name; "direct" is the baseline row (p2p) and always printed. A backend that
+      // exists only as a halo backend (aggregation) counts the allgather shape as the halo
+      // exchange that sends each block to every out-neighbor.
+      const std::vector<std::string> halo_names = backend_names(), gather_names = gather_backend_names();
+      auto has = [](const std::vector<std::string>& v, const std::string& b) {
+        return std::find(v.begin(), v.end(), b) != v.end();
+      };
+      auto halo_counted = [&](const std::string& b) { return has(halo_names, b) && bool(backend_hooks(b).counts); };
+      auto gather_counted = [&](const std::string& b) {
+        return has(gather_names, b) && bool(gather_backend_hooks(b).counts);
+      };
+      auto sweeps_combining = [&](const std::string& b) {
+        return (halo_counted(b) && backend_hooks(b).combining_options) ||
+               (gather_counted(b) && gather_backend_hooks(b).combining_options);
       };
       std::vector<std::string> backends;
       for (const auto& b : split_list(o.get("backends"))) {
-        if (b != "direct" && b != "combined" && !is_aggregation(b)) {
-          std::string names = "direct, combined";
-          for (const auto& a : aggregation) names += ", " + a;
-          throw InputError("plan-stats: unknown backend '" + b + "' in --backends; available: " + names);
+        if (b != "direct" && !halo_counted(b) && !gather_counted(b)) {
+          std::string names = "direct";
+          for (const auto& n : halo_names)
+            if (halo_counted(n)) names += ", " + n;
+          for (const auto& n : gather_names)
+            if (gather_counted(n) && !halo_counted(n)) names += ", " + n;
+          throw InputError("plan-stats: unknown backend '" + b + "' in --backends (or one without statistics); "
+                           "available: " + names);
         }
         if (b != "direct") backends.push_back(b);
       }
@@ -173,7 +189,7 @@ int plan_stats_main(int argc, char** argv) {
             g = virt::Graph::from_spec(p, c.spec);
             edges = g.edges();
             counts = [&, p](const std::string& b, const CombiningOptions& co) {
-              if (is_aggregation(b)) {
+              if (b != "direct" && !gather_counted(b)) {
                 if (halo.p != p) halo = virt::HaloPattern::from_graph(g, size);
                 PlanOptions po;
                 po.value_bytes = 1;
@@ -228,7 +244,7 @@ int plan_stats_main(int argc, char** argv) {
           };
           row("direct", direct, since(t0), 0, false);
           for (const auto& b : backends) {
-            if (b != "combined") {
+            if (!sweeps_combining(b)) {
               const auto t1 = std::chrono::steady_clock::now();
               const auto s = summarize(counts(b, {}), model);
               row(b, s, since(t1), 0, false);
@@ -242,7 +258,7 @@ int plan_stats_main(int argc, char** argv) {
                 co.theta = theta;
                 co.aware = aware;
                 const auto s = summarize(counts(b, co), model);
-                row("combined k=" + std::to_string(k) + (aware ? " aware" : " agnostic"), s, since(t1), k, aware);
+                row(b + " k=" + std::to_string(k) + (aware ? " aware" : " agnostic"), s, since(t1), k, aware);
               }
           }
           std::cout << tab.str() << "\n" << std::flush;

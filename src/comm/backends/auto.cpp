@@ -29,17 +29,20 @@ void register_auto() {
         SPC_MPI(MPI_Allreduce(v, hi, n, MPI_DOUBLE, MPI_MAX, c));
         for (int i = 0; i < n; ++i)
           if (lo[i] != hi[i]) throw InputError("auto: ranks loaded different performance model parameters");
-        // Candidates in order of setup complexity: a tie goes to the simpler one, so the
-        // choice is deterministic (with expected_iterations > 0 it also weighs measured
-        // setup times, which vary from run to run).
-        std::vector<std::string> order = {"p2p", "neighbor", "aggregated_2step", "aggregated", "aggregated_dedup", "combined"};
+        // Candidates in order of setup complexity (each backend's BackendHooks::setup_rank,
+        // then its name): a tie goes to the simpler one, so the choice is deterministic
+        // (with expected_iterations > 0 it also weighs measured setup times, which vary
+        // from run to run).
+        std::vector<std::string> order;
         for (const auto& n : backend_names())
-          if (n != "auto" && std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+          if (n != "auto") order.push_back(n);
+        std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
+          return backend_hooks(a).setup_rank < backend_hooks(b).setup_rank;
+        });
         std::unique_ptr<Plan> best;
         double best_cost = std::numeric_limits<double>::infinity();
         std::vector<std::pair<std::string, std::pair<double, double>>> seen;
         for (const auto& name : order) {
-          if (backend_description(name).empty()) continue;  // not registered here
           auto plan = make_plan(name, p, l, c, o);
           const double setup = allreduce_max(c, plan->setup_stats().time("setup.backend"));
           const double iter = predict_iteration(*plan, m, c);

@@ -185,7 +185,7 @@ void register_combined() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new CombinedPlan(p, l, c, o));
                    },
-                   BackendHooks{virt::combined_halo_counts});
+                   BackendHooks{virt::combined_halo_counts, true, 5});
 }
 }  // namespace detail
 

@@ -164,7 +164,7 @@ void register_gather_combined() {
                           [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
                             return std::unique_ptr<GatherPlan>(new CombinedGather(t, l, c, n, o));
                           },
-                          GatherBackendHooks{virt::combined_gather_counts});
+                          GatherBackendHooks{virt::combined_gather_counts, true});
 }
 }  // namespace detail
 
