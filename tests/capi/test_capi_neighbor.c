@@ -18,6 +18,10 @@ typedef struct {
 /* tests/oracles: the same checks on the deliberately broken backend only; they must fail. */
 void spc_test_register_broken_backends(void);
 static const Config configs[] = {{"broken_nan", NULL, NULL, NULL}};
+#elif defined(SPC_TEST_OPEN_BACKEND)
+/* tests/open_backend: a backend defined outside src/, selected by the info key. */
+void spc_test_register_open_backend(void);
+static const Config configs[] = {{"p2p_sends_first", NULL, NULL, NULL}, {"p2p", NULL, NULL, NULL}};
 #else
 static const Config configs[] = {
     {"p2p", NULL, NULL, NULL},          {"neighbor", NULL, NULL, NULL},       {"aggregated", NULL, NULL, NULL},
@@ -264,6 +268,8 @@ int main(int argc, char** argv) {
   capi_init(&argc, &argv);
 #ifdef SPC_TEST_BROKEN_BACKEND
   spc_test_register_broken_backends();
+#elif defined(SPC_TEST_OPEN_BACKEND)
+  spc_test_register_open_backend();
 #endif
   MPI_Datatype short3, char3;
   MPI_Type_contiguous(3, MPI_SHORT, &short3);

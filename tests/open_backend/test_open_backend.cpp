@@ -1,0 +1,78 @@
+// The open backend set, from the library's side: p2p_sends_first (defined here, outside
+// src/) is registered, listed, verified in an SpMV and its transpose, counted by plan
+// statistics exactly as it runs, and weighed by auto. The project's own suites and programs
+// run it too (CMakeLists.txt: copies of test_plan, test_plan_stats, the CLI and the C test).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "comm/plan_stats.hpp"
+#include "kernels/dist_spmv.hpp"
+#include "kernels/reference.hpp"
+#include "matrix/generators.hpp"
+#include "open_backend/sends_first.hpp"
+#include "test_util.hpp"
+
+using namespace sparsecomm;
+
+namespace {
+
+TEST(OpenBackend, RegisteredAndListed) {
+  const auto names = backend_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), test::kSendsFirst), names.end());
+  EXPECT_NE(backend_description(test::kSendsFirst).find("tests/open_backend"), std::string::npos);
+}
+
+TEST(OpenBackend, SpmvAndTransposeMatchTheReference) {
+  for (const char* spec : {"rotate:14,11", "er:150,0.05,2"}) {
+    SCOPED_TRACE(spec);
+    auto a = gen::from_spec(MPI_COMM_WORLD, spec);
+    const auto ref = reference::gather_eigen(a);
+    std::vector<double> xg(static_cast<size_t>(a.global_cols()));
+    for (size_t i = 0; i < xg.size(); ++i) xg[i] = std::cos(0.7 * static_cast<double>(i));
+    const auto yg = reference::spmv(ref, xg);
+    Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+    Sdde sdde(MPI_COMM_WORLD, loc);
+    const Pattern pat = pattern_from_matrix(a, sdde, "nbx");
+    DistSpmv spmv(a, make_plan(test::kSendsFirst, pat, loc, MPI_COMM_WORLD));
+    EXPECT_EQ(spmv.plan().name(), test::kSendsFirst);
+    std::vector<double> x(xg.begin() + a.col_begin(), xg.begin() + a.col_begin() + a.local_cols()), y(a.local_rows());
+    for (int round = 0; round < 2; ++round) {  // a plan runs many times
+      spmv.apply(x.data(), y.data());
+      EXPECT_TRUE(test::close_values(y, std::vector<double>(yg.begin() + a.row_begin(),
+                                                            yg.begin() + a.row_begin() + a.local_rows()),
+                                     1e-12));
+    }
+  }
+}
+
+TEST(OpenBackend, PlanStatisticsCountWhatItSends) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:12,9");
+  Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+  Sdde sdde(MPI_COMM_WORLD, loc);
+  auto plan = make_plan(test::kSendsFirst, pattern_from_matrix(a, sdde, "nbx"), loc, MPI_COMM_WORLD);
+  const auto counts = virt::halo_counts(test::kSendsFirst,
+                                        virt::HaloPattern::from_matrix(a.row_partition(), a.col_partition(), a.gather_all()),
+                                        virt::regions_from_spec(test::size(), "ppn:2"), PlanOptions{});
+  const auto& want = plan->iteration_counts().total();
+  const auto& got = counts[static_cast<size_t>(test::rank())].counts.total();
+  EXPECT_EQ(got.sent_intra.msgs, want.sent_intra.msgs);
+  EXPECT_EQ(got.sent_inter.msgs, want.sent_inter.msgs);
+  EXPECT_EQ(got.sent_intra.bytes, want.sent_intra.bytes);
+  EXPECT_EQ(got.sent_inter.bytes, want.sent_inter.bytes);
+  EXPECT_EQ(got.recv_inter.bytes, want.recv_inter.bytes);
+}
+
+TEST(OpenBackend, AutoWeighsIt) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:10,10");
+  Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+  Sdde sdde(MPI_COMM_WORLD, loc);
+  auto chosen = make_plan("auto", pattern_from_matrix(a, sdde, "nbx"), loc, MPI_COMM_WORLD);
+  // auto records the prediction of every candidate it built.
+  EXPECT_EQ(chosen->setup_stats().timers().count(std::string("auto.predict.") + test::kSendsFirst), 1u);
+}
+
+}  // namespace
