@@ -259,6 +259,9 @@ struct BackendHooks {
   /// predicted costs tie, the lower rank wins (then the name), so the choice is
   /// deterministic and prefers the simpler plan. Built-ins: p2p 0 ... combined 5.
   int setup_rank = 100;
+  /// The backend chooses among the others (auto): it is no candidate of such a choice, and
+  /// evaluations that time every backend against it (sparsecomm autoeval) leave it out.
+  bool chooses_among_others = false;
 };
 
 /// Adds a backend under `name` (replacing one of the same name), with its hooks. Built-in

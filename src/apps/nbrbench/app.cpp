@@ -61,11 +61,11 @@ namespace {
 /// One measured configuration.
 struct Variant {
   std::string backend;
-  int k = 0;           ///< combined only
-  bool aware = false;  ///< combined only
+  int k = 0;           ///< > 0: a combining variant (a backend with combining_options), group size k
+  bool aware = false;  ///< combining variants only
   std::string label() const {
-    if (backend != "combined") return backend;
-    return "combined k=" + std::to_string(k) + (aware ? " aware" : " agnostic");
+    if (k == 0) return backend;
+    return backend + " k=" + std::to_string(k) + (aware ? " aware" : " agnostic");
   }
 };
 
@@ -150,7 +150,7 @@ std::vector<Result> measure(const std::string& topo_name, const Topology& topo, 
     go.value_bytes = 1;     // char buffers: any byte size works
     go.same_count = true;  // every block has `size` bytes: MPI_Neighbor_allgather
     go.combining.theta = theta;
-    if (v.backend == "combined") {
+    if (v.k > 0) {
       go.combining.k = v.k, go.combining.aware = v.aware;
       if (exact_phase1) {
         auto& sched = given[{v.k, v.aware}];
@@ -282,11 +282,15 @@ int nbrbench_main(int argc, char** argv) {
   // SimGrid SMPI build) p2p takes its place, and the table says so.
   const std::string baseline = gather_baseline_backend();
   std::vector<Variant> variants{{baseline, 0, false}};
+  // Backends that read the combining options (GatherBackendHooks::combining_options) run once
+  // per group size k and awareness, after the others.
+  auto combining = [](const std::string& b) { return gather_backend_hooks(b).combining_options; };
   for (const auto& b : chosen)
-    if (b != baseline && b != "combined") variants.push_back({b, 0, false});
-  if (std::find(chosen.begin(), chosen.end(), "combined") != chosen.end())
-    for (int64_t k : ks)
-      for (bool a : awares) variants.push_back({"combined", static_cast<int>(k), a});
+    if (b != baseline && !combining(b)) variants.push_back({b, 0, false});
+  for (const auto& b : chosen)
+    if (combining(b))
+      for (int64_t k : ks)
+        for (bool a : awares) variants.push_back({b, static_cast<int>(k), a});
   Locality loc = Locality::parse(comm, opt.get("regions"));
   if (rank == 0)
     std::cerr << "nbrbench: " << nranks << " ranks, regions " << loc.describe() << ", " << topos.size()
@@ -341,7 +345,7 @@ int nbrbench_main(int argc, char** argv) {
       if (r.v.backend == baseline) base = r.lat_max, base_best = r.lat_best;
       if (last_size >= 0 && r.size != last_size) t.rule();
       last_size = r.size;
-      const bool comb = r.v.backend == "combined";
+      const bool comb = r.v.k > 0;
       t.add({r.v.label(), std::to_string(r.size), apps::num("%.1f", r.lat_max * 1e6),
              apps::num("%.1f", r.lat_best * 1e6) + " / " + apps::num("%.1f", r.lat_worst * 1e6),
              apps::num("%.1f", r.lat_mean * 1e6), apps::num("%.2f", base / r.lat_max),

@@ -245,21 +245,25 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
   // (the SimGrid SMPI build) p2p takes its place, and the table and JSON say so.
   const std::string baseline = gather_baseline_backend();
   std::vector<GVariant> gvariants{{baseline, 0, false}};
+  // Backends that read the combining options (GatherBackendHooks::combining_options) run once
+  // per group size k and awareness, after the others.
+  auto combining = [](const std::string& b) { return gather_backend_hooks(b).combining_options; };
   for (const auto& b : gather_backend_names())
-    if (b != baseline && b != "combined" && wanted(cfg, b)) gvariants.push_back({b, 0, false});
-  if (wanted(cfg, "combined"))
-    for (int k : cfg.ks)
-      for (bool aw : cfg.awares) gvariants.push_back({"combined", k, aw});
+    if (b != baseline && !combining(b) && wanted(cfg, b)) gvariants.push_back({b, 0, false});
+  for (const auto& b : gather_backend_names())
+    if (combining(b) && wanted(cfg, b))
+      for (int k : cfg.ks)
+        for (bool aw : cfg.awares) gvariants.push_back({b, k, aw});
   for (const auto& gv : gvariants) {
     Runner run;
     Result& r = run.r;
     r.kind = "gather", r.backend = gv.backend, r.k = gv.k, r.aware = gv.aware;
-    r.variant = gv.backend == "combined" ? "combined k=" + std::to_string(gv.k) + (gv.aware ? " aware" : " agnostic")
-                                         : gv.backend;
+    r.variant = gv.k > 0 ? gv.backend + " k=" + std::to_string(gv.k) + (gv.aware ? " aware" : " agnostic")
+                         : gv.backend;
     GatherOptions go;
     go.value_bytes = 8;
     go.combining.theta = cfg.theta;
-    if (gv.backend == "combined") go.combining.k = gv.k, go.combining.aware = gv.aware;
+    if (gv.k > 0) go.combining.k = gv.k, go.combining.aware = gv.aware;
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
     std::shared_ptr<GatherPlan> plan = make_gather_plan(gv.backend, topo, cfg.loc, comm, lr, go);
@@ -390,7 +394,7 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
     apps::Table t({"variant", "time[ms]", "best[ms]", "vs allgather", "vs " + baseline, "msgs/col max/mean", "msgs total max",
                    "groups", "stages", "setup[ms]", "rel err", "check"});
     for (const auto& r : results) {
-      const bool comb = r.kind == "gather" && r.backend == "combined";
+      const bool comb = r.kind == "gather" && r.k > 0;
       t.add({r.variant, apps::num("%.3f", r.time * 1e3), apps::num("%.3f", r.best * 1e3),
              apps::num("%.2f", t_all / r.time),
              apps::num("%.2f", t_nbr / r.time),
@@ -407,7 +411,7 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
     if (!cfg.json.empty()) {
       std::ofstream js(cfg.json, std::ios::app);
       for (const auto& r : results) {
-        const bool comb = r.kind == "gather" && r.backend == "combined";
+        const bool comb = r.kind == "gather" && r.k > 0;
         js << "{\"bench\":\"spmm\",\"matrix\":\"" << apps::json_escape(name) << "\",\"ordering\":\""
            << ordering_name(ordering) << "\",\"rows\":" << N
            << ",\"nnz\":" << a.global_nnz() << ",\"cols\":" << n << ",\"ranks\":" << nranks << ",\"regions\":\""

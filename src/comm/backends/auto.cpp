@@ -35,7 +35,7 @@ void register_auto() {
         // from run to run).
         std::vector<std::string> order;
         for (const auto& n : backend_names())
-          if (n != "auto") order.push_back(n);
+          if (!backend_hooks(n).chooses_among_others) order.push_back(n);
         std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
           return backend_hooks(a).setup_rank < backend_hooks(b).setup_rank;
         });
@@ -57,7 +57,12 @@ void register_auto() {
           best->setup_stats_mut().add_time("auto.setup." + name, v.second);
         }
         return best;
-      });
+      },
+      [] {
+        BackendHooks h;  // no counts hook: what it runs depends on measured costs
+        h.chooses_among_others = true;
+        return h;
+      }());
 }
 }  // namespace detail
 
