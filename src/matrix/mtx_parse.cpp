@@ -59,7 +59,7 @@ class LineReader {
     for (;;) {
       const char* base = buf_.data();
       // Nothing buffered: no memchr on (possibly null, for empty text) base + 0. Found by
-      // the fuzzer (tests/fuzz/regressions/empty.mtx): UBSan rejects a zero offset on null.
+      // the fuzzer (tests/fuzz/regressions/empty.input): UBSan rejects a zero offset on null.
       const void* nl = begin_ < end_ ? std::memchr(base + begin_, '\n', end_ - begin_) : nullptr;
       if (nl) {
         const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - base);
