@@ -43,15 +43,18 @@
  *                                                                  neighborhood calls (default nbx)
  *   sparsecomm_regions   node (default), ppn:<k>, cyclic:<n>,      locality-aware strategies and
  *                        list:<r0>,<r1>,..., flat, single          backends
- *   sparsecomm_k         group size of message combining (>= 2)    backend "combined"
- *   sparsecomm_theta     minimum common neighbors (>= 1)           backend "combined"
- *   sparsecomm_aware     true/false: groups only inside a region   backend "combined"
- *   sparsecomm_rounds    combining rounds (>= 0)                   backend "combined"
  *   sparsecomm_persistent true/false: persistent point-to-point    neighbor allgather(v)
+ *   sparsecomm_<option>  an option a registered backend declares   the backends that
+ *                        (`sparsecomm backends` lists them), e.g.   declare it
+ *                        for "combined": sparsecomm_k (group size
+ *                        >= 2), sparsecomm_theta (>= 1),
+ *                        sparsecomm_aware (true/false),
+ *                        sparsecomm_rounds (>= 0)
  *
- * Every key is accepted by every call (a key a call does not use is ignored), so one
- * MPI_Info can serve all calls. A key that starts with "sparsecomm_" but is not in this
- * table is SPC_ERR_INFO_KEY; a malformed value is SPC_ERR_INFO_VALUE; an unknown backend
+ * Every key is accepted by every call (a key a call does not use, or a backend option the
+ * chosen backend does not declare, is ignored), so one MPI_Info can serve all calls. A key
+ * that starts with "sparsecomm_" but is neither in this table nor declared by any
+ * registered backend is SPC_ERR_INFO_KEY; a malformed value is SPC_ERR_INFO_VALUE; an unknown backend
  * or strategy name is SPC_ERR_NOT_FOUND (the message lists the valid names). Keys that do
  * not start with "sparsecomm_" are ignored, as MPI implementations ignore unknown keys.
  * Every rank must pass the same sparsecomm_* options (checked: SPC_ERR_MISMATCH).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/halo_pattern.hpp"
+#include "comm/combining.hpp"
 #include "comm/gather_plan.hpp"
 #include "matrix/mtx_reader.hpp"
 #include "test_util.hpp"
@@ -38,12 +39,13 @@ void check_topology(const Topology& t, const std::string& label, bool quick = fa
         for (bool persistent : {true, false})
           for (bool varying : {false, true}) {
             GatherOptions opt;
-            opt.persistent = persistent;
+            opt.persistent_requests = persistent;
             opt.same_count = !varying && persistent;  // allgather: sizes not exchanged
-            if (combined) opt.combining = combos[ci];
-            const std::string what = label + " " + backend + " " + regions + " k=" + std::to_string(opt.combining.k) +
-                                     " theta=" + std::to_string(opt.combining.theta) +
-                                     (opt.combining.aware ? " aware" : " agnostic") + (persistent ? " persistent" : "") +
+            if (combined) set_combining(opt.backend, combos[ci]);
+            const CombiningOptions co = combining_from(opt.backend, opt.sdde);
+            const std::string what = label + " " + backend + " " + regions + " k=" + std::to_string(co.k) +
+                                     " theta=" + std::to_string(co.theta) + (co.aware ? " aware" : " agnostic") +
+                                     (persistent ? " persistent" : "") +
                                      (varying ? " allgatherv" : " allgather") + (opt.same_count ? " same_count" : "");
             auto plan = make_gather_plan(backend, t, loc, MPI_COMM_WORLD, count_of(me, varying), opt);
             ASSERT_EQ(plan->recv_counts().size(), t.sources.size());
@@ -129,7 +131,7 @@ TEST(Gather, ErrorsAreAgreed) {
     EXPECT_THROW(make_gather_plan("p2p", bad, loc, MPI_COMM_WORLD, 1), InputError);
     // A bad combining option on one rank only.
     GatherOptions o;
-    if (me == p - 1) o.combining.k = 1;
+    if (me == p - 1) o.backend.set("k", 1);
     EXPECT_THROW(make_gather_plan("combined", t, loc, MPI_COMM_WORLD, 1, o), InputError);
     // same_count, but one rank passes another size.
     GatherOptions same;

@@ -117,7 +117,7 @@ TEST(PlanCombined, GroupsFormAndResultsStayExact) {
     for (int theta : {1, 2})
       for (bool aware : {false, true}) {
         PlanOptions o;
-        o.combining.k = k, o.combining.theta = theta, o.combining.aware = aware;
+        o.backend.set("k", k).set("theta", theta).set("aware", aware);
         Locality loc = Locality::ppn(MPI_COMM_WORLD, 4);
         DistSpmv spmv(a, make_plan("combined", pat, loc, MPI_COMM_WORLD, o));
         two_stage += allreduce_sum(MPI_COMM_WORLD, spmv.plan().stages() == 2 ? 1 : 0);
@@ -190,8 +190,7 @@ TEST(PlanAuto, FollowsTheModel) {
     const std::string path = test::write_file(dir, "model.txt", model_text);
     MPI_Barrier(MPI_COMM_WORLD);
     PlanOptions o;
-    o.model = path;
-    o.expected_iterations = iters;
+    o.backend.set("model", path).set("iterations", iters);
     return make_plan("auto", pat, loc, MPI_COMM_WORLD, o);
   };
   // The chosen backend's prediction is the smallest among the candidates.

@@ -142,8 +142,7 @@ void check_gather_counts(const std::vector<std::string>& topos, const std::vecto
         if (backend != "combined" && k != ks.front()) continue;
         GatherOptions opt;
         opt.value_bytes = 4;
-        opt.combining.k = k;
-        opt.combining.aware = k == 4;
+        if (backend == "combined") opt.backend.set("k", k).set("aware", k == 4);
         const int64_t count = 3;
         const Topology t = Topology::parse(MPI_COMM_WORLD, spec);
         auto plan = make_gather_plan(backend, t, loc, MPI_COMM_WORLD, count, opt);
@@ -236,7 +235,7 @@ TEST(PlanStats, CompleteGraphOnFourRanksPairsUp) {
   EXPECT_EQ(s[2].stage1_recv, std::vector<int>{3});
   EXPECT_EQ(s[0].rounds, 2);
   GatherOptions go;
-  go.combining = opt;
+  set_combining(go.backend, opt);
   go.value_bytes = 4;
   for (const auto& c : virt::gather_counts("combined", g, virt::regions_from_spec(4, "flat"), go, 1)) {
     EXPECT_EQ(c.counts.total().sent().msgs, 2);
@@ -302,9 +301,7 @@ void check_halo(const Pattern& real, const virt::HaloPattern& v, const std::stri
         PlanOptions opt;
         opt.width = 2;
         opt.value_bytes = 8;
-        opt.combining.theta = 2;
-        opt.combining.k = variant == 0 ? 2 : 4;
-        opt.combining.aware = variant == 1;
+        if (backend == "combined") opt.backend.set("theta", 2).set("k", variant == 0 ? 2 : 4).set("aware", variant == 1);
         auto plan = make_plan(backend, real, loc, MPI_COMM_WORLD, opt);
         const auto counts = virt::halo_counts(backend, v, region, opt);
         const std::string what = name + " " + layout + " " + backend + (variant ? " k=4 aware" : "") + " rank " +

@@ -50,14 +50,18 @@ struct Options {
   std::string backend;  ///< "" = the call's default
   std::string sdde;     ///< "" = the call's default
   std::string regions = "node";
-  CombiningOptions combining;
   bool persistent = true;
+  /// sparsecomm_<option> keys that a registered backend declares (without the prefix).
+  BackendOptions backend_opts;
 
   /// Applies one key (which starts with "sparsecomm_"); throws coded errors
   /// (SPC_ERR_INFO_KEY, SPC_ERR_INFO_VALUE). Local.
   void set(const std::string& key, const std::string& value);
   /// Applies every sparsecomm_* key of `info` (MPI_INFO_NULL: none). Local.
   void apply(MPI_Info info);
+  /// The options of `backend_opts` that backend `b` (one of `names`) declares.
+  BackendOptions backend_options_for(const std::vector<std::string>& names, const std::string& b,
+                                     std::vector<OptionSpec> (*specs)(const std::string&)) const;
   /// A string that is equal on two ranks iff their options are.
   std::string canonical() const;
 };

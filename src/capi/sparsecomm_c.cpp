@@ -298,22 +298,39 @@ void Options::set(const std::string& key, const std::string& raw) {
   } else if (key == "sparsecomm_regions") {
     if (v.empty()) bad("is empty");
     regions = v;
-  } else if (key == "sparsecomm_k") {
-    combining.k = integer(2);
-  } else if (key == "sparsecomm_theta") {
-    combining.theta = integer(1);
-  } else if (key == "sparsecomm_aware") {
-    combining.aware = boolean();
-  } else if (key == "sparsecomm_rounds") {
-    combining.max_rounds = integer(0);
   } else if (key == "sparsecomm_persistent") {
     persistent = boolean();
   } else {
-    fail(SPC_ERR_INFO_KEY, "unknown info key '" + key +
-                               "'; sparsecomm keys: sparsecomm_backend, sparsecomm_sdde, sparsecomm_regions, "
-                               "sparsecomm_k, sparsecomm_theta, sparsecomm_aware, sparsecomm_rounds, "
-                               "sparsecomm_persistent");
+    // sparsecomm_<option>: an option some registered backend declares (BackendHooks::options;
+    // "combined": k, theta, aware, rounds), checked against that declaration here and
+    // against the chosen backend's when a call uses it. Each call keeps the options its
+    // backend declares and ignores the others, as it ignores keys it does not use.
+    const std::string name = key.substr(std::string("sparsecomm_").size());
+    std::vector<OptionSpec> specs;
+    for (const auto& b : backend_names())
+      for (const auto& s : backend_hooks(b).options)
+        if (!declares_option(specs, s.key)) specs.push_back(s);
+    for (const auto& b : gather_backend_names())
+      for (const auto& s : gather_backend_hooks(b).options)
+        if (!declares_option(specs, s.key)) specs.push_back(s);
+    auto spec = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.key == name; });
+    if (spec == specs.end()) {
+      std::string list = "sparsecomm_backend, sparsecomm_sdde, sparsecomm_regions, sparsecomm_persistent";
+      for (const auto& s : specs)
+        if (s.kind != OptionSpec::Kind::object) list += ", sparsecomm_" + s.key;
+      fail(SPC_ERR_INFO_KEY, "unknown info key '" + key + "'; sparsecomm keys: " + list);
+    }
+    const std::string why = option_value_error(*spec, v);
+    if (!why.empty()) fail(SPC_ERR_INFO_VALUE, "info key " + key + ": " + why);
+    backend_opts.set(name, v);
   }
+}
+
+BackendOptions Options::backend_options_for(const std::vector<std::string>& names, const std::string& b,
+                                            std::vector<OptionSpec> (*specs)(const std::string&)) const {
+  // An unknown backend name keeps nothing: the plan's own collective check reports it.
+  if (std::find(names.begin(), names.end(), b) == names.end()) return {};
+  return backend_opts.only(specs(b));
 }
 
 void Options::apply(MPI_Info info) {
@@ -335,9 +352,8 @@ void Options::apply(MPI_Info info) {
 }
 
 std::string Options::canonical() const {
-  return "backend=" + backend + "|sdde=" + sdde + "|regions=" + regions + "|k=" + std::to_string(combining.k) +
-         "|theta=" + std::to_string(combining.theta) + "|aware=" + (combining.aware ? "1" : "0") +
-         "|rounds=" + std::to_string(combining.max_rounds) + "|persistent=" + (persistent ? "1" : "0");
+  return "backend=" + backend + "|sdde=" + sdde + "|regions=" + regions + "|persistent=" + (persistent ? "1" : "0") +
+         "|" + backend_opts.canonical();
 }
 
 Options OptionSource::resolve() const {
@@ -673,8 +689,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
   popt.value_bytes = unit_for(esz);
   popt.width = static_cast<int>(esz / popt.value_bytes);
   popt.sdde = opt.sdde;
-  popt.combining = opt.combining;
-  popt.combining.sdde = opt.sdde;
+  popt.backend = opt.backend_options_for(backend_names(), opt.backend, backend_option_specs);
   auto req = std::make_unique<SPC_Request_s>();
   req->plan = make_plan(opt.backend, pattern, loc, comm, popt);
   req->sendbuf = a.sendbuf;
@@ -742,9 +757,8 @@ void allgatherv_init(const AllgatherArgs& a, const OptionSource& os, MPI_Comm co
   GatherOptions gopt;
   gopt.value_bytes = 1;  // blocks as bytes: any element size
   gopt.sdde = opt.sdde;
-  gopt.combining = opt.combining;
-  gopt.combining.sdde = opt.sdde;
-  gopt.persistent = opt.persistent;
+  gopt.backend = opt.backend_options_for(gather_backend_names(), opt.backend, gather_backend_option_specs);
+  gopt.persistent_requests = opt.persistent;
   auto req = std::make_unique<SPC_Request_s>();
   req->gather = true;
   req->gplan = make_gather_plan(opt.backend, topo, loc, comm, a.sendcount * esz, gopt);

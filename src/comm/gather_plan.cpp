@@ -60,19 +60,15 @@ void register_gather_combined();
 
 namespace {
 
-struct GatherBackend {
-  std::string description;
-  GatherFactory factory;
-  GatherBackendHooks hooks;
-};
-
 void register_gather_builtins() {
   detail::register_gather_basic();
   detail::register_gather_combined();
 }
 
-detail::Registry<GatherBackend>& gregistry() {
-  static detail::Registry<GatherBackend> r("gather ", register_gather_builtins);
+using GatherRegistry = detail::Registry<GatherFactory, GatherBackendHooks>;
+
+GatherRegistry& gregistry() {
+  static GatherRegistry r("gather ", register_gather_builtins);
   return r;
 }
 
@@ -80,16 +76,16 @@ detail::Registry<GatherBackend>& gregistry() {
 
 void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f,
                              GatherBackendHooks hooks) {
-  gregistry().add(name, GatherBackend{description, std::move(f), std::move(hooks)});
+  gregistry().add(name, {description, std::move(f), std::move(hooks)});
 }
 
 std::vector<std::string> gather_backend_names() { return gregistry().names(); }
 
-const GatherBackendHooks& gather_backend_hooks(const std::string& name) {
-  const GatherBackend* b = gregistry().find(name);
-  if (!b) throw InputError(gregistry().unknown(name));
-  return b->hooks;
-}
+const GatherBackendHooks& gather_backend_hooks(const std::string& name) { return gregistry().hooks(name); }
+
+std::vector<OptionSpec> gather_backend_option_specs(const std::string& name) { return gregistry().hooks(name).options; }
+
+std::string gather_backend_description(const std::string& name) { return gregistry().description(name); }
 
 std::string gather_baseline_backend() { return gregistry().find("neighbor") ? "neighbor" : "p2p"; }
 
@@ -97,9 +93,11 @@ std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const T
                                              MPI_Comm comm, int64_t my_count, const GatherOptions& opt) {
   std::string err;
   const int p = comm_size(comm);
-  const GatherBackend* entry = gregistry().find(backend);
+  const auto* entry = gregistry().find(backend);
   if (!entry) {
     err = gregistry().unknown(backend);
+  } else if (std::string why = validate_backend_options(backend, entry->hooks.options, opt.backend); !why.empty()) {
+    err = "make_gather_plan: " + why;
   } else if (my_count < 0 || opt.value_bytes < 1) {
     err = "make_gather_plan: negative block size or value size < 1";
   } else if (loc.size() != p) {
@@ -113,12 +111,9 @@ std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const T
         !std::is_sorted(topo.destinations.begin(), topo.destinations.end()))
       err = "make_gather_plan: topology neighbor lists must be sorted";
   }
-  const auto& c = opt.combining;
-  const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde + "|" + c.sdde + "|" +
-                                              std::to_string(opt.value_bytes) + "|" + std::to_string(c.theta) + "|" +
-                                              std::to_string(c.k) + "|" + (c.aware ? "1" : "0") + "|" +
-                                              (opt.persistent ? "1" : "0") + "|" + std::to_string(c.max_rounds) +
-                                              "|" + (opt.same_count ? "1" : "0"));
+  const uint64_t h = std::hash<std::string>{}(backend + "|" + opt.sdde + "|" + std::to_string(opt.value_bytes) + "|" +
+                                              (opt.persistent_requests ? "1" : "0") + "|" +
+                                              (opt.same_count ? "1" : "0") + "|" + opt.backend.canonical());
   const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(my_count, 0));
   uint64_t v[4] = {h, ~h, n, ~n}, mx[4];
   SPC_MPI(MPI_Allreduce(v, mx, 4, MPI_UINT64_T, MPI_MAX, comm));

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/combining.hpp"
+#include "comm/backend_options.hpp"
 #include "comm/locality.hpp"
 #include "comm/messages.hpp"
 #include "core/stats.hpp"
@@ -27,13 +27,15 @@ namespace sparsecomm {
 struct GatherOptions {
   int value_bytes = 8;         ///< bytes of one value
   std::string sdde = kDefaultSdde;  ///< SDDE strategy for setup exchanges
-  CombiningOptions combining;  ///< for "combined": theta, k, aware, rounds
-  /// Persistent requests built once, or Isend/Irecv at every start (comm/messages.hpp).
-  bool persistent = kPersistentRequestsDefault;
+  /// Persistent requests built once, or Isend/Irecv at every start (as PlanOptions).
+  bool persistent_requests = kPersistentRequestsDefault;
   /// Every rank passes the same block size (MPI_Neighbor_allgather rather than ...v): the
   /// sizes are checked with the options' allreduce instead of one message per edge. Ranks
   /// that pass different sizes get an InputError on every rank.
   bool same_count = false;
+  /// Options only some backends read (as PlanOptions::backend): "combined" takes k, theta,
+  /// aware, rounds and schedule. Validated by make_gather_plan.
+  BackendOptions backend;
 };
 
 class GatherPlan {
@@ -142,8 +144,8 @@ struct GatherBackendHooks {
   std::function<std::vector<virt::RankCounts>(const virt::Graph&, const std::vector<int>& region,
                                               const GatherOptions&, int64_t count)>
       counts;
-  /// The backend reads GatherOptions::combining (as BackendHooks::combining_options).
-  bool combining_options = false;
+  /// The backend-owned options it reads from GatherOptions::backend (as BackendHooks::options).
+  std::vector<OptionSpec> options;
 };
 
 void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f,
@@ -151,6 +153,10 @@ void register_gather_backend(const std::string& name, const std::string& descrip
 /// The hooks registered with gather backend `name`; InputError (listing the names) if unknown.
 const GatherBackendHooks& gather_backend_hooks(const std::string& name);
 std::vector<std::string> gather_backend_names();
+/// The options make_gather_plan accepts for `name`; InputError if unknown.
+std::vector<OptionSpec> gather_backend_option_specs(const std::string& name);
+/// One-line description of a gather backend.
+std::string gather_backend_description(const std::string& name);
 /// The baseline to compare against: MPI's own neighborhood collective ("neighbor"), or
 /// "p2p" where it is not registered (the SimGrid SMPI build).
 std::string gather_baseline_backend();

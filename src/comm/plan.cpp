@@ -58,12 +58,6 @@ void register_auto();
 
 namespace {
 
-struct HaloBackend {
-  std::string description;
-  PlanFactory factory;
-  BackendHooks hooks;
-};
-
 void register_builtins() {
   detail::register_p2p();
   detail::register_neighbor();
@@ -73,8 +67,10 @@ void register_builtins() {
   detail::register_auto();
 }
 
-detail::Registry<HaloBackend>& registry() {
-  static detail::Registry<HaloBackend> r("", register_builtins);
+using HaloRegistry = detail::Registry<PlanFactory, BackendHooks>;
+
+HaloRegistry& registry() {
+  static HaloRegistry r("", register_builtins);
   return r;
 }
 
@@ -82,28 +78,36 @@ detail::Registry<HaloBackend>& registry() {
 
 void register_backend(const std::string& name, const std::string& description, PlanFactory factory,
                       BackendHooks hooks) {
-  registry().add(name, HaloBackend{description, std::move(factory), std::move(hooks)});
+  registry().add(name, {description, std::move(factory), std::move(hooks)});
 }
 
 std::vector<std::string> backend_names() { return registry().names(); }
 
-std::string backend_description(const std::string& name) {
-  const HaloBackend* b = registry().find(name);
-  return b ? b->description : "";
-}
+std::string backend_description(const std::string& name) { return registry().description(name); }
 
-const BackendHooks& backend_hooks(const std::string& name) {
-  const HaloBackend* b = registry().find(name);
-  if (!b) throw InputError(registry().unknown(name));
-  return b->hooks;
+const BackendHooks& backend_hooks(const std::string& name) { return registry().hooks(name); }
+
+std::vector<OptionSpec> backend_option_specs(const std::string& name) {
+  const BackendHooks& h = registry().hooks(name);
+  std::vector<OptionSpec> specs = h.options;
+  if (h.chooses_among_others)  // what the candidates read, handed on to each (first declaration of a key wins)
+    for (const auto& other : registry().names()) {
+      if (registry().hooks(other).chooses_among_others) continue;
+      for (const auto& s : registry().hooks(other).options)
+        if (!declares_option(specs, s.key)) specs.push_back(s);
+    }
+  return specs;
 }
 
 std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
                                 const PlanOptions& opt) {
   std::string err;
-  const HaloBackend* entry = registry().find(backend);
+  const auto* entry = registry().find(backend);
   if (!entry) {
     err = registry().unknown(backend);
+  } else if (std::string why = validate_backend_options(backend, backend_option_specs(backend), opt.backend);
+             !why.empty()) {
+    err = "make_plan: " + why;
   } else if (opt.width < 1 || opt.value_bytes < 1) {
     err = "make_plan: width and value_bytes must be at least 1";
   } else if ((pattern.send().size() + pattern.recv().size()) * opt.width * int64_t{opt.value_bytes} > INT32_MAX) {
@@ -112,15 +116,12 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
     err = "make_plan: the locality describes " + std::to_string(loc.size()) + " ranks, the communicator has " +
           std::to_string(comm_size(comm));
   }
-  // Every rank must ask for the same backend and options.
   // Every rank must ask for the same backend and options (a canonical string's hash), and
   // the pattern must be consistent: what I send to d is what d expects from me (a hash of
   // every edge with its count, summed from both ends).
-  const auto& c = opt.combining;
-  const std::string canon = backend + "|" + opt.sdde + "|" + c.sdde + "|" + std::to_string(opt.width) + "|" +
-                            std::to_string(opt.value_bytes) + "|" + std::to_string(c.theta) + "|" +
-                            std::to_string(c.k) + "|" + std::to_string(c.max_rounds) + "|" + (c.aware ? "1" : "0") +
-                            "|" + std::to_string(opt.expected_iterations);
+  const std::string canon = backend + "|" + opt.sdde + "|" + std::to_string(opt.width) + "|" +
+                            std::to_string(opt.value_bytes) + "|" + (opt.persistent_requests ? "1" : "0") + "|" +
+                            opt.backend.canonical(entry ? backend_option_specs(backend) : std::vector<OptionSpec>{});
   const uint64_t h = std::hash<std::string>{}(canon);
   const int me = comm_rank(comm);
   uint64_t sums[2] = {0, 0}, tot[2];

@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "comm/combining.hpp"
+#include "comm/backend_options.hpp"
 #include "comm/locality.hpp"
 #include "comm/messages.hpp"
 #include "comm/pattern.hpp"
@@ -37,16 +37,15 @@ struct PlanOptions {
   int width = 1;             ///< values per index (k vectors interleaved: x[i*width + k])
   int value_bytes = 8;       ///< bytes of one value (8 for double)
   std::string sdde = kDefaultSdde;  ///< SDDE strategy for setup steps that must discover peers
-  CombiningOptions combining;  ///< for "combined": theta, k, aware, rounds
-  /// For "auto": executions the caller expects (0: unknown, choose by iteration cost
-  /// alone) and the model parameter file ("": $SPARSECOMM_MODEL or built-in defaults).
-  int64_t expected_iterations = 0;
-  std::string model;
   /// How the point-to-point backends post their fixed messages at every execution:
   /// MPI_Irecv/MPI_Isend (false, the default with Open MPI, whose inline send path makes it
   /// faster) or persistent requests started with MPI_Startall (true; the SMPI default).
-  /// See comm/messages.hpp.
+  /// See comm/messages.hpp. Same name and meaning in GatherOptions.
   bool persistent_requests = kPersistentRequestsDefault;
+  /// Options only some backends read, declared by each backend (BackendHooks::options):
+  /// "combined" takes k, theta, aware, rounds; "auto" takes model and iterations; see
+  /// backend_option_specs() or `sparsecomm info --backends`. Validated by make_plan.
+  BackendOptions backend;
 };
 
 /// How received values are written into the destination buffer.
@@ -252,9 +251,11 @@ struct BackendHooks {
   std::function<std::vector<virt::RankCounts>(const virt::HaloPattern&, const std::vector<int>& region,
                                               const PlanOptions&)>
       counts;
-  /// The backend reads PlanOptions::combining (k, theta, aware, rounds): tools that sweep
-  /// combining variants (sparsecomm plan-stats) do so for it.
-  bool combining_options = false;
+  /// The backend-owned options it reads from PlanOptions::backend (comm/backend_options.hpp);
+  /// make_plan rejects any other key. A backend that runs message combining declares
+  /// combining_option_specs(), and tools that sweep combining variants (plan-stats,
+  /// nbrbench, spmm) do so for every backend that declares "k".
+  std::vector<OptionSpec> options;
   /// How involved the backend's setup is, for auto's tie-break: of two candidates whose
   /// predicted costs tie, the lower rank wins (then the name), so the choice is
   /// deterministic and prefers the simpler plan. Built-ins: p2p 0 ... combined 5.
@@ -273,6 +274,9 @@ void register_backend(const std::string& name, const std::string& description, P
 const BackendHooks& backend_hooks(const std::string& name);
 /// Names of every registered backend, sorted.
 std::vector<std::string> backend_names();
+/// The options make_plan accepts for `name`: its own, and for a backend that chooses among
+/// the others (auto) theirs too, which it hands on to each candidate. InputError if unknown.
+std::vector<OptionSpec> backend_option_specs(const std::string& name);
 /// One-line description of a backend.
 std::string backend_description(const std::string& name);
 

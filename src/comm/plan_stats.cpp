@@ -344,7 +344,7 @@ std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector
   const int64_t bytes = count * opt.value_bytes;
   std::vector<RankCounts> out(static_cast<size_t>(g.p));
   auto intra = [&](int a, int b) { return region[a] == region[b]; };
-  const auto sched = combining_schedules(g, region, opt.combining);
+  const auto sched = combining_schedules(g, region, combining_from(opt.backend, opt.sdde));
   for (int a = 0; a < g.p; ++a) {
     const auto& s = sched[a];
     auto& c = out[a].counts;
@@ -634,7 +634,7 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
       dest[a].push_back(d);
       count[a][d] = static_cast<int64_t>(ids.size());
     }
-  const auto sched = combining_schedules(Graph::from_destinations(p, std::move(dest)), region, opt.combining);
+  const auto sched = combining_schedules(Graph::from_destinations(p, std::move(dest)), region, combining_from(opt.backend, opt.sdde));
   for (int a = 0; a < p; ++a) {
     const auto& s = sched[a];
     auto& c = out[a].counts;

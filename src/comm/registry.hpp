@@ -12,11 +12,23 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace sparsecomm::detail {
 
-template <class Entry>
+/// What a backend registers: a description, the factory of its plans, its hooks.
+template <class Factory, class Hooks>
+struct BackendEntry {
+  std::string description;
+  Factory factory;
+  Hooks hooks;
+};
+
+template <class Factory, class Hooks>
 class Registry {
  public:
+  using Entry = BackendEntry<Factory, Hooks>;
+
   /// `kind`: how error messages name the shape ("" or "gather "); `builtins` registers
   /// the built-in backends (through add()).
   Registry(std::string kind, void (*builtins)()) : kind_(std::move(kind)), builtins_(builtins) {}
@@ -39,6 +51,11 @@ class Registry {
     return n;
   }
 
+  /// The hooks of `name`; InputError listing the names if unknown.
+  const Hooks& hooks(const std::string& name) { return get(name).hooks; }
+  /// The description of `name`; InputError if unknown.
+  const std::string& description(const std::string& name) { return get(name).description; }
+
   /// "unknown backend 'x'; valid backends: a, b, c".
   std::string unknown(const std::string& name) {
     std::string list;
@@ -47,6 +64,11 @@ class Registry {
   }
 
  private:
+  const Entry& get(const std::string& name) {
+    const Entry* e = find(name);
+    if (!e) throw InputError(unknown(name));
+    return *e;
+  }
   void init() { std::call_once(once_, builtins_); }
 
   std::string kind_;

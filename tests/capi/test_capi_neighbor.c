@@ -137,6 +137,11 @@ static MPI_Info config_info(const Config* c, const char* region) {
     MPI_Info_set(info, "sparsecomm_theta", c->theta);
     MPI_Info_set(info, "sparsecomm_aware", c->aware);
   }
+#ifdef SPC_TEST_OPEN_BACKEND
+  /* The open backend's own option, passed through by the C API (and ignored by p2p, which
+   * does not declare it, as every call ignores keys it does not use). */
+  MPI_Info_set(info, "sparsecomm_tag", "99");
+#endif
   return info;
 }
 

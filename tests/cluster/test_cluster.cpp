@@ -267,8 +267,7 @@ TEST(ClusterGather, EveryBackendDeliversAndAwareGroupsStayOnTheirHost) {
     const Topology t = Topology::parse(MPI_COMM_WORLD, spec);
     for (const auto& v : variants) {
       GatherOptions opt;
-      opt.combining.theta = 2;
-      if (v.k > 0) opt.combining.k = v.k, opt.combining.aware = v.aware;
+      if (v.k > 0) opt.backend.set("theta", 2).set("k", v.k).set("aware", v.aware);
       const std::string what =
           spec + " " + v.backend + (v.k > 0 ? " k=" + std::to_string(v.k) : "") + (v.aware ? " aware" : "");
       auto plan = make_gather_plan(v.backend, t, loc, MPI_COMM_WORLD, count_of(me), opt);
@@ -286,7 +285,7 @@ TEST(ClusterGather, EveryBackendDeliversAndAwareGroupsStayOnTheirHost) {
         }
       }
       if (!v.aware) continue;
-      const CombiningSchedule cs = CombiningSchedule::build(MPI_COMM_WORLD, t, loc, opt.combining);
+      const CombiningSchedule cs = CombiningSchedule::build(MPI_COMM_WORLD, t, loc, combining_from(opt.backend, opt.sdde));
       for (const auto* peers : {&cs.stage1_send, &cs.stage1_recv})
         for (int m : *peers) EXPECT_EQ(names[m], names[me]) << what << ": stage-1 peer " << m;
       // On the complete graph, two ranks of one host share every other rank as

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "comm/gather_plan.hpp"
 #include "comm/plan_stats.hpp"
 #include "kernels/dist_spmv.hpp"
 #include "kernels/reference.hpp"
@@ -64,6 +65,65 @@ TEST(OpenBackend, PlanStatisticsCountWhatItSends) {
   EXPECT_EQ(got.sent_intra.bytes, want.sent_intra.bytes);
   EXPECT_EQ(got.sent_inter.bytes, want.sent_inter.bytes);
   EXPECT_EQ(got.recv_inter.bytes, want.recv_inter.bytes);
+}
+
+// Backend-owned options: the backend declares "tag"; make_plan validates it against that
+// declaration on every rank, hands it to the backend, and rejects it for a backend that does
+// not declare it; auto accepts it and hands it on to that candidate.
+TEST(OpenBackend, OwnsItsOptions) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:9,8");
+  Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+  Sdde sdde(MPI_COMM_WORLD, loc);
+  const Pattern pat = pattern_from_matrix(a, sdde, "nbx");
+  auto with = [](const std::string& list) {
+    PlanOptions o;
+    o.backend.set_list(list);
+    return o;
+  };
+  EXPECT_EQ(test::sends_first_tag(*make_plan(test::kSendsFirst, pat, loc, MPI_COMM_WORLD)), 4711);
+  auto plan = make_plan(test::kSendsFirst, pat, loc, MPI_COMM_WORLD, with("tag=99"));
+  EXPECT_EQ(test::sends_first_tag(*plan), 99);
+  // Owned entry i holds its global id; each ghost must arrive as its own global id.
+  std::vector<double> x(static_cast<size_t>(pat.owned_size()) + 1), ghost(static_cast<size_t>(pat.ghost_size()) + 1, -1);
+  for (int32_t i = 0; i < pat.owned_size(); ++i) x[static_cast<size_t>(i)] = static_cast<double>(a.col_begin() + i);
+  plan->exchange(x.data(), ghost.data());
+  const auto& r = pat.recv();
+  for (int64_t k = 0; k < r.size(); ++k)
+    EXPECT_EQ(ghost[static_cast<size_t>(r.indices[k])], static_cast<double>(r.global_ids[k])) << "ghost " << k;
+  auto rejects = [&](const std::string& backend, const std::string& list, const std::string& says) {
+    try {
+      make_plan(backend, pat, loc, MPI_COMM_WORLD, with(list));
+      ADD_FAILURE() << backend << " accepted " << list;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  rejects(test::kSendsFirst, "tag=-1", "out of range");
+  rejects(test::kSendsFirst, "tag=40000", "out of range");
+  rejects(test::kSendsFirst, "tag=x1", "not an integer");
+  rejects(test::kSendsFirst, "k=2", "has no option 'k'; its options: tag");
+  rejects("p2p", "tag=5", "backend 'p2p' has no option 'tag' (it takes none)");
+  // One rank alone with a bad value: an error on every rank, nobody left waiting.
+  rejects(test::kSendsFirst, test::rank() == test::size() - 1 ? "tag=-3" : "tag=3", "");
+  // auto takes its candidates' options and hands each its own.
+  const auto specs = backend_option_specs("auto");
+  EXPECT_TRUE(declares_option(specs, "tag"));
+  EXPECT_TRUE(declares_option(specs, "k"));
+  EXPECT_TRUE(declares_option(specs, "model"));
+  auto chosen = make_plan("auto", pat, loc, MPI_COMM_WORLD, with("tag=98"));
+  if (chosen->name() == test::kSendsFirst) EXPECT_EQ(test::sends_first_tag(*chosen), 98);
+  // Gather backends own theirs too.
+  GatherOptions go;
+  go.backend.set("k", 3);
+  EXPECT_THROW(make_gather_plan("p2p", Topology::from_pattern(pat), loc, MPI_COMM_WORLD, 1, go), InputError);
+  // The text form: key=value pairs.
+  BackendOptions bo;
+  EXPECT_THROW(bo.set_list("k"), InputError);
+  EXPECT_THROW(bo.set_list("=3"), InputError);
+  bo.set_list("k=3,aware=yes");
+  EXPECT_EQ(bo.get_int("k", 0), 3);
+  EXPECT_TRUE(bo.get_bool("aware", false));
+  EXPECT_EQ(bo.canonical(), "aware=yes;k=3;");
 }
 
 TEST(OpenBackend, AutoWeighsIt) {

@@ -67,7 +67,7 @@ int autoeval_main(int argc, char** argv) {
                    {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}},
                    {"json", {"", "append JSON lines"}}},
                   "usage: mpirun -np P sparsecomm_autoeval [options]\n"
-                  "Progress goes to stderr (one line per matrix); scripts/eval_auto.sh runs the whole evaluation.\n"
+                  "Progress goes to stderr (one line per matrix); experiments/auto/run.sh runs the whole evaluation.\n"
                   "example: mpirun -np 8 sparsecomm autoeval --matrices HB/bcsstk13,AMD/G2_circuit --regions ppn:4 --reps 100");
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();
@@ -131,7 +131,7 @@ int autoeval_main(int argc, char** argv) {
     for (size_t i = 0; i < order.size(); ++i) measured[order[i]] = times[i].median, spread[order[i]] = times[i].spread;
     plans.clear();
     PlanOptions po;
-    po.model = o.get("model");
+    if (!o.get("model").empty()) po.backend.set("model", o.get("model"));
     auto chosen = make_plan("auto", pat, loc, comm, po);
     std::string best;
     for (const auto& [b, v] : measured)

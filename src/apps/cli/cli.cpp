@@ -14,6 +14,7 @@ namespace sparsecomm::apps {
 int info_main(int argc, char** argv);
 int spmv_main(int argc, char** argv);
 int plan_stats_main(int argc, char** argv);
+int backends_main(int argc, char** argv);
 }  // namespace sparsecomm::apps
 
 namespace {
@@ -27,6 +28,7 @@ struct Sub {
 
 const std::map<std::string, Sub>& subcommands() {
   static const std::map<std::string, Sub> s = {
+      {"backends", {backends_main, "the registered backends of both exchange shapes, their descriptions and options"}},
       {"info", {info_main, "pattern statistics on P ranks and a region layout; model predictions; auto's choice"}},
       {"sdde", {sdde_main, "compare the SDDE strategies on a matrix (pattern discovery)"}},
       {"spmv", {spmv_main, "SpMV with every backend (and auto), verified and timed"}},
@@ -46,7 +48,7 @@ const std::map<std::string, Sub>& subcommands() {
 void usage(std::ostream& os) {
   os << "usage: mpirun -np P sparsecomm <subcommand> [options]   (sparsecomm <subcommand> --help)\n"
         "common options: --matrix NAME|PATH, --gen SPEC, --backend a,b|all, --sdde S, --regions ppn:k,\n"
-        "                --reps N, --json FILE\nsubcommands:\n";
+        "                --option key=value (backend options), --reps N, --json FILE\nsubcommands:\n";
   for (const auto& [n, s] : subcommands()) os << "  " << n << std::string(11 - n.size(), ' ') << s.help << "\n";
 }
 

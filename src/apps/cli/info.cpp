@@ -47,8 +47,9 @@ int info_main(int argc, char** argv) {
   auto sched = CombiningSchedule::build(comm, Topology::from_pattern(pat), loc, {});
   const int64_t groups = allreduce_sum(comm, sched.groups_led);
   PlanOptions po;
-  po.model = o.get("model");
-  po.expected_iterations = o.get_count64("iterations", 0);
+  if (!o.get("model").empty()) po.backend.set("model", o.get("model"));
+  const int64_t iterations = o.get_count64("iterations", 0);
+  po.backend.set("iterations", iterations);
   po.sdde = o.get("sdde");
   auto chosen = make_plan("auto", pat, loc, comm, po);
   const ModelParams m = ModelParams::load(o.get("model"));
@@ -71,7 +72,7 @@ int info_main(int argc, char** argv) {
         pr.add({b, num("%.2f", v * 1e6), num("%.2f", chosen->setup_stats().time("auto.setup." + b) * 1e3)});
       }
     std::cout << pr.str() << "auto chooses: " << chosen->name()
-              << (po.expected_iterations > 0 ? " (setup + " + o.get("iterations") + " exchanges)" : " (per exchange)")
+              << (iterations > 0 ? " (setup + " + o.get("iterations") + " exchanges)" : " (per exchange)")
               << "\n";
   }
   return 0;

@@ -133,8 +133,8 @@ int plan_stats_main(int argc, char** argv) {
         return has(gather_names, b) && bool(gather_backend_hooks(b).counts);
       };
       auto sweeps_combining = [&](const std::string& b) {
-        return (halo_counted(b) && backend_hooks(b).combining_options) ||
-               (gather_counted(b) && gather_backend_hooks(b).combining_options);
+        return (halo_counted(b) && declares_option(backend_hooks(b).options, "k")) ||
+               (gather_counted(b) && declares_option(gather_backend_hooks(b).options, "k"));
       };
       std::vector<std::string> backends;
       for (const auto& b : split_list(o.get("backends"))) {
@@ -181,14 +181,14 @@ int plan_stats_main(int argc, char** argv) {
           const auto t0 = std::chrono::steady_clock::now();
           const auto region = virt::regions_from_spec(p, o.get("regions"));
           // The counts of one backend variant for this exchange.
-          std::function<std::vector<virt::RankCounts>(const std::string&, const CombiningOptions&)> counts;
+          std::function<std::vector<virt::RankCounts>(const std::string&, const BackendOptions&)> counts;
           virt::Graph g;
           virt::HaloPattern halo;
           int64_t edges = 0;
           if (c.shape == "allgather") {
             g = virt::Graph::from_spec(p, c.spec);
             edges = g.edges();
-            counts = [&, p](const std::string& b, const CombiningOptions& co) {
+            counts = [&, p](const std::string& b, const BackendOptions& bo) {
               if (b != "direct" && !gather_counted(b)) {
                 if (halo.p != p) halo = virt::HaloPattern::from_graph(g, size);
                 PlanOptions po;
@@ -197,7 +197,7 @@ int plan_stats_main(int argc, char** argv) {
               }
               GatherOptions go;
               go.value_bytes = 1;
-              go.combining = co;
+              go.backend = bo;
               return virt::gather_counts(b == "direct" ? "p2p" : b, g, region, go, size);
             };
             std::cout << c.label << " on " << p << " ranks (allgather shape): " << edges << " edges, mean degree "
@@ -207,10 +207,10 @@ int plan_stats_main(int argc, char** argv) {
             halo = virt::HaloPattern::from_matrix(RowPartition::balanced(h.rows, p), RowPartition::balanced(h.cols, p),
                                                   c.mtx->entries);
             edges = halo.segments();
-            counts = [&](const std::string& b, const CombiningOptions& co) {
+            counts = [&](const std::string& b, const BackendOptions& bo) {
               PlanOptions po;
               po.width = width;
-              po.combining = co;
+              po.backend = bo;
               return virt::halo_counts(b == "direct" ? "p2p" : b, halo, region, po);
             };
             std::cout << c.label << " on " << p << " ranks (SpMV halo, " << h.rows << " rows): " << edges
@@ -257,7 +257,9 @@ int plan_stats_main(int argc, char** argv) {
                 co.k = k;
                 co.theta = theta;
                 co.aware = aware;
-                const auto s = summarize(counts(b, co), model);
+                BackendOptions bo;
+                set_combining(bo, co);
+                const auto s = summarize(counts(b, bo), model);
                 row(b + " k=" + std::to_string(k) + (aware ? " aware" : " agnostic"), s, since(t1), k, aware);
               }
           }

@@ -6,6 +6,7 @@
 #include "kernels/halo_pattern.hpp"
 #include "cli/load.hpp"
 #include "common/app_main.hpp"
+#include "common/backend_args.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
@@ -27,6 +28,8 @@ int spmv_main(int argc, char** argv) {
              {"regions", {"node", "region layout"}},
              {"width", {"1", "vectors per SpMV"}},
              {"reps", {"500", "SpMVs timed per backend"}},
+             {"option", {"", "backend options key=value[,key=value] (e.g. k=4,aware=true for combined); each "
+                             "backend gets the keys it declares"}},
              {"reference", {"auto", "oracle: gathered (serial product on the gathered matrix), rows (each rank "
                                     "multiplies its own rows; no gather, for thousands of simulated ranks or "
                                     "matrices too large to copy onto every rank), or auto (gathered where every "
@@ -43,6 +46,7 @@ int spmv_main(int argc, char** argv) {
   Locality loc = Locality::parse(comm, o.get("regions"));
   const int w = o.get_count("width");
   auto backends = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
+  const auto bopts = backend_options_for(o.get("option"), backends);
   Sdde sdde(comm, loc);
   Pattern pat = pattern_from_matrix(a, sdde, o.get("sdde"));
   // Reference: y = A x with x_i = sin(i). "gathered": the serial product on the gathered
@@ -80,8 +84,10 @@ int spmv_main(int argc, char** argv) {
   std::ofstream js;
   if (rank == 0 && !o.get("json").empty()) js.open(o.get("json"), std::ios::app);
   js.precision(12);  // byte sums over thousands of ranks exceed the default 6 digits
-  for (const auto& b : backends) {
+  for (size_t bi = 0; bi < backends.size(); ++bi) {
+    const std::string& b = backends[bi];
     PlanOptions po;
+    po.backend = bopts[bi];
     po.width = w;
     po.sdde = o.get("sdde");
     DistSpmv spmv(a, make_plan(b, pat, loc, comm, po));

@@ -149,16 +149,17 @@ std::vector<Result> measure(const std::string& topo_name, const Topology& topo, 
     GatherOptions go;
     go.value_bytes = 1;     // char buffers: any byte size works
     go.same_count = true;  // every block has `size` bytes: MPI_Neighbor_allgather
-    go.combining.theta = theta;
-    if (v.k > 0) {
-      go.combining.k = v.k, go.combining.aware = v.aware;
+    if (v.k > 0) {  // a combining variant (the backend declares k, theta, aware, schedule)
+      CombiningOptions co;
+      co.theta = theta, co.k = v.k, co.aware = v.aware;
       if (exact_phase1) {
         auto& sched = given[{v.k, v.aware}];
         if (!sched)
           sched = virt::scatter_combining_schedules(
-              comm, 0, [&] { return virt::Graph::from_spec(p, topo_name); }, loc, go.combining);
-        go.combining.given = sched;
+              comm, 0, [&] { return virt::Graph::from_spec(p, topo_name); }, loc, co);
+        co.given = sched;
       }
+      set_combining(go.backend, co);
     }
     res[i].v = v;
     res[i].size = size;
@@ -282,9 +283,9 @@ int nbrbench_main(int argc, char** argv) {
   // SimGrid SMPI build) p2p takes its place, and the table says so.
   const std::string baseline = gather_baseline_backend();
   std::vector<Variant> variants{{baseline, 0, false}};
-  // Backends that read the combining options (GatherBackendHooks::combining_options) run once
-  // per group size k and awareness, after the others.
-  auto combining = [](const std::string& b) { return gather_backend_hooks(b).combining_options; };
+  // Backends that declare the combining options (GatherBackendHooks::options has "k") run
+  // once per group size k and awareness, after the others.
+  auto combining = [](const std::string& b) { return declares_option(gather_backend_option_specs(b), "k"); };
   for (const auto& b : chosen)
     if (b != baseline && !combining(b)) variants.push_back({b, 0, false});
   for (const auto& b : chosen)

@@ -245,9 +245,9 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
   // (the SimGrid SMPI build) p2p takes its place, and the table and JSON say so.
   const std::string baseline = gather_baseline_backend();
   std::vector<GVariant> gvariants{{baseline, 0, false}};
-  // Backends that read the combining options (GatherBackendHooks::combining_options) run once
-  // per group size k and awareness, after the others.
-  auto combining = [](const std::string& b) { return gather_backend_hooks(b).combining_options; };
+  // Backends that declare the combining options (GatherBackendHooks::options has "k") run
+  // once per group size k and awareness, after the others.
+  auto combining = [](const std::string& b) { return declares_option(gather_backend_option_specs(b), "k"); };
   for (const auto& b : gather_backend_names())
     if (b != baseline && !combining(b) && wanted(cfg, b)) gvariants.push_back({b, 0, false});
   for (const auto& b : gather_backend_names())
@@ -262,8 +262,7 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
                          : gv.backend;
     GatherOptions go;
     go.value_bytes = 8;
-    go.combining.theta = cfg.theta;
-    if (gv.k > 0) go.combining.k = gv.k, go.combining.aware = gv.aware;
+    if (gv.k > 0) go.backend.set("theta", cfg.theta).set("k", gv.k).set("aware", gv.aware);
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
     std::shared_ptr<GatherPlan> plan = make_gather_plan(gv.backend, topo, cfg.loc, comm, lr, go);

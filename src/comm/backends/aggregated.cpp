@@ -392,14 +392,14 @@ void register_aggregated() {
                    },
                    BackendHooks{[](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
                      return virt::aggregated_halo_counts(h, r, o, false);
-                   }, false, 3});
+                   }, {}, 3});
   register_backend("aggregated_dedup", "aggregation with duplicate removal (a value crosses a region pair once)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, true));
                    },
                    BackendHooks{[](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
                      return virt::aggregated_halo_counts(h, r, o, true);
-                   }, false, 4});
+                   }, {}, 4});
 }
 }  // namespace detail
 

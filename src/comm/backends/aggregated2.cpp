@@ -256,7 +256,7 @@ void register_aggregated_2step() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new TwoStepPlan(p, l, c, o));
                    },
-                   BackendHooks{virt::two_step_halo_counts, false, 2});
+                   BackendHooks{virt::two_step_halo_counts, {}, 2});
 }
 }  // namespace detail
 

@@ -1,7 +1,7 @@
 // auto: model-based choice of the backend. Builds every other registered backend's plan
 // for the pattern, predicts each one's cost per execution from its deterministic counts
 // (comm/model.hpp), and returns the plan with the lowest predicted cost — with
-// PlanOptions::expected_iterations = N > 0, the lowest setup + N x execution cost, where
+// its option iterations = N > 0, the lowest setup + N x execution cost, where
 // setup is each backend's own measured setup time (max over ranks). Auto's own setup is
 // therefore the sum of the candidates' setups; the returned plan keeps its backend's name,
 // and its setup_stats() hold "auto.predict.<backend>" and "auto.setup.<backend>" (seconds)
@@ -20,7 +20,8 @@ void register_auto() {
       "auto", "model-based choice among the other backends (see sparsecomm_calibrate)",
       [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) -> std::unique_ptr<Plan> {
         // Each rank reads its own file (paths may be node-local); all must agree on it.
-        const ModelParams m = agreed(c, [&] { return ModelParams::load(o.model); });
+        const ModelParams m = agreed(c, [&] { return ModelParams::load(o.backend.get("model", "")); });
+        const int64_t iterations = o.backend.get_int("iterations", 0);
         constexpr int n = 12;
         double v[n] = {m.alpha_intra, m.beta_intra, m.alpha_inter, m.beta_inter,  m.msg_intra,   m.byte_intra,
                        m.msg_inter,   m.byte_inter, m.region_rate, m.stage_intra, m.stage_inter, m.copy};
@@ -31,7 +32,7 @@ void register_auto() {
           if (lo[i] != hi[i]) throw InputError("auto: ranks loaded different performance model parameters");
         // Candidates in order of setup complexity (each backend's BackendHooks::setup_rank,
         // then its name): a tie goes to the simpler one, so the choice is deterministic
-        // (with expected_iterations > 0 it also weighs measured setup times, which vary
+        // (with iterations > 0 it also weighs measured setup times, which vary
         // from run to run).
         std::vector<std::string> order;
         for (const auto& n : backend_names())
@@ -43,10 +44,12 @@ void register_auto() {
         double best_cost = std::numeric_limits<double>::infinity();
         std::vector<std::pair<std::string, std::pair<double, double>>> seen;
         for (const auto& name : order) {
-          auto plan = make_plan(name, p, l, c, o);
+          PlanOptions co = o;  // each candidate gets the options it declares (k for combined, ...)
+          co.backend = o.backend.only(backend_option_specs(name));
+          auto plan = make_plan(name, p, l, c, co);
           const double setup = allreduce_max(c, plan->setup_stats().time("setup.backend"));
           const double iter = predict_iteration(*plan, m, c);
-          const double cost = o.expected_iterations > 0 ? setup + static_cast<double>(o.expected_iterations) * iter : iter;
+          const double cost = iterations > 0 ? setup + static_cast<double>(iterations) * iter : iter;
           seen.push_back({name, {iter, setup}});
           // Strictly cheaper only (combining that found no groups ties with p2p and loses);
           // inputs are reduced over ranks, so every rank decides the same.
@@ -61,6 +64,15 @@ void register_auto() {
       [] {
         BackendHooks h;  // no counts hook: what it runs depends on measured costs
         h.chooses_among_others = true;
+        using K = OptionSpec::Kind;
+        // The model file's path may be node-local: ranks agree on the parameters read, not the path.
+        OptionSpec model{"model", K::text, "", "performance model parameter file (default: $SPARSECOMM_MODEL or built-in)"};
+        model.per_rank = true;
+        h.options = {model,
+                     {"iterations", K::integer, "0",
+                      "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost, 0 by "
+                      "execution cost alone",
+                      0}};
         return h;
       }());
 }

@@ -55,7 +55,8 @@ class CombinedPlan final : public Plan {
  private:
   void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
     Stats& st = setup_stats_mut();
-    const CombiningSchedule s = CombiningSchedule::build(comm(), Topology::from_pattern(p), loc, opt.combining, &st);
+    const CombiningSchedule s =
+        CombiningSchedule::build(comm(), Topology::from_pattern(p), loc, combining_from(opt.backend, opt.sdde), &st);
     const double t0 = MPI_Wtime();
     const int me = loc.rank();
     const int64_t eb = elem_bytes();
@@ -185,7 +186,7 @@ void register_combined() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new CombinedPlan(p, l, c, o));
                    },
-                   BackendHooks{virt::combined_halo_counts, true, 5});
+                   BackendHooks{virt::combined_halo_counts, combining_option_specs(), 5});
 }
 }  // namespace detail
 

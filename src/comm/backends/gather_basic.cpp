@@ -21,7 +21,7 @@ class P2pGather final : public GatherPlan {
       msgs_.add(true, block_buf(), my_count() * vb, d, kTag);
       count_send("direct", d, my_count() * vb);
     }
-    msgs_.init(comm(), o.persistent);
+    msgs_.init(comm(), o.persistent_requests);
   }
   ~P2pGather() override { finish_if_active(); }
 

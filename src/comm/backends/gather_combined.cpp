@@ -55,7 +55,7 @@ class CombinedGather final : public GatherPlan {
  private:
   void setup(const Topology& t, const Locality& l, const GatherOptions& o) {
     Stats& st = setup_stats_mut();
-    const CombiningSchedule s = CombiningSchedule::build(comm(), t, l, o.combining, &st);
+    const CombiningSchedule s = CombiningSchedule::build(comm(), t, l, combining_from(o.backend, o.sdde), &st);
     const double t0 = MPI_Wtime();
     set_groups_led(s.groups_led);
     const int me = l.rank();
@@ -145,7 +145,7 @@ class CombinedGather final : public GatherPlan {
       final_recv_.add(false, staging2_.data() + begin, pos - begin, s.from[i], kTagStage2);
       count_recv("stage2", s.from[i], pos - begin);
     }
-    for (Messages* m : {&recv1_, &send1_, &direct_, &combined_, &final_recv_}) m->init(comm(), o.persistent);
+    for (Messages* m : {&recv1_, &send1_, &direct_, &combined_, &final_recv_}) m->init(comm(), o.persistent_requests);
     set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
@@ -164,7 +164,7 @@ void register_gather_combined() {
                           [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
                             return std::unique_ptr<GatherPlan>(new CombinedGather(t, l, c, n, o));
                           },
-                          GatherBackendHooks{virt::combined_gather_counts, true});
+                          GatherBackendHooks{virt::combined_gather_counts, combining_option_specs()});
 }
 }  // namespace detail
 

@@ -75,13 +75,13 @@ void register_neighbor() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new NeighborPlan(p, l, c, o, false));
                    },
-                   BackendHooks{virt::direct_halo_counts, false, 1});
+                   BackendHooks{virt::direct_halo_counts, {}, 1});
 #if MPI_VERSION >= 4
   register_backend("neighbor_persistent", "MPI-4 persistent neighborhood collective (Neighbor_alltoallv_init)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new NeighborPlan(p, l, c, o, true));
                    },
-                   BackendHooks{virt::direct_halo_counts, false, 6});
+                   BackendHooks{virt::direct_halo_counts, {}, 6});
 #endif
 }
 }  // namespace detail

@@ -46,7 +46,7 @@ void register_p2p() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new P2pPlan(p, l, c, o));
                    },
-                   BackendHooks{virt::direct_halo_counts, false, 0});
+                   BackendHooks{virt::direct_halo_counts, {}, 0});
 }
 }  // namespace detail
 

@@ -1,5 +1,6 @@
 #include "interop/petsc/petsc_interop.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -270,6 +271,18 @@ PetscErrorCode attach(Mat A) {
   PetscBool persistent = c->plan.persistent_requests ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(PetscOptionsGetBool(nullptr, prefix, "-sparsecomm_persistent", &persistent, nullptr));
   c->plan.persistent_requests = persistent;
+  // The chosen backend's own options (BackendHooks::options), as -sparsecomm_<key> VALUE:
+  // -sparsecomm_k 4 for combined, -sparsecomm_model FILE for auto, and whatever a backend
+  // registered later declares. make_plan validates them (an error on every rank). An
+  // unknown backend reads none: build() reports the name.
+  c->plan.backend = BackendOptions();
+  const auto names = backend_names();
+  if (std::find(names.begin(), names.end(), c->backend) != names.end())
+    for (const auto& spec : backend_option_specs(c->backend)) {
+      if (spec.kind == OptionSpec::Kind::object) continue;
+      PetscCall(PetscOptionsGetString(nullptr, prefix, ("-sparsecomm_" + spec.key).c_str(), buf, sizeof buf, &set));
+      if (set) c->plan.backend.set(spec.key, std::string(buf));
+    }
   PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
   PetscCall(guard(comm, "sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
     Sdde::check_strategy(c->sdde);  // same text on every rank: all fail together

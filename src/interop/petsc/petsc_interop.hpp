@@ -16,6 +16,8 @@
 //   -sparsecomm_view           print the choice and the per-rank message counts at attach
 //   -sparsecomm_persistent B   persistent requests (MPI_Startall) instead of Isend/Irecv per
 //                              product (PlanOptions::persistent_requests; default false)
+//   -sparsecomm_KEY VALUE      an option the chosen backend declares (BackendHooks::options:
+//                              -sparsecomm_k 4 for combined, -sparsecomm_model FILE for auto)
 // A bad name is a PETSc error on every rank, listing the valid names.
 //
 // Assembly: when the nonzero structure changes (MatGetNonzeroState), the next product
