@@ -4,10 +4,8 @@
 // Two ways to post them:
 //  - fresh (the default with Open MPI): MPI_Irecv / MPI_Isend at every start. Open MPI
 //    4.1's ob1 sends a small message given to MPI_Isend through its inline fast path,
-//    while MPI_Start of a persistent request takes the full request path. Measured here
-//    (8 ranks on 2 cores, halo exchange of HB/ash292, 4,000 exchanges, same run): 9.7 us
-//    per exchange fresh against 16.5 us persistent; on larger halos equal within noise or
-//    faster (G2_circuit 212 against 199 us, wing 602 against 684 us, Journals 21 against 35);
+//    while MPI_Start of a persistent request takes the full request path, so small halos
+//    exchange faster fresh (measured: experiments/README.md, "Measurements behind defaults");
 //  - persistent: MPI_Send_init / MPI_Recv_init once, MPI_Startall at every start (what
 //    Hypre's comm package and PETSc's basic star forest do). The SMPI build's default: its
 //    per-message CPU cost (below) is calibrated on persistent starts.

@@ -23,7 +23,7 @@ struct ModelParams {
   // Two views of a message (Gropp, Olson and Samfass, EuroMPI'16: a ping-pong alone does not
   // describe a halo exchange). A ping-pong between two ranks while the others wait gives the
   // latency of one dependent message: alpha/beta, which set the floor of a stage's cost and
-  // describe the links (scripts/repro_calibration.sh). When every rank communicates at
+  // describe the links (experiments/calibration/run.sh). When every rank communicates at
   // once, messages pipeline (a rank pays its per-message overhead, not the whole latency)
   // and bytes share the memory system and the cores: msg/byte, measured that way, are what
   // the busiest rank pays per message and per byte of an exchange.

@@ -66,8 +66,7 @@ struct ByteMessages {
 /// The SDDE strategy of setup steps (plans, combining, topologies) when the caller does not
 /// choose one: NBX normally. In the SMPI build "personalized": NBX's probe loop costs the
 /// simulator host time that grows faster than linearly with the polls made in one run
-/// (SimGrid 3.32); 64 simulated ranks building 6 combining plans took 41 s with NBX and
-/// 2.7 s with personalized (tests/test_plan_stats.cpp's halo check). Simulated setup times
+/// (SimGrid 3.32; measured in experiments/README.md, "Measurements behind defaults"). Simulated setup times
 /// are then those of the personalized exchange; ask for "nbx" explicitly to simulate it.
 #ifdef SPARSECOMM_SMPI
 inline constexpr const char* kDefaultSdde = "personalized";

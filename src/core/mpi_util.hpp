@@ -42,11 +42,9 @@ class Comm {
 
 /// Completes `n` requests (nothing when n == 0), statuses into `st` (or ignored): MPI_Waitall,
 /// except in the SMPI build. There, MPI_Waitall's host time appears to grow quadratically
-/// with the request count: perf of a Moore (2,4) run at 2,048 simulated ranks (160 requests
-/// per exchange; the library called MPI_Waitall, never MPI_Waitany) put 29% of the samples
-/// in SimGrid's Request::waitany and its simcall, plus 29% in an unnamed libsimgrid
-/// function, and the run did not finish in 20 min. Waiting on each request in turn ends at
-/// the same simulated time (the last completion) in linear host time.
+/// with the request count (profiled in experiments/README.md, "Measurements behind
+/// defaults"); waiting on each request in turn ends at the same simulated time (the last
+/// completion) in linear host time.
 void wait_all(int n, MPI_Request* reqs, MPI_Status* st = MPI_STATUSES_IGNORE);
 inline void wait_all(std::vector<MPI_Request>& reqs, MPI_Status* st = MPI_STATUSES_IGNORE) {
   wait_all(static_cast<int>(reqs.size()), reqs.data(), st);

@@ -15,7 +15,7 @@
 // --dump-levels DIR writes every level's matrix to DIR/level_L.mtx (see level_dump.hpp)
 // and reads each file back to check it against Hypre's matrix, so that the hierarchy can
 // be re-run elsewhere: at simulated scale under SimGrid SMPI, where Hypre is not built
-// (scripts/repro_collom.sh: Collom, Li, Bienz, EuroMPI'23, at 2,048 simulated ranks).
+// (experiments/collom/run.sh: Collom, Li, Bienz, EuroMPI'23, at 2,048 simulated ranks).
 #include <HYPRE.h>
 #include <HYPRE_parcsr_ls.h>
 #include <_hypre_parcsr_ls.h>
@@ -64,7 +64,7 @@ const char* kUsage =
     "usage: mpirun -np P sparsecomm_amg_spmv [options]\n"
     "Builds the rotated anisotropic diffusion problem (Hypre's GenerateRotate7pt, nx*ny rows), a BoomerAMG\n"
     "hierarchy with Hypre's default settings, and times every level's SpMV with every backend vs Hypre.\n"
-    "example (per-level table, JSON for scripts/plot_amg.py):\n"
+    "example (per-level table, JSON for experiments/collom/plot_amg.py):\n"
     "  mpirun -np 8 sparsecomm amg --nx 256 --ny 256 --regions ppn:4 --backend p2p,aggregated_dedup,combined \\\n"
     "      --json amg.jsonl\n"
     "\n"
@@ -78,7 +78,7 @@ const char* kUsage =
     "grid: with 1 rank or a prime number of ranks (grid 1 x P) level 0 is in natural lexicographic order.)\n"
     "Every file is read back with the library's Matrix Market reader and checked: identical entries and\n"
     "nnz as Hypre's level matrix, and its SpMV equal to hypre_ParCSRMatrixMatvec (exit 3 otherwise).\n"
-    "--dump-only skips the benchmarks. Re-run a level elsewhere, e.g. on simulated ranks (scripts/repro_collom.sh\n"
+    "--dump-only skips the benchmarks. Re-run a level elsewhere, e.g. on simulated ranks (experiments/collom/run.sh\n"
     "does this for every level, with SMPI options that keep 2,048 ranks affordable):\n"
     "  mpirun -np 2 sparsecomm_amg_spmv --nx 1024 --ny 512 --dump-levels lv --dump-only\n"
     "  scripts/smpi.sh run 2048 --ppn 16 -- build-smpi/src/apps/cli/sparsecomm spmv --matrix lv/level_3.mtx \\\n"

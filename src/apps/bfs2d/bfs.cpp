@@ -130,7 +130,7 @@ struct Ctx {
   // MPI progresses non-blocking collectives only inside MPI calls, so the overlapped
   // variant tests its outstanding requests from inside the compute. (With
   // mpi_yield_when_idle, as oversubscribed runs use, a test that finds nothing yields the
-  // core: polling often costs compute time there; docs/bench_bfs.md.)
+  // core: polling often costs compute time there; experiments/bfs/README.md.)
   void spmspv(const int64_t* f, size_t n, const std::function<void()>& poll = {}) {
     Clock c(&t.compute);
     int64_t since = 0;

@@ -60,7 +60,7 @@ struct Graph2D {
 struct BfsOptions {
   std::string variant = "blocking";  ///< "blocking", "overlapped", "plan"
   int phase_size = 1;                ///< overlapped: neighbors per phase of the split collectives
-  std::string merge = "sort";        ///< overlapped: "sort" (counting sort; faster in every run) or "merge" (k-way merge)
+  std::string merge = "sort";        ///< overlapped: "sort" (counting sort; the default: experiments/bfs/README.md) or "merge" (k-way merge)
   /// overlapped: "neighbor" (MPI_Ineighbor_*), "p2p" (MPI_Isend/Irecv per phase) or "direct"
   /// (no transpose: each frontier piece goes straight to its column's ranks; every receive of
   /// a level posted first; pieces computed in arrival order; phase_size does not apply)

@@ -4,7 +4,7 @@
 // PETSc's neighborhood star forest (-sf_type neighbor) and every sparsecomm backend, all in
 // the same run and interleaved (-bench_rounds R, default 5), and prints the ratios;
 // -bench_only skips the solve, -bench_json FILE appends JSON lines (-bench_label names the
-// setting). scripts/bench_petsc.sh runs it over the shared matrices, node and cluster.
+// setting). experiments/petsc/run.sh runs it over the shared matrices, node and cluster.
 //
 //   mpirun -np 4 sparsecomm_petsc_ksp -gen rotate:256,256 -ksp_type cg -use_sparsecomm -sparsecomm_backend aggregated_dedup
 //   mpirun -np 8 sparsecomm_petsc_ksp -matrix HB/bcsstk13 -ksp_type gmres -bench 500 -sparsecomm_regions ppn:4

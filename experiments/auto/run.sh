@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# How good is `auto`? Every halo backend and `auto` on every shared SuiteSparse matrix, a
+# generated rotated-anisotropic problem and every level of a Hypre BoomerAMG hierarchy, at
+# 8 and 16 ranks: on this single node (regions ppn:4) and, as root, on the emulated
+# cluster (scripts/cluster.sh: 4 nodes x 2 or 4 ranks, 1 Gbit/s links, regions = nodes).
+# Each setting is first calibrated (`sparsecomm calibrate`, same ranks and regions) and
+# `auto` uses that model. Reported (experiments/auto/plot.py): the model's prediction error
+# per backend, auto's regret (its measured time / the best backend's, same run), how often
+# it is within 10% of the best, and whether it is ever worse than always using p2p.
+#
+#   experiments/auto/run.sh            (results in results/eval_auto/; ~15-25 min here)
+#
+# Environment: BUILD (default build), OUT (default results/eval_auto), RANKS (default "8 16"),
+# REPS (exchanges timed per backend, default 100), NX/NY (AMG problem, default 512x512),
+# CLUSTER=0 to skip the emulated cluster, MATRICES (default: all shared ones).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${BUILD:-$root/build}
+out=${OUT:-$root/results/eval_auto}
+ranks=${RANKS:-"8 16"}
+reps=${REPS:-100}
+mkdir -p "$out"
+rm -f "$out/autoeval.jsonl"
+if [ ! -x "$build/src/apps/cli/sparsecomm" ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release > "$out/configure.log"
+  cmake --build "$build" -j "${JOBS:-2}" --target sparsecomm_cli
+fi
+cli=$build/src/apps/cli/sparsecomm
+t0=$(date +%s)
+say() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
+
+say "1. AMG hierarchy (Hypre BoomerAMG, rotated anisotropic ${NX:-512}x${NY:-512}) dumped per level"
+"$root/scripts/mpirun.sh" -np 2 "$cli" amg --nx "${NX:-512}" --ny "${NY:-512}" --dump-levels "$out/levels" --dump-only \
+  > "$out/levels.log"
+# Levels with at least 64 rows (coarser ones leave most of 16 ranks without rows).
+levels=$(awk -F'\t' '$1 ~ /^[0-9]+$/ && $2 >= 64 { printf "%s%s", sep, $4; sep = "," }' "$out/levels/levels.tsv")
+[ -n "$levels" ] || { echo "eval_auto.sh: no AMG level written (see $out/levels.log)"; exit 1; }
+matrices=${MATRICES:-all}
+# Relative level paths resolve against the levels directory.
+levels=$(echo "$levels" | tr ',' '\n' | sed "s|^\([^/]\)|$out/levels/\1|" | paste -sd, -)
+
+run_setting() {  # name, launcher..., -- np regions
+  local name=$1 np=$2 regions=$3
+  shift 3
+  say "$name, $np ranks: calibrate"
+  "$@" "$cli" calibrate --regions "$regions" --out "$out/model_${name}_np$np.txt" > "$out/calibrate_${name}_np$np.txt"
+  say "$name, $np ranks: autoeval over every matrix and AMG level"
+  "$@" "$cli" autoeval --matrices "$matrices,$levels" --regions "$regions" --reps "$reps" \
+    --model "$out/model_${name}_np$np.txt" --label "$name" --json "$out/autoeval.jsonl" \
+    > "$out/autoeval_${name}_np$np.txt"
+  tail -1 "$out/autoeval_${name}_np$np.txt"
+}
+
+for np in $ranks; do
+  run_setting node "$np" ppn:4 "$root/scripts/mpirun.sh" -np "$np"
+done
+if [ "${CLUSTER:-1}" = 1 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    for np in $ranks; do
+      run_setting cluster "$np" node "$root/scripts/cluster.sh" run 4 $((np / 4)) --rate 1000mbit --
+    done
+  else
+    say "emulated cluster skipped: needs root (network namespaces)"
+  fi
+fi
+say "summary"
+/usr/bin/python3 "$here/plot.py" "$out" | tee "$out/table.txt"
+say "done"
