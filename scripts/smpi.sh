@@ -65,7 +65,7 @@ case "$cmd" in
     sh "$simdir/make_hostfile.sh" "$nodes" "$ppn" "$map" > "$hosts"
     # The options of ../shared/simgrid/NOTES.md: persistent requests need
     # send-is-detached-thresh:0; per-message overheads (ois/or) make message counts cost
-    # (persistent requests are charged in the library: Messages, src/comm/messages.hpp).
+    # (persistent requests are charged in the library: Messages, include/sparsecomm/comm/messages.hpp).
     # Collective algorithms chosen explicitly: SMPI's default barrier let ranks leave ~35 us
     # apart at 256 ranks (swamping the timed exchanges; Bruck's barrier keeps them together),
     # and both the defaults and coll-selector:ompi cost minutes of host time per collective

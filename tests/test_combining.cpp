@@ -8,8 +8,8 @@
 #include <map>
 #include <vector>
 
-#include "comm/combining.hpp"
-#include "comm/gather_plan.hpp"
+#include "sparsecomm/comm/combining.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;

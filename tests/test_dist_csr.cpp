@@ -1,4 +1,4 @@
-// Tests of RowPartition and DistCsr assembly (src/core/row_partition.*, dist_csr.*).
+// Tests of RowPartition and DistCsr assembly (core/row_partition, matrix/dist_csr).
 //
 // Every matrix here is defined by a formula over global ids, so each rank can compute the
 // whole expected matrix and compare it with the gathered result; rank counts 1..8 make
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "matrix/dist_csr.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/matrix/dist_csr.hpp"
 #include "kernels/reference.hpp"
-#include "core/row_partition.hpp"
+#include "sparsecomm/core/row_partition.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -4,8 +4,8 @@
 #include <functional>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;

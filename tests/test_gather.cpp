@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/halo_pattern.hpp"
-#include "comm/combining.hpp"
-#include "comm/gather_plan.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/comm/combining.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;

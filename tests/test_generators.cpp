@@ -1,4 +1,4 @@
-// Tests of the matrix and graph generators (src/matrix/generators.*).
+// Tests of the matrix and graph generators (include/sparsecomm/matrix/generators.hpp, src/matrix/generators.cpp).
 //
 // Oracles, in order of strength:
 //  - rank independence: the matrix built over MPI_COMM_WORLD, gathered, equals the one
@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
-#include "matrix/generators.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/matrix/generators.hpp"
 #include "kernels/reference.hpp"
 #include "test_util.hpp"
 

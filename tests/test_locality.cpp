@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/locality.hpp"
+#include "sparsecomm/comm/locality.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;

@@ -12,8 +12,8 @@
 #include <set>
 #include <vector>
 
-#include "core/error.hpp"
-#include "matrix/ordering.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/matrix/ordering.hpp"
 #include "test_util.hpp"
 
 namespace sparsecomm {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/halo_pattern.hpp"
-#include "comm/pattern.hpp"
-#include "matrix/generators.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/comm/pattern.hpp"
+#include "sparsecomm/matrix/generators.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;

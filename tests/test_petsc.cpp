@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "comm/ghost.hpp"
-#include "comm/plan.hpp"
-#include "matrix/generators.hpp"
-#include "matrix/mtx_reader.hpp"
-#include "interop/petsc/petsc_interop.hpp"
+#include "sparsecomm/comm/ghost.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/matrix/generators.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
+#include "sparsecomm/interop/petsc/petsc_interop.hpp"
 #include "test_util.hpp"
 #include "core/compare.hpp"
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "comm/model.hpp"
-#include "kernels/dist_spmv.hpp"
-#include "matrix/generators.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/comm/plan/model.hpp"
+#include "sparsecomm/kernels/dist_spmv.hpp"
+#include "sparsecomm/matrix/generators.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 #include "kernels/reference.hpp"
 #include "test_util.hpp"
 

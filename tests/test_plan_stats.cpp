@@ -9,12 +9,12 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/halo_pattern.hpp"
-#include "comm/combining.hpp"
-#include "comm/gather_plan.hpp"
-#include "comm/plan.hpp"
-#include "comm/plan_stats.hpp"
-#include "matrix/generators.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/comm/combining.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "sparsecomm/matrix/generators.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;

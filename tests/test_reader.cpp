@@ -25,11 +25,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
-#include "matrix/data_path.hpp"
-#include "matrix/dist_csr.hpp"
-#include "matrix/mtx_reader.hpp"
-#include "matrix/ordering.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
+#include "sparsecomm/matrix/dist_csr.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
+#include "sparsecomm/matrix/ordering.hpp"
 #include "test_util.hpp"
 
 namespace sparsecomm {

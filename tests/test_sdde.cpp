@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/sdde.hpp"
+#include "sparsecomm/comm/sdde.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;

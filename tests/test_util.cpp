@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "matrix/data_path.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
 
 namespace sparsecomm::test {
 

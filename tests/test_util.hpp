@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "matrix/dist_csr.hpp"
+#include "sparsecomm/matrix/dist_csr.hpp"
 
 namespace sparsecomm::test {
 

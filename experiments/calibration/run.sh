@@ -66,7 +66,7 @@ echo "== 4a. simulated (SMPI, the platform above, 4 ranks per host; 0.4 us of CP
 # On the emulated cluster 16 ranks share 2 cores, and a message costs kernel and scheduling
 # CPU time that SMPI's latency does not occupy: 4b charges each started message the
 # intra-node latency calibrated on the cluster as CPU time (SPARSECOMM_SMPI_MSG_COST,
-# src/comm/messages.hpp), a per-message cost fitted from calibrate, not from the
+# include/sparsecomm/comm/messages.hpp), a per-message cost fitted from calibrate, not from the
 # benchmark being predicted.
 alpha_intra=$(awk '$1 == "alpha_intra" { print $2 }' "$out/model.txt")
 echo "== 4b. simulated again with ${alpha_intra} s of CPU per message (calibrated alpha_intra)"

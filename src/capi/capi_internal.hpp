@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "comm/combining.hpp"
-#include "comm/gather_plan.hpp"
-#include "comm/locality.hpp"
-#include "comm/plan.hpp"
-#include "comm/sdde.hpp"
+#include "sparsecomm/comm/combining.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/comm/sdde.hpp"
 #include "sparsecomm.h"
 
 namespace sparsecomm {

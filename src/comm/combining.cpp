@@ -1,4 +1,4 @@
-#include "comm/combining.hpp"
+#include "sparsecomm/comm/combining.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -6,7 +6,7 @@
 #include <memory>
 #include <set>
 
-#include "comm/sdde.hpp"
+#include "sparsecomm/comm/sdde.hpp"
 
 namespace sparsecomm {
 

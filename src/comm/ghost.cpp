@@ -1,4 +1,4 @@
-#include "comm/ghost.hpp"
+#include "sparsecomm/comm/ghost.hpp"
 
 #include <algorithm>
 

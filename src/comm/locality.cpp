@@ -1,4 +1,4 @@
-#include "comm/locality.hpp"
+#include "sparsecomm/comm/locality.hpp"
 
 #include <algorithm>
 #include <climits>

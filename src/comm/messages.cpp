@@ -1,4 +1,4 @@
-#include "comm/messages.hpp"
+#include "sparsecomm/comm/messages.hpp"
 
 #include <cstdlib>
 #include <limits>
@@ -7,8 +7,8 @@
 #include <simgrid/actor.h>
 #endif
 
-#include "core/error.hpp"
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 #include "core/parse.hpp"
 
 namespace sparsecomm {

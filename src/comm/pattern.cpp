@@ -1,4 +1,4 @@
-#include "comm/pattern.hpp"
+#include "sparsecomm/comm/pattern.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "comm/sdde.hpp"
+#include "sparsecomm/comm/sdde.hpp"
 
 #include <algorithm>
 #include <climits>

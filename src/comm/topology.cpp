@@ -1,4 +1,4 @@
-#include "comm/topology.hpp"
+#include "sparsecomm/comm/topology.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -8,7 +8,7 @@
 
 #include "core/hash.hpp"
 #include "core/parse.hpp"
-#include "comm/sdde.hpp"
+#include "sparsecomm/comm/sdde.hpp"
 
 namespace sparsecomm {
 

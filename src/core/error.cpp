@@ -1,4 +1,4 @@
-#include "core/error.hpp"
+#include "sparsecomm/core/error.hpp"
 
 #include <climits>
 #include <string>

@@ -1,4 +1,4 @@
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm {
 

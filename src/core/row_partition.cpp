@@ -1,10 +1,10 @@
-#include "core/row_partition.hpp"
+#include "sparsecomm/core/row_partition.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm {
 

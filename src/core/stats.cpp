@@ -1,6 +1,6 @@
-#include "core/stats.hpp"
+#include "sparsecomm/core/stats.hpp"
 
-#include "core/error.hpp"
+#include "sparsecomm/core/error.hpp"
 
 namespace sparsecomm {
 

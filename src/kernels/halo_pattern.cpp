@@ -1,4 +1,4 @@
-#include "kernels/halo_pattern.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
 
 namespace sparsecomm {
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "matrix/dist_csr.hpp"
+#include "sparsecomm/matrix/dist_csr.hpp"
 
 namespace sparsecomm::reference {
 

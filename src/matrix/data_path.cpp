@@ -1,4 +1,4 @@
-#include "matrix/data_path.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 
 namespace sparsecomm {
 namespace {

@@ -1,10 +1,10 @@
-#include "matrix/dist_csr.hpp"
+#include "sparsecomm/matrix/dist_csr.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 #include "core/memory.hpp"
 
 namespace sparsecomm {

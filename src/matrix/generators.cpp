@@ -6,7 +6,7 @@
 // (row or edge index) and the seed. A sequential RNG shared across rows would make the
 // result depend on how rows are split over ranks; keyed streams make it a pure function of
 // (seed, global id), so 1 rank and 8 ranks produce bit-identical matrices.
-#include "matrix/generators.hpp"
+#include "sparsecomm/matrix/generators.hpp"
 
 #include <algorithm>
 #include <array>
@@ -20,8 +20,8 @@
 #include <system_error>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 #include "core/parse.hpp"
 
 namespace sparsecomm::gen {

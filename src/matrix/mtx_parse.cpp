@@ -1,6 +1,6 @@
 // The Matrix Market parser proper: local, no MPI (the fuzz target in tests/fuzz links this
 // file alone). read_matrix_market() in mtx_reader.cpp distributes what it returns.
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 
 #include <zlib.h>
 
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <utility>
 
-#include "core/error.hpp"
+#include "sparsecomm/core/error.hpp"
 
 namespace sparsecomm {
 namespace {

@@ -1,12 +1,12 @@
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 
 #include <algorithm>
 #include <climits>
 #include <string>
 #include <utility>
 
-#include "core/error.hpp"
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm {
 namespace {

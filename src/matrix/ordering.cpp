@@ -1,9 +1,9 @@
-#include "matrix/ordering.hpp"
+#include "sparsecomm/matrix/ordering.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 
-#include "core/error.hpp"
+#include "sparsecomm/core/error.hpp"
 
 namespace sparsecomm {
 

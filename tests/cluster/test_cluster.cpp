@@ -24,16 +24,16 @@
 #include <string>
 #include <vector>
 
-#include "kernels/halo_pattern.hpp"
-#include "comm/combining.hpp"
-#include "comm/gather_plan.hpp"
-#include "comm/locality.hpp"
-#include "comm/pattern.hpp"
-#include "comm/plan.hpp"
-#include "comm/sdde.hpp"
-#include "kernels/dist_spmv.hpp"
-#include "matrix/generators.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/comm/combining.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/comm/pattern.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/comm/sdde.hpp"
+#include "sparsecomm/kernels/dist_spmv.hpp"
+#include "sparsecomm/matrix/generators.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 #include "kernels/reference.hpp"
 #include "test_util.hpp"
 

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "core/error.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

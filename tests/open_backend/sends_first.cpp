@@ -3,9 +3,9 @@
 #include <memory>
 #include <vector>
 
-#include "comm/plan.hpp"
-#include "comm/plan_stats.hpp"
-#include "core/error.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "sparsecomm/core/error.hpp"
 
 namespace sparsecomm::test {
 namespace {

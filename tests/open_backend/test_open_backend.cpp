@@ -9,11 +9,11 @@
 #include <cmath>
 #include <vector>
 
-#include "comm/gather_plan.hpp"
-#include "comm/plan_stats.hpp"
-#include "kernels/dist_spmv.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "sparsecomm/kernels/dist_spmv.hpp"
 #include "kernels/reference.hpp"
-#include "matrix/generators.hpp"
+#include "sparsecomm/matrix/generators.hpp"
 #include "open_backend/sends_first.hpp"
 #include "test_util.hpp"
 

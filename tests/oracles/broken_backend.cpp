@@ -5,9 +5,9 @@
 #include <limits>
 #include <memory>
 
-#include "comm/gather_plan.hpp"
-#include "core/mpi_util.hpp"
-#include "comm/plan.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 
 namespace sparsecomm::test {
 namespace {

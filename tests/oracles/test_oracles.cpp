@@ -10,11 +10,11 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/halo_pattern.hpp"
-#include "comm/gather_plan.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "core/compare.hpp"
-#include "kernels/dist_spmv.hpp"
-#include "matrix/generators.hpp"
+#include "sparsecomm/kernels/dist_spmv.hpp"
+#include "sparsecomm/matrix/generators.hpp"
 #include "kernels/reference.hpp"
 #include "oracles/broken_backend.hpp"
 #include "test_util.hpp"

@@ -29,16 +29,16 @@
 #include <map>
 #include <sstream>
 
-#include "kernels/halo_pattern.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
 #include "amg_spmv/level_dump.hpp"
 #include "core/compare.hpp"
-#include "kernels/dist_spmv.hpp"
-#include "interop/hypre/hypre_interop.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/kernels/dist_spmv.hpp"
+#include "sparsecomm/interop/hypre/hypre_interop.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 
 using namespace sparsecomm;
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <system_error>
 
-#include "core/error.hpp"
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm::apps {
 

@@ -15,16 +15,16 @@
 #include <memory>
 #include <sstream>
 
-#include "kernels/halo_pattern.hpp"
-#include "comm/model.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/comm/plan/model.hpp"
 #include "core/compare.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
-#include "matrix/data_path.hpp"
-#include "matrix/generators.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
+#include "sparsecomm/matrix/generators.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 
 using namespace sparsecomm;
 

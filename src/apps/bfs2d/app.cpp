@@ -19,7 +19,7 @@
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
-#include "matrix/data_path.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
 
 using namespace sparsecomm;
 

@@ -7,9 +7,9 @@
 #include <memory>
 #include <queue>
 
-#include "comm/gather_plan.hpp"
-#include "comm/plan.hpp"
-#include "comm/sdde.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/comm/sdde.hpp"
 
 namespace sparsecomm::bfs {
 

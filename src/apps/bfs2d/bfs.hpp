@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/mpi_util.hpp"
-#include "matrix/dist_csr.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
+#include "sparsecomm/matrix/dist_csr.hpp"
 
 namespace sparsecomm::bfs {
 

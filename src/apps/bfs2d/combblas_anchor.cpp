@@ -47,12 +47,12 @@
 #include <vector>
 
 #include "bfs.hpp"
-#include "core/error.hpp"
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "graph.hpp"
-#include "matrix/data_path.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
 
 // CombBLAS last: its headers define macros and pull in a lot.
 #include <CombBLAS/CombBLAS.h>

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "kernels/halo_pattern.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
 #include "core/hash.hpp"
-#include "comm/plan.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 
 namespace sparsecomm::bfs {
 

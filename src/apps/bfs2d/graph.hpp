@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "matrix/dist_csr.hpp"
-#include "matrix/generators.hpp"
+#include "sparsecomm/matrix/dist_csr.hpp"
+#include "sparsecomm/matrix/generators.hpp"
 
 namespace sparsecomm::bfs {
 

@@ -23,7 +23,7 @@
 #include <iostream>
 #include <vector>
 
-#include "comm/model.hpp"
+#include "sparsecomm/comm/plan/model.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 

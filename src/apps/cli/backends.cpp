@@ -3,8 +3,8 @@
 // themselves, so a backend added in its own file (or a test's) is listed without an edit here.
 #include <iostream>
 
-#include "comm/gather_plan.hpp"
-#include "comm/plan.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 

@@ -2,11 +2,11 @@
 // layout, and what the performance model predicts for every backend (auto's choice).
 #include <iostream>
 
-#include "kernels/halo_pattern.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
 #include "cli/load.hpp"
-#include "comm/combining.hpp"
-#include "comm/model.hpp"
-#include "comm/plan.hpp"
+#include "sparsecomm/comm/combining.hpp"
+#include "sparsecomm/comm/plan/model.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"

@@ -4,11 +4,11 @@
 // files may be read reverse Cuthill-McKee ordered (matrix/ordering.hpp).
 #include <string>
 
-#include "core/error.hpp"
-#include "matrix/data_path.hpp"
-#include "matrix/generators.hpp"
-#include "matrix/mtx_reader.hpp"
-#include "matrix/ordering.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
+#include "sparsecomm/matrix/generators.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
+#include "sparsecomm/matrix/ordering.hpp"
 
 namespace sparsecomm::apps {
 

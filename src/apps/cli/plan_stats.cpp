@@ -13,10 +13,10 @@
 #include <iostream>
 #include <map>
 
-#include "comm/model.hpp"
-#include "comm/plan_stats.hpp"
-#include "matrix/data_path.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/comm/plan/model.hpp"
+#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"

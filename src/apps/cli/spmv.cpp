@@ -3,7 +3,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "kernels/halo_pattern.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
 #include "cli/load.hpp"
 #include "common/app_main.hpp"
 #include "common/backend_args.hpp"
@@ -12,7 +12,7 @@
 #include "common/timing.hpp"
 #include "core/compare.hpp"
 #include "core/memory.hpp"
-#include "kernels/dist_spmv.hpp"
+#include "sparsecomm/kernels/dist_spmv.hpp"
 #include "kernels/reference.hpp"
 
 namespace sparsecomm::apps {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/plan.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 
 namespace sparsecomm::apps {
 

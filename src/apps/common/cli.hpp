@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "sparsecomm/core/error.hpp"
 #include "core/parse.hpp"
 
 namespace sparsecomm::apps {

@@ -47,8 +47,8 @@
 #include <utility>
 #include <vector>
 
-#include "comm/gather_plan.hpp"
-#include "comm/plan_stats.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"

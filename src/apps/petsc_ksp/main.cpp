@@ -15,14 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "comm/plan.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 #include "common/cli.hpp"
 #include "common/timing.hpp"
 #include "core/compare.hpp"
-#include "matrix/data_path.hpp"
-#include "matrix/generators.hpp"
-#include "matrix/mtx_reader.hpp"
-#include "interop/petsc/petsc_interop.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
+#include "sparsecomm/matrix/generators.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
+#include "sparsecomm/interop/petsc/petsc_interop.hpp"
 
 namespace {
 

@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/halo_pattern.hpp"
-#include "comm/pattern.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/comm/pattern.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
-#include "matrix/data_path.hpp"
-#include "matrix/generators.hpp"
-#include "matrix/mtx_reader.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
+#include "sparsecomm/matrix/generators.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
 
 using namespace sparsecomm;
 

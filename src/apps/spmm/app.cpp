@@ -43,17 +43,17 @@
 #include <string>
 #include <vector>
 
-#include "kernels/halo_pattern.hpp"
-#include "comm/gather_plan.hpp"
+#include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
 #include "core/compare.hpp"
-#include "matrix/data_path.hpp"
-#include "kernels/dist_spmv.hpp"
-#include "matrix/mtx_reader.hpp"
-#include "matrix/ordering.hpp"
+#include "sparsecomm/matrix/data_path.hpp"
+#include "sparsecomm/kernels/dist_spmv.hpp"
+#include "sparsecomm/matrix/mtx_reader.hpp"
+#include "sparsecomm/matrix/ordering.hpp"
 #include "kernels/reference.hpp"
 
 using namespace sparsecomm;

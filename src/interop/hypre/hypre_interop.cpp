@@ -1,8 +1,8 @@
-#include "interop/hypre/hypre_interop.hpp"
+#include "sparsecomm/interop/hypre/hypre_interop.hpp"
 
 #include <vector>
 
-#include "core/mpi_util.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm {
 

@@ -1,4 +1,4 @@
-#include "interop/petsc/petsc_interop.hpp"
+#include "sparsecomm/interop/petsc/petsc_interop.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/plan.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 
 namespace sparsecomm::petsc {
 namespace {

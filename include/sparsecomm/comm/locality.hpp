@@ -1,0 +1,67 @@
+#pragma once
+// Which region (node, socket, or an emulated group of ranks) every rank is in.
+// Regions are numbered 0..R-1 in order of their lowest rank; within a region, ranks are
+// ordered by their rank in the parent communicator ("local index"). Nothing here assumes
+// block placement or that the region size divides P: every lookup goes through tables.
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparsecomm/core/mpi_util.hpp"
+
+namespace sparsecomm {
+
+class Locality {
+ public:
+  Locality() = default;
+
+  /// Collective. Real detection: ranks sharing memory (MPI_COMM_TYPE_SHARED) form a region.
+  static Locality detect(MPI_Comm comm);
+  /// Collective. Emulation: consecutive blocks of k ranks (the last one may be smaller).
+  static Locality ppn(MPI_Comm comm, int k);
+  /// Collective. Emulation of round-robin placement: rank r is in region r % nregions.
+  static Locality cyclic(MPI_Comm comm, int nregions);
+  /// Collective. Every rank passes the same list: region label of each rank (any ints;
+  /// renumbered in order of first appearance). A list that differs between ranks or has the
+  /// wrong length is an InputError on every rank.
+  static Locality from_labels(MPI_Comm comm, const std::vector<int>& label_of_rank);
+  /// Collective. Parses "node" (detect), "ppn:k", "cyclic:n", "list:a,b,c,...",
+  /// "flat" (one region holding every rank) or "single" (every rank its own region).
+  /// Unknown specs: InputError listing the valid forms.
+  static Locality parse(MPI_Comm comm, const std::string& spec);
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(region_of_.size()); }
+  int region() const { return region_of_[rank_]; }
+  int num_regions() const { return static_cast<int>(region_start_.size()) - 1; }
+  int region_of(int rank) const { return region_of_[rank]; }
+  bool same_region(int other_rank) const { return region_of_[other_rank] == region(); }
+  int region_size(int region) const { return region_start_[region + 1] - region_start_[region]; }
+  /// Global rank of the `local_index`-th member of `region`.
+  int member(int region, int local_index) const { return members_[region_start_[region] + local_index]; }
+  /// Index of `rank` inside its own region.
+  int local_index_of(int rank) const { return local_index_[rank]; }
+  int local_rank() const { return local_index_[rank_]; }
+  int local_size() const { return region_size(region()); }
+  /// Communicator of this rank's region, ranks ordered by local index (owned, shared by copies).
+  MPI_Comm local_comm() const { return local_comm_ ? local_comm_->get() : MPI_COMM_NULL; }
+  /// A short description such as "ppn:4 (3 regions, sizes 4..2)".
+  const std::string& describe() const { return description_; }
+
+ private:
+  static Locality build(MPI_Comm comm, const std::vector<int>& labels, std::string description);
+  int rank_ = 0;
+  std::vector<int> region_of_, local_index_, region_start_{0}, members_;
+  std::shared_ptr<Comm> local_comm_;
+  std::string description_;
+};
+
+/// Local. The region label of each of p ranks for the layouts that need no hosts --
+/// "ppn:<k>", "cyclic:<n>", "flat", "single" -- exactly the labels Locality::parse uses
+/// (plan_stats.hpp uses them for virtual ranks); `canonical` gets the spec's canonical form.
+/// A bad number is an InputError; any other spec ("node", "list:...") gives an empty vector.
+std::vector<int> layout_labels(const std::string& spec, int p, std::string* canonical = nullptr);
+
+}  // namespace sparsecomm

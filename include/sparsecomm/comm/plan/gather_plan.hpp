@@ -1,0 +1,169 @@
+#pragma once
+// Allgather-shaped neighborhood exchange (MPI_Neighbor_allgather(v) semantics): every
+// rank sends the same block to each of its out-neighbors and receives one block from each
+// in-neighbor, over a distributed graph Topology. Plan once, execute many:
+//
+//   Topology t = Topology::moore(comm, 2, 2);
+//   auto plan = make_gather_plan("combined", t, loc, comm, count);   // collective
+//   plan->start(my_block);  ...  plan->wait(recv);   // recv: sources' blocks, sorted by source
+//
+// Backends register under names like the halo-exchange Plans; they only move bytes.
+#include <mpi.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparsecomm/comm/plan/backend_options.hpp"
+#include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/comm/messages.hpp"
+#include "sparsecomm/core/stats.hpp"
+#include "sparsecomm/comm/topology.hpp"
+
+namespace sparsecomm {
+
+struct GatherOptions {
+  int value_bytes = 8;         ///< bytes of one value
+  std::string sdde = kDefaultSdde;  ///< SDDE strategy for setup exchanges
+  /// Persistent requests built once, or Isend/Irecv at every start (as PlanOptions).
+  bool persistent_requests = kPersistentRequestsDefault;
+  /// Every rank passes the same block size (MPI_Neighbor_allgather rather than ...v): the
+  /// sizes are checked with the options' allreduce instead of one message per edge. Ranks
+  /// that pass different sizes get an InputError on every rank.
+  bool same_count = false;
+  /// Options only some backends read (as PlanOptions::backend): "combined" takes k, theta,
+  /// aware, rounds and schedule. Validated by make_gather_plan.
+  BackendOptions backend;
+};
+
+class GatherPlan {
+ public:
+  virtual ~GatherPlan() = default;
+  GatherPlan(const GatherPlan&) = delete;
+  GatherPlan& operator=(const GatherPlan&) = delete;
+
+  /// Starts sending my block (my_count() values).
+  template <class T>
+  void start(const T* block) {
+    check(sizeof(T));
+    if (active_) throw Error("GatherPlan(" + name_ + "): start() called twice without wait()");
+    ScopedTimer t(&exec_, "start");
+    if (!block_.empty()) std::memcpy(block_.data(), block, block_.size());  // memcpy of 0 bytes from null is UB
+    do_start();
+    active_ = true;
+  }
+  /// Completes; recv receives the sources' blocks in source order at recv_offsets().
+  template <class T>
+  void wait(T* recv) {
+    check(sizeof(T));
+    if (!active_) throw Error("GatherPlan(" + name_ + "): wait() without start()");
+    ScopedTimer t(&exec_, "wait");
+    active_ = false;
+    do_wait();
+    if (!recv_.empty()) std::memcpy(recv, recv_.data(), recv_.size());
+  }
+  template <class T>
+  void exchange(const T* block, T* recv) {
+    start(block);
+    wait(recv);
+  }
+
+  const std::string& name() const { return name_; }
+  const Topology& topology() const { return topo_; }
+  int64_t my_count() const { return my_count_; }
+  /// Values received from each source, and where they start in the receive buffer.
+  const std::vector<int64_t>& recv_counts() const { return recv_counts_; }
+  const std::vector<int64_t>& recv_offsets() const { return recv_offsets_; }
+  int64_t recv_total() const { return recv_offsets_.back(); }
+  const Stats& setup_stats() const { return setup_; }
+  const Stats& iteration_counts() const { return per_iter_; }
+  Stats& exec_stats() { return exec_; }
+  int stages() const { return stages_; }
+  /// For combining backends: groups this rank leads, rounds run; 0 for others.
+  int groups_led() const { return groups_led_; }
+
+ protected:
+  /// Collective: learns the block sizes of the sources (one message per edge; none with
+  /// opt.same_count).
+  GatherPlan(std::string name, const Topology& topo, const Locality& loc, MPI_Comm comm, int64_t my_count,
+             const GatherOptions& opt);
+  virtual void do_start() = 0;  ///< send block_buf()
+  virtual void do_wait() = 0;   ///< fill recv_buf()
+  void finish_if_active() noexcept;
+
+  const char* block_buf() const { return block_.data(); }
+  char* recv_buf() { return recv_.data(); }
+  int64_t value_bytes() const { return opt_.value_bytes; }
+  MPI_Comm comm() const { return comm_.get(); }
+  const Locality& locality() const { return loc_; }
+  const GatherOptions& options() const { return opt_; }
+  /// Index of `source` in topology().sources (it must be one).
+  size_t source_index(int source) const;
+  /// Backends declare what one execution sends / receives, once at setup.
+  void count_send(const std::string& step, int peer, int64_t bytes) {
+    per_iter_.record_send(step, loc_.same_region(peer), bytes);
+  }
+  void count_recv(const std::string& step, int peer, int64_t bytes) {
+    per_iter_.record_recv(step, loc_.same_region(peer), bytes);
+  }
+  void set_stages(int s) { stages_ = s; }
+  void set_groups_led(int g) { groups_led_ = g; }
+  Stats& setup_stats_mut() { return setup_; }
+
+ private:
+  friend std::unique_ptr<GatherPlan> make_gather_plan(const std::string&, const Topology&, const Locality&, MPI_Comm,
+                                                      int64_t, const GatherOptions&);
+  void check(size_t value_size) const;
+  std::string name_;
+  Topology topo_;
+  Locality loc_;
+  Comm comm_;
+  GatherOptions opt_;
+  int64_t my_count_;
+  std::vector<int64_t> recv_counts_, recv_offsets_{0};
+  std::vector<char> block_, recv_;
+  bool active_ = false;
+  int stages_ = 1, groups_led_ = 0;
+  Stats setup_, per_iter_, exec_;
+};
+
+using GatherFactory = std::function<std::unique_ptr<GatherPlan>(const Topology&, const Locality&, MPI_Comm, int64_t,
+                                                                const GatherOptions&)>;
+namespace virt {
+struct Graph;
+struct RankCounts;
+}  // namespace virt
+
+/// What the rest of the library needs from a gather backend besides its plans (as
+/// BackendHooks for halo backends).
+struct GatherBackendHooks {
+  /// Plan statistics: the counts of one execution on every one of P virtual ranks, as
+  /// GatherPlan::iteration_counts() reports them in a real run; `count` values per block.
+  std::function<std::vector<virt::RankCounts>(const virt::Graph&, const std::vector<int>& region,
+                                              const GatherOptions&, int64_t count)>
+      counts;
+  /// The backend-owned options it reads from GatherOptions::backend (as BackendHooks::options).
+  std::vector<OptionSpec> options;
+};
+
+void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f,
+                             GatherBackendHooks hooks = {});
+/// The hooks registered with gather backend `name`; InputError (listing the names) if unknown.
+const GatherBackendHooks& gather_backend_hooks(const std::string& name);
+std::vector<std::string> gather_backend_names();
+/// The options make_gather_plan accepts for `name`; InputError if unknown.
+std::vector<OptionSpec> gather_backend_option_specs(const std::string& name);
+/// One-line description of a gather backend.
+std::string gather_backend_description(const std::string& name);
+/// The baseline to compare against: MPI's own neighborhood collective ("neighbor"), or
+/// "p2p" where it is not registered (the SimGrid SMPI build).
+std::string gather_baseline_backend();
+
+/// Collective. `my_count`: values in this rank's block (may differ between ranks:
+/// allgatherv). Unknown names or disagreeing ranks: InputError on every rank.
+std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const Topology& topo, const Locality& loc,
+                                             MPI_Comm comm, int64_t my_count, const GatherOptions& opt = {});
+
+}  // namespace sparsecomm

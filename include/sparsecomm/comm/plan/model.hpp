@@ -1,0 +1,80 @@
+#pragma once
+// A locality-aware performance model of one halo exchange, used by the "auto" backend.
+// In the spirit of the postal and max-rate models (Gropp, Olson and Samfass, "Modeling
+// MPI communication performance on SMP nodes: is it time to retire the ping pong test",
+// EuroMPI'16; Bienz, Gropp and Olson, "Improving performance models for irregular
+// point-to-point communication", EuroMPI'18): per locality class a latency and a per-byte
+// cost, an injection-bandwidth limit shared by the ranks of a region, a cost per extra
+// communication stage (per locality class: a stage whose messages stay inside regions,
+// like aggregation's gather and scatter, costs less than one that crosses them), and a
+// per-byte cost for packing copies.
+//
+// The prediction reads only a plan's deterministic counts (messages and bytes per step
+// and locality class on every rank, stages), so it is the same at every run.
+#include <mpi.h>
+
+#include <string>
+
+#include "sparsecomm/comm/plan/plan.hpp"
+
+namespace sparsecomm {
+
+struct ModelParams {
+  // Two views of a message (Gropp, Olson and Samfass, EuroMPI'16: a ping-pong alone does not
+  // describe a halo exchange). A ping-pong between two ranks while the others wait gives the
+  // latency of one dependent message: alpha/beta, which set the floor of a stage's cost and
+  // describe the links (experiments/calibration/run.sh). When every rank communicates at
+  // once, messages pipeline (a rank pays its per-message overhead, not the whole latency)
+  // and bytes share the memory system and the cores: msg/byte, measured that way, are what
+  // the busiest rank pays per message and per byte of an exchange.
+  double alpha_intra = 1.0e-6;   ///< s, latency of one intra-region message (ping-pong)
+  double beta_intra = 1.0e-10;   ///< s per intra-region byte (ping-pong)
+  double alpha_inter = 5.0e-6;   ///< s, latency of one inter-region message (ping-pong)
+  double beta_inter = 1.0e-9;    ///< s per inter-region byte (ping-pong)
+  double msg_intra = 1.0e-6;     ///< s per intra-region message, every rank communicating
+  double byte_intra = 1.0e-10;   ///< s per intra-region byte, every rank communicating
+  double msg_inter = 5.0e-6;     ///< s per inter-region message, every rank communicating
+  double byte_inter = 1.0e-9;    ///< s per inter-region byte, every rank communicating
+  double region_rate = 1.25e9;   ///< bytes/s a region can inject into the network
+  double stage_intra = 3.0e-6;   ///< s per extra stage whose messages all stay inside regions
+  double stage_inter = 3.0e-6;   ///< s per extra stage with inter-region messages
+  double copy = 2.0e-10;         ///< s per byte copied between stages (aggregation, combining)
+
+  /// Documented defaults (above) overridden by `key value` lines of a file written by
+  /// `sparsecomm_calibrate`. Path: `path`, else $SPARSECOMM_MODEL; missing file: defaults.
+  /// A malformed file is an InputError naming the line. Files of earlier versions: the key
+  /// `stage` sets both stage costs, and a class's msg/byte default to its alpha/beta.
+  static ModelParams load(const std::string& path = "");
+  void save(const std::string& path) const;
+  std::string describe() const;
+};
+
+/// The stage term: of `stages` stages the first is free; of the others, those with
+/// inter-region messages cost stage_inter and the rest stage_intra, with `inter_stages` the
+/// number of stages that carry inter-region messages:
+/// stage_inter x max(0, I - 1) + stage_intra x (S - max(I, 1)), I = min(inter_stages, S).
+double stage_cost(const ModelParams& m, int64_t stages, int64_t inter_stages);
+
+/// Number of steps of `counts` with inter-region messages (sent or received).
+int64_t inter_steps(const Stats& counts);
+
+/// What one rank does in one execution of a plan, as the model reads it: per locality class
+/// the messages and bytes summed over the plan's steps (per step the larger of sent and
+/// received: a message costs its sender and its receiver), and the bytes copied between
+/// stages (bytes sent beyond the rank's own send buffer).
+struct RankLoad {
+  double msgs_intra = 0, msgs_inter = 0, bytes_intra = 0, bytes_inter = 0, copy_bytes = 0;
+};
+RankLoad rank_load(const Plan& plan);
+
+/// What one step costs a rank: the larger of its sending and its receiving cost, each
+/// msg per message + byte per byte, per locality class.
+double step_cost(const ModelParams& m, const CommCounters& step);
+
+/// Collective. Predicted seconds per execution of `plan`: the busiest rank's step_cost
+/// summed over the plan's steps, against the busiest region's injection limit,
+/// plus the copy costs and stage_cost (S = the plan's stages, I = the most steps with
+/// inter-region traffic on one rank).
+double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm);
+
+}  // namespace sparsecomm

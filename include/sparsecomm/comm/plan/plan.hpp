@@ -1,0 +1,289 @@
+#pragma once
+// A Plan executes one halo-exchange Pattern many times: set up once (communicators,
+// buffers, persistent requests, aggregation schedules), then start()/wait() per use.
+// Backends derive from Plan and register under a name (like PETSc's -sf_type):
+//
+//   auto plan = make_plan("aggregated_dedup", pattern, locality, comm);  // collective
+//   plan->start(x_owned);          // pack + start
+//   ... local work ...
+//   plan->wait(x_ghost);           // complete + unpack into the ghost buffer
+//
+// The public calls are non-virtual: they check arguments and state, pack and unpack, and
+// time each phase. Backends only move packed bytes: send_buf() (pattern send order) to
+// recv_buf() (pattern receive order), so a backend is not a template over the value type.
+// One start() may be outstanding per Plan; wait() must follow before the next start().
+#include <mpi.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "sparsecomm/comm/plan/backend_options.hpp"
+#include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/comm/messages.hpp"
+#include "sparsecomm/comm/pattern.hpp"
+#include "sparsecomm/core/stats.hpp"
+
+namespace sparsecomm {
+
+namespace detail {
+void register_auto();
+}
+
+struct PlanOptions {
+  int width = 1;             ///< values per index (k vectors interleaved: x[i*width + k])
+  int value_bytes = 8;       ///< bytes of one value (8 for double)
+  std::string sdde = kDefaultSdde;  ///< SDDE strategy for setup steps that must discover peers
+  /// How the point-to-point backends post their fixed messages at every execution:
+  /// MPI_Irecv/MPI_Isend (false, the default with Open MPI, whose inline send path makes it
+  /// faster) or persistent requests started with MPI_Startall (true; the SMPI default).
+  /// See comm/messages.hpp. Same name and meaning in GatherOptions.
+  bool persistent_requests = kPersistentRequestsDefault;
+  /// Options only some backends read, declared by each backend (BackendHooks::options):
+  /// "combined" takes k, theta, aware, rounds; "auto" takes model and iterations; see
+  /// backend_option_specs() or `sparsecomm info --backends`. Validated by make_plan.
+  BackendOptions backend;
+};
+
+/// How received values are written into the destination buffer.
+enum class Unpack { replace, add };
+
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  /// Packs owned[pattern.send.indices[k]] (width values each) and starts the exchange.
+  /// Not collective by itself, but every rank of the plan must call it.
+  template <class T>
+  void start(const T* owned) {
+    check_type(sizeof(T), "start");
+    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
+    {
+      ScopedTimer t(&exec_, "pack");
+      const auto& s = pattern_.send();
+      T* buf = reinterpret_cast<T*>(send_buf_.data());
+      const int w = opt_.width;
+      const int32_t* idx = s.indices.data();
+      if (w == 1) {  // the common case, as a plain gather loop the compiler can unroll
+        for (int64_t k = 0; k < s.size(); ++k) buf[k] = owned[idx[k]];
+      } else {
+        for (int64_t k = 0; k < s.size(); ++k) {
+          const T* src = owned + static_cast<int64_t>(idx[k]) * w;
+          for (int j = 0; j < w; ++j) buf[k * w + j] = src[j];
+        }
+      }
+    }
+    start_packed();
+  }
+
+  /// Completes the exchange and writes the received values into ghost[pattern.recv.indices[k]].
+  template <class T>
+  void wait(T* ghost, Unpack mode = Unpack::replace) {
+    check_type(sizeof(T), "wait");
+    if (mode == Unpack::add && !std::is_arithmetic_v<T>)
+      throw InputError("Plan(" + name_ + ")::wait: Unpack::add needs an arithmetic value type");
+    complete("wait");
+    ScopedTimer t(&exec_, "unpack");
+    const auto& r = pattern_.recv();
+    const T* buf = reinterpret_cast<const T*>(recv_buf_.data());
+    const int w = opt_.width;
+    const int32_t* idx = r.indices.data();
+    if (mode == Unpack::replace && recv_identity_) {
+      if (r.size() > 0) std::memcpy(ghost, buf, static_cast<size_t>(r.size() * w) * sizeof(T));
+      return;
+    }
+    if (w == 1 && mode == Unpack::replace) {  // the common case as a plain scatter loop
+      for (int64_t k = 0; k < r.size(); ++k) ghost[idx[k]] = buf[k];
+      return;
+    }
+    for (int64_t k = 0; k < r.size(); ++k) {
+      T* dst = ghost + static_cast<int64_t>(idx[k]) * w;
+      if (mode == Unpack::replace) {
+        for (int j = 0; j < w; ++j) dst[j] = buf[k * w + j];
+      } else if constexpr (std::is_arithmetic_v<T>) {
+        for (int j = 0; j < w; ++j) dst[j] += buf[k * w + j];
+      }
+    }
+  }
+
+  // Zero-copy use (what PETSc's star forest does for contiguous leaves): the caller works
+  // on the plan's own buffers instead of having values packed from and unpacked into its
+  // arrays. When the ghosts are numbered in arrival order (receives_in_ghost_order(): PETSc's
+  // and Hypre's layouts), the received buffer *is* the ghost array:
+  //
+  //   plan->start(x_owned);
+  //   const double* ghost = plan->wait_in_place<double>();   // no unpack copy
+  //
+  // and where send entry k is owned entry k (sends_in_owned_order(): a reverse, transpose
+  // exchange sending from ghosts in arrival order), the caller computes straight into the
+  // buffer that is sent:
+  //
+  //   double* partial = plan->send_area<double>();   // pattern().send() order
+  //   ... write partial[0 .. pattern().send().size() * width) ...
+  //   plan->start_packed();
+  //   plan->wait(y_owned, Unpack::add);
+
+  /// Completes the exchange like wait() but leaves the values where they arrived and
+  /// returns them in pattern().recv() order: value k (width values) belongs at ghost index
+  /// pattern().recv().indices[k]. Valid, and writable, until the next start().
+  template <class T>
+  T* wait_in_place() {
+    check_type(sizeof(T), "wait_in_place");
+    complete("wait_in_place");
+    return reinterpret_cast<T*>(recv_buf_.data());
+  }
+  /// pattern().recv().indices is 0, 1, 2, ...: wait_in_place() returns the ghost array itself.
+  bool receives_in_ghost_order() const { return recv_identity_; }
+
+  /// The buffer start_packed() sends, in pattern().send() order: entry k (width values) is
+  /// the value of owned index pattern().send().indices[k]. Not while an exchange is active:
+  /// it is being sent.
+  template <class T>
+  T* send_area() {
+    check_type(sizeof(T), "send_area");
+    if (active_) throw Error("Plan(" + name_ + "): send_area() while an exchange is active (wait() first)");
+    return reinterpret_cast<T*>(send_buf_.data());
+  }
+  /// pattern().send().indices is 0, 1, 2, ...: the send area is the owned array itself.
+  bool sends_in_owned_order() const { return send_identity_; }
+  /// Starts the exchange of what the caller wrote into send_area() (start() packs, then
+  /// calls this).
+  void start_packed() {
+    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
+    ScopedTimer t(&exec_, "start");
+    do_start();
+    active_ = true;
+  }
+
+  /// start() then wait().
+  template <class T>
+  void exchange(const T* owned, T* ghost, Unpack mode = Unpack::replace) {
+    start(owned);
+    wait(ghost, mode);
+  }
+
+  const std::string& name() const { return name_; }
+  const Pattern& pattern() const { return pattern_; }
+  const Locality& locality() const { return loc_; }
+  const PlanOptions& options() const { return opt_; }
+  bool active() const { return active_; }
+  /// Setup: timers ("setup.backend", and sub-steps) and the messages the setup itself sent.
+  const Stats& setup_stats() const { return setup_; }
+  /// What one execution sends and receives, per step and locality class (deterministic).
+  const Stats& iteration_counts() const { return per_iter_; }
+  /// Accumulated execution timers: pack, start, wait, unpack.
+  Stats& exec_stats() { return exec_; }
+  /// Number of communication steps that follow one another in one execution.
+  int stages() const { return stages_; }
+
+ protected:
+  Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Comm comm, const PlanOptions& opt);
+
+  /// Start moving send_buf() into recv_buf().
+  virtual void do_start() = 0;
+  /// Finish: recv_buf() must hold every received value afterwards.
+  virtual void do_wait() = 0;
+  /// Derived destructors call this first: an exchange still in flight is completed
+  /// (a request is never freed behind the user's back); failures are reported on stderr.
+  void finish_if_active() noexcept;
+
+  char* send_buf() { return send_buf_.data(); }
+  char* recv_buf() { return recv_buf_.data(); }
+  int64_t elem_bytes() const { return elem_bytes_; }
+  MPI_Comm comm() const { return comm_.get(); }
+  /// Backends declare what one execution sends / receives, once at setup.
+  void count_send(const std::string& step, int peer, int64_t bytes) {
+    per_iter_.record_send(step, loc_.same_region(peer), bytes);
+  }
+  void count_recv(const std::string& step, int peer, int64_t bytes) {
+    per_iter_.record_recv(step, loc_.same_region(peer), bytes);
+  }
+  void set_stages(int s) { stages_ = s; }
+  Stats& setup_stats_mut() { return setup_; }
+
+ private:
+  friend std::unique_ptr<Plan> make_plan(const std::string&, const Pattern&, const Locality&, MPI_Comm,
+                                         const PlanOptions&);
+  friend void detail::register_auto();
+  void check_type(size_t value_size, const char* call) const;
+  /// Completes the active exchange (the "wait" timer).
+  void complete(const char* call) {
+    if (!active_) throw Error("Plan(" + name_ + "): " + call + "() without start()");
+    ScopedTimer t(&exec_, "wait");
+    active_ = false;
+    do_wait();
+  }
+
+  std::string name_;
+  Pattern pattern_;
+  Locality loc_;
+  Comm comm_;
+  PlanOptions opt_;
+  int64_t elem_bytes_;
+  std::vector<char> send_buf_, recv_buf_;
+  bool recv_identity_ = false;  ///< pattern.recv().indices == 0, 1, 2, ...: unpack by memcpy
+  bool send_identity_ = false;  ///< pattern.send().indices == 0, 1, 2, ...
+  bool active_ = false;
+  int stages_ = 1;
+  Stats setup_, per_iter_, exec_;
+};
+
+using PlanFactory =
+    std::function<std::unique_ptr<Plan>(const Pattern&, const Locality&, MPI_Comm, const PlanOptions&)>;
+
+namespace virt {
+struct HaloPattern;
+struct RankCounts;
+}  // namespace virt
+
+/// What the rest of the library needs from a halo backend besides its plans, registered
+/// with it (so no other file switches on its name).
+struct BackendHooks {
+  /// Plan statistics (comm/virt/plan_stats.hpp): the counts of one execution on every one of P
+  /// virtual ranks, in one process, exactly as Plan::iteration_counts() and Plan::stages()
+  /// report them on each rank of a real run. Empty: the backend has no statistics
+  /// (virt::halo_counts() says so).
+  std::function<std::vector<virt::RankCounts>(const virt::HaloPattern&, const std::vector<int>& region,
+                                              const PlanOptions&)>
+      counts;
+  /// The backend-owned options it reads from PlanOptions::backend (comm/backend_options.hpp);
+  /// make_plan rejects any other key. A backend that runs message combining declares
+  /// combining_option_specs(), and tools that sweep combining variants (plan-stats,
+  /// nbrbench, spmm) do so for every backend that declares "k".
+  std::vector<OptionSpec> options;
+  /// How involved the backend's setup is, for auto's tie-break: of two candidates whose
+  /// predicted costs tie, the lower rank wins (then the name), so the choice is
+  /// deterministic and prefers the simpler plan. Built-ins: p2p 0 ... combined 5.
+  int setup_rank = 100;
+  /// The backend chooses among the others (auto): it is no candidate of such a choice, and
+  /// evaluations that time every backend against it (sparsecomm autoeval) leave it out.
+  bool chooses_among_others = false;
+};
+
+/// Adds a backend under `name` (replacing one of the same name), with its hooks. Built-in
+/// backends are registered on first use of the registry; call this before make_plan() for
+/// your own (docs: a test defines one outside src/, tests/open_backend).
+void register_backend(const std::string& name, const std::string& description, PlanFactory factory,
+                      BackendHooks hooks = {});
+/// The hooks registered with backend `name`; InputError (listing the names) if unknown.
+const BackendHooks& backend_hooks(const std::string& name);
+/// Names of every registered backend, sorted.
+std::vector<std::string> backend_names();
+/// The options make_plan accepts for `name`: its own, and for a backend that chooses among
+/// the others (auto) theirs too, which it hands on to each candidate. InputError if unknown.
+std::vector<OptionSpec> backend_option_specs(const std::string& name);
+/// One-line description of a backend.
+std::string backend_description(const std::string& name);
+
+/// Collective over `comm`. Builds the named backend's Plan for `pattern`; the setup time
+/// goes into plan->setup_stats() ("setup.backend"). An unknown name, or ranks that
+/// disagree on the name or options, raise InputError on every rank (listing valid names).
+std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
+                                const PlanOptions& opt = {});
+
+}  // namespace sparsecomm

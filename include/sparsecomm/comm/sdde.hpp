@@ -1,0 +1,155 @@
+#pragma once
+// Sparse dynamic data exchange (SDDE): every rank knows what it sends to whom, nobody
+// knows who sends to it. The strategy is chosen per call by name:
+//
+//   personalized           counts reduced with MPI_Reduce_scatter_block, then probe+receive
+//                          (the "personalized" exchange of Hoefler, Siebert and Lumsdaine,
+//                          PPoPP'10; O(P) counts per rank).
+//   nbx                    non-blocking consensus: synchronous sends, probe-receive until the
+//                          sends are matched, then a non-blocking barrier (same paper, NBX).
+//   rma                    one-sided puts into a window of one slot per rank, between two
+//                          fences; fixed-size messages only (MPI Advance's RMA variant).
+//   locality_personalized  locality-aware aggregation (Geyko, Collom, Schafer, Bridges and
+//   locality_nbx           Bienz, "A more scalable sparse dynamic data exchange", 2023): all
+//                          messages for one destination region travel in one bundle to the rank
+//                          with my local index in that region, then are redistributed inside the
+//                          region. Inter-region: at most one message per (rank, region) pair.
+//
+// Every strategy delivers zero-length messages (a receiver learns "nothing from you"),
+// self-messages, and returns received messages sorted by source rank, so results never
+// depend on message timing. Traffic runs on communicators duplicated at construction, with
+// a tag that changes every call, so user messages and back-to-back calls never mix.
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
+#include "sparsecomm/core/stats.hpp"
+
+namespace sparsecomm {
+
+/// A list of messages, one per peer, stored CSR-like: message i goes to (or came from)
+/// ranks[i] and is data[offsets[i] .. offsets[i+1]).
+template <class T>
+struct SparseMessages {
+  std::vector<int> ranks;
+  std::vector<int64_t> offsets{0};
+  std::vector<T> data;
+
+  size_t size() const { return ranks.size(); }
+  int64_t count(size_t i) const { return offsets[i + 1] - offsets[i]; }
+  const T* begin(size_t i) const { return data.data() + offsets[i]; }
+  std::vector<T> message(size_t i) const { return std::vector<T>(begin(i), begin(i) + count(i)); }
+  void add(int rank, const T* p, size_t n) {
+    ranks.push_back(rank);
+    data.insert(data.end(), p, p + n);
+    offsets.push_back(static_cast<int64_t>(data.size()));
+  }
+  void add(int rank, const std::vector<T>& v) { add(rank, v.data(), v.size()); }
+  bool operator==(const SparseMessages& o) const {
+    return ranks == o.ranks && offsets == o.offsets && data == o.data;
+  }
+};
+
+namespace detail {
+struct ByteMessages {
+  std::vector<int> ranks;
+  std::vector<int64_t> offsets{0};
+  std::vector<char> bytes;
+};
+}  // namespace detail
+
+/// The SDDE strategy of setup steps (plans, combining, topologies) when the caller does not
+/// choose one: NBX normally. In the SMPI build "personalized": NBX's probe loop costs the
+/// simulator host time that grows faster than linearly with the polls made in one run
+/// (SimGrid 3.32; measured in experiments/README.md, "Measurements behind defaults"). Simulated setup times
+/// are then those of the personalized exchange; ask for "nbx" explicitly to simulate it.
+#ifdef SPARSECOMM_SMPI
+inline constexpr const char* kDefaultSdde = "personalized";
+#else
+inline constexpr const char* kDefaultSdde = "nbx";
+#endif
+
+/// A reusable SDDE context. Construct once (collective: duplicates communicators), then
+/// call exchange() as often as needed, each call choosing its strategy.
+///
+///   Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 4));
+///   SparseMessages<int64_t> req;  req.add(owner, wanted_ids);
+///   auto got = sdde.exchange(req, "locality_nbx");   // got.ranks: who asked me
+class Sdde {
+ public:
+  /// Collective over `comm` (and over each region of `loc`, which must describe `comm`).
+  Sdde(MPI_Comm comm, Locality loc);
+  /// Collective; regions detected with MPI_COMM_TYPE_SHARED.
+  explicit Sdde(MPI_Comm comm);
+
+  /// Names of every strategy, in a stable order.
+  static const std::vector<std::string>& strategies();
+  /// True for strategies that only handle fixed-size messages ("rma").
+  static bool fixed_size_only(const std::string& strategy);
+  /// Throws InputError listing the valid names when `strategy` is unknown.
+  static void check_strategy(const std::string& strategy);
+
+  /// Collective. Variable-size exchange (like MPI Advance's Alltoallv_crs). At most one
+  /// message per destination. Invalid input (rank out of range, repeated destination,
+  /// inconsistent offsets, ranks disagreeing on the strategy) throws on every rank.
+  template <class T>
+  SparseMessages<T> exchange(const SparseMessages<T>& send, const std::string& strategy, Stats* stats = nullptr) {
+    return from_bytes<T>(exchange_bytes(to_bytes(send), sizeof(T), -1, strategy, stats));
+  }
+
+  /// Collective. Fixed-size exchange (like Alltoall_crs): every message has `count`
+  /// elements (checked on every rank).
+  template <class T>
+  SparseMessages<T> exchange_fixed(const SparseMessages<T>& send, int64_t count, const std::string& strategy,
+                                   Stats* stats = nullptr) {
+    return from_bytes<T>(exchange_bytes(to_bytes(send), sizeof(T), count, strategy, stats));
+  }
+
+  MPI_Comm comm() const { return comm_.get(); }
+  const Locality& locality() const { return loc_; }
+
+ private:
+  detail::ByteMessages exchange_bytes(const detail::ByteMessages& send, size_t elem, int64_t fixed_count,
+                                      const std::string& strategy, Stats* stats);
+  detail::ByteMessages locality_exchange(const detail::ByteMessages& send, bool nbx, int tag, Stats* stats);
+
+  template <class T>
+  static detail::ByteMessages to_bytes(const SparseMessages<T>& m) {
+    detail::ByteMessages b;
+    b.ranks = m.ranks;
+    b.offsets.resize(m.offsets.size());
+    for (size_t i = 0; i < m.offsets.size(); ++i) b.offsets[i] = m.offsets[i] * static_cast<int64_t>(sizeof(T));
+    b.bytes.resize(m.data.size() * sizeof(T));
+    if (!m.data.empty()) std::memcpy(b.bytes.data(), m.data.data(), b.bytes.size());
+    return b;
+  }
+  template <class T>
+  static SparseMessages<T> from_bytes(const detail::ByteMessages& b) {
+    SparseMessages<T> m;
+    m.ranks = b.ranks;
+    m.offsets.resize(b.offsets.size());
+    for (size_t i = 0; i < b.offsets.size(); ++i) m.offsets[i] = b.offsets[i] / static_cast<int64_t>(sizeof(T));
+    m.data.resize(b.bytes.size() / sizeof(T));
+    if (!m.data.empty()) std::memcpy(m.data.data(), b.bytes.data(), b.bytes.size());
+    return m;
+  }
+
+  Comm comm_;
+  Comm local_comm_;
+  Locality loc_;
+  int calls_ = 0;
+};
+
+/// The direct answer, for verification only: a dense MPI_Alltoall of counts and an
+/// MPI_Alltoallv of the payloads (collective, O(P) memory). Same output format.
+template <class T>
+SparseMessages<T> reference_exchange(MPI_Comm comm, const SparseMessages<T>& send);
+
+}  // namespace sparsecomm
+
+#include "sparsecomm/comm/sdde_impl.hpp"

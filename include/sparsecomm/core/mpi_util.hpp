@@ -1,0 +1,110 @@
+#pragma once
+// Small RAII and type helpers around MPI.
+#include <mpi.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "sparsecomm/core/error.hpp"
+
+namespace sparsecomm {
+
+int comm_rank(MPI_Comm comm);
+int comm_size(MPI_Comm comm);
+
+/// Owns a duplicate of a communicator (collective to create and to free).
+/// Library traffic runs on such duplicates so a user's message with the same tag is
+/// never matched by the library, and errors return codes instead of aborting.
+class Comm {
+ public:
+  Comm() = default;
+  /// Collective over `parent`.
+  explicit Comm(MPI_Comm parent);
+  /// Takes ownership of an already created communicator (e.g. from MPI_Comm_split).
+  static Comm adopt(MPI_Comm owned);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  Comm(Comm&& o) noexcept;
+  Comm& operator=(Comm&& o) noexcept;
+
+  MPI_Comm get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  explicit operator bool() const { return comm_ != MPI_COMM_NULL; }
+
+ private:
+  void reset() noexcept;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 0;
+};
+
+/// Completes `n` requests (nothing when n == 0), statuses into `st` (or ignored): MPI_Waitall,
+/// except in the SMPI build. There, MPI_Waitall's host time appears to grow quadratically
+/// with the request count (profiled in experiments/README.md, "Measurements behind
+/// defaults"); waiting on each request in turn ends at the same simulated time (the last
+/// completion) in linear host time.
+void wait_all(int n, MPI_Request* reqs, MPI_Status* st = MPI_STATUSES_IGNORE);
+inline void wait_all(std::vector<MPI_Request>& reqs, MPI_Status* st = MPI_STATUSES_IGNORE) {
+  wait_all(static_cast<int>(reqs.size()), reqs.data(), st);
+}
+
+/// A non-blocking barrier, entered on construction. MPI_Ibarrier normally; under SimGrid
+/// SMPI 3.32, whose MPI_Ibarrier lets ranks leave early (../shared/simgrid/NOTES.md), a
+/// dissemination barrier (Hensgen, Finkel and Manber 1988) on Isend/Irecv with tag `tag`:
+/// in round k every rank signals rank + 2^k and waits for rank - 2^k; after ceil(log2 P)
+/// rounds everyone has arrived.
+class NonblockingBarrier {
+ public:
+  NonblockingBarrier(MPI_Comm comm, int tag);
+  NonblockingBarrier(const NonblockingBarrier&) = delete;
+  NonblockingBarrier& operator=(const NonblockingBarrier&) = delete;
+  /// Polls: true once the barrier has completed.
+  bool test();
+  /// Blocks until `other` completes (true, its status in *st) or the barrier does (false;
+  /// `other` is left pending). One wait serves both, without polling.
+  bool wait_with(MPI_Request& other, MPI_Status* st);
+
+ private:
+  void post();     // the current round's requests
+  bool advance();  // after both of the round's requests completed: next round; true when done
+  MPI_Comm comm_;
+  int tag_;
+  int p_ = 1, me_ = 0, dist_ = 1;
+  bool done_ = false;
+  char in_ = 0, out_ = 0;
+  MPI_Request req_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+};
+
+/// The MPI datatype of a C++ arithmetic type.
+template <class T>
+MPI_Datatype mpi_type() {
+  if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
+  else if constexpr (std::is_same_v<T, int32_t>) return MPI_INT32_T;
+  else if constexpr (std::is_same_v<T, int64_t>) return MPI_INT64_T;
+  else if constexpr (std::is_same_v<T, uint64_t>) return MPI_UINT64_T;
+  else if constexpr (std::is_same_v<T, uint32_t>) return MPI_UINT32_T;
+  else if constexpr (std::is_same_v<T, char>) return MPI_CHAR;
+  else if constexpr (std::is_same_v<T, unsigned char>) return MPI_UNSIGNED_CHAR;
+  else if constexpr (std::is_same_v<T, long long>) return MPI_LONG_LONG;
+  else static_assert(sizeof(T) == 0, "no MPI datatype for this type");
+}
+
+/// Max / sum / min of one value over the communicator (collective).
+double allreduce_max(MPI_Comm comm, double v);
+int64_t allreduce_max(MPI_Comm comm, int64_t v);
+int64_t allreduce_sum(MPI_Comm comm, int64_t v);
+int64_t allreduce_min(MPI_Comm comm, int64_t v);
+
+/// Dense all-to-all-v of typed data with 64-bit-safe counts checked to fit int.
+/// `send_counts[p]` elements go to rank p, taken in rank order from `send`.
+/// Used where a dense collective is the right tool (generators, reference answers).
+template <class T>
+std::vector<T> alltoallv(MPI_Comm comm, const std::vector<T>& send, const std::vector<int>& send_counts,
+                         std::vector<int>* recv_counts_out = nullptr);
+
+}  // namespace sparsecomm
+
+#include "sparsecomm/core/mpi_util_impl.hpp"

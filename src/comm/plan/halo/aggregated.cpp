@@ -1,0 +1,406 @@
+// aggregated / aggregated_dedup: 3-step locality-aware aggregation of a halo exchange
+// (Bienz, Gropp and Olson, "Node aware sparse matrix-vector multiplication", JPDC 2019;
+// Collom, Li and Bienz, "Optimizing irregular communication with neighborhood collectives
+// and locality-aware parallelism", EuroMPI'23).
+//
+// For a rank in region R:
+//   local   : messages to ranks of R go directly (one step, in parallel with the rest);
+//   initial : everything for a remote region S goes to the leader L(S) of R, a rank of R
+//             chosen by balancing the regions R sends to over R's ranks by volume (LPT);
+//   inter   : L(S) sends one message to the receiver V_S(R), chosen the same way in S;
+//   final   : V_S(R) forwards to each destination rank of S what it needs.
+// Exactly one inter-region message per (region, region) pair.
+//
+// A value is identified by (origin rank, global id), which makes every layout computable
+// on both sides of a message from the pattern alone. (In the forward halo exchange the
+// origin is the owner; in the reverse one, several ranks send partial sums for one id.)
+// With duplicate removal a value that several ranks of S need crosses R -> S once
+// (and reaches its leader once).
+//
+// Setup talks only to peers it needs: per-region allgathers and alltoallvs on the region
+// communicator, and one SDDE (strategy from PlanOptions::sdde) in which leaders and
+// receivers announce themselves to the first rank of the partner region.
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "comm/plan/halo/aggregation.hpp"
+#include "sparsecomm/comm/messages.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
+
+namespace sparsecomm {
+namespace {
+
+constexpr int kTagLocal = 21, kTagInitial = 22, kTagInter = 23, kTagFinal = 24;
+
+using detail::Key;
+using detail::KeyMap;
+
+void sort_unique(std::vector<Key>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+class AggregatedPlan final : public Plan {
+ public:
+  AggregatedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt, bool dedup)
+      : Plan(dedup ? "aggregated_dedup" : "aggregated", p, loc, comm, opt), dedup_(dedup) {
+    setup(p, loc, opt);
+  }
+  ~AggregatedPlan() override { finish_if_active(); }
+
+ protected:
+  // Every receive is posted at the start; each gathered send as soon as its data is in.
+  void do_start() override {
+    for (Messages* m : {&initial_recv_, &inter_recv_, &final_recv_, &local_recv_}) m->start();
+    local_send_.start();
+    initial_.start();
+  }
+
+  void do_wait() override {
+    // Leaders: once the initial messages are in, build and send the inter-region ones.
+    initial_recv_.wait();
+    inter_.start();
+    // Receivers: once the inter-region messages are in, forward inside the region.
+    inter_recv_.wait();
+    final_.start();
+    const int64_t eb = elem_bytes();
+    for (const auto& [dst, src] : self_final_) std::memcpy(dst, src, static_cast<size_t>(eb));
+    final_recv_.wait();
+    for (const auto& [dst, src] : final_scatter_) std::memcpy(dst, src, static_cast<size_t>(eb));
+    local_recv_.wait();
+    local_send_.wait();
+    for (detail::GatheredSends* m : {&initial_, &inter_, &final_}) m->wait();
+  }
+
+ private:
+  void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt);
+
+  bool dedup_;
+  Messages local_send_, local_recv_;
+  // Gathered sends of the three steps.
+  detail::GatheredSends initial_{elem_bytes()}, inter_{elem_bytes()}, final_{elem_bytes()};
+  Messages initial_recv_, inter_recv_, final_recv_;    // staged receives into r1_/r2_/r3_
+  std::vector<char> r1_, r2_, r3_;  // staging for initial / inter / final receives
+  std::vector<std::pair<char*, const char*>> self_final_, final_scatter_;
+};
+
+void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
+  const int me = loc.rank();
+  const int my_region = loc.region();
+  MPI_Comm local = loc.local_comm();
+  const int nlocal = loc.local_size();
+  const int64_t eb = elem_bytes();
+  const auto& s = p.send();
+  const auto& r = p.recv();
+  Stats& st = setup_stats_mut();
+  const double t0 = MPI_Wtime();
+
+  // --- 1. Split my neighbors into local ones and remote regions -------------------------
+  std::map<int, std::vector<int>> send_to_region;  // S -> my send segment indices (d ascending)
+  std::map<int, std::vector<int>> recv_from_region;  // R' -> my recv segment indices (r ascending)
+  for (int i = 0; i < s.num_neighbors(); ++i) {
+    if (loc.region_of(s.ranks[i]) == my_region) {
+      local_send_.add(true, send_buf() + s.offsets[i] * eb, s.count(i) * eb, s.ranks[i], kTagLocal);
+      count_send("local", s.ranks[i], s.count(i) * eb);
+    } else {
+      send_to_region[loc.region_of(s.ranks[i])].push_back(i);
+    }
+  }
+  for (int i = 0; i < r.num_neighbors(); ++i) {
+    if (loc.region_of(r.ranks[i]) == my_region) {
+      local_recv_.add(false, recv_buf() + r.offsets[i] * eb, r.count(i) * eb, r.ranks[i], kTagLocal);
+      count_recv("local", r.ranks[i], r.count(i) * eb);
+    } else {
+      recv_from_region[loc.region_of(r.ranks[i])].push_back(i);
+    }
+  }
+  // Gids I send to region S: the inter-region content contributed by me (dedup: unique).
+  auto my_keys_for = [&](int region) {
+    std::vector<Key> g;
+    for (int i : send_to_region[region])
+      for (int64_t k = s.offsets[i]; k < s.offsets[i + 1]; ++k) g.emplace_back(me, s.global_ids[k]);
+    if (dedup_) sort_unique(g);
+    return g;
+  };
+
+  // --- 2. Leaders (send side) and receivers (receive side) by volume, per region ----------
+  std::vector<int64_t> mine;  // [kind(0 send,1 recv), region, volume] triples
+  for (auto& [S, segs] : send_to_region) mine.insert(mine.end(), {0, S, static_cast<int64_t>(my_keys_for(S).size())});
+  for (auto& [Rp, segs] : recv_from_region) {
+    int64_t v = 0;
+    for (int i : segs) v += r.count(i);
+    mine.insert(mine.end(), {1, Rp, v});
+  }
+  std::map<int, int64_t> send_vol, recv_vol;
+  for (const auto& all : detail::region_allgatherv(local, mine))
+    for (size_t k = 0; k < all.size(); k += 3) (all[k] == 0 ? send_vol : recv_vol)[static_cast<int>(all[k + 1])] += all[k + 2];
+  std::map<int, int> leader_of, receiver_of;  // region -> global rank
+  for (auto& [S, slot] : detail::lpt_assign(send_vol, nlocal)) leader_of[S] = loc.member(my_region, slot);
+  for (auto& [Rp, slot] : detail::lpt_assign(recv_vol, nlocal)) receiver_of[Rp] = loc.member(my_region, slot);
+
+  // --- 3. Rendezvous: leaders and receivers announce themselves to the partner region ----
+  // Records (kind, my region, my rank) go to the first rank of the partner region, which
+  // broadcasts them in its region. kind 0: "I lead your inbound traffic from my region",
+  // kind 1: "I receive my region's inbound traffic from your region".
+  std::map<int, std::vector<int64_t>> ann;
+  for (auto& [S, L] : leader_of)
+    if (L == me) ann[loc.member(S, 0)].insert(ann[loc.member(S, 0)].end(), {0, my_region, me});
+  for (auto& [Rp, V] : receiver_of)
+    if (V == me) ann[loc.member(Rp, 0)].insert(ann[loc.member(Rp, 0)].end(), {1, my_region, me});
+  SparseMessages<int64_t> out;
+  for (auto& [dest, rec] : ann) out.add(dest, rec);
+  Sdde sdde(comm(), loc);
+  auto got = sdde.exchange(out, opt.sdde, &st);
+  std::vector<int64_t> table;
+  if (loc.local_rank() == 0) table = got.data;
+  int64_t tn = static_cast<int64_t>(table.size());
+  SPC_MPI(MPI_Bcast(&tn, 1, MPI_INT64_T, 0, local));
+  table.resize(static_cast<size_t>(tn));
+  if (tn > 0) SPC_MPI(MPI_Bcast(table.data(), static_cast<int>(tn), MPI_INT64_T, 0, local));
+  std::map<int, int> leader_in, receiver_out;  // R' -> L_{R'}(mine); S -> V_S(mine)
+  for (size_t k = 0; k < table.size(); k += 3) (table[k] == 0 ? leader_in : receiver_out)[static_cast<int>(table[k + 1])] = static_cast<int>(table[k + 2]);
+
+  // --- 4. Metadata to leaders and receivers (region alltoallv) ---------------------------
+  // To leader_of[S]: [S, d, count, gids...] per send segment to S.
+  // To receiver_of[R']: [R', r, count, gids...] per recv segment from R'.
+  std::vector<std::vector<int64_t>> to_leaders(static_cast<size_t>(nlocal)), to_receivers(static_cast<size_t>(nlocal));
+  for (auto& [S, segs] : send_to_region)
+    for (int i : segs) {
+      auto& v = to_leaders[loc.local_index_of(leader_of[S])];
+      v.insert(v.end(), {S, s.ranks[i], s.count(i)});
+      v.insert(v.end(), s.global_ids.begin() + s.offsets[i], s.global_ids.begin() + s.offsets[i + 1]);
+    }
+  for (auto& [Rp, segs] : recv_from_region)
+    for (int i : segs) {
+      auto& v = to_receivers[loc.local_index_of(receiver_of[Rp])];
+      v.insert(v.end(), {Rp, r.ranks[i], r.count(i)});
+      v.insert(v.end(), r.global_ids.begin() + r.offsets[i], r.global_ids.begin() + r.offsets[i + 1]);
+    }
+  auto lead_meta = detail::region_alltoallv(local, to_leaders);
+  auto recv_meta = detail::region_alltoallv(local, to_receivers);
+
+  // Parsed: for each region S I lead: src local rank -> (d -> gids); for each R' I receive
+  // for: dest local rank -> (r -> gids). std::map keeps every order ascending.
+  using Segs = std::map<int, std::vector<int64_t>>;
+  std::map<int, std::map<int, Segs>> lead;   // S -> src rank -> d -> gids
+  std::map<int, std::map<int, Segs>> recvr;  // R' -> dest rank -> r -> gids
+  auto parse = [&](const std::vector<std::vector<int64_t>>& meta, std::map<int, std::map<int, Segs>>& into) {
+    for (int li = 0; li < nlocal; ++li) {
+      const auto& v = meta[li];
+      for (size_t k = 0; k < v.size();) {
+        const int reg = static_cast<int>(v[k]), peer = static_cast<int>(v[k + 1]);
+        const int64_t n = v[k + 2];
+        into[reg][loc.member(my_region, li)][peer].assign(v.begin() + static_cast<std::ptrdiff_t>(k + 3),
+                                                          v.begin() + static_cast<std::ptrdiff_t>(k + 3 + n));
+        k += 3 + static_cast<size_t>(n);
+      }
+    }
+  };
+  parse(lead_meta, lead);
+  parse(recv_meta, recvr);
+
+  // Content of what `src` contributes to S (initial message part), from its segments.
+  auto contribution = [&](int src, const Segs& by_dest) {
+    std::vector<Key> g;
+    for (const auto& [d, gids] : by_dest)
+      for (int64_t gid : gids) g.emplace_back(src, gid);
+    if (dedup_) sort_unique(g);
+    return g;
+  };
+  // Inter-region content R -> S seen from the leader (segments by d, then by src).
+  auto inter_from_leader = [&](const std::map<int, Segs>& by_src) {
+    std::vector<Key> g;
+    if (dedup_) {
+      for (const auto& [src, segs] : by_src) {
+        auto c = contribution(src, segs);
+        g.insert(g.end(), c.begin(), c.end());
+      }
+      sort_unique(g);
+      return g;
+    }
+    std::map<int, std::map<int, const std::vector<int64_t>*>> by_d;
+    for (const auto& [src, segs] : by_src)
+      for (const auto& [d, gids] : segs) by_d[d][src] = &gids;
+    for (const auto& [d, srcs] : by_d)
+      for (const auto& [src, gids] : srcs)
+        for (int64_t gid : *gids) g.emplace_back(src, gid);
+    return g;
+  };
+  // The same content seen from the receiver (recv segments by d, then by r).
+  auto inter_from_receiver = [&](const std::map<int, Segs>& by_dest) {
+    std::vector<Key> g;
+    for (const auto& [d, segs] : by_dest)
+      for (const auto& [src, gids] : segs)
+        for (int64_t gid : gids) g.emplace_back(src, gid);
+    if (dedup_) sort_unique(g);
+    return g;
+  };
+
+  // --- 5. Layout of staging buffers (sizes first: pointers must not move afterwards) -----
+  // Initial receives at leaders: one message per source rank, regions S ascending.
+  std::map<int, std::vector<std::pair<int, std::vector<Key>>>> initial_in;  // src -> [(S, keys)]
+  for (auto& [S, by_src] : lead)
+    for (auto& [src, segs] : by_src)
+      if (src != me) initial_in[src].emplace_back(S, contribution(src, segs));
+  // Inter receives at receivers: one per source region R'.
+  std::map<int, std::vector<Key>> inter_in;  // R' -> keys
+  for (auto& [Rp, by_dest] : recvr) inter_in[Rp] = inter_from_receiver(by_dest);
+  // Final receives: one per receiver V that handles some of my source regions.
+  std::map<int, std::vector<std::pair<int, int>>> final_in;  // V -> [(R', recv segment)]
+  for (auto& [Rp, segs] : recv_from_region) {
+    const int V = receiver_of[Rp];
+    if (V != me)
+      for (int i : segs) final_in[V].emplace_back(Rp, i);
+  }
+  int64_t n1 = 0, n2 = 0, n3 = 0;
+  for (auto& [src, parts] : initial_in)
+    for (auto& pr : parts) n1 += static_cast<int64_t>(pr.second.size());
+  for (auto& [Rp, g] : inter_in) n2 += static_cast<int64_t>(g.size());
+  for (auto& [V, lst] : final_in)
+    for (auto& pr : lst) n3 += r.count(pr.second);
+  r1_.assign(static_cast<size_t>(n1 * eb), 0);
+  r2_.assign(static_cast<size_t>(n2 * eb), 0);
+  r3_.assign(static_cast<size_t>(n3 * eb), 0);
+
+  auto post_recv = [&](Messages& v, std::vector<char>& buf, int peer, int64_t off, int64_t n, int tag,
+                       const char* step) {
+    v.add(false, buf.data() + off * eb, n * eb, peer, tag);
+    count_recv(step, peer, n * eb);
+  };
+  auto post_send = [&](detail::GatheredSends& v, int peer, std::vector<const char*> src, const char* step) {
+    count_send(step, peer, v.add(peer, std::move(src)));
+  };
+
+  // Where each of my own owned-and-sent values sits in send_buf (any copy will do).
+  KeyMap in_send_buf;
+  for (int64_t k = 0; k < s.size(); ++k) in_send_buf.emplace(Key{me, s.global_ids[k]}, send_buf() + k * eb);
+
+  // Leaders: initial receives, then inter sends gathered from send_buf and r1_.
+  KeyMap at_leader = in_send_buf;
+  {
+    int64_t off = 0;
+    for (auto& [src, parts] : initial_in) {
+      int64_t n = 0;  // position inside this source's message (regions S ascending)
+      for (auto& [S, g] : parts)
+        for (const Key& key : g) at_leader.emplace(key, r1_.data() + (off + n++) * eb);
+      post_recv(initial_recv_, r1_, src, off, n, kTagInitial, "initial");
+      off += n;
+    }
+  }
+  for (auto& [S, by_src] : lead) {
+    std::vector<const char*> src;
+    for (const Key& key : inter_from_leader(by_src)) src.push_back(at_leader.at(key));
+    post_send(inter_, receiver_out.at(S), std::move(src), "inter");
+  }
+  // Senders: one initial message per leader (other than me), regions ascending.
+  std::map<int, std::vector<const char*>> initial_out;
+  for (auto& [S, segs] : send_to_region) {
+    const int L = leader_of[S];
+    if (L == me) continue;
+    for (const Key& key : my_keys_for(S)) initial_out[L].push_back(in_send_buf.at(key));
+  }
+  for (auto& [L, src] : initial_out) post_send(initial_, L, std::move(src), "initial");
+
+  // Receivers: inter receives into r2_, final sends gathered from r2_.
+  KeyMap at_receiver;
+  {
+    int64_t off = 0;
+    for (auto& [Rp, g] : inter_in) {
+      for (size_t k = 0; k < g.size(); ++k) at_receiver.emplace(g[k], r2_.data() + (off + static_cast<int64_t>(k)) * eb);
+      post_recv(inter_recv_, r2_, leader_in.at(Rp), off, static_cast<int64_t>(g.size()), kTagInter, "inter");
+      off += static_cast<int64_t>(g.size());
+    }
+  }
+  std::map<int, std::vector<const char*>> final_out;  // d -> sources, (R' asc, r asc)
+  for (auto& [Rp, by_dest] : recvr)
+    for (auto& [d, segs] : by_dest)
+      for (auto& [src_rank, gids] : segs)
+        for (int64_t gid : gids) {
+          if (d == me) continue;
+          final_out[d].push_back(at_receiver.at(Key{src_rank, gid}));
+        }
+  for (auto& [d, src] : final_out) post_send(final_, d, std::move(src), "final");
+  // My own needs from regions I receive for: copy from r2_ into recv_buf.
+  for (auto& [Rp, segs] : recv_from_region)
+    if (receiver_of[Rp] == me)
+      for (int i : segs)
+        for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k)
+          self_final_.emplace_back(recv_buf() + k * eb, at_receiver.at(Key{r.ranks[i], r.global_ids[k]}));
+
+  // Destinations: final receives into r3_, scattered into recv_buf.
+  {
+    int64_t off = 0;
+    for (auto& [V, lst] : final_in) {
+      int64_t n = 0;
+      for (auto& [Rp, i] : lst)
+        for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k, ++n)
+          final_scatter_.emplace_back(recv_buf() + k * eb, r3_.data() + (off + n) * eb);
+      post_recv(final_recv_, r3_, V, off, n, kTagFinal, "final");
+      off += n;
+    }
+  }
+  initial_.init(comm(), kTagInitial, opt.persistent_requests);
+  inter_.init(comm(), kTagInter, opt.persistent_requests);
+  final_.init(comm(), kTagFinal, opt.persistent_requests);
+  for (Messages* m : {&local_send_, &local_recv_, &initial_recv_, &inter_recv_, &final_recv_})
+    m->init(comm(), opt.persistent_requests);
+  set_stages((send_to_region.empty() && recv_from_region.empty() && leader_of.empty()) ? 1 : 3);
+  st.add_time("setup.aggregation", MPI_Wtime() - t0);
+}
+
+}  // namespace
+
+namespace detail {
+std::vector<std::vector<int64_t>> region_allgatherv(MPI_Comm local, const std::vector<int64_t>& mine) {
+  const int n = comm_size(local);
+  const int n_mine = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(n)), displs(static_cast<size_t>(n) + 1, 0);
+  SPC_MPI(MPI_Allgather(&n_mine, 1, MPI_INT, counts.data(), 1, MPI_INT, local));
+  for (int i = 0; i < n; ++i) displs[i + 1] = displs[i] + counts[i];
+  std::vector<int64_t> all(static_cast<size_t>(displs[n]));
+  SPC_MPI(MPI_Allgatherv(mine.data(), n_mine, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, local));
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) out[i].assign(all.begin() + displs[i], all.begin() + displs[i + 1]);
+  return out;
+}
+
+std::vector<std::vector<int64_t>> region_alltoallv(MPI_Comm local, const std::vector<std::vector<int64_t>>& out) {
+  const int n = comm_size(local);
+  std::vector<int64_t> flat;
+  std::vector<int> counts(n);
+  for (int i = 0; i < n; ++i) {
+    counts[i] = static_cast<int>(out[i].size());
+    flat.insert(flat.end(), out[i].begin(), out[i].end());
+  }
+  std::vector<int> rcounts;
+  auto got = alltoallv(local, flat, counts, &rcounts);
+  std::vector<std::vector<int64_t>> in(static_cast<size_t>(n));
+  size_t pos = 0;
+  for (int i = 0; i < n; ++i) {
+    in[i].assign(got.begin() + static_cast<std::ptrdiff_t>(pos), got.begin() + static_cast<std::ptrdiff_t>(pos + rcounts[i]));
+    pos += static_cast<size_t>(rcounts[i]);
+  }
+  return in;
+}
+
+void register_aggregated() {
+  register_backend("aggregated", "3-step locality-aware aggregation (one message per region pair)",
+                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
+                     return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, false));
+                   },
+                   BackendHooks{[](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
+                     return virt::aggregated_halo_counts(h, r, o, false);
+                   }, {}, 3});
+  register_backend("aggregated_dedup", "aggregation with duplicate removal (a value crosses a region pair once)",
+                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
+                     return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, true));
+                   },
+                   BackendHooks{[](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
+                     return virt::aggregated_halo_counts(h, r, o, true);
+                   }, {}, 4});
+}
+}  // namespace detail
+
+}  // namespace sparsecomm

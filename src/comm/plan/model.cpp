@@ -1,0 +1,133 @@
+#include "sparsecomm/comm/plan/model.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace sparsecomm {
+
+ModelParams ModelParams::load(const std::string& path_in) {
+  std::string path = path_in;
+  if (path.empty())
+    if (const char* e = std::getenv("SPARSECOMM_MODEL")) path = e;
+  ModelParams m;
+  if (path.empty()) return m;
+  std::ifstream in(path);
+  if (!in) return m;  // documented: missing file means defaults
+  std::map<std::string, double*> keys = {{"alpha_intra", &m.alpha_intra}, {"beta_intra", &m.beta_intra},
+                                         {"alpha_inter", &m.alpha_inter}, {"beta_inter", &m.beta_inter},
+                                         {"region_rate", &m.region_rate}, {"stage_intra", &m.stage_intra},
+                                         {"stage_inter", &m.stage_inter}, {"stage", nullptr},
+                                         {"copy", &m.copy},
+                                         {"msg_intra", &m.msg_intra}, {"byte_intra", &m.byte_intra},
+                                         {"msg_inter", &m.msg_inter}, {"byte_inter", &m.byte_inter}};
+  std::map<std::string, bool> seen;
+  std::string line;
+  for (int ln = 1; std::getline(in, line); ++ln) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::string k;
+    double v;
+    if (!(ss >> k >> v) || !keys.count(k) || !(v >= 0))
+      throw InputError(path + ":" + std::to_string(ln) + ": expected '<key> <non-negative number>' with a key among "
+                       "alpha_intra beta_intra alpha_inter beta_inter msg_intra byte_intra msg_inter byte_inter "
+                       "region_rate stage_intra stage_inter copy (or stage for both)");
+    if (keys[k]) *keys[k] = v;
+    else m.stage_intra = m.stage_inter = v;  // "stage": one cost for both classes
+    seen[k] = true;
+  }
+  // Files of earlier versions have no loaded costs: the ping-pong ones stand in.
+  if (!seen["msg_intra"]) m.msg_intra = m.alpha_intra;
+  if (!seen["byte_intra"]) m.byte_intra = m.beta_intra;
+  if (!seen["msg_inter"]) m.msg_inter = m.alpha_inter;
+  if (!seen["byte_inter"]) m.byte_inter = m.beta_inter;
+  return m;
+}
+
+void ModelParams::save(const std::string& path) const {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write model parameters to " + path);
+  out.precision(6);
+  out << "# sparsecomm performance model (seconds, bytes); written by sparsecomm_calibrate\n"
+      << "alpha_intra " << alpha_intra << "\nbeta_intra " << beta_intra << "\nalpha_inter " << alpha_inter
+      << "\nbeta_inter " << beta_inter << "\nmsg_intra " << msg_intra << "\nbyte_intra " << byte_intra
+      << "\nmsg_inter " << msg_inter << "\nbyte_inter " << byte_inter << "\nregion_rate " << region_rate
+      << "\nstage_intra " << stage_intra << "\nstage_inter " << stage_inter << "\ncopy " << copy << "\n";
+}
+
+std::string ModelParams::describe() const {
+  std::ostringstream os;
+  os.precision(3);
+  auto gbs = [](double per_byte) { return 1e-9 / std::max(per_byte, 1e-300); };
+  os << "ping-pong intra " << alpha_intra * 1e6 << " us + " << gbs(beta_intra) << " GB/s, inter " << alpha_inter * 1e6
+     << " us + " << gbs(beta_inter) << " GB/s; all ranks at once: intra " << msg_intra * 1e6 << " us/msg + "
+     << gbs(byte_intra) << " GB/s, inter " << msg_inter * 1e6 << " us/msg + " << gbs(byte_inter)
+     << " GB/s; region injection " << region_rate * 1e-9 << " GB/s; stage " << stage_intra * 1e6 << " us intra, "
+     << stage_inter * 1e6 << " us inter; copy " << gbs(copy) << " GB/s";
+  return os.str();
+}
+
+double stage_cost(const ModelParams& m, int64_t stages, int64_t inter_stages) {
+  const int64_t inter = std::min(stages, inter_stages);
+  const double c = m.stage_inter * static_cast<double>(std::max<int64_t>(0, inter - 1)) +
+                   m.stage_intra * static_cast<double>(stages - std::max<int64_t>(inter, 1));
+  return std::max(0.0, c);
+}
+
+int64_t inter_steps(const Stats& counts) {
+  int64_t n = 0;
+  for (const auto& [step, k] : counts.steps())
+    if (k.sent_inter.msgs + k.recv_inter.msgs > 0) ++n;
+  return n;
+}
+
+namespace {
+// Bytes this rank sends beyond its own send buffer: copied between stages.
+double copied_bytes(const Plan& plan) {
+  const auto& tot = plan.iteration_counts().total();
+  const double own = static_cast<double>(plan.pattern().send().size()) * plan.options().width *
+                     plan.options().value_bytes;
+  return std::max(0.0, static_cast<double>(tot.sent_intra.bytes + tot.sent_inter.bytes) - own);
+}
+}  // namespace
+
+RankLoad rank_load(const Plan& plan) {
+  RankLoad l;
+  for (const auto& [step, k] : plan.iteration_counts().steps()) {
+    l.msgs_intra += static_cast<double>(std::max(k.sent_intra.msgs, k.recv_intra.msgs));
+    l.msgs_inter += static_cast<double>(std::max(k.sent_inter.msgs, k.recv_inter.msgs));
+    l.bytes_intra += static_cast<double>(std::max(k.sent_intra.bytes, k.recv_intra.bytes));
+    l.bytes_inter += static_cast<double>(std::max(k.sent_inter.bytes, k.recv_inter.bytes));
+  }
+  l.copy_bytes = copied_bytes(plan);
+  return l;
+}
+
+double step_cost(const ModelParams& m, const CommCounters& k) {
+  auto cost = [&](const MessageCounts& intra, const MessageCounts& inter) {
+    return m.msg_intra * static_cast<double>(intra.msgs) + m.byte_intra * static_cast<double>(intra.bytes) +
+           m.msg_inter * static_cast<double>(inter.msgs) + m.byte_inter * static_cast<double>(inter.bytes);
+  };
+  return std::max(cost(k.sent_intra, k.sent_inter), cost(k.recv_intra, k.recv_inter));
+}
+
+double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) {
+  const Stats& c = plan.iteration_counts();
+  const auto& tot = c.total();
+  double t = m.copy * copied_bytes(plan);
+  for (const auto& [step, k] : c.steps()) t += step_cost(m, k);
+  // The busiest rank, and the busiest region's injection (inter-region bytes it sends).
+  const Locality& loc = plan.locality();
+  double local[2] = {t, 0.0}, busiest[2];
+  SPC_MPI(MPI_Allreduce(local, busiest, 1, MPI_DOUBLE, MPI_MAX, comm));
+  double inj = static_cast<double>(tot.sent_inter.bytes), region_inj = 0;
+  SPC_MPI(MPI_Allreduce(&inj, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
+  double inj_t = region_inj / std::max(m.region_rate, 1.0), max_inj = 0;
+  SPC_MPI(MPI_Allreduce(&inj_t, &max_inj, 1, MPI_DOUBLE, MPI_MAX, comm));
+  const int64_t stages = allreduce_max(comm, static_cast<int64_t>(plan.stages()));
+  return std::max(busiest[0], max_inj) + stage_cost(m, stages, allreduce_max(comm, inter_steps(c)));
+}
+
+}  // namespace sparsecomm

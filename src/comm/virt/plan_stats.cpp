@@ -1,0 +1,702 @@
+#include "sparsecomm/comm/virt/plan_stats.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <tuple>
+
+#include "comm/plan/halo/aggregation.hpp"
+#include "sparsecomm/core/error.hpp"
+#include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
+#include "sparsecomm/comm/topology.hpp"
+
+namespace sparsecomm::virt {
+
+namespace {
+
+// A set of ranks in [0, p) as a bitset: intersections and counts of common neighborhoods
+// in p/64 word operations.
+class Bits {
+ public:
+  explicit Bits(int p = 0) : w_(static_cast<size_t>((p + 63) / 64), 0) {}
+  void set(int i) { w_[static_cast<size_t>(i) >> 6] |= 1ull << (i & 63); }
+  void reset(int i) { w_[static_cast<size_t>(i) >> 6] &= ~(1ull << (i & 63)); }
+  bool test(int i) const { return (w_[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1u; }
+  int count() const {
+    int c = 0;
+    for (uint64_t x : w_) c += __builtin_popcountll(x);
+    return c;
+  }
+  int and_count(const Bits& o) const {
+    int c = 0;
+    for (size_t k = 0; k < w_.size(); ++k) c += __builtin_popcountll(w_[k] & o.w_[k]);
+    return c;
+  }
+  Bits& operator&=(const Bits& o) {
+    for (size_t k = 0; k < w_.size(); ++k) w_[k] &= o.w_[k];
+    return *this;
+  }
+  /// Members in ascending order.
+  std::vector<int> list() const {
+    std::vector<int> v;
+    for (size_t k = 0; k < w_.size(); ++k)
+      for (uint64_t x = w_[k]; x; x &= x - 1) v.push_back(static_cast<int>(k * 64) + __builtin_ctzll(x));
+    return v;
+  }
+
+ private:
+  std::vector<uint64_t> w_;
+};
+
+// One candidate of a leader: (-weight, rank), so that ascending order = the leader's
+// preference (heaviest common neighborhood first, ties to the lower rank), exactly the
+// choice CombiningSchedule::build makes.
+using Cand = std::pair<int, int>;
+
+// The live candidate lists of every growing leader: pairs of leaders with at least theta
+// common destinations, whose merged group stays within k (and, topology-aware, inside
+// one region). Computed with inverted lists (sum over destinations of askers^2) or with
+// bitset intersections (growers^2 * p / 64), whichever is cheaper.
+std::vector<std::vector<Cand>> live_lists(int p, const std::vector<int>& grow, const std::vector<Bits>& common,
+                                          const std::vector<std::vector<int>>& members,
+                                          const std::vector<int>& region, const CombiningOptions& opt,
+                                          WeightMethod method) {
+  std::vector<std::vector<Cand>> live(static_cast<size_t>(p));
+  auto admit = [&](int a, int b, int w) {
+    return w >= opt.theta && members[a].size() + members[b].size() <= static_cast<size_t>(opt.k) &&
+           (!opt.aware || region[a] == region[b]);
+  };
+  std::vector<std::vector<int>> askers(static_cast<size_t>(p));
+  std::vector<std::vector<int>> lists(static_cast<size_t>(p));
+  for (int a : grow) {
+    lists[a] = common[a].list();
+    for (int c : lists[a]) askers[c].push_back(a);
+  }
+  double inv_cost = 0;
+  for (const auto& v : askers) inv_cost += static_cast<double>(v.size()) * static_cast<double>(v.size());
+  const double bit_cost = 0.5 * static_cast<double>(grow.size()) * static_cast<double>(grow.size()) * ((p + 63) / 64);
+  const bool inverted = method == WeightMethod::inverted || (method == WeightMethod::automatic && inv_cost <= bit_cost);
+  if (inverted) {
+    std::vector<int> cnt(static_cast<size_t>(p), 0), touched;
+    for (int a : grow) {
+      touched.clear();
+      for (int c : lists[a])
+        for (int b : askers[c])
+          if (b != a && cnt[b]++ == 0) touched.push_back(b);
+      for (int b : touched) {
+        if (admit(a, b, cnt[b])) live[a].emplace_back(-cnt[b], b);
+        cnt[b] = 0;
+      }
+    }
+  } else {
+    for (size_t i = 0; i < grow.size(); ++i)
+      for (size_t j = i + 1; j < grow.size(); ++j) {
+        const int a = grow[i], b = grow[j];
+        const int w = common[a].and_count(common[b]);
+        if (admit(a, b, w)) live[a].emplace_back(-w, b), live[b].emplace_back(-w, a);
+      }
+  }
+  for (auto& v : live) std::sort(v.begin(), v.end());
+  return live;
+}
+
+// The matching of one merge level. CombiningSchedule::build computes the greedy matching
+// asynchronously (greedy_match in combining.cpp); any schedule of locally dominant edges
+// gives the same result, and here it is the synchronous one, in proposal sub-rounds:
+// every unmatched leader proposes to its best live candidate; mutual proposals match; a
+// leader matched in sub-round t tells its candidates in sub-round t+1, which drop it
+// then. So at the start of sub-round t a candidate l is gone from every list iff it was
+// matched at sub-round t-2 or earlier: the lists are scanned with one pointer each.
+// The error for a backend that registered no counts hook, listing those that did.
+template <class HasCounts>
+[[noreturn]] void no_statistics(const char* shape, const std::string& backend, const std::vector<std::string>& names,
+                                HasCounts has_counts) {
+  std::string with;
+  for (const auto& n : names)
+    if (has_counts(n)) with += (with.empty() ? "" : ", ") + n;
+  throw InputError(std::string("plan statistics: no statistics for ") + shape + " backend '" + backend +
+                   "' (it registers no counts hook); available: " + with);
+}
+
+std::vector<int> match(int p, const std::vector<std::vector<Cand>>& live) {
+  std::vector<int> partner(static_cast<size_t>(p), -1), matched_at(static_cast<size_t>(p), INT_MAX);
+  std::vector<size_t> pos(static_cast<size_t>(p), 0);
+  std::vector<int> act;  // ranks whose live list is not empty
+  for (int a = 0; a < p; ++a)
+    if (!live[a].empty()) act.push_back(a);
+  std::vector<int> status(static_cast<size_t>(p), -1);
+  for (int t = 0; !act.empty(); ++t) {
+    for (int a : act) status[a] = partner[a] >= 0 ? -2 : live[a][pos[a]].second;
+    for (int a : act) {
+      const int b = status[a];
+      if (b > a && status[b] == a) partner[a] = b, partner[b] = a, matched_at[a] = matched_at[b] = t;
+    }
+    std::vector<int> next;
+    for (int a : act) {
+      status[a] = -1;
+      const auto& v = live[a];
+      if (partner[a] >= 0 && matched_at[a] < t) continue;  // told its candidates: list cleared
+      // Drop candidates that announced their match in this sub-round (matched <= t-1).
+      while (pos[a] < v.size() && matched_at[v[pos[a]].second] <= t - 1) ++pos[a];
+      if (partner[a] < 0) {
+        if (pos[a] < v.size()) next.push_back(a);
+        continue;
+      }
+      // Matched now: it still has to tell whoever remains besides its partner.
+      bool any = false;
+      for (size_t k = pos[a]; k < v.size() && !any; ++k)
+        any = v[k].second != partner[a] && matched_at[v[k].second] >= t;
+      if (any) next.push_back(a);
+    }
+    act.swap(next);
+  }
+  return partner;
+}
+
+}  // namespace
+
+int64_t Graph::edges() const {
+  int64_t e = 0;
+  for (const auto& d : dest) e += static_cast<int64_t>(d.size());
+  return e;
+}
+
+Graph Graph::from_destinations(int p, std::vector<std::vector<int>> dest) {
+  if (p < 1) throw InputError("plan statistics: need at least 1 rank, got " + std::to_string(p));
+  if (dest.size() != static_cast<size_t>(p))
+    throw InputError("plan statistics: " + std::to_string(dest.size()) + " destination lists for " +
+                     std::to_string(p) + " ranks");
+  Graph g;
+  g.p = p;
+  g.src.assign(static_cast<size_t>(p), {});
+  for (int a = 0; a < p; ++a) {
+    auto& d = dest[a];
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    for (int x : d) {
+      if (x < 0 || x >= p)
+        throw InputError("plan statistics: destination " + std::to_string(x) + " of rank " + std::to_string(a) +
+                         " out of range [0, " + std::to_string(p) + ")");
+      if (x == a) throw InputError("plan statistics: self-loop at rank " + std::to_string(a));
+      g.src[x].push_back(a);  // a ascending: sorted
+    }
+  }
+  g.dest = std::move(dest);
+  return g;
+}
+
+Graph Graph::from_spec(int p, const std::string& spec) {
+  if (p < 1) throw InputError("plan statistics: need at least 1 rank, got " + std::to_string(p));
+  std::vector<std::vector<int>> dest(static_cast<size_t>(p));
+  for (int a = 0; a < p; ++a) dest[a] = spec_destinations(spec, a, p);
+  return from_destinations(p, std::move(dest));
+}
+
+std::vector<int> regions_from_spec(int p, const std::string& spec) {
+  std::vector<int> r = layout_labels(spec, p);
+  if (r.empty())
+    throw InputError("plan statistics: unknown region layout '" + spec +
+                     "'; valid layouts for virtual ranks: ppn:<k>, cyclic:<n>, flat, single");
+  return r;
+}
+
+std::vector<CombiningSchedule> combining_schedules(const Graph& g, const std::vector<int>& region,
+                                                   const CombiningOptions& opt, WeightMethod method) {
+  // The same checks and messages as CombiningSchedule::build.
+  if (opt.k < 2) throw InputError("combining: group size k must be >= 2, got " + std::to_string(opt.k));
+  if (opt.theta < 1) throw InputError("combining: theta must be >= 1, got " + std::to_string(opt.theta));
+  if (opt.max_rounds < 0) throw InputError("combining: max_rounds must be >= 0");
+  const int p = g.p;
+  if (region.size() != static_cast<size_t>(p))
+    throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(p) + " ranks");
+
+  std::vector<Bits> pending(static_cast<size_t>(p), Bits(p));
+  for (int a = 0; a < p; ++a)
+    for (int d : g.dest[a]) pending[a].set(d);
+  using SetMap = std::map<int, std::set<int>>;
+  std::vector<SetMap> origins(static_cast<size_t>(p)), send_dests(static_cast<size_t>(p)), recv_dests(static_cast<size_t>(p));
+  std::vector<std::vector<int>> via(static_cast<size_t>(p));
+  std::vector<CombiningSchedule> s(static_cast<size_t>(p));
+
+  for (int round = 0; round < opt.max_rounds; ++round) {
+    std::vector<char> leader(static_cast<size_t>(p), 1);
+    std::vector<std::vector<int>> members(static_cast<size_t>(p));
+    for (int a = 0; a < p; ++a) members[a] = {a};
+    std::vector<Bits> common = pending;
+    while (true) {  // merge levels
+      std::vector<int> grow;
+      for (int a = 0; a < p; ++a)
+        if (leader[a] && static_cast<int>(members[a].size()) < opt.k && common[a].count() >= opt.theta) grow.push_back(a);
+      const auto live = live_lists(p, grow, common, members, region, opt, method);
+      if (std::all_of(live.begin(), live.end(), [](const auto& v) { return v.empty(); })) break;
+      const std::vector<int> partner = match(p, live);
+      bool merged = false;
+      for (int a = 0; a < p; ++a) {
+        const int b = partner[a];
+        if (b <= a) continue;  // the lower rank leads the merged group
+        merged = true;
+        members[a].insert(members[a].end(), members[b].begin(), members[b].end());
+        std::sort(members[a].begin(), members[a].end());
+        common[a] &= common[b];
+        leader[b] = 0;
+      }
+      if (!merged) break;
+    }
+    // Groups of 2+ with a common neighborhood: flags, then the split of the common set.
+    bool any_group = false;
+    for (int l = 0; l < p; ++l) {
+      if (!leader[l] || members[l].size() < 2) continue;
+      const std::vector<int> com = common[l].list();
+      if (com.empty()) continue;
+      any_group = true;
+      const auto& mem = members[l];
+      const size_t n = mem.size(), ncommon = com.size();
+      ++s[l].groups_led;
+      s[l].group_members += static_cast<int>(n);
+      // A forwarding member (index < ncommon) that is also one of my pending destinations
+      // gets my data in stage 1 instead of a direct message.
+      for (int a : mem)
+        for (size_t i = 0; i < n && i < ncommon; ++i) {
+          const int x = mem[i];
+          if (x == a || !pending[a].test(x)) continue;
+          pending[a].reset(x);
+          send_dests[a][x].insert(x);
+          recv_dests[x][a].insert(x);
+          via[x].push_back(a);
+        }
+      for (size_t j = 0; j < ncommon; ++j) {
+        const int cover = mem[j % n], c = com[j];
+        for (int a : mem) {
+          pending[a].reset(c);
+          if (cover == a) {
+            origins[a][c].insert(mem.begin(), mem.end());
+            for (int m : mem)
+              if (m != a) recv_dests[a][m].insert(c);
+          } else {
+            send_dests[a][cover].insert(c);
+          }
+        }
+      }
+    }
+    for (auto& x : s) ++x.rounds;
+    if (!any_group) break;
+  }
+
+  for (int a = 0; a < p; ++a) {
+    for (int d : pending[a].list()) origins[a][d].insert(a);
+    auto& x = s[a];
+    for (const auto& [m, d] : send_dests[a]) {
+      x.stage1_send.push_back(m);
+      x.stage1_send_dests.emplace_back(d.begin(), d.end());
+    }
+    for (const auto& [m, d] : recv_dests[a]) {
+      x.stage1_recv.push_back(m);
+      x.stage1_recv_dests.emplace_back(d.begin(), d.end());
+    }
+    for (const auto& [d, o] : origins[a]) {
+      x.dest.push_back(d);
+      x.dest_origins.emplace_back(o.begin(), o.end());
+      s[d].from.push_back(a);  // a ascending: sorted by forwarder
+      s[d].from_origins.emplace_back(o.begin(), o.end());
+    }
+  }
+  // Every (source, destination) edge covered exactly once, as build() checks.
+  for (int d = 0; d < p; ++d) {
+    std::vector<int> covered = via[d];
+    for (const auto& o : s[d].from_origins) covered.insert(covered.end(), o.begin(), o.end());
+    std::sort(covered.begin(), covered.end());
+    if (covered != g.src[d])
+      throw Error("plan statistics: the combining pattern does not cover rank " + std::to_string(d) +
+                  "'s in-neighbors exactly once (internal error; please report)");
+  }
+  return s;
+}
+
+std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g, const std::vector<int>& region,
+                                      const GatherOptions& opt, int64_t count) {
+  if (region.size() != static_cast<size_t>(g.p))
+    throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(g.p) + " ranks");
+  if (count < 0) throw InputError("plan statistics: negative block size");
+  const auto& hooks = gather_backend_hooks(backend);  // InputError for an unknown name
+  if (!hooks.counts)
+    no_statistics("gather", backend, gather_backend_names(), [](auto& n) { return bool(gather_backend_hooks(n).counts); });
+  return hooks.counts(g, region, opt, count);
+}
+
+std::vector<RankCounts> direct_gather_counts(const Graph& g, const std::vector<int>& region, const GatherOptions& opt,
+                                             int64_t count) {
+  const int64_t bytes = count * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(g.p));
+  auto intra = [&](int a, int b) { return region[a] == region[b]; };
+  for (int a = 0; a < g.p; ++a) {
+    for (int x : g.src[a]) out[a].counts.record_recv("direct", intra(a, x), bytes);
+    for (int d : g.dest[a]) out[a].counts.record_send("direct", intra(a, d), bytes);
+  }
+  return out;
+}
+
+std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector<int>& region,
+                                               const GatherOptions& opt, int64_t count) {
+  const int64_t bytes = count * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(g.p));
+  auto intra = [&](int a, int b) { return region[a] == region[b]; };
+  const auto sched = combining_schedules(g, region, combining_from(opt.backend, opt.sdde));
+  for (int a = 0; a < g.p; ++a) {
+    const auto& s = sched[a];
+    auto& c = out[a].counts;
+    // The order of GatherPlan's combined backend: stage-1 receives, stage-1 sends,
+    // stage-2 sends (one per destination), stage-2 receives (one per forwarder).
+    for (int m : s.stage1_recv) c.record_recv("stage1", intra(a, m), bytes);
+    for (int m : s.stage1_send) c.record_send("stage1", intra(a, m), bytes);
+    for (size_t i = 0; i < s.dest.size(); ++i)
+      if (s.dest[i] != a) c.record_send("stage2", intra(a, s.dest[i]), bytes * static_cast<int64_t>(s.dest_origins[i].size()));
+    for (size_t i = 0; i < s.from.size(); ++i)
+      if (s.from[i] != a) c.record_recv("stage2", intra(a, s.from[i]), bytes * static_cast<int64_t>(s.from_origins[i].size()));
+    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
+    out[a].groups_led = s.groups_led;
+    out[a].group_members = s.group_members;
+  }
+  return out;
+}
+
+// --- Halo-exchange Plans --------------------------------------------------------------
+
+int64_t HaloPattern::segments() const {
+  int64_t n = 0;
+  for (const auto& v : send) n += static_cast<int64_t>(v.size());
+  return n;
+}
+
+HaloPattern HaloPattern::from_graph(const Graph& g, int64_t count) {
+  if (count < 1) throw InputError("plan statistics: a halo pattern needs at least one value per message, got " + std::to_string(count));
+  HaloPattern h;
+  h.p = g.p;
+  h.send.resize(static_cast<size_t>(g.p));
+  for (int a = 0; a < g.p; ++a) {
+    std::vector<int64_t> ids(static_cast<size_t>(count));
+    for (int64_t j = 0; j < count; ++j) ids[static_cast<size_t>(j)] = a * count + j;
+    for (int d : g.dest[a]) h.send[a].emplace_back(d, ids);
+  }
+  return h;
+}
+
+HaloPattern HaloPattern::from_matrix(const RowPartition& rows, const RowPartition& cols,
+                                     const std::vector<Triplet<double>>& entries) {
+  const int p = rows.num_parts();
+  if (p < 1 || cols.num_parts() != p)
+    throw InputError("plan statistics: row and column partitions over " + std::to_string(p) + " and " +
+                     std::to_string(cols.num_parts()) + " parts");
+  // (owner of the column, rank of the row, column): one record per ghost reference.
+  struct Ref {
+    int owner, rank;
+    int64_t col;
+    bool operator<(const Ref& o) const { return std::tie(owner, rank, col) < std::tie(o.owner, o.rank, o.col); }
+    bool operator==(const Ref& o) const { return owner == o.owner && rank == o.rank && col == o.col; }
+  };
+  std::vector<Ref> refs;
+  for (const auto& e : entries) {
+    if (e.row < 0 || e.row >= rows.global_size() || e.col < 0 || e.col >= cols.global_size())
+      throw InputError("plan statistics: entry (" + std::to_string(e.row) + ", " + std::to_string(e.col) +
+                       ") outside a " + std::to_string(rows.global_size()) + " x " +
+                       std::to_string(cols.global_size()) + " matrix");
+    const int r = rows.owner(e.row);
+    if (e.col >= cols.begin(r) && e.col < cols.end(r)) continue;
+    refs.push_back({cols.owner(e.col), r, e.col});
+  }
+  std::sort(refs.begin(), refs.end());
+  refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+  HaloPattern h;
+  h.p = p;
+  h.send.resize(static_cast<size_t>(p));
+  for (const Ref& x : refs) {
+    auto& v = h.send[x.owner];
+    if (v.empty() || v.back().first != x.rank) v.emplace_back(x.rank, std::vector<int64_t>{});
+    v.back().second.push_back(x.col);
+  }
+  return h;
+}
+
+namespace {
+
+void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
+  if (pat.p < 1 || pat.send.size() != static_cast<size_t>(pat.p))
+    throw InputError("plan statistics: a halo pattern of " + std::to_string(pat.p) + " ranks with " +
+                     std::to_string(pat.send.size()) + " send lists");
+  if (region.size() != static_cast<size_t>(pat.p))
+    throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(pat.p) + " ranks");
+  for (int a = 0; a < pat.p; ++a) {
+    int last = -1;
+    for (const auto& [d, ids] : pat.send[a]) {
+      if (d < 0 || d >= pat.p || d == a || d <= last || ids.empty())
+        throw InputError("plan statistics: rank " + std::to_string(a) + " of the halo pattern sends to " +
+                         std::to_string(d) + " (destinations must be other ranks, ascending, each with values)");
+      last = d;
+    }
+  }
+}
+
+// Counts of the 3-step aggregation (backends/aggregated.cpp), following its setup step
+// by step: local segments directly; each region's leaders (send side) and receivers
+// (receive side) by LPT over the region's members in rank order; initial messages to
+// leaders merged per leader; one inter-region message per (region, region) pair; final
+// messages from receivers merged per destination. A value is (origin rank, id); with
+// duplicate removal it crosses a region pair once.
+std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
+                                          bool dedup) {
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  int nreg = 0;
+  for (int x : region) nreg = std::max(nreg, x + 1);
+  std::vector<std::vector<int>> members(static_cast<size_t>(nreg));
+  for (int a = 0; a < p; ++a) members[region[a]].push_back(a);
+
+  // keys[a][S]: the values a sends to region S != region[a] (dedup: distinct ids).
+  // recv_count[d][R']: how many values d receives from ranks of R' != region[d].
+  // by_pair[(R, S)][d]: the values ranks of R send to d in S, as (origin, id).
+  std::vector<std::map<int, int64_t>> keys(static_cast<size_t>(p)), recv_count(static_cast<size_t>(p));
+  std::map<std::pair<int, int>, std::map<int, std::vector<std::pair<int, int64_t>>>> by_pair;
+  for (int a = 0; a < p; ++a) {
+    std::map<int, std::vector<int64_t>> ids_to;
+    for (const auto& [d, ids] : pat.send[a]) {
+      const int S = region[d];
+      if (S == region[a]) {
+        out[a].counts.record_send("local", true, static_cast<int64_t>(ids.size()) * eb);
+        out[d].counts.record_recv("local", true, static_cast<int64_t>(ids.size()) * eb);
+        continue;
+      }
+      recv_count[d][region[a]] += static_cast<int64_t>(ids.size());
+      auto& v = ids_to[S];
+      v.insert(v.end(), ids.begin(), ids.end());
+      auto& w = by_pair[{region[a], S}][d];
+      for (int64_t id : ids) w.emplace_back(a, id);
+    }
+    for (auto& [S, v] : ids_to) {
+      if (dedup) {
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+      }
+      keys[a][S] = static_cast<int64_t>(v.size());
+    }
+  }
+  // Per region: leaders of the regions it sends to, receivers of those it receives from.
+  std::vector<std::map<int, int>> leader(static_cast<size_t>(nreg)), receiver(static_cast<size_t>(nreg));
+  std::vector<bool> region_sends(static_cast<size_t>(nreg), false);
+  for (int R = 0; R < nreg; ++R) {
+    std::map<int, int64_t> send_vol, recv_vol;
+    for (int a : members[R]) {
+      for (const auto& [S, n] : keys[a]) send_vol[S] += n;
+      for (const auto& [Rp, n] : recv_count[a]) recv_vol[Rp] += n;
+    }
+    region_sends[R] = !send_vol.empty();
+    const int slots = static_cast<int>(members[R].size());
+    for (const auto& [S, slot] : detail::lpt_assign(send_vol, slots)) leader[R][S] = members[R][slot];
+    for (const auto& [Rp, slot] : detail::lpt_assign(recv_vol, slots)) receiver[R][Rp] = members[R][slot];
+  }
+  // The two intra-region steps, merged per peer: rank a and the member of its region that
+  // handles remote region X (role[region[a]][X]) exchange the values counted in
+  // volume[a][X], a itself excepted. Initial: a sends to its leaders; final: a receives
+  // from its receivers.
+  auto intra_step = [&](const char* step, const std::vector<std::map<int, int64_t>>& volume,
+                        const std::vector<std::map<int, int>>& role, bool a_sends) {
+    for (int a = 0; a < p; ++a) {
+      std::map<int, int64_t> merged;
+      for (const auto& [X, n] : volume[a]) {
+        const int peer = role[region[a]].at(X);
+        if (peer != a) merged[peer] += n;
+      }
+      for (const auto& [peer, n] : merged) {
+        out[a_sends ? a : peer].counts.record_send(step, true, n * eb);
+        out[a_sends ? peer : a].counts.record_recv(step, true, n * eb);
+      }
+    }
+  };
+  // Initial: each rank to each leader of its remote regions.
+  intra_step("initial", keys, leader, true);
+  // Inter: leader of (R -> S) to the receiver of (S <- R), one message per pair.
+  for (const auto& [pair, by_dest] : by_pair) {
+    const auto [R, S] = pair;
+    int64_t n = 0;
+    if (dedup) {
+      std::vector<std::pair<int, int64_t>> all;
+      for (const auto& [d, v] : by_dest) all.insert(all.end(), v.begin(), v.end());
+      std::sort(all.begin(), all.end());
+      n = static_cast<int64_t>(std::unique(all.begin(), all.end()) - all.begin());
+    } else {
+      for (const auto& [d, v] : by_dest) n += static_cast<int64_t>(v.size());
+    }
+    out[leader[R].at(S)].counts.record_send("inter", false, n * eb);
+    out[receiver[S].at(R)].counts.record_recv("inter", false, n * eb);
+  }
+  // Final: each receiver to each destination of its region, merged over the source
+  // regions it receives for.
+  intra_step("final", recv_count, receiver, false);
+  for (int a = 0; a < p; ++a)
+    out[a].stages = (keys[a].empty() && recv_count[a].empty() && !region_sends[region[a]]) ? 1 : 3;
+  return out;
+}
+
+// Counts of the 2-step aggregation (backends/aggregated2.cpp): local segments directly;
+// per (source, remote region) one inter-region message to the destination needing the
+// most values (ties: lowest rank) with the distinct ids of all the region's segments, or
+// the segment itself when the region holds one destination; that receiver forwards each
+// other destination's segment, merged per (receiver, destination) over sources.
+std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb) {
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  std::map<std::pair<int, int>, int64_t> forwarded;  // (receiver, destination) -> values
+  for (int a = 0; a < p; ++a) {
+    std::map<int, std::vector<const std::pair<int, std::vector<int64_t>>*>> to_region;
+    for (const auto& seg : pat.send[a]) {
+      const int d = seg.first;
+      if (region[d] == region[a]) {
+        out[a].counts.record_send("local", true, static_cast<int64_t>(seg.second.size()) * eb);
+        out[d].counts.record_recv("local", true, static_cast<int64_t>(seg.second.size()) * eb);
+      } else {
+        to_region[region[d]].push_back(&seg);
+      }
+    }
+    for (const auto& [S, segs] : to_region) {
+      const auto* v = segs[0];
+      std::vector<int64_t> ids;
+      for (const auto* seg : segs) {
+        if (seg->second.size() > v->second.size()) v = seg;  // ascending ranks: ties keep the lowest
+        ids.insert(ids.end(), seg->second.begin(), seg->second.end());
+      }
+      std::sort(ids.begin(), ids.end());
+      const int64_t n = segs.size() == 1 ? static_cast<int64_t>(v->second.size())
+                                         : static_cast<int64_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
+      out[a].counts.record_send("inter", false, n * eb);
+      out[v->first].counts.record_recv("inter", false, n * eb);
+      if (segs.size() > 1)
+        for (const auto* seg : segs)
+          if (seg != v) forwarded[{v->first, seg->first}] += static_cast<int64_t>(seg->second.size());
+    }
+  }
+  for (const auto& [pair, n] : forwarded) {
+    out[pair.first].counts.record_send("final", true, n * eb);
+    out[pair.second].counts.record_recv("final", true, n * eb);
+    out[pair.first].stages = out[pair.second].stages = 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPattern& pat, const std::vector<int>& region,
+                                    const PlanOptions& opt) {
+  check_halo(pat, region);
+  if (opt.width < 1 || opt.value_bytes < 1) throw InputError("plan statistics: width and value size must be positive");
+  const auto& hooks = backend_hooks(backend);  // InputError for an unknown name
+  if (!hooks.counts) no_statistics("halo", backend, backend_names(), [](auto& n) { return bool(backend_hooks(n).counts); });
+  return hooks.counts(pat, region, opt);
+}
+
+std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                           const PlanOptions& opt) {
+  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(pat.p));
+  for (int a = 0; a < pat.p; ++a)
+    for (const auto& [d, ids] : pat.send[a]) {
+      const int64_t bytes = static_cast<int64_t>(ids.size()) * eb;
+      out[a].counts.record_send("direct", region[a] == region[d], bytes);
+      out[d].counts.record_recv("direct", region[a] == region[d], bytes);
+    }
+  return out;
+}
+
+std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                               const PlanOptions& opt, bool dedup) {
+  return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup);
+}
+
+std::vector<RankCounts> two_step_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                             const PlanOptions& opt) {
+  return two_step_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes);
+}
+
+std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                             const PlanOptions& opt) {
+  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  auto intra = [&](int a, int b) { return region[a] == region[b]; };
+  // backends/combined.cpp: the combining schedule of the pattern's graph; stage 1 carries
+  // an origin's segments for the destinations a member covers; stage 2 one message per
+  // destination with the segments of its origins; one receive per forwarder.
+  std::vector<std::vector<int>> dest(static_cast<size_t>(p));
+  std::vector<std::map<int, int64_t>> count(static_cast<size_t>(p));  // count[o][d]
+  for (int a = 0; a < p; ++a)
+    for (const auto& [d, ids] : pat.send[a]) {
+      dest[a].push_back(d);
+      count[a][d] = static_cast<int64_t>(ids.size());
+    }
+  const auto sched = combining_schedules(Graph::from_destinations(p, std::move(dest)), region, combining_from(opt.backend, opt.sdde));
+  for (int a = 0; a < p; ++a) {
+    const auto& s = sched[a];
+    auto& c = out[a].counts;
+    for (size_t i = 0; i < s.stage1_send.size(); ++i) {
+      int64_t n = 0;
+      for (int d : s.stage1_send_dests[i]) n += count[a].at(d);
+      c.record_send("stage1", intra(a, s.stage1_send[i]), n * eb);
+    }
+    for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
+      int64_t n = 0;
+      for (int d : s.stage1_recv_dests[i]) n += count[s.stage1_recv[i]].at(d);
+      c.record_recv("stage1", intra(a, s.stage1_recv[i]), n * eb);
+    }
+    for (size_t i = 0; i < s.dest.size(); ++i) {
+      int64_t n = 0;
+      for (int o : s.dest_origins[i]) n += count[o].at(s.dest[i]);
+      c.record_send("stage2", intra(a, s.dest[i]), n * eb);
+    }
+    for (size_t i = 0; i < s.from.size(); ++i) {
+      int64_t n = 0;
+      for (int o : s.from_origins[i]) n += count[o].at(a);
+      c.record_recv("stage2", intra(a, s.from[i]), n * eb);
+    }
+    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
+    out[a].groups_led = s.groups_led;
+    out[a].group_members = s.group_members;
+  }
+  return out;
+}
+
+std::shared_ptr<const CombiningSchedule> scatter_combining_schedules(MPI_Comm comm, int root,
+                                                                     const std::function<Graph()>& graph_on_root,
+                                                                     const Locality& loc, const CombiningOptions& opt) {
+  const int me = comm_rank(comm), p = comm_size(comm);
+  std::vector<int64_t> flat;
+  std::vector<int> counts, displs;
+  agreed(comm, [&] {
+    if (me != root) return;
+    const Graph g = graph_on_root();
+    if (g.p != p || loc.size() != p)
+      throw InputError("combining: a schedule for " + std::to_string(g.p) + " ranks (regions for " +
+                       std::to_string(loc.size()) + ") cannot serve " + std::to_string(p) + " ranks");
+    std::vector<int> region(static_cast<size_t>(p));
+    for (int r = 0; r < p; ++r) region[r] = loc.region_of(r);
+    CombiningOptions o = opt;
+    o.given.reset();
+    const auto all = combining_schedules(g, region, o);
+    for (const auto& s : all) {
+      const auto v = s.serialize();
+      if (flat.size() + v.size() > static_cast<size_t>(INT_MAX))
+        throw Error("combining: the schedules of " + std::to_string(p) + " ranks are too large to scatter");
+      displs.push_back(static_cast<int>(flat.size()));
+      counts.push_back(static_cast<int>(v.size()));
+      flat.insert(flat.end(), v.begin(), v.end());
+    }
+  });
+  int n = 0;
+  SPC_MPI(MPI_Scatter(counts.data(), 1, MPI_INT, &n, 1, MPI_INT, root, comm));
+  std::vector<int64_t> mine(static_cast<size_t>(n));
+  SPC_MPI(MPI_Scatterv(flat.data(), counts.data(), displs.data(), MPI_INT64_T, mine.data(), n, MPI_INT64_T, root,
+                       comm));
+  return agreed(comm, [&] { return std::make_shared<const CombiningSchedule>(CombiningSchedule::deserialize(mine)); });
+}
+
+}  // namespace sparsecomm::virt
