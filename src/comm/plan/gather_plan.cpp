@@ -32,19 +32,13 @@ GatherPlan::GatherPlan(std::string name, const Topology& topo, const Locality& l
 
 void GatherPlan::check(size_t value_size) const {
   if (static_cast<int>(value_size) != opt_.value_bytes)
-    throw InputError("GatherPlan(" + name_ + "): values of " + std::to_string(value_size) +
-                     " bytes, but the plan was set up for " + std::to_string(opt_.value_bytes));
+    throw InputError(detail::value_size_mismatch("GatherPlan(" + name_ + ")", value_size, opt_.value_bytes));
 }
 
 void GatherPlan::finish_if_active() noexcept {
   if (!active_) return;
-  try {
-    active_ = false;
-    do_wait();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sparsecomm: GatherPlan(%s) destroyed during an exchange; completing it failed: %s\n",
-                 name_.c_str(), e.what());
-  }
+  active_ = false;
+  detail::complete_in_destructor("GatherPlan(" + name_ + ")", [this] { do_wait(); });
 }
 
 size_t GatherPlan::source_index(int source) const {
@@ -53,39 +47,9 @@ size_t GatherPlan::source_index(int source) const {
   return static_cast<size_t>(it - topo_.sources.begin());
 }
 
-namespace detail {
-void register_gather_basic();
-void register_gather_combined();
-}  // namespace detail
-
 namespace {
-
-void register_gather_builtins() {
-  detail::register_gather_basic();
-  detail::register_gather_combined();
-}
-
-using GatherRegistry = detail::Registry<GatherFactory, GatherBackendHooks>;
-
-GatherRegistry& gregistry() {
-  static GatherRegistry r("gather ", register_gather_builtins);
-  return r;
-}
-
+auto& gregistry() { return detail::gather_registry(); }
 }  // namespace
-
-void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f,
-                             GatherBackendHooks hooks) {
-  gregistry().add(name, {description, std::move(f), std::move(hooks)});
-}
-
-std::vector<std::string> gather_backend_names() { return gregistry().names(); }
-
-const GatherBackendHooks& gather_backend_hooks(const std::string& name) { return gregistry().hooks(name); }
-
-std::vector<OptionSpec> gather_backend_option_specs(const std::string& name) { return gregistry().hooks(name).options; }
-
-std::string gather_backend_description(const std::string& name) { return gregistry().description(name); }
 
 std::string gather_baseline_backend() { return gregistry().find("neighbor") ? "neighbor" : "p2p"; }
 

@@ -32,60 +32,33 @@ Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Co
 
 void Plan::check_type(size_t value_size, const char* call) const {
   if (static_cast<int>(value_size) != opt_.value_bytes)
-    throw InputError("Plan(" + name_ + ")::" + call + ": values of " + std::to_string(value_size) +
-                     " bytes, but the plan was set up for " + std::to_string(opt_.value_bytes));
+    throw InputError(detail::value_size_mismatch("Plan(" + name_ + ")::" + call, value_size, opt_.value_bytes));
 }
 
 void Plan::finish_if_active() noexcept {
   if (!active_) return;
-  try {
-    active_ = false;
-    do_wait();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sparsecomm: Plan(%s) destroyed during an exchange; completing it failed: %s\n",
-                 name_.c_str(), e.what());
-  }
+  active_ = false;
+  detail::complete_in_destructor("Plan(" + name_ + ")", [this] { do_wait(); });
 }
 
 namespace detail {
-void register_p2p();
-void register_neighbor();
-void register_aggregated();
-void register_aggregated_2step();
-void register_combined();
-void register_auto();
+void complete_in_destructor(const std::string& plan, const std::function<void()>& wait) noexcept {
+  try {
+    wait();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparsecomm: %s destroyed during an exchange; completing it failed: %s\n", plan.c_str(),
+                 e.what());
+  }
+}
+
+std::string value_size_mismatch(const std::string& call, size_t got, int want) {
+  return call + ": values of " + std::to_string(got) + " bytes, but the plan was set up for " + std::to_string(want);
+}
 }  // namespace detail
 
 namespace {
-
-void register_builtins() {
-  detail::register_p2p();
-  detail::register_neighbor();
-  detail::register_aggregated();
-  detail::register_aggregated_2step();
-  detail::register_combined();
-  detail::register_auto();
-}
-
-using HaloRegistry = detail::Registry<PlanFactory, BackendHooks>;
-
-HaloRegistry& registry() {
-  static HaloRegistry r("", register_builtins);
-  return r;
-}
-
+auto& registry() { return detail::halo_registry(); }
 }  // namespace
-
-void register_backend(const std::string& name, const std::string& description, PlanFactory factory,
-                      BackendHooks hooks) {
-  registry().add(name, {description, std::move(factory), std::move(hooks)});
-}
-
-std::vector<std::string> backend_names() { return registry().names(); }
-
-std::string backend_description(const std::string& name) { return registry().description(name); }
-
-const BackendHooks& backend_hooks(const std::string& name) { return registry().hooks(name); }
 
 std::vector<OptionSpec> backend_option_specs(const std::string& name) {
   const BackendHooks& h = registry().hooks(name);

@@ -7,11 +7,14 @@
 // Built-in backends are added by `builtins` on the first look-up rather than by static
 // registrar objects: a static library drops object files nobody references, and their
 // registrars with them. std::call_once makes the first use thread-safe.
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/error.hpp"
 
 namespace sparsecomm::detail {
@@ -76,5 +79,17 @@ class Registry {
   std::once_flag once_;
   std::map<std::string, Entry> entries_;
 };
+
+/// The registry of each shape, created on first use with its built-in backends
+/// (registry.cpp, the one list of them).
+using HaloRegistry = Registry<PlanFactory, BackendHooks>;
+using GatherRegistry = Registry<GatherFactory, GatherBackendHooks>;
+HaloRegistry& halo_registry();
+/// What both plan shapes do when destroyed during an exchange: complete it (`wait`), and
+/// report a failure on stderr instead of throwing from a destructor.
+void complete_in_destructor(const std::string& plan, const std::function<void()>& wait) noexcept;
+/// The message of a start()/wait() whose value type does not match the plan's value size.
+std::string value_size_mismatch(const std::string& call, size_t got, int want);
+GatherRegistry& gather_registry();
 
 }  // namespace sparsecomm::detail
