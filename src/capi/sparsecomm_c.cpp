@@ -275,12 +275,6 @@ int record_current_exception() noexcept {
 void Options::set(const std::string& key, const std::string& raw) {
   const std::string v = trim(raw);
   auto bad = [&](const std::string& why) { fail(SPC_ERR_INFO_VALUE, "info key " + key + ": '" + raw + "' " + why); };
-  auto integer = [&](int lo) {
-    int64_t x = 0;
-    if (!parse_int(v, x)) bad("is not an integer");
-    if (x < lo || x > INT_MAX) bad("is out of range (must be >= " + std::to_string(lo) + ")");
-    return static_cast<int>(x);
-  };
   auto boolean = [&] {
     std::string l = v;
     for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

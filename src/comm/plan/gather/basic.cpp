@@ -75,13 +75,13 @@ void register_gather_basic() {
                           [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
                             return std::unique_ptr<GatherPlan>(new P2pGather(t, l, c, n, o));
                           },
-                          GatherBackendHooks{virt::direct_gather_counts});
+                          GatherBackendHooks{virt::direct_gather_counts, {}});
 #ifndef SPARSECOMM_SMPI  // SMPI 3.32 aborts on MPI's neighborhood collectives
   register_gather_backend("neighbor", "MPI's Ineighbor_allgatherv on a distributed graph communicator",
                           [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
                             return std::unique_ptr<GatherPlan>(new NeighborGather(t, l, c, n, o));
                           },
-                          GatherBackendHooks{virt::direct_gather_counts});
+                          GatherBackendHooks{virt::direct_gather_counts, {}});
 #endif
 }
 }  // namespace detail
