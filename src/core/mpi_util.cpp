@@ -1,5 +1,8 @@
 #include "sparsecomm/core/mpi_util.hpp"
 
+#include <cstdio>
+#include <exception>
+
 namespace sparsecomm {
 
 int comm_rank(MPI_Comm comm) {
@@ -139,6 +142,89 @@ bool NonblockingBarrier::wait_with(MPI_Request& other, MPI_Status* st) {
     if (req_[0] == MPI_REQUEST_NULL && req_[1] == MPI_REQUEST_NULL) advance();
   }
   return false;
+}
+
+RequestPool::~RequestPool() {
+  if (left_ == 0) return;
+  try {
+    wait();
+  } catch (const std::exception& e) {
+    // A destructor must not throw: report, as a Plan destroyed mid-exchange does.
+    std::fprintf(stderr, "sparsecomm: RequestPool destroyed with %zu requests pending; completing them failed: %s\n",
+                 left_, e.what());
+  }
+}
+
+RequestPool::RequestPool(RequestPool&& o) noexcept
+    : reqs_(std::move(o.reqs_)), st_(std::move(o.st_)), left_(o.left_) {
+  o.reqs_.clear(), o.st_.clear(), o.left_ = 0;
+}
+
+RequestPool& RequestPool::operator=(RequestPool&& o) noexcept {
+  if (this != &o) {
+    if (left_ > 0) {
+      try {
+        wait();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "sparsecomm: RequestPool replaced with requests pending; completing them failed: %s\n",
+                     e.what());
+      }
+    }
+    reqs_ = std::move(o.reqs_), st_ = std::move(o.st_), left_ = o.left_;
+    o.reqs_.clear(), o.st_.clear(), o.left_ = 0;
+  }
+  return *this;
+}
+
+MPI_Request* RequestPool::add() {
+  reqs_.push_back(MPI_REQUEST_NULL);
+  st_.emplace_back();
+  ++left_;
+  return &reqs_.back();
+}
+
+void RequestPool::take(int n) {
+  if (n == MPI_UNDEFINED) n = 0;  // no active request (cannot happen while left_ > 0)
+  for (int i = 0; i < n; ++i) st_[static_cast<size_t>(idx_[i])] = tmp_[i];
+  left_ -= static_cast<size_t>(n);
+}
+
+bool RequestPool::test() {
+  if (left_ == 0) return true;
+  int n = 0;
+  idx_.resize(reqs_.size());
+  tmp_.resize(reqs_.size());
+  SPC_MPI(MPI_Testsome(static_cast<int>(reqs_.size()), reqs_.data(), &n, idx_.data(), tmp_.data()));
+  take(n);
+  return left_ == 0;
+}
+
+void RequestPool::wait() {
+  for (size_t i = 0; i < reqs_.size() && left_ > 0; ++i)
+    if (reqs_[i] != MPI_REQUEST_NULL) {
+      SPC_MPI(MPI_Wait(&reqs_[i], &st_[i]));
+      --left_;
+    }
+}
+
+void RequestPool::wait_some() {
+  if (left_ == 0) return;
+  int n = 0;
+  idx_.resize(reqs_.size());
+  tmp_.resize(reqs_.size());
+  SPC_MPI(MPI_Waitsome(static_cast<int>(reqs_.size()), reqs_.data(), &n, idx_.data(), tmp_.data()));
+  take(n);
+}
+
+void RequestPool::reset() {
+  wait();
+  reqs_.clear(), st_.clear(), left_ = 0;
+}
+
+int RequestPool::count(size_t i, MPI_Datatype type) const {
+  int n = 0;
+  SPC_MPI(MPI_Get_count(&st_[i], type, &n));
+  return n;
 }
 
 }  // namespace sparsecomm

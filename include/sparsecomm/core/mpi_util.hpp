@@ -2,6 +2,7 @@
 // Small RAII and type helpers around MPI.
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -49,6 +50,55 @@ void wait_all(int n, MPI_Request* reqs, MPI_Status* st = MPI_STATUSES_IGNORE);
 inline void wait_all(std::vector<MPI_Request>& reqs, MPI_Status* st = MPI_STATUSES_IGNORE) {
   wait_all(static_cast<int>(reqs.size()), reqs.data(), st);
 }
+
+/// The requests of one step of a hand-written exchange and their statuses, for code that
+/// must post its own MPI calls (receives at an upper bound whose size is read from the
+/// status, phases of non-blocking collectives). Completion goes through MPI_Testsome /
+/// MPI_Waitsome, which hand each completed request's status over exactly once: SimGrid
+/// SMPI 3.32's MPI_Testall completes (and nulls) some requests while returning
+/// flag = false, so their statuses would be lost. A request is never freed in flight:
+/// reset() and the destructor complete what is still pending first (as a Plan destroyed
+/// during an exchange does).
+///
+///   RequestPool pool;
+///   MPI_Irecv(buf, bound, MPI_INT64_T, src, tag, comm, pool.add());   // request 0
+///   MPI_Isend(out, n, MPI_INT64_T, dst, tag, comm, pool.add());       // request 1
+///   while (!pool.test()) compute_a_little();
+///   int got = pool.count(0, MPI_INT64_T);
+class RequestPool {
+ public:
+  RequestPool() = default;
+  ~RequestPool();
+  RequestPool(const RequestPool&) = delete;
+  RequestPool& operator=(const RequestPool&) = delete;
+  RequestPool(RequestPool&& o) noexcept;
+  RequestPool& operator=(RequestPool&& o) noexcept;
+
+  /// A new request slot for an MPI_I* call; valid until the next add().
+  MPI_Request* add();
+  /// Polls; true once every request has completed.
+  bool test();
+  /// Blocks until every request has completed.
+  void wait();
+  /// Blocks until at least one more request completes (nothing if none is pending).
+  void wait_some();
+  /// Completes what is pending, then forgets every request.
+  void reset();
+  size_t size() const { return reqs_.size(); }
+  size_t pending() const { return left_; }
+  /// Request i has completed.
+  bool completed(size_t i) const { return reqs_[i] == MPI_REQUEST_NULL; }
+  /// Elements of `type` received by request i (a completed receive).
+  int count(size_t i, MPI_Datatype type) const;
+
+ private:
+  void take(int n);  // statuses of the n requests just completed (idx_ / tmp_)
+  std::vector<MPI_Request> reqs_;
+  std::vector<MPI_Status> st_;
+  size_t left_ = 0;
+  std::vector<int> idx_;
+  std::vector<MPI_Status> tmp_;
+};
 
 /// A non-blocking barrier, entered on construction. MPI_Ibarrier normally; under SimGrid
 /// SMPI 3.32, whose MPI_Ibarrier lets ranks leave early (../shared/simgrid/NOTES.md), a
