@@ -36,3 +36,4 @@
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "sparsecomm/kernels/dist_spmv.hpp"
 #include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/kernels/spmm.hpp"
