@@ -58,90 +58,129 @@ std::vector<int64_t> pick_roots(const DistCsr<double>& g, int count, uint64_t se
   return roots;
 }
 
-std::string validate(const DistCsr<double>& g, int64_t root, const std::vector<int64_t>& parent,
-                     std::vector<int64_t>* levels_out) {
-  MPI_Comm comm = g.comm();
-  const int64_t n = g.global_rows(), rb = g.row_begin();
-  const int32_t nl = g.local_rows();
-  std::string err;
-  auto fail = [&](const std::string& e) {
-    if (err.empty()) err = e;
-  };
+namespace {
+
+// The Graph500 rules checked step by step; each step's first failure on any rank is agreed
+// on every rank (the lowest failing rank's message).
+class Validator {
+ public:
+  Validator(const DistCsr<double>& g, int64_t root, const std::vector<int64_t>& parent)
+      : g_(g), root_(root), parent_(parent), comm_(g.comm()), rb_(g.row_begin()), nl_(g.local_rows()) {}
+
+  std::string run(std::vector<int64_t>* levels_out) {
+    if (static_cast<int32_t>(parent_.size()) != nl_) fail("parent array has the wrong local length");
+    if (std::string e = agreed_error(); !e.empty()) return e;
+    check_tree_edges();
+    if (std::string e = agreed_error(); !e.empty()) return e;
+    compute_levels();
+    for (int32_t i = 0; i < nl_; ++i)
+      if (parent_[i] >= 0 && level_[i] < 0)
+        fail("vertex " + std::to_string(rb_ + i) + " has parent " + std::to_string(parent_[i]) +
+             " but no path to the root along parents (cycle or detached tree)");
+    if (std::string e = agreed_error(); !e.empty()) {
+      if (levels_out) *levels_out = level_;
+      return e;
+    }
+    check_level_spans();
+    if (levels_out) *levels_out = level_;
+    return agreed_error();
+  }
+
+ private:
+  void fail(const std::string& e) {
+    if (err_.empty()) err_ = e;
+  }
   // Collective: the lowest failing rank's message on every rank, or "".
-  auto agreed_error = [&]() -> std::string {
+  std::string agreed_error() {
     try {
-      agree(comm, err);
+      agree(comm_, err_);
     } catch (const InputError& e) {
       return e.what();
     }
     return "";
-  };
-  if (static_cast<int32_t>(parent.size()) != nl) fail("parent array has the wrong local length");
-  if (std::string e = agreed_error(); !e.empty()) return e;
-  // Neighbors of local vertex i as global ids.
-  auto for_neighbors = [&](int32_t i, auto&& f) {
-    for (int64_t k = g.diag().row_ptr[i]; k < g.diag().row_ptr[i + 1]; ++k) f(g.col_begin() + g.diag().col[k], -1);
-    for (int64_t k = g.offd().row_ptr[i]; k < g.offd().row_ptr[i + 1]; ++k) f(g.ghost_ids()[g.offd().col[k]], g.offd().col[k]);
-  };
+  }
+  // Neighbors of local vertex i as global ids, with their ghost position (-1: local).
+  template <class F>
+  void for_neighbors(int32_t i, F&& f) const {
+    for (int64_t k = g_.diag().row_ptr[i]; k < g_.diag().row_ptr[i + 1]; ++k) f(g_.col_begin() + g_.diag().col[k], -1);
+    for (int64_t k = g_.offd().row_ptr[i]; k < g_.offd().row_ptr[i + 1]; ++k)
+      f(g_.ghost_ids()[g_.offd().col[k]], g_.offd().col[k]);
+  }
+  int64_t level_of(int64_t u, int32_t ghost_pos) const { return ghost_pos >= 0 ? ghost_[ghost_pos] : level_[u - rb_]; }
+
   // Rule: root is its own parent; parents in range; tree edges are graph edges.
-  for (int32_t i = 0; i < nl; ++i) {
-    const int64_t v = rb + i, p = parent[i];
-    if (v == root && p != root) fail("root " + std::to_string(root) + " is not its own parent");
-    if (p < -1 || p >= n) fail("parent of " + std::to_string(v) + " out of range: " + std::to_string(p));
-    if (p >= 0 && v != root) {
-      bool edge = false;
-      for_neighbors(i, [&](int64_t u, int32_t) { edge = edge || u == p; });
-      if (!edge) fail("tree edge (" + std::to_string(v) + ", " + std::to_string(p) + ") is not a graph edge");
+  void check_tree_edges() {
+    const int64_t n = g_.global_rows();
+    for (int32_t i = 0; i < nl_; ++i) {
+      const int64_t v = rb_ + i, p = parent_[i];
+      if (v == root_ && p != root_) fail("root " + std::to_string(root_) + " is not its own parent");
+      if (p < -1 || p >= n) fail("parent of " + std::to_string(v) + " out of range: " + std::to_string(p));
+      if (p >= 0 && v != root_) {
+        bool edge = false;
+        for_neighbors(i, [&](int64_t u, int32_t) { edge = edge || u == p; });
+        if (!edge) fail("tree edge (" + std::to_string(v) + ", " + std::to_string(p) + ") is not a graph edge");
+      }
     }
   }
-  if (std::string e = agreed_error(); !e.empty()) return e;
-  // Levels: every reached vertex is one further than its parent (parents are neighbors,
-  // so a halo exchange of levels over the graph's own pattern brings them).
-  Sdde sdde(comm, Locality::parse(comm, "flat"));
-  Pattern pat = pattern_from_matrix(g, sdde, "nbx");
-  auto plan = make_plan("p2p", pat, Locality::parse(comm, "flat"), comm);
-  std::vector<int64_t> level(static_cast<size_t>(nl), -1), ghost(static_cast<size_t>(g.num_ghosts()), -1);
-  for (int32_t i = 0; i < nl; ++i)
-    if (rb + i == root) level[i] = 0;
-  auto level_of = [&](int64_t u, int32_t ghost_pos) {
-    return ghost_pos >= 0 ? ghost[ghost_pos] : level[u - rb];
-  };
-  while (true) {
-    plan->exchange(level.data(), ghost.data());
-    int64_t changed = 0;
-    for (int32_t i = 0; i < nl; ++i) {
-      if (level[i] >= 0 || parent[i] < 0) continue;
+
+  // Levels: every reached vertex is one further than its parent (parents are neighbors, so
+  // a halo exchange of levels over the graph's own pattern brings them). Ends with the
+  // ghosts' levels exchanged.
+  void compute_levels() {
+    const Locality flat = Locality::parse(comm_, "flat");
+    Sdde sdde(comm_, flat);
+    auto plan = make_plan("p2p", pattern_from_matrix(g_, sdde, "nbx"), flat, comm_);
+    level_.assign(static_cast<size_t>(nl_), -1);
+    ghost_.assign(static_cast<size_t>(g_.num_ghosts()), -1);
+    for (int32_t i = 0; i < nl_; ++i)
+      if (rb_ + i == root_) level_[i] = 0;
+    while (true) {
+      plan->exchange(level_.data(), ghost_.data());
+      int64_t changed = 0;
+      for (int32_t i = 0; i < nl_; ++i) {
+        if (level_[i] >= 0 || parent_[i] < 0) continue;
+        for_neighbors(i, [&](int64_t u, int32_t gp) {
+          if (u == parent_[i] && level_[i] < 0) {
+            const int64_t lu = level_of(u, gp);
+            if (lu >= 0) level_[i] = lu + 1, ++changed;
+          }
+        });
+      }
+      if (allreduce_sum(comm_, changed) == 0) break;
+    }
+    plan->exchange(level_.data(), ghost_.data());
+  }
+
+  // Rule: no edge joins a reached and an unreached vertex or spans more than one level.
+  void check_level_spans() {
+    for (int32_t i = 0; i < nl_; ++i) {
+      const int64_t v = rb_ + i;
       for_neighbors(i, [&](int64_t u, int32_t gp) {
-        if (u == parent[i] && level[i] < 0) {
-          const int64_t lu = level_of(u, gp);
-          if (lu >= 0) level[i] = lu + 1, ++changed;
-        }
+        const int64_t lu = level_of(u, gp);
+        if ((level_[i] < 0) != (lu < 0))
+          fail("edge (" + std::to_string(v) + ", " + std::to_string(u) + ") joins a reached and an unreached vertex");
+        else if (level_[i] >= 0 && std::abs(level_[i] - lu) > 1)
+          fail("edge (" + std::to_string(v) + ", " + std::to_string(u) + ") spans levels " + std::to_string(level_[i]) +
+               " and " + std::to_string(lu));
       });
     }
-    if (allreduce_sum(comm, changed) == 0) break;
   }
-  plan->exchange(level.data(), ghost.data());
-  for (int32_t i = 0; i < nl; ++i)
-    if (parent[i] >= 0 && level[i] < 0)
-      fail("vertex " + std::to_string(rb + i) + " has parent " + std::to_string(parent[i]) +
-           " but no path to the root along parents (cycle or detached tree)");
-  if (std::string e = agreed_error(); !e.empty()) {
-    if (levels_out) *levels_out = level;
-    return e;
-  }
-  for (int32_t i = 0; i < nl; ++i) {
-    const int64_t v = rb + i;
-    for_neighbors(i, [&](int64_t u, int32_t gp) {
-      const int64_t lu = level_of(u, gp);
-      if ((level[i] < 0) != (lu < 0))
-        fail("edge (" + std::to_string(v) + ", " + std::to_string(u) + ") joins a reached and an unreached vertex");
-      else if (level[i] >= 0 && std::abs(level[i] - lu) > 1)
-        fail("edge (" + std::to_string(v) + ", " + std::to_string(u) + ") spans levels " + std::to_string(level[i]) +
-             " and " + std::to_string(lu));
-    });
-  }
-  if (levels_out) *levels_out = level;
-  return agreed_error();
+
+  const DistCsr<double>& g_;
+  const int64_t root_;
+  const std::vector<int64_t>& parent_;
+  MPI_Comm comm_;
+  const int64_t rb_;
+  const int32_t nl_;
+  std::string err_;
+  std::vector<int64_t> level_, ghost_;
+};
+
+}  // namespace
+
+std::string validate(const DistCsr<double>& g, int64_t root, const std::vector<int64_t>& parent,
+                     std::vector<int64_t>* levels_out) {
+  return Validator(g, root, parent).run(levels_out);
 }
 
 }  // namespace sparsecomm::bfs
