@@ -41,7 +41,7 @@ if(TARGET sparsecomm_cli)
     spmv --gen rotate:32,32 --regions ppn:8 --backend p2p,aggregated_dedup --reps 1)
   # Scale check: 1,024 simulated ranks, Moore (2,1), direct and combined.
   sparsecomm_add_smpi_test(nbrbench_moore sparsecomm_cli 1024
-    nbrbench --topos moore:2,1 --sizes 4 --k 2 --aware agnostic --reps 2 --rounds 1)
+    nbrbench --topos moore:2,1 --sizes 4 --k 2 --aware agnostic --reps 2 --rounds 1 --regions ppn:4)
 endif()
 if(TARGET sparsecomm_bfs)
   # The 2D BFS at 16 simulated ranks (4x4 grid), blocking and overlapped over the p2p and

@@ -174,7 +174,10 @@ TEST(PlanStats, BadInputIsAnInputError) {
   EXPECT_THROW(virt::Graph::from_destinations(3, {{1}, {2}, {2}}), InputError);  // self-loop
   EXPECT_THROW(virt::Graph::from_destinations(3, {{1}, {5}, {0}}), InputError);  // out of range
   EXPECT_THROW(virt::regions_from_spec(8, "ppn:0"), InputError);
-  EXPECT_THROW(virt::regions_from_spec(8, "node"), InputError);  // needs real hosts
+  // "node" (the programs' shared default): virtual ranks all live in one process on one
+  // node, so they form one region, as "single" says.
+  EXPECT_EQ(virt::regions_from_spec(8, "node"), virt::regions_from_spec(8, "single"));
+  EXPECT_THROW(virt::regions_from_spec(8, "nodes"), InputError);
   const auto g = virt::Graph::from_spec(8, "moore:2,1");
   CombiningOptions bad;
   bad.k = 1;

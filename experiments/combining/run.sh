@@ -46,11 +46,11 @@ t0=$(date +%s)
 say() { echo "== [$(( $(date +%s) - t0 )) s] $*" >&2; }
 
 say "1. nbrbench, $np ranks"
-"$root/scripts/mpirun.sh" -np "$np" "$cli" nbrbench --json "$out/node.nbrbench.jsonl" > "$out/node.nbrbench.txt"
+"$root/scripts/mpirun.sh" -np "$np" "$cli" nbrbench --regions ppn:4 --json "$out/node.nbrbench.jsonl" > "$out/node.nbrbench.txt"
 say "2. spmm, $np ranks"
-"$root/scripts/mpirun.sh" -np "$np" "$cli" spmm --matrix "$small" --k 2,4 --reps 5 \
+"$root/scripts/mpirun.sh" -np "$np" "$cli" spmm --regions ppn:4 --matrix "$small" --k 2,4 --reps 5 \
   --json "$out/node.spmm.jsonl" > "$out/node.spmm.txt"
-"$root/scripts/mpirun.sh" -np "$np" "$cli" spmm --matrix "$large" --ordering "$orderings" --cols "$cols" --k 2,4 --reps 5 \
+"$root/scripts/mpirun.sh" -np "$np" "$cli" spmm --regions ppn:4 --matrix "$large" --ordering "$orderings" --cols "$cols" --k 2,4 --reps 5 \
   --json "$out/node.spmm.jsonl" > "$out/node.spmm_large.txt"
 
 if [ -x "$bsmpi/src/apps/nbrbench/sparsecomm_nbrbench" ] && [ -x "$bsmpi/src/apps/spmm/sparsecomm_spmm" ]; then

@@ -20,6 +20,7 @@
 #include "core/compare.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/options.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
@@ -52,29 +53,9 @@ std::string load_json(const Plan& plan, MPI_Comm comm) {
   return os.str();
 }
 
-}  // namespace
-
-namespace sparsecomm::apps {
-
-int autoeval_main(int argc, char** argv) {
-  MPI_Comm comm = MPI_COMM_WORLD;
-  const int rank = comm_rank(comm);
-  apps::Options o({{"matrices", {"all", "names/paths/generator specs (gen:...) separated by ',' (or by ';' or spaces when a spec has commas); 'all' = every shared matrix and gen:rotate:256,256"}},
-                   {"regions", {"node", "region layout"}},
-                   {"model", {"", "model parameter file (default: $SPARSECOMM_MODEL or built-in)"}},
-                   {"reps", {"200", "exchanges timed per backend (split over the rounds)"}},
-                   {"rounds", {"5", "interleaved rounds: each times every backend once; median over rounds"}},
-                   {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}},
-                   {"json", {"", "append JSON lines"}}},
-                  "usage: mpirun -np P sparsecomm_autoeval [options]\n"
-                  "Progress goes to stderr (one line per matrix); experiments/auto/run.sh runs the whole evaluation.\n"
-                  "example: mpirun -np 8 sparsecomm autoeval --matrices HB/bcsstk13,AMD/G2_circuit --regions ppn:4 --reps 100");
-  if (!o.parse(argc, argv)) {
-    if (rank == 0) std::cout << o.help();
-    return 0;
-  }
+/// The matrices: names, paths and generator specs; 'all' = every shared matrix and gen:rotate:256,256.
+std::vector<std::string> matrix_list(const std::string& list) {
   std::vector<std::string> mats;
-  const std::string list = o.get("matrices");
   const bool specs = list.find_first_of("; ") != std::string::npos;  // a generator spec has commas
   for (const auto& m : specs ? apps::split_specs(list) : apps::split_list(list)) {
     if (m != "all") {
@@ -85,90 +66,151 @@ int autoeval_main(int argc, char** argv) {
     mats.push_back("gen:rotate:256,256");
   }
   if (mats.empty()) throw InputError("autoeval: --matrices is empty");
-  Locality loc = Locality::parse(comm, o.get("regions"));
-  const ModelParams model = agreed(comm, [&] { return ModelParams::load(o.get("model")); });
-  apps::Table t({"matrix", "auto picks", "regret", "p2p/best", "best", "pred. error (max |log ratio| over backends)"});
+  return mats;
+}
+
+struct Settings {
+  Locality loc;
+  ModelParams model;
+  std::string model_file, label, json;
+  int rounds = 5, per_round = 40;
+};
+
+// One matrix's figures per backend.
+struct Evaluated {
+  std::map<std::string, double> measured, predicted, spread;
+  std::map<std::string, std::string> load;
+  std::vector<std::string> wrong;  // backends whose exchange delivered wrong values
+};
+
+/// Collective. Every backend but those that choose among the others (auto): its plan, its
+/// exchange checked (x_j = j + 1 for global column id j: every ghost is checked against the
+/// value its id implies before the timing, so a backend that moves wrong values cannot
+/// rank), its prediction and load; then the timings in interleaved rounds
+/// (apps::interleaved_rounds): a backend's time is its median over the rounds.
+Evaluated evaluate(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, const Pattern& pat) {
+  Evaluated ev;
+  std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1), g(static_cast<size_t>(a.num_ghosts()) + 1);
+  for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = static_cast<double>(a.col_begin() + i + 1);
+  std::vector<double> want(g.size());
+  for (int32_t k = 0; k < a.num_ghosts(); ++k) want[k] = static_cast<double>(a.ghost_ids()[k] + 1);
+  std::map<std::string, std::unique_ptr<Plan>> plans;
+  for (const auto& b : backend_names()) {
+    if (backend_hooks(b).chooses_among_others) continue;
+    plans[b] = make_plan(b, pat, st.loc, comm);
+    plans[b]->exchange(x.data(), g.data());
+    if (!compare(g.data(), want.data(), a.num_ghosts()).allreduce(comm).ok(0.0)) ev.wrong.push_back(b);
+    ev.predicted[b] = predict_iteration(*plans[b], st.model, comm);
+    ev.load[b] = load_json(*plans[b], comm);
+  }
+  std::vector<std::string> order;
+  for (const auto& [b, plan] : plans) order.push_back(b);
+  const auto times = apps::interleaved_rounds(order.size(), st.rounds, [&](size_t i) {
+    Plan& plan = *plans[order[i]];
+    return apps::time_per_call(comm, st.per_round, [&] { plan.exchange(x.data(), g.data()); });
+  });
+  for (size_t i = 0; i < order.size(); ++i) ev.measured[order[i]] = times[i].median, ev.spread[order[i]] = times[i].spread;
+  return ev;
+}
+
+void append_json(MPI_Comm comm, const Settings& st, const std::string& name, const Evaluated& ev,
+                 const std::string& chosen) {
+  std::ofstream js(st.json, std::ios::app);
+  for (const auto& [b, v] : ev.measured)
+    js << "{\"bench\":\"autoeval\",\"label\":\"" << apps::json_escape(st.label) << "\",\"matrix\":\""
+       << apps::json_escape(name) << "\",\"ranks\":" << comm_size(comm) << ",\"regions\":\"" << st.loc.describe()
+       << "\",\"backend\":\"" << b << "\",\"measured_s\":" << v << ",\"predicted_s\":" << ev.predicted.at(b)
+       << ",\"spread\":" << ev.spread.at(b) << ",\"auto\":\"" << chosen << "\",\"load\":" << ev.load.at(b) << "}\n";
+}
+
+// The tallies over the matrices.
+struct Tally {
+  apps::Table t{{"matrix", "auto picks", "regret", "p2p/best", "best", "pred. error (max |log ratio| over backends)"}};
   int within10 = 0, never_worse = 0, cases = 0;
   std::vector<std::string> wrong;  // "matrix: backend" whose exchange delivered wrong values
-  const int rounds = o.get_count("rounds");
-  if (rounds < 1 || o.get_count("reps") < rounds) throw InputError("autoeval: need --rounds >= 1 and --reps >= --rounds");
-  const int per_round = o.get_count("reps") / rounds;
-  const double t_start = MPI_Wtime();
-  for (const auto& m : mats) {
-    const double t_matrix = MPI_Wtime();
-    DistCsr<double> a = m.rfind("gen:", 0) == 0 ? gen::from_spec(comm, m.substr(4)) : read_matrix_market(comm, find_matrix(m));
-    Sdde sdde(comm, loc);
-    Pattern pat = pattern_from_matrix(a, sdde, "nbx");
-    std::map<std::string, double> measured, predicted;
-    std::map<std::string, std::string> load;
-    // x_j = j + 1 (global column id j): every exchanged ghost is checked against the value
-    // its id implies before the timing, so a backend that moves wrong values cannot rank.
-    std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1), g(static_cast<size_t>(a.num_ghosts()) + 1);
-    for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = static_cast<double>(a.col_begin() + i + 1);
-    std::vector<double> want(g.size());
-    for (int32_t k = 0; k < a.num_ghosts(); ++k) want[k] = static_cast<double>(a.ghost_ids()[k] + 1);
-    // Every backend's plan first, then the timings in interleaved rounds
-    // (apps::interleaved_rounds): a backend's time is its median over the rounds.
-    std::map<std::string, std::unique_ptr<Plan>> plans;
-    for (const auto& b : backend_names()) {
-      if (backend_hooks(b).chooses_among_others) continue;  // auto itself: measured below
-      plans[b] = make_plan(b, pat, loc, comm);
-      plans[b]->exchange(x.data(), g.data());
-      if (!compare(g.data(), want.data(), a.num_ghosts()).allreduce(comm).ok(0.0)) {
-        if (rank == 0) std::cerr << "autoeval: " << m << ": backend " << b << " delivered wrong ghost values\n";
-        wrong.push_back(m + ": " + b);
-      }
-      predicted[b] = predict_iteration(*plans[b], model, comm);
-      load[b] = load_json(*plans[b], comm);
-    }
-    std::vector<std::string> order;
-    for (const auto& [b, plan] : plans) order.push_back(b);
-    const auto times = apps::interleaved_rounds(order.size(), rounds, [&](size_t i) {
-      Plan& plan = *plans[order[i]];
-      return apps::time_per_call(comm, per_round, [&] { plan.exchange(x.data(), g.data()); });
-    });
-    std::map<std::string, double> spread;
-    for (size_t i = 0; i < order.size(); ++i) measured[order[i]] = times[i].median, spread[order[i]] = times[i].spread;
-    plans.clear();
-    PlanOptions po;
-    if (!o.get("model").empty()) po.backend.set("model", o.get("model"));
-    auto chosen = make_plan("auto", pat, loc, comm, po);
-    std::string best;
-    for (const auto& [b, v] : measured)
-      if (best.empty() || v < measured[best]) best = b;
-    double err = 0;
-    for (const auto& [b, v] : measured) err = std::max(err, std::abs(std::log(predicted[b] / v)));
-    const double regret = measured[chosen->name()] / measured[best];
-    ++cases;
-    within10 += regret <= 1.10;
-    never_worse += measured[chosen->name()] <= measured["p2p"] * 1.10;
-    const std::string name = m.substr(m.find_last_of('/') + 1);
-    if (rank == 0)
-      std::cerr << "autoeval: [" << cases << "/" << mats.size() << "] " << name << ": auto " << chosen->name()
-                << ", regret " << apps::num("%.2f", regret) << " (" << apps::num("%.1f", MPI_Wtime() - t_matrix)
-                << " s, " << apps::num("%.0f", MPI_Wtime() - t_start) << " s in all)" << std::endl;
-    t.add({name, chosen->name(), apps::num("%.2f", regret), apps::num("%.2f", measured["p2p"] / measured[best]), best,
-           apps::num("%.2f", err)});
-    if (rank == 0 && !o.get("json").empty()) {
-      std::ofstream js(o.get("json"), std::ios::app);
-      for (const auto& [b, v] : measured)
-        js << "{\"bench\":\"autoeval\",\"label\":\"" << apps::json_escape(o.get("label")) << "\",\"matrix\":\""
-           << apps::json_escape(name) << "\",\"ranks\":" << comm_size(comm)
-           << ",\"regions\":\"" << loc.describe() << "\",\"backend\":\"" << b << "\",\"measured_s\":" << v
-           << ",\"predicted_s\":" << predicted[b] << ",\"spread\":" << spread[b] << ",\"auto\":\"" << chosen->name()
-           << "\",\"load\":" << load[b] << "}\n";
-    }
+};
+
+/// Collective. One matrix: every backend evaluated, auto's choice and its regret.
+void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t nmats, double t_start, Tally& tally) {
+  const int rank = comm_rank(comm);
+  const double t_matrix = MPI_Wtime();
+  DistCsr<double> a = m.rfind("gen:", 0) == 0 ? gen::from_spec(comm, m.substr(4)) : read_matrix_market(comm, find_matrix(m));
+  Sdde sdde(comm, st.loc);
+  Pattern pat = pattern_from_matrix(a, sdde, "nbx");
+  Evaluated ev = evaluate(comm, st, a, pat);
+  for (const auto& b : ev.wrong) {
+    if (rank == 0) std::cerr << "autoeval: " << m << ": backend " << b << " delivered wrong ghost values\n";
+    tally.wrong.push_back(m + ": " + b);
   }
+  PlanOptions po;
+  if (!st.model_file.empty()) po.backend.set("model", st.model_file);
+  auto chosen = make_plan("auto", pat, st.loc, comm, po);
+  auto& measured = ev.measured;
+  std::string best;
+  for (const auto& [b, v] : measured)
+    if (best.empty() || v < measured[best]) best = b;
+  double err = 0;
+  for (const auto& [b, v] : measured) err = std::max(err, std::abs(std::log(ev.predicted[b] / v)));
+  const double regret = measured[chosen->name()] / measured[best];
+  ++tally.cases;
+  tally.within10 += regret <= 1.10;
+  tally.never_worse += measured[chosen->name()] <= measured["p2p"] * 1.10;
+  const std::string name = m.substr(m.find_last_of('/') + 1);
   if (rank == 0)
-    std::cout << "sparsecomm auto evaluation: " << comm_size(comm) << " ranks, regions " << loc.describe()
-              << "\nmodel: " << model.describe() << "\nregret = measured time of auto's choice / best measured "
+    std::cerr << "autoeval: [" << tally.cases << "/" << nmats << "] " << name << ": auto " << chosen->name() << ", regret "
+              << apps::num("%.2f", regret) << " (" << apps::num("%.1f", MPI_Wtime() - t_matrix) << " s, "
+              << apps::num("%.0f", MPI_Wtime() - t_start) << " s in all)" << std::endl;
+  tally.t.add({name, chosen->name(), apps::num("%.2f", regret), apps::num("%.2f", measured["p2p"] / measured[best]), best,
+               apps::num("%.2f", err)});
+  if (rank == 0 && !st.json.empty()) append_json(comm, st, name, ev, chosen->name());
+}
+
+}  // namespace
+
+namespace sparsecomm::apps {
+
+int autoeval_main(int argc, char** argv) {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = comm_rank(comm);
+  apps::Options o(
+      apps::with_common({"regions", "reps", "json"},
+                        {{"matrices", {"all", "names/paths/generator specs (gen:...) separated by ',' (or by ';' or "
+                                              "spaces when a spec has commas); 'all' = every shared matrix and "
+                                              "gen:rotate:256,256"}},
+                         {"model", {"", "model parameter file (default: $SPARSECOMM_MODEL or built-in)"}},
+                         {"rounds", {"5", "interleaved rounds: each times every backend once; median over rounds"}},
+                         {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}}},
+                        {{"reps", "200"}}),
+      "usage: mpirun -np P sparsecomm_autoeval [options]\n"
+      "Progress goes to stderr (one line per matrix); experiments/auto/run.sh runs the whole evaluation.\n"
+      "example: mpirun -np 8 sparsecomm autoeval --matrices HB/bcsstk13,AMD/G2_circuit --regions ppn:4 --reps 100");
+  if (!o.parse(argc, argv)) {
+    if (rank == 0) std::cout << o.help();
+    return 0;
+  }
+  const std::vector<std::string> mats = matrix_list(o.get("matrices"));
+  Settings st;
+  st.loc = Locality::parse(comm, o.get("regions"));
+  st.model_file = o.get("model");
+  st.model = agreed(comm, [&] { return ModelParams::load(st.model_file); });
+  st.rounds = o.get_count("rounds");
+  if (st.rounds < 1 || o.get_count("reps") < st.rounds)
+    throw InputError("autoeval: need --rounds >= 1 and --reps >= --rounds");
+  st.per_round = o.get_count("reps") / st.rounds;
+  st.label = o.get("label"), st.json = o.get("json");
+  Tally tally;
+  const double t_start = MPI_Wtime();
+  for (const auto& m : mats) run_matrix(comm, st, m, mats.size(), t_start, tally);
+  if (rank == 0)
+    std::cout << "sparsecomm auto evaluation: " << comm_size(comm) << " ranks, regions " << st.loc.describe()
+              << "\nmodel: " << st.model.describe() << "\nregret = measured time of auto's choice / best measured "
               << "backend (same run)\n\n"
-              << t.str() << "\nauto within 10% of the best: " << within10 << "/" << cases
-              << "; auto at most 10% slower than always-p2p: " << never_worse << "/" << cases << "\n";
-  if (!wrong.empty()) {
+              << tally.t.str() << "\nauto within 10% of the best: " << tally.within10 << "/" << tally.cases
+              << "; auto at most 10% slower than always-p2p: " << tally.never_worse << "/" << tally.cases << "\n";
+  if (!tally.wrong.empty()) {
     if (rank == 0) {
       std::cout << "VERIFICATION FAILED: wrong ghost values from";
-      for (const auto& w : wrong) std::cout << " [" << w << "]";
+      for (const auto& w : tally.wrong) std::cout << " [" << w << "]";
       std::cout << "\n";
     }
     return 3;

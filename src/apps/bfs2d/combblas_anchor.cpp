@@ -228,6 +228,161 @@ struct Impl {
   }
 };
 
+struct Settings {
+  int scale = 16, ef = 16, nroots = 16, seed = 1, threads = 1;
+  std::vector<std::string> ours, cbl;  // our variants, CombBLAS's loops
+  std::string graph, json;
+};
+
+/// Every rank parses the same options: a bad value throws on every rank alike.
+Settings parse_settings(const apps::Options& opt, int P) {
+  Settings st;
+  st.scale = opt.get_count("scale"), st.ef = opt.get_count("edge-factor"), st.nroots = opt.get_count("roots");
+  st.seed = opt.get_int("seed");
+  if (st.scale < 1 || st.scale > 40 || st.ef < 1 || st.nroots < 1)
+    throw InputError("--scale must be in [1, 40], --edge-factor and --roots >= 1");
+  const int side = static_cast<int>(std::lround(std::sqrt(static_cast<double>(P))));
+  if (side * side != P)
+    throw InputError("CombBLAS and our 2D BFS need a square process grid; " + std::to_string(P) +
+                     " ranks is not a perfect square");
+  for (const auto& v : apps::split_list(opt.get("variant"))) {
+    if (v == "all") st.ours = {"blocking", "overlapped", "plan"};
+    else if (v == "blocking" || v == "overlapped" || v == "plan") {
+      if (std::find(st.ours.begin(), st.ours.end(), v) == st.ours.end()) st.ours.push_back(v);
+    } else
+      throw InputError("--variant: unknown '" + v + "'; valid: blocking, overlapped, plan, all");
+  }
+  for (const auto& v : apps::split_list(opt.get("combblas"))) {
+    if (v != "graph500" && v != "semiring") throw InputError("--combblas: unknown '" + v + "'; valid: graph500, semiring");
+    if (std::find(st.cbl.begin(), st.cbl.end(), v) == st.cbl.end()) st.cbl.push_back(v);
+  }
+  if (st.cbl.empty()) throw InputError("--combblas needs at least one of graph500, semiring");
+#ifdef _OPENMP
+  if (!std::getenv("OMP_NUM_THREADS")) omp_set_num_threads(1);
+  st.threads = omp_get_max_threads();
+#endif
+  st.graph = opt.get("graph"), st.json = opt.get("json");
+  return st;
+}
+
+/// Collective. The graph shared by every implementation: the file's pattern (A + A^T) or
+/// R-MAT. False (and a message on rank 0) when the file is not on the data search path.
+bool load_graph(MPI_Comm comm, const Settings& st, std::string& name, DistCsr<double>& g) {
+  if (st.graph.empty()) {
+    name = "rmat-s" + std::to_string(st.scale) + "-ef" + std::to_string(st.ef);
+    g = bfs::rmat_graph(comm, st.scale, st.ef, static_cast<uint64_t>(st.seed));
+    return true;
+  }
+  std::string path, missing;
+  try {
+    path = find_matrix(st.graph);
+  } catch (const InputError& e) {
+    missing = e.what();
+  }
+  int found = missing.empty() ? 1 : 0, all = 0;
+  MPI_Allreduce(&found, &all, 1, MPI_INT, MPI_LAND, comm);
+  if (!all) {
+    if (comm_rank(comm) == 0)
+      std::cerr << "sparsecomm_bfs_combblas: skipped (exit 77): graph not found on the data search path:\n  " << missing
+                << "\n";
+    return false;
+  }
+  name = path.substr(path.find_last_of('/') + 1);
+  g = bfs::file_graph(comm, path);
+  return true;
+}
+
+// Both sides set up on one graph, every implementation run from the same roots.
+class Comparison {
+ public:
+  Comparison(MPI_Comm comm, const Settings& st, const DistCsr<double>& g) : comm_(comm), g_(g), grid_(comm) {
+    // Setup of both sides, timed (barrier before, max over ranks).
+    const double setup_ours = timed(comm, [&] { g2d_ = bfs::Graph2D::build(g, grid_); });
+    const double setup_cb = timed(comm, [&] { cb_ = std::make_unique<CombBlasBfs>(g, st.threads); });
+    if (cb_->nnz() != g.global_nnz())
+      throw Error("CombBLAS's matrix has " + std::to_string(cb_->nnz()) + " nonzeros, ours " +
+                  std::to_string(g.global_nnz()));
+    for (const auto& v : st.ours) impls.push_back({"ours", v, false, {}, {}, 0, "", setup_ours});
+    for (const auto& v : st.cbl) impls.push_back({"combblas", v, true, {}, {}, 0, "", setup_cb});
+    if (comm_rank(comm) == 0)
+      std::cout << "setup: ours Graph2D::build " << apps::num("%.3f", setup_ours) << " s, CombBLAS SpParMat "
+                << apps::num("%.3f", setup_cb) << " s\n";
+  }
+
+  /// Collective. A warm-up (untimed, unchecked), then every root through every
+  /// implementation, each BFS checked by our Graph500 validator.
+  void run(const std::vector<int64_t>& roots) {
+    for (auto& im : impls) {
+      double t = 0;
+      bfs_once(im, roots[0], &t);
+    }
+    for (int64_t root : roots)
+      for (auto& im : impls) {
+        double t = 0;
+        const auto parent = bfs_once(im, root, &t);
+        const std::string err = bfs::validate(g_, root, parent);
+        im.times.push_back(t);
+        im.edges.push_back(static_cast<double>(bfs::traversed_edges(g_, parent)));
+        if (err.empty()) ++im.validated;
+        else if (im.first_error.empty()) im.first_error = "root " + std::to_string(root) + ": " + err;
+      }
+  }
+
+  std::vector<Impl> impls;
+
+ private:
+  std::vector<int64_t> bfs_once(const Impl& im, int64_t root, double* t) {
+    std::vector<int64_t> parent;
+    if (im.combblas) {
+      CbVec p = cb_->make_parents();
+      *t = timed(comm_, [&] { cb_->run(root, im.variant == "semiring", p); });
+      return to_row_partition(p, g_.row_partition(), comm_);
+    }
+    bfs::BfsOptions o;
+    o.variant = im.variant;
+    *t = timed(comm_, [&] { parent = bfs::run_bfs(g2d_, grid_, root, o); });
+    return parent;
+  }
+
+  MPI_Comm comm_;
+  const DistCsr<double>& g_;
+  bfs::Grid grid_;
+  bfs::Graph2D g2d_;
+  std::unique_ptr<CombBlasBfs> cb_;
+};
+
+void append_json(const Settings& st, const std::string& graph_name, const DistCsr<double>& g, int P,
+                 const std::vector<Impl>& impls, const Impl& ref) {
+  const int side = static_cast<int>(std::lround(std::sqrt(static_cast<double>(P))));
+  const double ref_teps = ref.hmean_teps();
+  std::ofstream js(st.json, std::ios::app);
+  for (const auto& im : impls) {
+    js << "{\"bench\":\"bfs_combblas\",\"graph\":\"" << apps::json_escape(graph_name) << "\",\"vertices\":"
+       << g.global_rows() << ",\"undirected_edges\":" << g.global_nnz() / 2 << ",\"ranks\":" << P << ",\"grid\":\""
+       << side << "x" << side << "\",\"impl\":\"" << im.name << "\",\"variant\":\"" << im.variant
+       << "\",\"omp_threads\":" << (im.combblas ? st.threads : 1) << ",\"roots\":" << im.times.size()
+       << ",\"validated\":" << im.validated << ",\"hmean_teps\":" << im.hmean_teps() << ",\"mean_time\":" << im.mean_time()
+       << ",\"setup\":" << im.setup << ",\"ratio_reference\":\"combblas/" << ref.variant
+       << "\",\"teps_ratio\":" << (ref_teps > 0 ? im.hmean_teps() / ref_teps : 0.0) << ",\"times\":[";
+    for (size_t i = 0; i < im.times.size(); ++i) js << (i ? "," : "") << im.times[i];
+    js << "]}\n";
+  }
+  if (!js) throw InputError("cannot write --json file '" + st.json + "'");
+  std::cout << "JSON lines appended to " << st.json << "\n";
+}
+
+/// Rank 0. The table: TEPS against the first CombBLAS loop.
+void print_table(const std::vector<Impl>& impls, const Impl& ref) {
+  const double ref_teps = ref.hmean_teps();
+  apps::Table tab({"implementation", "variant", "hmean TEPS", "mean time/BFS [ms]", "validated",
+                   "TEPS / combblas-" + ref.variant});
+  for (const auto& im : impls)
+    tab.add({im.name, im.variant, apps::num("%.4g", im.hmean_teps()), apps::num("%.3f", 1e3 * im.mean_time()),
+             std::to_string(im.validated) + "/" + std::to_string(im.times.size()),
+             apps::num("%.2f", ref_teps > 0 ? im.hmean_teps() / ref_teps : 0.0)});
+  std::cout << "\n" << tab.str();
+}
+
 int run(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), P = comm_size(comm);
@@ -247,157 +402,30 @@ int run(int argc, char** argv) {
     if (rank == 0) std::cout << opt.help();
     return 0;
   }
-  const int scale = opt.get_count("scale"), ef = opt.get_count("edge-factor"), nroots = opt.get_count("roots");
-  const int seed = opt.get_int("seed");
-  if (scale < 1 || scale > 40 || ef < 1 || nroots < 1)
-    throw InputError("--scale must be in [1, 40], --edge-factor and --roots >= 1");
-  const int side = static_cast<int>(std::lround(std::sqrt(static_cast<double>(P))));
-  if (side * side != P)
-    throw InputError("CombBLAS and our 2D BFS need a square process grid; " + std::to_string(P) +
-                     " ranks is not a perfect square");
-
-  std::vector<std::string> ours;
-  for (const auto& v : apps::split_list(opt.get("variant"))) {
-    if (v == "all") ours = {"blocking", "overlapped", "plan"};
-    else if (v == "blocking" || v == "overlapped" || v == "plan") {
-      if (std::find(ours.begin(), ours.end(), v) == ours.end()) ours.push_back(v);
-    } else
-      throw InputError("--variant: unknown '" + v + "'; valid: blocking, overlapped, plan, all");
-  }
-  std::vector<std::string> cbl;
-  for (const auto& v : apps::split_list(opt.get("combblas"))) {
-    if (v != "graph500" && v != "semiring")
-      throw InputError("--combblas: unknown '" + v + "'; valid: graph500, semiring");
-    if (std::find(cbl.begin(), cbl.end(), v) == cbl.end()) cbl.push_back(v);
-  }
-  if (cbl.empty()) throw InputError("--combblas needs at least one of graph500, semiring");
-
-  int threads = 1;
-#ifdef _OPENMP
-  if (!std::getenv("OMP_NUM_THREADS")) omp_set_num_threads(1);
-  threads = omp_get_max_threads();
-#endif
-
-  // The graph (ours), shared by every implementation.
+  const Settings st = parse_settings(opt, P);
   std::string graph_name;
   DistCsr<double> g;
-  if (!opt.get("graph").empty()) {
-    std::string path, missing;
-    try {
-      path = find_matrix(opt.get("graph"));
-    } catch (const InputError& e) {
-      missing = e.what();
-    }
-    int found = missing.empty() ? 1 : 0, all = 0;
-    MPI_Allreduce(&found, &all, 1, MPI_INT, MPI_LAND, comm);
-    if (!all) {
-      if (rank == 0)
-        std::cerr << "sparsecomm_bfs_combblas: skipped (exit 77): graph not found on the data search path:\n  "
-                  << missing << "\n";
-      return 77;
-    }
-    graph_name = path.substr(path.find_last_of('/') + 1);
-    g = bfs::file_graph(comm, path);
-  } else {
-    graph_name = "rmat-s" + std::to_string(scale) + "-ef" + std::to_string(ef);
-    g = bfs::rmat_graph(comm, scale, ef, static_cast<uint64_t>(seed));
-  }
-  const int64_t n = g.global_rows();
-  const auto roots = bfs::pick_roots(g, nroots, static_cast<uint64_t>(seed) + 1);
+  if (!load_graph(comm, st, graph_name, g)) return 77;
+  const auto roots = bfs::pick_roots(g, st.nroots, static_cast<uint64_t>(st.seed) + 1);
   if (roots.empty()) throw InputError("the graph has no vertex with an edge: nothing to search");
-
+  const int side = static_cast<int>(std::lround(std::sqrt(static_cast<double>(P))));
   if (rank == 0)
-    std::cout << "graph " << graph_name << ": " << n << " vertices, " << g.global_nnz() / 2
+    std::cout << "graph " << graph_name << ": " << g.global_rows() << " vertices, " << g.global_nnz() / 2
               << " undirected edges; " << P << " ranks (" << side << "x" << side << " grid), " << roots.size()
-              << " roots; CombBLAS OpenMP threads per rank: " << threads << std::endl;
-
-  // Setup of both sides, timed (barrier before, max over ranks).
-  bfs::Grid grid(comm);
-  bfs::Graph2D g2d;
-  const double setup_ours = timed(comm, [&] { g2d = bfs::Graph2D::build(g, grid); });
-  std::unique_ptr<CombBlasBfs> cb;
-  const double setup_cb = timed(comm, [&] { cb = std::make_unique<CombBlasBfs>(g, threads); });
-  if (cb->nnz() != g.global_nnz())
-    throw Error("CombBLAS's matrix has " + std::to_string(cb->nnz()) + " nonzeros, ours " +
-                std::to_string(g.global_nnz()));
-
-  std::vector<Impl> impls;
-  for (const auto& v : ours) impls.push_back({"ours", v, false, {}, {}, 0, "", setup_ours});
-  for (const auto& v : cbl) impls.push_back({"combblas", v, true, {}, {}, 0, "", setup_cb});
-
-  auto bfs_once = [&](const Impl& im, int64_t root, double* t) {
-    std::vector<int64_t> parent;
-    if (im.combblas) {
-      CbVec p = cb->make_parents();
-      *t = timed(comm, [&] { cb->run(root, im.variant == "semiring", p); });
-      parent = to_row_partition(p, g.row_partition(), comm);
-    } else {
-      bfs::BfsOptions o;
-      o.variant = im.variant;
-      *t = timed(comm, [&] { parent = bfs::run_bfs(g2d, grid, root, o); });
-    }
-    return parent;
-  };
-
-  if (rank == 0)
-    std::cout << "setup: ours Graph2D::build " << apps::num("%.3f", setup_ours) << " s, CombBLAS SpParMat "
-              << apps::num("%.3f", setup_cb) << " s\n";
-  for (auto& im : impls) {  // warm-up, untimed and unchecked
-    double t = 0;
-    bfs_once(im, roots[0], &t);
-  }
-  for (int64_t root : roots) {
-    for (auto& im : impls) {
-      double t = 0;
-      const auto parent = bfs_once(im, root, &t);
-      const std::string err = bfs::validate(g, root, parent);
-      const int64_t edges = bfs::traversed_edges(g, parent);
-      im.times.push_back(t);
-      im.edges.push_back(static_cast<double>(edges));
-      if (err.empty()) ++im.validated;
-      else if (im.first_error.empty()) im.first_error = "root " + std::to_string(root) + ": " + err;
-    }
-  }
-
-  bool ok = true;
-  const Impl* ref = nullptr;
-  for (const auto& im : impls)
+              << " roots; CombBLAS OpenMP threads per rank: " << st.threads << std::endl;
+  Comparison cmp(comm, st, g);
+  cmp.run(roots);
+  const Impl* ref = nullptr;  // the first CombBLAS loop (there is at least one)
+  for (const auto& im : cmp.impls)
     if (im.combblas && !ref) ref = &im;
-  const double ref_teps = ref ? ref->hmean_teps() : 0.0;
-  if (rank == 0) {
-    apps::Table tab({"implementation", "variant", "hmean TEPS", "mean time/BFS [ms]", "validated",
-                     "TEPS / combblas-" + ref->variant});
-    for (const auto& im : impls) {
-      tab.add({im.name, im.variant, apps::num("%.4g", im.hmean_teps()), apps::num("%.3f", 1e3 * im.mean_time()),
-               std::to_string(im.validated) + "/" + std::to_string(im.times.size()),
-               apps::num("%.2f", ref_teps > 0 ? im.hmean_teps() / ref_teps : 0.0)});
-    }
-    std::cout << "\n" << tab.str();
-  }
-  for (const auto& im : impls) {
+  if (rank == 0) print_table(cmp.impls, *ref);
+  bool ok = true;
+  for (const auto& im : cmp.impls)
     if (im.validated != static_cast<int>(im.times.size())) {
       ok = false;
       if (rank == 0) std::cerr << "VALIDATION FAILED: " << im.name << "/" << im.variant << ": " << im.first_error << "\n";
     }
-  }
-  if (rank == 0 && !opt.get("json").empty()) {
-    std::ofstream js(opt.get("json"), std::ios::app);
-    for (const auto& im : impls) {
-      js << "{\"bench\":\"bfs_combblas\",\"graph\":\"" << apps::json_escape(graph_name) << "\",\"vertices\":" << n
-         << ",\"undirected_edges\":" << g.global_nnz() / 2 << ",\"ranks\":" << P << ",\"grid\":\"" << side << "x"
-         << side << "\",\"impl\":\"" << im.name << "\",\"variant\":\"" << im.variant
-         << "\",\"omp_threads\":" << (im.combblas ? threads : 1) << ",\"roots\":" << im.times.size()
-         << ",\"validated\":" << im.validated << ",\"hmean_teps\":" << im.hmean_teps()
-         << ",\"mean_time\":" << im.mean_time() << ",\"setup\":" << im.setup
-         << ",\"ratio_reference\":\"combblas/" << ref->variant
-         << "\",\"teps_ratio\":" << (ref_teps > 0 ? im.hmean_teps() / ref_teps : 0.0)
-         << ",\"times\":[";
-      for (size_t i = 0; i < im.times.size(); ++i) js << (i ? "," : "") << im.times[i];
-      js << "]}\n";
-    }
-    if (!js) throw InputError("cannot write --json file '" + opt.get("json") + "'");
-    std::cout << "JSON lines appended to " << opt.get("json") << "\n";
-  }
+  if (rank == 0 && !st.json.empty()) append_json(st, graph_name, g, P, cmp.impls, *ref);
   if (rank == 0) std::cout << (ok ? "every BFS validated (Graph500 rules)\n" : "VALIDATION FAILED\n");
   return ok ? 0 : 3;
 }

@@ -26,6 +26,7 @@
 #include "sparsecomm/comm/plan/model.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/options.hpp"
 
 using namespace sparsecomm;
 
@@ -55,6 +56,127 @@ double pingpong(MPI_Comm comm, int a, int b, int bytes, int reps) {
   return v;
 }
 
+/// Collective. alpha = the 8-byte ping-pong latency between a and b; beta = the per-byte
+/// slope between 4 KiB and 256 KiB.
+void fit(MPI_Comm comm, int a, int b, int reps, double& alpha, double& beta) {
+  alpha = pingpong(comm, a, b, 8, reps);
+  const double t4k = pingpong(comm, a, b, 4096, reps), t256k = pingpong(comm, a, b, 262144, reps);
+  beta = std::max(0.0, (t256k - t4k) / (262144.0 - 4096.0));
+}
+
+/// Collective. Region injection: every rank of region 0 sends 256 KiB to a rank of region
+/// 1 at once; bytes per second out of region 0.
+double region_rate(MPI_Comm comm, const Locality& loc, int reps) {
+  const int bytes = 262144;
+  std::vector<char> buf(bytes);
+  std::vector<double> t;
+  for (int r = 0; r < std::max(3, reps / 4); ++r) {
+    MPI_Barrier(comm);
+    const double t0 = MPI_Wtime();
+    if (loc.region() == 0) {
+      MPI_Send(buf.data(), bytes, MPI_BYTE, loc.member(1, loc.local_rank() % loc.region_size(1)), 8, comm);
+    } else if (loc.region() == 1) {
+      for (int s = loc.local_rank(); s < loc.region_size(0); s += loc.region_size(1))
+        MPI_Recv(buf.data(), bytes, MPI_BYTE, loc.member(0, s), 8, comm, MPI_STATUS_IGNORE);
+    }
+    t.push_back(allreduce_max(comm, MPI_Wtime() - t0));
+  }
+  std::sort(t.begin(), t.end());
+  return static_cast<double>(bytes) * loc.region_size(0) / t[t.size() / 2];
+}
+
+// Rings per locality class, every rank at once:
+//   intra: the ring inside each region (local rank + 1 + s);
+//   inter: local rank i of region r sends to local rank i of region r + 1 + s (ranks
+//   whose local index exceeds the smallest region's size only take part in the timing).
+// peer(s, dir): the rank to send to (dir +1) or receive from (-1) in stage s, -1: idle.
+using Peer = std::function<int(int, int)>;
+
+struct RingShape {
+  int stages, k, bytes;
+};
+
+class Rings {
+ public:
+  Rings(MPI_Comm comm, int reps) : comm_(comm), reps_(reps) {}
+
+  /// `stages` dependent exchanges; in each a rank sends k messages of `bytes` to peer(s, +1)
+  /// and receives k from peer(s, -1). Returns the time of the slowest rank.
+  double ring(const Peer& peer, RingShape r) const {
+    std::vector<char> sbuf(static_cast<size_t>(r.bytes)), rbuf(static_cast<size_t>(r.bytes) * r.k);
+    std::vector<MPI_Request> q(2 * static_cast<size_t>(r.k));
+    MPI_Barrier(comm_);
+    const double t0 = MPI_Wtime();
+    for (int s = 0; s < r.stages; ++s) {
+      const int to = peer(s, +1), from = peer(s, -1);
+      if (to < 0) continue;
+      for (int j = 0; j < r.k; ++j) {
+        MPI_Irecv(rbuf.data() + static_cast<size_t>(j) * r.bytes, r.bytes, MPI_BYTE, from, 9, comm_, &q[2 * j]);
+        MPI_Isend(sbuf.data(), r.bytes, MPI_BYTE, to, 9, comm_, &q[2 * j + 1]);
+      }
+      wait_all(2 * r.k, q.data());
+    }
+    return allreduce_max(comm_, MPI_Wtime() - t0);
+  }
+
+  /// The extra time of ring shape b over a: both timed back to back in every repetition (a
+  /// slow phase of the machine hits both), median of the differences.
+  double extra(const Peer& peer, RingShape a, RingShape b) const {
+    std::vector<double> d;
+    for (int rep = 0; rep < reps_ + 2; ++rep) {
+      const double ta = ring(peer, a), tb = ring(peer, b);
+      if (rep >= 2) d.push_back(tb - ta);
+    }
+    std::sort(d.begin(), d.end());
+    return d[d.size() / 2];
+  }
+
+  /// Loaded costs: the per-message slope (8 B, k = 1 -> 8), the per-byte slope (k = 1,
+  /// 4 KiB -> 256 KiB), every rank of the ring at once; and a stage: one or two dependent
+  /// 8-byte exchanges (the second waits for the first). The time beyond the second
+  /// exchange's per-message cost is what a dependent stage costs here (on an oversubscribed
+  /// node it includes waiting for the peer to be scheduled); never below the class's
+  /// ping-pong latency.
+  void loaded(const Peer& peer, double latency, double& msg, double& byte, double& stage) const {
+    msg = std::max(0.0, extra(peer, {1, 1, 8}, {1, 8, 8}) / 7);
+    byte = std::max(0.0, extra(peer, {1, 1, 4096}, {1, 1, 262144}) / (262144.0 - 4096.0));
+    stage = std::max(latency, extra(peer, {1, 1, 8}, {2, 1, 8}) - msg);
+  }
+
+ private:
+  MPI_Comm comm_;
+  int reps_;
+};
+
+/// Collective. The loaded per-class costs from the rings, where the class exists.
+void fit_rings(MPI_Comm comm, const Locality& loc, int reps, bool intra, bool inter, ModelParams& m) {
+  const Rings rings(comm, reps);
+  const int nreg = loc.num_regions(), r = loc.region(), i = loc.local_rank();
+  int min_size = loc.region_size(0);
+  for (int x = 1; x < nreg; ++x) min_size = std::min(min_size, loc.region_size(x));
+  if (intra) {
+    const int n = loc.region_size(r);
+    auto peer = [&](int s, int dir) { return n < 2 ? -1 : loc.member(r, ((i + dir * (1 + s % (n - 1))) % n + n) % n); };
+    rings.loaded(peer, m.alpha_intra, m.msg_intra, m.byte_intra, m.stage_intra);
+  }
+  if (inter) {
+    auto peer = [&](int s, int dir) {
+      if (i >= min_size) return -1;
+      const int d = 1 + s % (nreg - 1);
+      return loc.member(((r + dir * d) % nreg + nreg) % nreg, i);
+    };
+    rings.loaded(peer, m.alpha_inter, m.msg_inter, m.byte_inter, m.stage_inter);
+  }
+}
+
+/// Collective. Seconds per byte of a 4 MiB memcpy, max over ranks.
+double copy_cost(MPI_Comm comm) {
+  std::vector<char> a(1 << 22, 1), b(1 << 22);
+  const double t0 = MPI_Wtime();
+  for (int r = 0; r < 8; ++r) std::memcpy(b.data(), a.data(), a.size()), a[r] = b[r + 1];
+  return allreduce_max(comm, (MPI_Wtime() - t0) / (8.0 * a.size()));
+}
+
 }  // namespace
 
 namespace sparsecomm::apps {
@@ -62,9 +184,9 @@ namespace sparsecomm::apps {
 int calibrate_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
-  apps::Options o({{"regions", {"node", "region layout (node = detected)"}},
-                   {"out", {"sparsecomm_model.txt", "file to write the parameters to"}},
-                   {"reps", {"50", "repetitions per measurement"}}},
+  apps::Options o(apps::with_common({"regions", "reps"},
+                                    {{"out", {"sparsecomm_model.txt", "file to write the parameters to"}}},
+                                    {{"reps", "50"}}),
                   "usage: mpirun -np P sparsecomm_calibrate [options]\n"
                   "example: mpirun -np 8 sparsecomm calibrate --regions ppn:4 --out model.txt");
   if (!o.parse(argc, argv)) {
@@ -74,116 +196,14 @@ int calibrate_main(int argc, char** argv) {
   const int reps = o.get_count("reps");
   Locality loc = Locality::parse(comm, o.get("regions"));
   ModelParams m;
-  auto fit = [&](int a, int b, double& alpha, double& beta) {
-    alpha = pingpong(comm, a, b, 8, reps);
-    const double t4k = pingpong(comm, a, b, 4096, reps), t256k = pingpong(comm, a, b, 262144, reps);
-    beta = std::max(0.0, (t256k - t4k) / (262144.0 - 4096.0));
-  };
-  bool intra = false, inter = false;
-  if (loc.region_size(0) >= 2) fit(loc.member(0, 0), loc.member(0, 1), m.alpha_intra, m.beta_intra), intra = true;
-  if (loc.num_regions() >= 2) {
-    fit(loc.member(0, 0), loc.member(1, 0), m.alpha_inter, m.beta_inter), inter = true;
-    // Region injection: every rank of region 0 sends 256 KiB to a rank of region 1.
-    const int bytes = 262144;
-    std::vector<char> buf(bytes);
-    std::vector<double> t;
-    for (int r = 0; r < std::max(3, reps / 4); ++r) {
-      MPI_Barrier(comm);
-      const double t0 = MPI_Wtime();
-      if (loc.region() == 0) {
-        MPI_Send(buf.data(), bytes, MPI_BYTE, loc.member(1, loc.local_rank() % loc.region_size(1)), 8, comm);
-      } else if (loc.region() == 1) {
-        for (int s = loc.local_rank(); s < loc.region_size(0); s += loc.region_size(1))
-          MPI_Recv(buf.data(), bytes, MPI_BYTE, loc.member(0, s), 8, comm, MPI_STATUS_IGNORE);
-      }
-      double dt = MPI_Wtime() - t0, mx = 0;
-      MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
-      t.push_back(mx);
-    }
-    std::sort(t.begin(), t.end());
-    m.region_rate = static_cast<double>(bytes) * loc.region_size(0) / t[t.size() / 2];
+  const bool intra = loc.region_size(0) >= 2, inter = loc.num_regions() >= 2;
+  if (intra) fit(comm, loc.member(0, 0), loc.member(0, 1), reps, m.alpha_intra, m.beta_intra);
+  if (inter) {
+    fit(comm, loc.member(0, 0), loc.member(1, 0), reps, m.alpha_inter, m.beta_inter);
+    m.region_rate = region_rate(comm, loc, reps);
   }
-  // Rings per locality class, every rank at once:
-  //   intra: the ring inside each region (local rank + 1 + s);
-  //   inter: local rank i of region r sends to local rank i of region r + 1 + s (ranks
-  //   whose local index exceeds the smallest region's size only take part in the timing).
-  // ring(stages, peer, k, bytes): `stages` dependent exchanges; in each a rank sends k
-  // messages of `bytes` to peer(s, +1) and receives k from peer(s, -1) (-1: idle). Returns
-  // the time of the slowest rank.
-  {
-    const int nreg = loc.num_regions(), r = loc.region(), i = loc.local_rank();
-    int min_size = loc.region_size(0);
-    for (int x = 1; x < nreg; ++x) min_size = std::min(min_size, loc.region_size(x));
-    auto ring = [&](int stages, const std::function<int(int, int)>& peer, int k, int bytes) {
-      std::vector<char> sbuf(static_cast<size_t>(bytes)), rbuf(static_cast<size_t>(bytes) * k);
-      std::vector<MPI_Request> q(2 * static_cast<size_t>(k));
-      MPI_Barrier(comm);
-      const double t0 = MPI_Wtime();
-      for (int s = 0; s < stages; ++s) {
-        const int to = peer(s, +1), from = peer(s, -1);
-        if (to < 0) continue;
-        for (int j = 0; j < k; ++j) {
-          MPI_Irecv(rbuf.data() + static_cast<size_t>(j) * bytes, bytes, MPI_BYTE, from, 9, comm, &q[2 * j]);
-          MPI_Isend(sbuf.data(), bytes, MPI_BYTE, to, 9, comm, &q[2 * j + 1]);
-        }
-        wait_all(2 * k, q.data());
-      }
-      double dt = MPI_Wtime() - t0, mx = 0;
-      MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
-      return mx;
-    };
-    // The extra time of ring configuration b over a: both timed back to back in every
-    // repetition (a slow phase of the machine hits both), median of the differences.
-    struct Ring {
-      int stages, k, bytes;
-    };
-    auto extra = [&](const std::function<int(int, int)>& peer, Ring a, Ring b) {
-      std::vector<double> d;
-      for (int rep = 0; rep < reps + 2; ++rep) {
-        const double ta = ring(a.stages, peer, a.k, a.bytes), tb = ring(b.stages, peer, b.k, b.bytes);
-        if (rep >= 2) d.push_back(tb - ta);
-      }
-      std::sort(d.begin(), d.end());
-      return d[d.size() / 2];
-    };
-    // Loaded costs: the per-message slope (8 B, k = 1 -> 8) and the per-byte slope (k = 1,
-    // 4 KiB -> 256 KiB), every rank of the ring at once.
-    auto loaded = [&](const std::function<int(int, int)>& peer, double& msg, double& byte) {
-      msg = std::max(0.0, extra(peer, {1, 1, 8}, {1, 8, 8}) / 7);
-      byte = std::max(0.0, extra(peer, {1, 1, 4096}, {1, 1, 262144}) / (262144.0 - 4096.0));
-    };
-    // A stage: one or two dependent 8-byte exchanges (the second waits for the first). The
-    // time beyond the second exchange's per-message cost is what a dependent stage costs
-    // here (on an oversubscribed node it includes waiting for the peer to be scheduled);
-    // never below the class's ping-pong latency.
-    auto stage_cost = [&](const std::function<int(int, int)>& peer, double latency, double msg) {
-      return std::max(latency, extra(peer, {1, 1, 8}, {2, 1, 8}) - msg);
-    };
-    if (intra) {
-      const int n = loc.region_size(r);
-      auto peer = [&](int s, int dir) {
-        return n < 2 ? -1 : loc.member(r, ((i + dir * (1 + s % (n - 1))) % n + n) % n);
-      };
-      loaded(peer, m.msg_intra, m.byte_intra);
-      m.stage_intra = stage_cost(peer, m.alpha_intra, m.msg_intra);
-    }
-    if (inter) {
-      auto peer = [&](int s, int dir) {
-        if (i >= min_size) return -1;
-        const int d = 1 + s % (nreg - 1);
-        return loc.member(((r + dir * d) % nreg + nreg) % nreg, i);
-      };
-      loaded(peer, m.msg_inter, m.byte_inter);
-      m.stage_inter = stage_cost(peer, m.alpha_inter, m.msg_inter);
-    }
-  }
-  {
-    std::vector<char> a(1 << 22, 1), b(1 << 22);
-    const double t0 = MPI_Wtime();
-    for (int r = 0; r < 8; ++r) std::memcpy(b.data(), a.data(), a.size()), a[r] = b[r + 1];
-    m.copy = (MPI_Wtime() - t0) / (8.0 * a.size());
-    m.copy = allreduce_max(comm, m.copy);
-  }
+  fit_rings(comm, loc, reps, intra, inter, m);
+  m.copy = copy_cost(comm);
   if (rank == 0) {
     m.save(o.get("out"));
     std::cout << "sparsecomm_calibrate: " << comm_size(comm) << " ranks, regions " << loc.describe() << "\n"

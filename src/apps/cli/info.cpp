@@ -9,6 +9,7 @@
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/options.hpp"
 #include "common/table.hpp"
 
 namespace sparsecomm::apps {
@@ -16,13 +17,9 @@ namespace sparsecomm::apps {
 int info_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), p = comm_size(comm);
-  Options o({{"matrix", {"", "SuiteSparse name or path (default: the largest found)"}},
-             {"gen", {"", "generator spec instead, e.g. rotate:512,512"}},
-             {"ordering", {"natural", ordering_help()}},
-             {"regions", {"node", "region layout: node, ppn:k, cyclic:n, list:..."}},
-             {"sdde", {kDefaultSdde, "SDDE strategy for the pattern"}},
-             {"model", {"", "model parameters (default: $SPARSECOMM_MODEL or built-in)"}},
-             {"iterations", {"0", "expected exchanges, for the setup-inclusive choice"}}},
+  Options o(with_common({"matrix", "gen", "ordering", "regions", "sdde"},
+                        {{"model", {"", "model parameters (default: $SPARSECOMM_MODEL or built-in)"}},
+                         {"iterations", {"0", "expected exchanges, for the setup-inclusive choice"}}}),
             "usage: mpirun -np P sparsecomm info [options]\n"
             "example: mpirun -np 8 sparsecomm info --matrix HB/bcsstk13 --regions ppn:4");
   if (!o.parse(argc, argv)) {

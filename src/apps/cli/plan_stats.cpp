@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
@@ -19,6 +20,7 @@
 #include "sparsecomm/matrix/mtx_reader.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/options.hpp"
 #include "common/table.hpp"
 
 namespace sparsecomm::apps {
@@ -72,32 +74,247 @@ struct Case {
   const MtxData* mtx = nullptr;
 };
 
+// Which registered backends have statistics: a counts hook (BackendHooks /
+// GatherBackendHooks), by name; "direct" is the baseline row (p2p) and always printed.
+struct Counted {
+  std::vector<std::string> halo_names = backend_names(), gather_names = gather_backend_names();
+  static bool has(const std::vector<std::string>& v, const std::string& b) {
+    return std::find(v.begin(), v.end(), b) != v.end();
+  }
+  bool halo(const std::string& b) const { return has(halo_names, b) && bool(backend_hooks(b).counts); }
+  bool gather(const std::string& b) const { return has(gather_names, b) && bool(gather_backend_hooks(b).counts); }
+  /// Backends that declare the combining options run once per k and awareness.
+  bool sweeps_combining(const std::string& b) const {
+    return (halo(b) && declares_option(backend_hooks(b).options, "k")) ||
+           (gather(b) && declares_option(gather_backend_hooks(b).options, "k"));
+  }
+  std::string available() const {
+    std::string names = "direct";
+    for (const auto& n : halo_names)
+      if (halo(n)) names += ", " + n;
+    for (const auto& n : gather_names)
+      if (gather(n) && !halo(n)) names += ", " + n;
+    return names;
+  }
+};
+
+struct Settings {
+  std::vector<int> ranks, ks;
+  std::vector<bool> awares;
+  int theta = 4, width = 1;
+  int64_t size = 4;
+  std::vector<std::string> backends;  // without "direct"
+  std::vector<std::string> topos, matrices;
+  std::string regions, json_path;
+  ModelParams model;
+  Counted counted;
+};
+
+Settings parse_settings(const Options& o, bool topos_given) {
+  Settings st;
+  for (int64_t v : int_list("ranks", o.get("ranks"), 1)) st.ranks.push_back(static_cast<int>(v));
+  for (int64_t v : int_list("k", o.get("k"), 2)) st.ks.push_back(static_cast<int>(v));
+  st.theta = o.get_int("theta");
+  st.size = o.get_count("size");
+  st.width = o.get_count("width");
+  const std::string aw = o.get("aware");
+  if (aw == "agnostic" || aw == "both") st.awares.push_back(false);
+  if (aw == "aware" || aw == "both") st.awares.push_back(true);
+  if (st.awares.empty()) throw InputError("plan-stats: --aware must be agnostic, aware or both, got '" + aw + "'");
+  for (const auto& b : split_list(o.get("backends"))) {
+    if (b != "direct" && !st.counted.halo(b) && !st.counted.gather(b))
+      throw InputError("plan-stats: unknown backend '" + b + "' in --backends (or one without statistics); "
+                       "available: " + st.counted.available());
+    if (b != "direct") st.backends.push_back(b);
+  }
+  st.matrices = split_specs(o.get("matrices"));
+  if (st.matrices.empty() || topos_given) st.topos = split_specs(o.get("topos"));
+  if (st.topos.empty() && st.matrices.empty())
+    throw InputError("plan-stats: nothing to count (--topos and --matrices are empty)");
+  if (st.width < 1) throw InputError("plan-stats: --width must be >= 1");
+  st.model = ModelParams::load(o.get("model"));
+  st.regions = o.get("regions");
+  st.json_path = o.get("json");
+  return st;
+}
+
+using CountsFn = std::function<std::vector<virt::RankCounts>(const std::string&, const BackendOptions&)>;
+
+// One exchange on p virtual ranks, ready to count any backend variant.
+struct Exchange {
+  int p = 0;
+  std::vector<int> region;
+  virt::Graph g;
+  virt::HaloPattern halo;
+  int64_t edges = 0;
+  CountsFn counts;
+};
+
+/// The allgather shape over a topology spec, or the SpMV halo of a matrix; prints its line.
+/// A backend that exists only as a halo backend (aggregation) counts the allgather shape
+/// as the halo exchange that sends each block to every out-neighbor.
+std::unique_ptr<Exchange> make_exchange(const Settings& st, int p, const Case& c) {
+  auto ex = std::make_unique<Exchange>();
+  Exchange& x = *ex;
+  x.p = p;
+  x.region = virt::regions_from_spec(p, st.regions);
+  if (c.shape == "allgather") {
+    x.g = virt::Graph::from_spec(p, c.spec);
+    x.edges = x.g.edges();
+    x.counts = [&x, &st](const std::string& b, const BackendOptions& bo) {
+      if (b != "direct" && !st.counted.gather(b)) {
+        if (x.halo.p != x.p) x.halo = virt::HaloPattern::from_graph(x.g, st.size);
+        PlanOptions po;
+        po.value_bytes = 1;
+        return virt::halo_counts(b, x.halo, x.region, po);
+      }
+      GatherOptions go;
+      go.value_bytes = 1;
+      go.backend = bo;
+      return virt::gather_counts(b == "direct" ? "p2p" : b, x.g, x.region, go, st.size);
+    };
+    std::cout << c.label << " on " << p << " ranks (allgather shape): " << x.edges << " edges, mean degree "
+              << num("%.1f", static_cast<double>(x.edges) / p) << "\n";
+    return ex;
+  }
+  const auto& h = c.mtx->header;
+  x.halo = virt::HaloPattern::from_matrix(RowPartition::balanced(h.rows, p), RowPartition::balanced(h.cols, p),
+                                          c.mtx->entries);
+  x.edges = x.halo.segments();
+  x.counts = [&x, &st](const std::string& b, const BackendOptions& bo) {
+    PlanOptions po;
+    po.width = st.width;
+    po.backend = bo;
+    return virt::halo_counts(b == "direct" ? "p2p" : b, x.halo, x.region, po);
+  };
+  std::cout << c.label << " on " << p << " ranks (SpMV halo, " << h.rows << " rows): " << x.edges
+            << " messages, mean degree " << num("%.1f", static_cast<double>(x.edges) / p) << "\n";
+  return ex;
+}
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The table of one exchange, a row per variant (and a JSON line when asked).
+struct Report {
+  const Settings& st;
+  const Case& c;
+  const Exchange& x;
+  std::ofstream* json;
+  Summary direct;
+  Table tab{{"variant", "msgs max", "msgs mean", "intra", "inter", "inter max", "bytes max", "stages", "groups", "size",
+             "reduction", "modelled[us]", "speedup", "host[s]"}};
+
+  void row(const std::string& name, const Summary& s, double host, int k, bool aware) {
+    const double reduction = direct.msgs_mean / std::max(s.msgs_mean, 1e-30);
+    const double speedup = direct.model_max / std::max(s.model_max, 1e-30);
+    tab.add({name, num("%.0f", s.msgs_max), num("%.1f", s.msgs_mean), num("%.1f", s.intra_mean), num("%.1f", s.inter_mean),
+             num("%.0f", s.inter_max), num("%.0f", s.bytes_max), std::to_string(s.stages), std::to_string(s.groups),
+             num("%.2f", s.group_size_mean), num("%.2f", reduction), num("%.2f", s.model_max * 1e6),
+             num("%.2f", speedup), num("%.2f", host)});
+    if (!json) return;
+    *json << "{\"bench\":\"plan-stats\",\"topo\":\"" << json_escape(c.label) << "\",\"shape\":\"" << c.shape
+          << "\",\"p\":" << x.p << ",\"regions\":\"" << json_escape(st.regions) << "\",\"variant\":\""
+          << json_escape(name) << "\",\"k\":" << k << ",\"aware\":" << (aware ? "true" : "false")
+          << ",\"theta\":" << st.theta << ",\"size\":" << (c.shape == "spmv" ? 8 * st.width : st.size)
+          << ",\"edges\":" << x.edges << ",\"msgs_max\":" << s.msgs_max << ",\"msgs_mean\":" << s.msgs_mean
+          << ",\"intra_mean\":" << s.intra_mean << ",\"inter_mean\":" << s.inter_mean << ",\"inter_max\":" << s.inter_max
+          << ",\"bytes_max\":" << s.bytes_max << ",\"stages\":" << s.stages << ",\"groups\":" << s.groups
+          << ",\"group_size_mean\":" << s.group_size_mean << ",\"reduction\":" << reduction
+          << ",\"modelled_s\":" << s.model_max << ",\"modelled_speedup\":" << speedup << ",\"host_s\":" << host << "}\n";
+  }
+};
+
+/// Counts every variant of one exchange and prints its table.
+void count_case(const Settings& st, int p, const Case& c, std::ofstream* json) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto x = make_exchange(st, p, c);
+  Report rep{st, c, *x, json, summarize(x->counts("direct", {}), st.model)};
+  rep.row("direct", rep.direct, since(t0), 0, false);
+  for (const auto& b : st.backends) {
+    if (!st.counted.sweeps_combining(b)) {
+      const auto t1 = std::chrono::steady_clock::now();
+      rep.row(b, summarize(x->counts(b, {}), st.model), since(t1), 0, false);
+      continue;
+    }
+    for (int k : st.ks)
+      for (bool aware : st.awares) {
+        const auto t1 = std::chrono::steady_clock::now();
+        CombiningOptions co;
+        co.k = k;
+        co.theta = st.theta;
+        co.aware = aware;
+        BackendOptions bo;
+        set_combining(bo, co);
+        const auto s = summarize(x->counts(b, bo), st.model);
+        rep.row(b + " k=" + std::to_string(k) + (aware ? " aware" : " agnostic"), s, since(t1), k, aware);
+      }
+  }
+  std::cout << rep.tab.str() << "\n" << std::flush;
+}
+
+/// Rank 0: everything. Matrices are read once, before any output, so that a bad name fails early.
+void run_plan_stats(const Settings& st) {
+  std::ofstream json;
+  if (!st.json_path.empty()) {
+    json.open(st.json_path, std::ios::app);
+    if (!json) throw InputError("plan-stats: cannot open " + st.json_path + " for appending");
+  }
+  std::vector<MtxData> mtx;
+  std::vector<Case> cases;
+  for (const auto& spec : st.topos) cases.push_back({spec, "allgather", spec, nullptr});
+  mtx.reserve(st.matrices.size());
+  for (const auto& name : st.matrices) {
+    const std::string path = find_matrix(name);
+    mtx.push_back(parse_mtx(path));
+    cases.push_back({"matrix:" + path.substr(path.find_last_of('/') + 1), "spmv", "", &mtx.back()});
+  }
+  std::cout << "plan-stats: exact schedule counts of virtual ranks (no execution); latency is MODELLED\n"
+            << "model: " << st.model.describe() << "\nallgather shape: " << st.size
+            << " B per out-neighbor; SpMV halo: " << 8 * st.width << " B per value; regions " << st.regions
+            << (st.regions == "node" ? " (the virtual ranks share this one node: one region; --regions ppn:k for more)"
+                                     : "")
+            << ", theta " << st.theta << "\n"
+            << "msgs = messages sent per rank per exchange (max, mean; mean intra/inter-region);"
+               " groups = combining groups (hyperedges) of size >= 2, mean size;\n"
+               "reduction = mean msgs of direct / mean msgs; modelled = busiest rank, alpha-beta per class\n\n";
+  for (int p : st.ranks)
+    for (const auto& c : cases) count_case(st, p, c, json.is_open() ? &json : nullptr);
+}
+
+const char* kUsage =
+    "usage: sparsecomm plan-stats [options]     (one process; extra MPI ranks stay idle)\n"
+    "Exact per-rank schedule counts of the backends for P virtual ranks, the same counts a\n"
+    "real run builds (tested), plus a MODELLED latency. 'direct' is the baseline.\n"
+    "examples:\n"
+    "  sparsecomm plan-stats --ranks 4096 --topos 'er:0.1;er:0.4' --k 2,4 --aware both --regions ppn:32\n"
+    "  sparsecomm plan-stats --ranks 1024,4096,8192 --topos 'moore:2,2' --regions ppn:8\n"
+    "  sparsecomm plan-stats --ranks 512,2048 --matrices G2_circuit --regions ppn:16 \\\n"
+    "      --backends direct,combined,aggregated,aggregated_dedup";
+
 }  // namespace
 
 int plan_stats_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
-  Options o({{"ranks", {"4096", "P: number of virtual ranks (comma-separated list allowed)"}},
-             {"topos", {"er:0.05;moore:2,2", "topologies separated by ';' or spaces: er:<density>[,seed], moore:<dims>,<radius> (allgather shape; skipped when only --matrices is given)"}},
-             {"matrices", {"", "matrices (SuiteSparse names or .mtx paths, ';' or spaces): their SpMV halo, rows block-distributed over P"}},
-             {"backends", {"direct,combined", "direct (the p2p baseline) and any registered backend with statistics (combined, "
-                                             "aggregated, aggregated_dedup, aggregated_2step, ...)"}},
-             {"regions", {"ppn:32", "region layout of the virtual ranks: ppn:k, cyclic:n, flat, single"}},
-             {"k", {"2", "combining group sizes, comma-separated (each >= 2)"}},
-             {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
-             {"aware", {"agnostic", "agnostic, aware or both"}},
-             {"size", {"4", "allgather shape: bytes each rank sends to each out-neighbor"}},
-             {"width", {"1", "SpMV halo: vectors per exchange (8-byte values)"}},
-             {"model", {"", "model parameter file for the modelled latency (default: built-in, see model.hpp)"}},
-             {"json", {"", "append one JSON line per (exchange, P, variant) to this file"}}},
-            "usage: sparsecomm plan-stats [options]     (one process; extra MPI ranks stay idle)\n"
-            "Exact per-rank schedule counts of the backends for P virtual ranks, the same counts a\n"
-            "real run builds (tested), plus a MODELLED latency. 'direct' is the baseline.\n"
-            "examples:\n"
-            "  sparsecomm plan-stats --ranks 4096 --topos 'er:0.1;er:0.4' --k 2,4 --aware both\n"
-            "  sparsecomm plan-stats --ranks 1024,4096,8192 --topos 'moore:2,2' --regions ppn:8\n"
-            "  sparsecomm plan-stats --ranks 512,2048 --matrices G2_circuit --regions ppn:16 \\\n"
-            "      --backends direct,combined,aggregated,aggregated_dedup");
+  Options o(with_common({"regions", "json"},
+                        {{"ranks", {"4096", "P: number of virtual ranks (comma-separated list allowed)"}},
+                         {"topos", {"er:0.05;moore:2,2", "topologies separated by ';' or spaces: er:<density>[,seed], "
+                                                         "moore:<dims>,<radius> (allgather shape; skipped when only "
+                                                         "--matrices is given)"}},
+                         {"matrices", {"", "matrices (SuiteSparse names or .mtx paths, ';' or spaces): their SpMV halo, "
+                                           "rows block-distributed over P"}},
+                         {"backends", {"direct,combined", "direct (the p2p baseline) and any registered backend with "
+                                                          "statistics (combined, aggregated, aggregated_dedup, "
+                                                          "aggregated_2step, ...)"}},
+                         {"k", {"2", "combining group sizes, comma-separated (each >= 2)"}},
+                         {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
+                         {"aware", {"agnostic", "agnostic, aware or both"}},
+                         {"size", {"4", "allgather shape: bytes each rank sends to each out-neighbor"}},
+                         {"width", {"1", "SpMV halo: vectors per exchange (8-byte values)"}},
+                         {"model", {"", "model parameter file for the modelled latency (default: built-in, see model.hpp)"}}}),
+            kUsage);
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();
     return 0;
@@ -109,162 +326,7 @@ int plan_stats_main(int argc, char** argv) {
   int rc = 0;
   if (rank == 0) {
     try {
-      std::vector<int> ranks, ks;
-      for (int64_t v : int_list("ranks", o.get("ranks"), 1)) ranks.push_back(static_cast<int>(v));
-      for (int64_t v : int_list("k", o.get("k"), 2)) ks.push_back(static_cast<int>(v));
-      const int theta = o.get_int("theta");
-      const int64_t size = o.get_count("size");
-      const int width = o.get_count("width");
-      std::vector<bool> awares;
-      const std::string aw = o.get("aware");
-      if (aw == "agnostic" || aw == "both") awares.push_back(false);
-      if (aw == "aware" || aw == "both") awares.push_back(true);
-      if (awares.empty()) throw InputError("plan-stats: --aware must be agnostic, aware or both, got '" + aw + "'");
-      // Every registered backend with a counts hook (BackendHooks / GatherBackendHooks), by
-      // its name; "direct" is the baseline row (p2p) and always printed. A backend that
-      // exists only as a halo backend (aggregation) counts the allgather shape as the halo
-      // exchange that sends each block to every out-neighbor.
-      const std::vector<std::string> halo_names = backend_names(), gather_names = gather_backend_names();
-      auto has = [](const std::vector<std::string>& v, const std::string& b) {
-        return std::find(v.begin(), v.end(), b) != v.end();
-      };
-      auto halo_counted = [&](const std::string& b) { return has(halo_names, b) && bool(backend_hooks(b).counts); };
-      auto gather_counted = [&](const std::string& b) {
-        return has(gather_names, b) && bool(gather_backend_hooks(b).counts);
-      };
-      auto sweeps_combining = [&](const std::string& b) {
-        return (halo_counted(b) && declares_option(backend_hooks(b).options, "k")) ||
-               (gather_counted(b) && declares_option(gather_backend_hooks(b).options, "k"));
-      };
-      std::vector<std::string> backends;
-      for (const auto& b : split_list(o.get("backends"))) {
-        if (b != "direct" && !halo_counted(b) && !gather_counted(b)) {
-          std::string names = "direct";
-          for (const auto& n : halo_names)
-            if (halo_counted(n)) names += ", " + n;
-          for (const auto& n : gather_names)
-            if (gather_counted(n) && !halo_counted(n)) names += ", " + n;
-          throw InputError("plan-stats: unknown backend '" + b + "' in --backends (or one without statistics); "
-                           "available: " + names);
-        }
-        if (b != "direct") backends.push_back(b);
-      }
-      const auto matrices = split_specs(o.get("matrices"));
-      const auto topos = (matrices.empty() || topos_given) ? split_specs(o.get("topos")) : std::vector<std::string>{};
-      if (topos.empty() && matrices.empty()) throw InputError("plan-stats: nothing to count (--topos and --matrices are empty)");
-      if (width < 1) throw InputError("plan-stats: --width must be >= 1");
-      const ModelParams model = ModelParams::load(o.get("model"));
-      std::ofstream json;
-      if (!o.get("json").empty()) {
-        json.open(o.get("json"), std::ios::app);
-        if (!json) throw InputError("plan-stats: cannot open " + o.get("json") + " for appending");
-      }
-      // Matrices are read once (before any output, so that a bad name fails early).
-      std::vector<MtxData> mtx;
-      std::vector<Case> cases;
-      for (const auto& spec : topos) cases.push_back({spec, "allgather", spec, nullptr});
-      mtx.reserve(matrices.size());
-      for (const auto& name : matrices) {
-        const std::string path = find_matrix(name);
-        mtx.push_back(parse_mtx(path));
-        cases.push_back({"matrix:" + path.substr(path.find_last_of('/') + 1), "spmv", "", &mtx.back()});
-      }
-      std::cout << "plan-stats: exact schedule counts of virtual ranks (no execution); latency is MODELLED\n"
-                << "model: " << model.describe() << "\nallgather shape: " << size
-                << " B per out-neighbor; SpMV halo: " << 8 * width << " B per value; regions " << o.get("regions")
-                << ", theta " << theta << "\n"
-                << "msgs = messages sent per rank per exchange (max, mean; mean intra/inter-region);"
-                   " groups = combining groups (hyperedges) of size >= 2, mean size;\n"
-                   "reduction = mean msgs of direct / mean msgs; modelled = busiest rank, alpha-beta per class\n\n";
-      for (int p : ranks)
-        for (const auto& c : cases) {
-          const auto t0 = std::chrono::steady_clock::now();
-          const auto region = virt::regions_from_spec(p, o.get("regions"));
-          // The counts of one backend variant for this exchange.
-          std::function<std::vector<virt::RankCounts>(const std::string&, const BackendOptions&)> counts;
-          virt::Graph g;
-          virt::HaloPattern halo;
-          int64_t edges = 0;
-          if (c.shape == "allgather") {
-            g = virt::Graph::from_spec(p, c.spec);
-            edges = g.edges();
-            counts = [&, p](const std::string& b, const BackendOptions& bo) {
-              if (b != "direct" && !gather_counted(b)) {
-                if (halo.p != p) halo = virt::HaloPattern::from_graph(g, size);
-                PlanOptions po;
-                po.value_bytes = 1;
-                return virt::halo_counts(b, halo, region, po);
-              }
-              GatherOptions go;
-              go.value_bytes = 1;
-              go.backend = bo;
-              return virt::gather_counts(b == "direct" ? "p2p" : b, g, region, go, size);
-            };
-            std::cout << c.label << " on " << p << " ranks (allgather shape): " << edges << " edges, mean degree "
-                      << num("%.1f", static_cast<double>(edges) / p) << "\n";
-          } else {
-            const auto& h = c.mtx->header;
-            halo = virt::HaloPattern::from_matrix(RowPartition::balanced(h.rows, p), RowPartition::balanced(h.cols, p),
-                                                  c.mtx->entries);
-            edges = halo.segments();
-            counts = [&](const std::string& b, const BackendOptions& bo) {
-              PlanOptions po;
-              po.width = width;
-              po.backend = bo;
-              return virt::halo_counts(b == "direct" ? "p2p" : b, halo, region, po);
-            };
-            std::cout << c.label << " on " << p << " ranks (SpMV halo, " << h.rows << " rows): " << edges
-                      << " messages, mean degree " << num("%.1f", static_cast<double>(edges) / p) << "\n";
-          }
-          Table tab({"variant", "msgs max", "msgs mean", "intra", "inter", "inter max", "bytes max", "stages",
-                     "groups", "size", "reduction", "modelled[us]", "speedup", "host[s]"});
-          const auto direct = summarize(counts("direct", {}), model);
-          auto row = [&](const std::string& name, const Summary& s, double host, int k, bool aware) {
-            tab.add({name, num("%.0f", s.msgs_max), num("%.1f", s.msgs_mean), num("%.1f", s.intra_mean),
-                     num("%.1f", s.inter_mean), num("%.0f", s.inter_max), num("%.0f", s.bytes_max),
-                     std::to_string(s.stages), std::to_string(s.groups), num("%.2f", s.group_size_mean),
-                     num("%.2f", direct.msgs_mean / std::max(s.msgs_mean, 1e-30)), num("%.2f", s.model_max * 1e6),
-                     num("%.2f", direct.model_max / std::max(s.model_max, 1e-30)), num("%.2f", host)});
-            if (json.is_open())
-              json << "{\"bench\":\"plan-stats\",\"topo\":\"" << json_escape(c.label) << "\",\"shape\":\"" << c.shape
-                   << "\",\"p\":" << p << ",\"regions\":\"" << json_escape(o.get("regions")) << "\",\"variant\":\""
-                   << json_escape(name) << "\",\"k\":" << k << ",\"aware\":" << (aware ? "true" : "false")
-                   << ",\"theta\":" << theta << ",\"size\":" << (c.shape == "spmv" ? 8 * width : size)
-                   << ",\"edges\":" << edges << ",\"msgs_max\":" << s.msgs_max << ",\"msgs_mean\":" << s.msgs_mean
-                   << ",\"intra_mean\":" << s.intra_mean << ",\"inter_mean\":" << s.inter_mean
-                   << ",\"inter_max\":" << s.inter_max << ",\"bytes_max\":" << s.bytes_max
-                   << ",\"stages\":" << s.stages << ",\"groups\":" << s.groups
-                   << ",\"group_size_mean\":" << s.group_size_mean
-                   << ",\"reduction\":" << direct.msgs_mean / std::max(s.msgs_mean, 1e-30)
-                   << ",\"modelled_s\":" << s.model_max << ",\"modelled_speedup\":"
-                   << direct.model_max / std::max(s.model_max, 1e-30) << ",\"host_s\":" << host << "}\n";
-          };
-          auto since = [](std::chrono::steady_clock::time_point t) {
-            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-          };
-          row("direct", direct, since(t0), 0, false);
-          for (const auto& b : backends) {
-            if (!sweeps_combining(b)) {
-              const auto t1 = std::chrono::steady_clock::now();
-              const auto s = summarize(counts(b, {}), model);
-              row(b, s, since(t1), 0, false);
-              continue;
-            }
-            for (int k : ks)
-              for (bool aware : awares) {
-                const auto t1 = std::chrono::steady_clock::now();
-                CombiningOptions co;
-                co.k = k;
-                co.theta = theta;
-                co.aware = aware;
-                BackendOptions bo;
-                set_combining(bo, co);
-                const auto s = summarize(counts(b, bo), model);
-                row(b + " k=" + std::to_string(k) + (aware ? " aware" : " agnostic"), s, since(t1), k, aware);
-              }
-          }
-          std::cout << tab.str() << "\n" << std::flush;
-        }
+      run_plan_stats(parse_settings(o, topos_given));
     } catch (const std::exception& e) {
       err = e.what();
       rc = 2;

@@ -24,13 +24,4 @@ inline int run_app(int argc, char** argv, AppFn fn, const char* name) {
   return rc;
 }
 
-// The programs, callable from the CLI (argv[0] is the subcommand's name).
-int sdde_main(int argc, char** argv);
-int amg_main(int argc, char** argv);
-int bfs_main(int argc, char** argv);
-int calibrate_main(int argc, char** argv);
-int autoeval_main(int argc, char** argv);
-int nbrbench_main(int argc, char** argv);
-int spmm_main(int argc, char** argv);
-
 }  // namespace sparsecomm::apps

@@ -51,6 +51,7 @@
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/options.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
 
@@ -213,6 +214,171 @@ std::vector<Result> measure(const std::string& topo_name, const Topology& topo, 
   return res;
 }
 
+// The run's settings, from the options.
+struct Settings {
+  std::vector<std::string> topos;
+  std::vector<int64_t> sizes;
+  std::vector<Variant> variants;
+  std::string baseline, phase1, json;
+  int theta = 4, reps = 200, rounds = 5, warmup = -1;
+  bool exact_phase1 = false, verify_after = true;
+  Locality loc;
+};
+
+/// Variants: the baseline first (MPI's own neighborhood collective; where it is not
+/// registered, the SimGrid SMPI build, p2p takes its place and the table says so), then
+/// every other chosen backend; backends that declare the combining options
+/// (GatherBackendHooks::options has "k") once per group size k and awareness, after the others.
+std::vector<Variant> make_variants(const std::string& backends, const std::string& baseline,
+                                   const std::vector<int64_t>& ks, const std::vector<bool>& awares) {
+  const std::vector<std::string> all = gather_backend_names();
+  std::vector<std::string> chosen = backends == "all" ? all : apps::split_list(backends);
+  for (const auto& b : chosen)
+    if (std::find(all.begin(), all.end(), b) == all.end()) {
+      std::string names;
+      for (const auto& n : all) names += (names.empty() ? "" : ", ") + n;
+      throw InputError("unknown gather backend '" + b + "'; valid backends: " + names);
+    }
+  std::vector<Variant> variants{{baseline, 0, false}};
+  auto combining = [](const std::string& b) { return declares_option(gather_backend_option_specs(b), "k"); };
+  for (const auto& b : chosen)
+    if (b != baseline && !combining(b)) variants.push_back({b, 0, false});
+  for (const auto& b : chosen)
+    if (combining(b))
+      for (int64_t k : ks)
+        for (bool a : awares) variants.push_back({b, static_cast<int>(k), a});
+  return variants;
+}
+
+Settings parse_settings(MPI_Comm comm, const apps::Options& opt) {
+  Settings st;
+  st.topos = apps::split_specs(opt.get("topos"));
+  if (st.topos.empty()) throw InputError("--topos is empty");
+  st.sizes = apps::int_list("sizes", opt.get("sizes"), 0);
+  const std::vector<int64_t> ks = apps::int_list("k", opt.get("k"), 2);
+  st.theta = opt.get_int("theta"), st.reps = opt.get_count("reps"), st.rounds = opt.get_count("rounds");
+  if (st.reps < 1 || st.theta < 1 || st.rounds < 1) throw InputError("--reps, --rounds and --theta must be >= 1");
+  std::vector<bool> awares;
+  const std::string aw = opt.get("aware");
+  if (aw == "agnostic") awares = {false};
+  else if (aw == "aware") awares = {true};
+  else if (aw == "both") awares = {false, true};
+  else throw InputError("--aware expects agnostic, aware or both, got '" + aw + "'");
+  st.phase1 = opt.get("phase1");
+  if (st.phase1 != "distributed" && st.phase1 != "exact")
+    throw InputError("--phase1 expects distributed or exact, got '" + st.phase1 + "'");
+  st.exact_phase1 = st.phase1 == "exact";
+  st.warmup = opt.get("warmup") == "auto" ? -1 : opt.get_count("warmup", 0);
+  if (opt.get("warmup") != "auto" && st.warmup < 0) throw InputError("--warmup must be auto or >= 0");
+  const std::string verify_mode = opt.get("verify");
+  if (verify_mode != "twice" && verify_mode != "once")
+    throw InputError("--verify expects twice or once, got '" + verify_mode + "'");
+  st.verify_after = verify_mode == "twice";
+  st.baseline = gather_baseline_backend();
+  st.variants = make_variants(opt.get("backends"), st.baseline, ks, awares);
+  st.loc = Locality::parse(comm, opt.get("regions"));
+  st.json = opt.get("json");
+  return st;
+}
+
+/// The legend above the tables.
+std::string legend(const Settings& st, int nranks) {
+  std::ostringstream report;
+  report << "sparsecomm neighborhood allgather microbenchmark (Mirsadeghi et al. 2017 + k-groups)\n"
+         << nranks << " ranks, regions " << st.loc.describe() << ", theta " << st.theta << ", " << st.reps
+         << " exchanges per variant in " << st.rounds << " rounds interleaved over the variants\n"
+         << "lat      = time per exchange (start+wait) [us]: per round apps::time_per_call (barrier per batch, max\n"
+         << "           over ranks, median of batches); median over rounds. best/worst: fastest/slowest round\n"
+         << "rank-mean= mean over ranks of each rank's median per-call time [us]\n"
+         << "speedup  = " << st.baseline << " lat / lat (same run; >1: faster than " << st.baseline
+         << "); (best) = on the best rounds\n"
+         << "msgs     = messages sent per rank and exchange, max / mean over ranks (inter-region max in brackets)\n"
+         << "groups   = combining groups found (sum over ranks); ph1/ph2 = combining setup phases, max over ranks [ms]\n";
+  if (st.warmup >= 0 || !st.verify_after)
+    report << "(" << (st.warmup >= 0 ? std::to_string(st.warmup) : std::string("auto"))
+           << " warm-up exchanges per round; plans verified "
+           << (!st.verify_after ? "before timing only" : "before and after timing") << ")\n";
+  if (st.exact_phase1)
+    report << "ph1      = exact: phase 1 NOT run; every rank's pattern computed on rank 0 by the exact model\n"
+           << "           (plan-stats) and scattered (--phase1 exact)\n";
+  return report.str();
+}
+
+void json_line(std::ofstream& js, const Settings& st, const std::string& spec, int nranks,
+               const std::vector<Reduced>& deg, const Result& r, double base, double base_best) {
+  const bool comb = r.v.k > 0;
+  js << "{\"bench\":\"nbrbench\",\"topology\":\"" << apps::json_escape(spec) << "\",\"ranks\":" << nranks
+     << ",\"regions\":\"" << apps::json_escape(st.loc.describe()) << "\",\"out_degree_max\":" << deg[0].max
+     << ",\"out_degree_mean\":" << deg[0].sum / nranks << ",\"size_bytes\":" << r.size << ",\"backend\":\""
+     << r.v.backend << "\",\"variant\":\"" << r.v.label() << "\",\"k\":" << (comb ? std::to_string(r.v.k) : "null")
+     << ",\"aware\":" << (comb ? (r.v.aware ? "true" : "false") : "null") << ",\"theta\":" << st.theta
+     << ",\"reps\":" << st.reps << ",\"rounds\":" << st.rounds << ",\"lat_max_s\":" << r.lat_max
+     << ",\"lat_best_s\":" << r.lat_best << ",\"lat_worst_s\":" << r.lat_worst << ",\"lat_mean_s\":" << r.lat_mean
+     << ",\"baseline\":\"" << st.baseline << "\",\"neighbor_lat_max_s\":" << base
+     << ",\"speedup_vs_neighbor\":" << base / r.lat_max << ",\"speedup_best_vs_neighbor_best\":" << base_best / r.lat_best
+     << ",\"stages\":" << r.stages << ",\"msgs_max\":" << r.msgs_max << ",\"msgs_mean\":" << r.msgs_mean
+     << ",\"msgs_inter_max\":" << r.msgs_inter_max << ",\"msgs_inter_mean\":" << r.msgs_inter_mean
+     << ",\"bytes_sent_max\":" << r.bytes_max << ",\"groups\":" << r.groups
+     << ",\"setup_phase1_s\":" << (comb && st.exact_phase1 ? "null" : apps::num("%.9g", r.phase1))
+     << ",\"phase1\":\"" << st.phase1 << "\",\"setup_phase2_s\":" << r.phase2
+     << ",\"setup_backend_s\":" << r.setup_backend << ",\"verified\":" << (r.verified ? "true" : "false") << "}\n";
+}
+
+/// Rank 0. The table of one topology (and its JSON lines).
+std::string topology_table(const Settings& st, const std::string& spec, int nranks, const std::vector<Reduced>& deg,
+                           const std::vector<Result>& results, std::ofstream& js) {
+  std::ostringstream report;
+  report << "\ntopology " << spec << ": out-degree max " << deg[0].max << ", mean "
+         << apps::num("%.1f", deg[0].sum / nranks) << "; in-degree max " << deg[1].max << "\n";
+  apps::Table t({"variant", "size[B]", "lat[us]", "best/worst[us]", "rank-mean[us]", "speedup", "(best)", "stages",
+                 "msgs max/mean", "groups", "ph1[ms]", "ph2[ms]", "verified"});
+  double base = 0, base_best = 0;
+  int64_t last_size = -1;
+  for (const auto& r : results) {
+    if (r.v.backend == st.baseline) base = r.lat_max, base_best = r.lat_best;
+    if (last_size >= 0 && r.size != last_size) t.rule();
+    last_size = r.size;
+    const bool comb = r.v.k > 0;
+    t.add({r.v.label(), std::to_string(r.size), apps::num("%.1f", r.lat_max * 1e6),
+           apps::num("%.1f", r.lat_best * 1e6) + " / " + apps::num("%.1f", r.lat_worst * 1e6),
+           apps::num("%.1f", r.lat_mean * 1e6), apps::num("%.2f", base / r.lat_max),
+           apps::num("%.2f", base_best / r.lat_best), apps::num("%.0f", r.stages),
+           apps::num("%.0f", r.msgs_max) + " / " + apps::num("%.1f", r.msgs_mean) + " [" +
+               apps::num("%.0f", r.msgs_inter_max) + "]",
+           comb ? apps::num("%.0f", r.groups) : "-",
+           comb ? (st.exact_phase1 ? "exact" : apps::num("%.2f", r.phase1 * 1e3)) : "-",
+           comb ? apps::num("%.2f", r.phase2 * 1e3) : "-", r.verified ? "yes" : "NO"});
+    if (js.is_open()) json_line(js, st, spec, nranks, deg, r, base, base_best);
+  }
+  report << t.str();
+  return report.str();
+}
+
+/// Collective. Every size and variant on one topology; appends to `report` on rank 0.
+bool run_topology(const Settings& st, const std::string& spec, std::ostringstream& report, std::ofstream& js) {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = comm_rank(comm), nranks = comm_size(comm);
+  const double t_topo = MPI_Wtime();
+  Progress progress(spec);
+  Topology topo = Topology::parse(comm, spec);
+  progress.step("topology built");
+  auto deg = reduce_all(comm, {static_cast<double>(topo.destinations.size()), static_cast<double>(topo.sources.size())});
+  std::vector<Result> results;
+  GivenSchedules given;
+  bool ok = true;
+  for (int64_t size : st.sizes)
+    for (const auto& r : measure(spec, topo, st.loc, st.variants, size, st.theta, st.reps, st.rounds, st.exact_phase1,
+                                 given, st.warmup, st.verify_after)) {
+      results.push_back(r);
+      ok = ok && r.verified;
+    }
+  if (rank != 0) return ok;
+  report << topology_table(st, spec, nranks, deg, results, js);
+  std::cerr << "nbrbench: " << spec << " done (out-degree max " << deg[0].max << ") in "
+            << apps::num("%.2f", MPI_Wtime() - t_topo) << " s\n";
+  return ok;
+}
+
 }  // namespace
 
 namespace sparsecomm::apps {
@@ -221,24 +387,24 @@ int nbrbench_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), nranks = comm_size(comm);
   apps::Options opt(
-      {{"topos",
-        {"er:0.05;er:0.1;er:0.2;er:0.4;er:0.8;moore:2,1;moore:2,2;moore:2,3;moore:2,4;moore:3,1;moore:3,2;moore:4,1",
-         "topologies separated by ';' or spaces (quote it): er:<density>[,<seed>], moore:<dims>,<radius>"}},
-       {"sizes", {"4,64,512,4096", "bytes per message (each rank's block), comma-separated"}},
-       {"k", {"2,3,4,6", "group sizes for combined, comma-separated (each >= 2)"}},
-       {"aware", {"both", "combined variants: agnostic, aware or both"}},
-       {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
-       {"backends", {"all", "gather backends to run (comma-separated) or all; neighbor always runs"}},
-       {"reps", {"200", "timed exchanges per variant, split over the rounds"}},
-       {"rounds", {"5", "interleaved rounds over the variants (latency: median over rounds)"}},
-       {"regions", {"ppn:4", "region layout: node, ppn:k, cyclic:n, list:..., flat, single"}},
-       {"warmup", {"auto", "untimed exchanges before each round's timed ones: auto (one batch) or a number"}},
-       {"verify", {"twice", "check every plan's exchange before and after timing (twice) or before only (once)"}},
-       {"phase1",
-        {"distributed",
-         "combining phase 1: distributed (run it) or exact (rank 0 computes every rank's pattern with the "
-         "exact model of plan-stats and scatters it; for simulations at scale)"}},
-       {"json", {"", "append one JSON line per (topology, size, variant) to this file"}}},
+      apps::with_common(
+          {"reps", "regions", "json"},
+          {{"topos",
+            {"er:0.05;er:0.1;er:0.2;er:0.4;er:0.8;moore:2,1;moore:2,2;moore:2,3;moore:2,4;moore:3,1;moore:3,2;moore:4,1",
+             "topologies separated by ';' or spaces (quote it): er:<density>[,<seed>], moore:<dims>,<radius>"}},
+           {"sizes", {"4,64,512,4096", "bytes per message (each rank's block), comma-separated"}},
+           {"k", {"2,3,4,6", "group sizes for combined, comma-separated (each >= 2)"}},
+           {"aware", {"both", "combined variants: agnostic, aware or both"}},
+           {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
+           {"backends", {"all", "gather backends to run (comma-separated) or all; neighbor always runs"}},
+           {"rounds", {"5", "interleaved rounds over the variants (latency: median over rounds)"}},
+           {"warmup", {"auto", "untimed exchanges before each round's timed ones: auto (one batch) or a number"}},
+           {"verify", {"twice", "check every plan's exchange before and after timing (twice) or before only (once)"}},
+           {"phase1",
+            {"distributed",
+             "combining phase 1: distributed (run it) or exact (rank 0 computes every rank's pattern with the "
+             "exact model of plan-stats and scatters it; for simulations at scale)"}}},
+          {{"reps", "200"}}),
       "usage: mpirun -np P sparsecomm_nbrbench [options]\n"
       "Allgather-shaped neighborhood exchange on random and Moore topologies: neighbor vs p2p vs\n"
       "message combining (k-groups, topology-agnostic / -aware).\n"
@@ -247,141 +413,21 @@ int nbrbench_main(int argc, char** argv) {
     if (rank == 0) std::cout << opt.help();
     return 0;
   }
-  const std::vector<std::string> topos = apps::split_specs(opt.get("topos"));
-  if (topos.empty()) throw InputError("--topos is empty");
-  const std::vector<int64_t> sizes = apps::int_list("sizes", opt.get("sizes"), 0);
-  const std::vector<int64_t> ks = apps::int_list("k", opt.get("k"), 2);
-  const int theta = opt.get_int("theta"), reps = opt.get_count("reps"), rounds = opt.get_count("rounds");
-  if (reps < 1 || theta < 1 || rounds < 1) throw InputError("--reps, --rounds and --theta must be >= 1");
-  std::vector<bool> awares;
-  const std::string aw = opt.get("aware");
-  if (aw == "agnostic") awares = {false};
-  else if (aw == "aware") awares = {true};
-  else if (aw == "both") awares = {false, true};
-  else throw InputError("--aware expects agnostic, aware or both, got '" + aw + "'");
-  const std::string phase1 = opt.get("phase1");
-  if (phase1 != "distributed" && phase1 != "exact")
-    throw InputError("--phase1 expects distributed or exact, got '" + phase1 + "'");
-  const bool exact_phase1 = phase1 == "exact";
-  const int warmup = opt.get("warmup") == "auto" ? -1 : opt.get_count("warmup", 0);
-  if (opt.get("warmup") != "auto" && warmup < 0) throw InputError("--warmup must be auto or >= 0");
-  const std::string verify_mode = opt.get("verify");
-  if (verify_mode != "twice" && verify_mode != "once")
-    throw InputError("--verify expects twice or once, got '" + verify_mode + "'");
-
-  // Variants: neighbor first (the baseline), then every other registered backend;
-  // combined expands into k x aware.
-  const std::vector<std::string> all = gather_backend_names();
-  std::vector<std::string> chosen = opt.get("backends") == "all" ? all : apps::split_list(opt.get("backends"));
-  for (const auto& b : chosen)
-    if (std::find(all.begin(), all.end(), b) == all.end()) {
-      std::string names;
-      for (const auto& n : all) names += (names.empty() ? "" : ", ") + n;
-      throw InputError("unknown gather backend '" + b + "'; valid backends: " + names);
-    }
-  // The baseline is MPI's own neighborhood collective; where it is not registered (the
-  // SimGrid SMPI build) p2p takes its place, and the table says so.
-  const std::string baseline = gather_baseline_backend();
-  std::vector<Variant> variants{{baseline, 0, false}};
-  // Backends that declare the combining options (GatherBackendHooks::options has "k") run
-  // once per group size k and awareness, after the others.
-  auto combining = [](const std::string& b) { return declares_option(gather_backend_option_specs(b), "k"); };
-  for (const auto& b : chosen)
-    if (b != baseline && !combining(b)) variants.push_back({b, 0, false});
-  for (const auto& b : chosen)
-    if (combining(b))
-      for (int64_t k : ks)
-        for (bool a : awares) variants.push_back({b, static_cast<int>(k), a});
-  Locality loc = Locality::parse(comm, opt.get("regions"));
+  const Settings st = parse_settings(comm, opt);
   if (rank == 0)
-    std::cerr << "nbrbench: " << nranks << " ranks, regions " << loc.describe() << ", " << topos.size()
-              << " topologies x " << sizes.size() << " sizes x " << variants.size() << " variants, " << reps
-              << " reps in " << rounds << " rounds\n";
-
-  bool all_ok = true;
+    std::cerr << "nbrbench: " << nranks << " ranks, regions " << st.loc.describe() << ", " << st.topos.size()
+              << " topologies x " << st.sizes.size() << " sizes x " << st.variants.size() << " variants, " << st.reps
+              << " reps in " << st.rounds << " rounds\n";
   std::ostringstream report;
-  report << "sparsecomm neighborhood allgather microbenchmark (Mirsadeghi et al. 2017 + k-groups)\n"
-         << nranks << " ranks, regions " << loc.describe() << ", theta " << theta << ", " << reps
-         << " exchanges per variant in " << rounds << " rounds interleaved over the variants\n"
-         << "lat      = time per exchange (start+wait) [us]: per round apps::time_per_call (barrier per batch, max\n"
-         << "           over ranks, median of batches); median over rounds. best/worst: fastest/slowest round\n"
-         << "rank-mean= mean over ranks of each rank's median per-call time [us]\n"
-         << "speedup  = " << baseline << " lat / lat (same run; >1: faster than " << baseline
-         << "); (best) = on the best rounds\n"
-         << "msgs     = messages sent per rank and exchange, max / mean over ranks (inter-region max in brackets)\n"
-         << "groups   = combining groups found (sum over ranks); ph1/ph2 = combining setup phases, max over ranks [ms]\n";
-  if (warmup >= 0 || verify_mode == "once")
-    report << "(" << (warmup >= 0 ? std::to_string(warmup) : std::string("auto")) << " warm-up exchanges per round; plans verified "
-           << (verify_mode == "once" ? "before timing only" : "before and after timing") << ")\n";
-  if (exact_phase1)
-    report << "ph1      = exact: phase 1 NOT run; every rank's pattern computed on rank 0 by the exact model\n"
-           << "           (plan-stats) and scattered (--phase1 exact)\n";
+  report << legend(st, nranks);
   std::ofstream js;
-  if (rank == 0 && !opt.get("json").empty()) js.open(opt.get("json"), std::ios::app);
-
-  for (const auto& spec : topos) {
-    const double t_topo = MPI_Wtime();
-    Progress progress(spec);
-    Topology topo = Topology::parse(comm, spec);
-    progress.step("topology built");
-    auto deg = reduce_all(comm, {static_cast<double>(topo.destinations.size()),
-                                 static_cast<double>(topo.sources.size())});
-    std::vector<Result> results;
-    GivenSchedules given;
-    for (int64_t size : sizes)
-      for (const auto& r : measure(spec, topo, loc, variants, size, theta, reps, rounds, exact_phase1, given, warmup,
-                                   verify_mode == "twice")) {
-        results.push_back(r);
-        all_ok = all_ok && r.verified;
-      }
-    if (rank != 0) continue;
-
-    report << "\ntopology " << spec << ": out-degree max " << deg[0].max << ", mean "
-           << apps::num("%.1f", deg[0].sum / nranks) << "; in-degree max " << deg[1].max << "\n";
-    apps::Table t({"variant", "size[B]", "lat[us]", "best/worst[us]", "rank-mean[us]", "speedup", "(best)", "stages",
-                   "msgs max/mean", "groups", "ph1[ms]", "ph2[ms]", "verified"});
-    double base = 0, base_best = 0;
-    int64_t last_size = -1;
-    for (const auto& r : results) {
-      if (r.v.backend == baseline) base = r.lat_max, base_best = r.lat_best;
-      if (last_size >= 0 && r.size != last_size) t.rule();
-      last_size = r.size;
-      const bool comb = r.v.k > 0;
-      t.add({r.v.label(), std::to_string(r.size), apps::num("%.1f", r.lat_max * 1e6),
-             apps::num("%.1f", r.lat_best * 1e6) + " / " + apps::num("%.1f", r.lat_worst * 1e6),
-             apps::num("%.1f", r.lat_mean * 1e6), apps::num("%.2f", base / r.lat_max),
-             apps::num("%.2f", base_best / r.lat_best), apps::num("%.0f", r.stages),
-             apps::num("%.0f", r.msgs_max) + " / " + apps::num("%.1f", r.msgs_mean) + " [" +
-                 apps::num("%.0f", r.msgs_inter_max) + "]",
-             comb ? apps::num("%.0f", r.groups) : "-", comb ? (exact_phase1 ? "exact" : apps::num("%.2f", r.phase1 * 1e3)) : "-",
-             comb ? apps::num("%.2f", r.phase2 * 1e3) : "-", r.verified ? "yes" : "NO"});
-      if (js.is_open()) {
-        js << "{\"bench\":\"nbrbench\",\"topology\":\"" << apps::json_escape(spec) << "\",\"ranks\":" << nranks
-           << ",\"regions\":\"" << apps::json_escape(loc.describe()) << "\",\"out_degree_max\":" << deg[0].max
-           << ",\"out_degree_mean\":" << deg[0].sum / nranks << ",\"size_bytes\":" << r.size << ",\"backend\":\""
-           << r.v.backend << "\",\"variant\":\"" << r.v.label() << "\",\"k\":" << (comb ? std::to_string(r.v.k) : "null")
-           << ",\"aware\":" << (comb ? (r.v.aware ? "true" : "false") : "null") << ",\"theta\":" << theta
-           << ",\"reps\":" << reps << ",\"rounds\":" << rounds << ",\"lat_max_s\":" << r.lat_max
-           << ",\"lat_best_s\":" << r.lat_best << ",\"lat_worst_s\":" << r.lat_worst << ",\"lat_mean_s\":" << r.lat_mean
-           << ",\"baseline\":\"" << baseline << "\",\"neighbor_lat_max_s\":" << base << ",\"speedup_vs_neighbor\":" << base / r.lat_max
-           << ",\"speedup_best_vs_neighbor_best\":" << base_best / r.lat_best
-           << ",\"stages\":" << r.stages << ",\"msgs_max\":" << r.msgs_max << ",\"msgs_mean\":" << r.msgs_mean
-           << ",\"msgs_inter_max\":" << r.msgs_inter_max << ",\"msgs_inter_mean\":" << r.msgs_inter_mean
-           << ",\"bytes_sent_max\":" << r.bytes_max << ",\"groups\":" << r.groups
-           << ",\"setup_phase1_s\":" << (comb && exact_phase1 ? "null" : apps::num("%.9g", r.phase1))
-           << ",\"phase1\":\"" << phase1 << "\",\"setup_phase2_s\":" << r.phase2
-           << ",\"setup_backend_s\":" << r.setup_backend << ",\"verified\":" << (r.verified ? "true" : "false")
-           << "}\n";
-      }
-    }
-    report << t.str();
-    std::cerr << "nbrbench: " << spec << " done (out-degree max " << deg[0].max << ") in "
-              << apps::num("%.2f", MPI_Wtime() - t_topo) << " s\n";
-  }
+  if (rank == 0 && !st.json.empty()) js.open(st.json, std::ios::app);
+  bool all_ok = true;
+  for (const auto& spec : st.topos) all_ok = run_topology(st, spec, report, js) && all_ok;
   if (rank == 0) {
     std::cout << report.str() << "\n"
               << (all_ok ? "every exchange verified against the expected blocks\n" : "VERIFICATION FAILED\n");
-    if (js.is_open()) std::cout << "JSON lines appended to " << opt.get("json") << "\n";
+    if (js.is_open()) std::cout << "JSON lines appended to " << st.json << "\n";
   }
   return all_ok ? 0 : 3;
 }

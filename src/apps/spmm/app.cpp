@@ -47,11 +47,13 @@
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/options.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
 #include "core/compare.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
 #include "sparsecomm/kernels/dist_spmv.hpp"
+#include "sparsecomm/kernels/spmm.hpp"
 #include "sparsecomm/matrix/mtx_reader.hpp"
 #include "sparsecomm/matrix/ordering.hpp"
 #include "kernels/reference.hpp"
@@ -94,29 +96,6 @@ double relative_error(const Operands& op, bool row_major, const std::vector<doub
   return cmp.allreduce(MPI_COMM_WORLD).rel_err();
 }
 
-/// Per-column product helpers on this rank's rows of A.
-struct LocalProduct {
-  const DistCsr<double>& a;
-  /// c[i] = D(i,:) * mine (diagonal block; my owned columns are my rows of B).
-  void diag(const double* mine, double* c) const {
-    const auto& d = a.diag();
-    for (int32_t i = 0; i < d.nrows; ++i) {
-      double s = 0;
-      for (int64_t k = d.row_ptr[i]; k < d.row_ptr[i + 1]; ++k) s += d.val[k] * mine[d.col[k]];
-      c[i] = s;
-    }
-  }
-  /// c[i] += O(i,:) * ghosts, ghost g found at src[pos[g]].
-  void offd_add(const double* src, const std::vector<int64_t>& pos, double* c) const {
-    const auto& o = a.offd();
-    for (int32_t i = 0; i < o.nrows; ++i) {
-      double s = 0;
-      for (int64_t k = o.row_ptr[i]; k < o.row_ptr[i + 1]; ++k) s += o.val[k] * src[pos[o.col[k]]];
-      c[i] += s;
-    }
-  }
-};
-
 std::string matrix_label(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
   for (const std::string ext : {".mtx.gz", ".mtx"})
@@ -140,229 +119,169 @@ bool wanted(const Config& cfg, const std::string& name, const std::string& famil
   return cfg.variants.empty() || cfg.variants.count(name) || (!family.empty() && cfg.variants.count(family));
 }
 
-/// Runs every variant on one matrix; prints the table on rank 0. Returns false if a check failed.
-bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
-  MPI_Comm comm = MPI_COMM_WORLD;
-  const int rank = comm_rank(comm), nranks = comm_size(comm);
-  // A reordered matrix is labelled "<name>+rcm": P A P^T times its own dense counterpart.
-  const std::string name = matrix_label(path) + (ordering == Ordering::natural ? "" : "+" + ordering_name(ordering));
-  double t0 = MPI_Wtime();
-  MtxReadOptions ro;
-  ro.ordering = ordering;
-  DistCsr<double> a = read_matrix_market(comm, path, ro);
-  const double t_read = MPI_Wtime() - t0;
-  const int64_t N = a.global_rows();
-  if (a.global_cols() != N || a.col_partition() != a.row_partition())
-    throw InputError("spmm: " + name + " is " + std::to_string(N) + " x " + std::to_string(a.global_cols()) +
-                     "; C = A x A needs a square matrix");
+/// B = the first n columns of A, dense: my rows, column-major and row-major; and the
+/// expected C rows: A(my rows, :) x B with the gathered A (Eigen, sparse x sparse).
+Operands make_operands(const DistCsr<double>& a, int64_t n) {
   Operands op;
   op.lr = a.local_rows();
-  op.n = cfg.cols > 0 ? std::min<int64_t>(cfg.cols, N) : N;
-  const int64_t n = op.n;
+  op.n = n;
   const int32_t lr = op.lr;
-  if (5.0 * 8.0 * static_cast<double>(N) * static_cast<double>(n) > kDenseLimitBytes) {
-    if (rank == 0)
-      std::cout << "\n" << name << ": skipped: dense B and C with " << n << " columns need "
-                << apps::num("%.1f", 5.0 * 8 * N * n / 1e9) << " GB over all ranks (limit "
-                << apps::num("%.1f", kDenseLimitBytes / 1e9) << " GB); use --cols to take fewer columns of B\n";
-    return true;
-  }
-
-  // B = the first n columns of A, dense: my rows, column-major and row-major.
+  const int64_t N = a.global_rows(), rb = a.row_begin();
   op.bcol.assign(static_cast<size_t>(lr) * n, 0.0);
   op.brow.assign(static_cast<size_t>(lr) * n, 0.0);
-  const int64_t rb = a.row_begin();
   const auto mine = a.local_triplets();
   for (const auto& e : mine)
     if (e.col < n) {
       op.bcol[e.col * lr + (e.row - rb)] = e.val;
       op.brow[(e.row - rb) * n + e.col] = e.val;
     }
-  // Expected C rows: A(my rows, :) x B with the gathered A (Eigen, sparse x sparse).
-  {
-    std::vector<Triplet<double>> all = a.gather_all(), left, right;
-    for (const auto& e : mine) left.push_back({e.row - rb, e.col, e.val});
-    for (const auto& e : all)
-      if (e.col < n) right.push_back(e);
-    const reference::SpMat aloc = reference::to_eigen(left, lr, N);
-    const reference::SpMat bmat = reference::to_eigen(right, N, n);
-    const reference::SpMat cs = aloc * bmat;
-    op.cref = Eigen::MatrixXd(cs.toDense());
-  }
-  if (rank == 0)
-    std::cerr << "spmm: " << name << " (" << N << " x " << N << ", " << a.global_nnz() << " nonzeros, read in "
-              << apps::num("%.2f", t_read) << " s), B with " << n << " columns\n";
+  std::vector<Triplet<double>> all = a.gather_all(), left, right;
+  for (const auto& e : mine) left.push_back({e.row - rb, e.col, e.val});
+  for (const auto& e : all)
+    if (e.col < n) right.push_back(e);
+  const reference::SpMat aloc = reference::to_eigen(left, lr, N);
+  const reference::SpMat bmat = reference::to_eigen(right, N, n);
+  const reference::SpMat cs = aloc * bmat;
+  op.cref = Eigen::MatrixXd(cs.toDense());
+  return op;
+}
 
-  // Every variant is set up first (a Runner owns its plan and buffers); each is run once as
-  // warm-up and checked right away (C is filled with NaN before, so a variant that leaves
-  // entries unwritten fails); then the timed repetitions run in rounds interleaved over the
-  // variants, so that slow phases of an oversubscribed machine are spread over all of them.
-  struct Runner {
-    Result r;
-    std::function<void(double* c)> once;  // computes all of C into c
-    bool row_major = false;               // layout of C: halo variants write C(i, j) at i*n + j
-  };
-  std::vector<Runner> runners;
-  LocalProduct lp{a};
-  const auto& part = a.col_partition();
+// One variant set up and ready: it owns its plan and buffers; once() computes all of C.
+struct Runner {
+  Result r;
+  std::function<void(double* c)> once;
+  bool row_major = false;  // layout of C: halo variants write C(i, j) at i*n + j
+};
 
-  // --- allgather: every rank receives every column of B whole.
-  {
-    Runner run;
-    run.r.variant = run.r.kind = run.r.backend = "allgather";
-    auto counts = std::make_shared<std::vector<int>>(nranks), displs = std::make_shared<std::vector<int>>(nranks);
-    for (int p = 0; p < nranks; ++p)
-      (*counts)[p] = static_cast<int>(part.local_size(p)), (*displs)[p] = static_cast<int>(part.begin(p));
-    auto full = std::make_shared<std::vector<double>>(static_cast<size_t>(N) + 1);
-    // Ghost column g is row ghost_ids()[g] of B: that is its place in the full column.
-    auto pos = std::make_shared<std::vector<int64_t>>(a.ghost_ids().begin(), a.ghost_ids().end());
-    run.once = [&op, lp, counts, displs, full, pos, comm](double* c) {
-      const int64_t n = op.n;
-      const int32_t lr = op.lr;
-      for (int64_t j = 0; j < n; ++j) {
-        double* cj = c + j * lr;
-        const double* bj = op.bcol.data() + j * lr;
-        lp.diag(bj, cj);
-        SPC_MPI(MPI_Allgatherv(bj, lr, MPI_DOUBLE, full->data(), counts->data(), displs->data(), MPI_DOUBLE, comm));
-        lp.offd_add(full->data(), *pos, cj);
-      }
-    };
-    runners.push_back(std::move(run));
-  }
-
-  // --- per-column neighborhood exchanges through every GatherPlan backend.
+/// Seconds of f() as the max over ranks, a barrier before (collective).
+template <class F>
+double timed(MPI_Comm comm, F&& f) {
   MPI_Barrier(comm);
-  t0 = MPI_Wtime();
-  const Topology topo = topology_from_matrix_blocks(a);
-  const double t_topo = allreduce_max(comm, MPI_Wtime() - t0);
-  auto deg = reduce_all(comm, {static_cast<double>(topo.sources.size())});
-  struct GVariant {
-    std::string backend;
-    int k;
-    bool aware;
-  };
-  // The per-column baseline is MPI's own neighborhood collective; where it is not registered
-  // (the SimGrid SMPI build) p2p takes its place, and the table and JSON say so.
-  const std::string baseline = gather_baseline_backend();
-  std::vector<GVariant> gvariants{{baseline, 0, false}};
-  // Backends that declare the combining options (GatherBackendHooks::options has "k") run
-  // once per group size k and awareness, after the others.
-  auto combining = [](const std::string& b) { return declares_option(gather_backend_option_specs(b), "k"); };
-  for (const auto& b : gather_backend_names())
-    if (b != baseline && !combining(b) && wanted(cfg, b)) gvariants.push_back({b, 0, false});
-  for (const auto& b : gather_backend_names())
-    if (combining(b) && wanted(cfg, b))
-      for (int k : cfg.ks)
-        for (bool aw : cfg.awares) gvariants.push_back({b, k, aw});
-  for (const auto& gv : gvariants) {
+  const double t0 = MPI_Wtime();
+  f();
+  return allreduce_max(comm, MPI_Wtime() - t0);
+}
+
+// What every variant of one matrix shares.
+struct Bench {
+  MPI_Comm comm;
+  const DistCsr<double>& a;
+  const Operands& op;
+  const Config& cfg;
+  int nranks;
+};
+
+/// allgather: every rank receives every column of B whole (the global baseline).
+Runner allgather_runner(const Bench& b) {
+  Runner run;
+  run.r.variant = run.r.kind = run.r.backend = "allgather";
+  auto mm = std::make_shared<AllgatherSpmm>(b.a, b.comm);
+  const Operands& op = b.op;
+  run.once = [&op, mm](double* c) { mm->multiply(op.bcol.data(), op.n, c); };
+  return run;
+}
+
+/// The message counts of a plan per exchange, max / sum over ranks.
+std::vector<Reduced> plan_counts(MPI_Comm comm, const CommCounters& cnt, double groups, double stages) {
+  return reduce_all(comm, {static_cast<double>(cnt.sent().msgs), static_cast<double>(cnt.sent().bytes), groups, stages});
+}
+
+/// One per-column variant through a GatherPlan backend (k > 0: the combining options).
+Runner gather_runner(const Bench& b, const Topology& topo, const std::string& backend, int k, bool aware) {
+  Runner run;
+  Result& r = run.r;
+  r.kind = "gather", r.backend = backend, r.k = k, r.aware = aware;
+  r.variant = k > 0 ? backend + " k=" + std::to_string(k) + (aware ? " aware" : " agnostic") : backend;
+  GatherOptions go;
+  go.value_bytes = 8;
+  if (k > 0) go.backend.set("theta", b.cfg.theta).set("k", k).set("aware", aware);
+  std::shared_ptr<ColumnSpmm> mm;
+  r.setup = timed(b.comm, [&] {
+    mm = std::make_shared<ColumnSpmm>(b.a, topo, make_gather_plan(backend, topo, b.cfg.loc, b.comm, b.op.lr, go));
+  });
+  const Operands& op = b.op;
+  run.once = [&op, mm](double* c) { mm->multiply(op.bcol.data(), op.n, c); };
+  GatherPlan& plan = mm->plan();
+  auto red = plan_counts(b.comm, plan.iteration_counts().total(), static_cast<double>(plan.groups_led()),
+                         static_cast<double>(plan.stages()));
+  const double n = static_cast<double>(op.n);
+  r.counted = true;
+  r.msgs_col_max = red[0].max, r.msgs_col_mean = red[0].sum / b.nranks;
+  r.msgs_total_max = red[0].max * n, r.bytes_total_max = red[1].max * n;
+  r.groups = red[2].sum, r.stages = red[3].max;
+  return run;
+}
+
+/// The per-column variants: the baseline first, then every other gather backend; those
+/// that declare the combining options (GatherBackendHooks::options has "k") once per group
+/// size k and awareness, after the others.
+void add_gather_runners(const Bench& b, const Topology& topo, const std::string& baseline, std::vector<Runner>& out) {
+  auto combining = [](const std::string& g) { return declares_option(gather_backend_option_specs(g), "k"); };
+  out.push_back(gather_runner(b, topo, baseline, 0, false));
+  for (const auto& g : gather_backend_names())
+    if (g != baseline && !combining(g) && wanted(b.cfg, g)) out.push_back(gather_runner(b, topo, g, 0, false));
+  for (const auto& g : gather_backend_names())
+    if (combining(g) && wanted(b.cfg, g))
+      for (int k : b.cfg.ks)
+        for (bool aw : b.cfg.awares) out.push_back(gather_runner(b, topo, g, k, aw));
+}
+
+/// halo_<backend>: all n columns in one width-n exchange of only the needed rows of B.
+/// Returns why they were skipped (empty if not); `t_pattern` gets the SDDE's time.
+std::string add_halo_runners(const Bench& b, std::vector<Runner>& out, double& t_pattern) {
+  std::vector<std::string> halos;
+  for (const auto& name : backend_names())
+    if (wanted(b.cfg, "halo_" + name, "halo")) halos.push_back(name);
+  if (halos.empty()) return "";
+  Sdde sdde(b.comm, b.cfg.loc);
+  Pattern pat;
+  t_pattern = timed(b.comm, [&] { pat = pattern_from_matrix(b.a, sdde, "nbx"); });
+  // Width-n buffers of every halo plan alive at once: ghosts, packed sends and receives.
+  const int64_t n = b.op.n;
+  const double need = 8.0 * static_cast<double>(n) * static_cast<double>(halos.size()) *
+                      static_cast<double>(b.a.num_ghosts() + pat.send().size() + pat.recv().size());
+  const double need_max = allreduce_max(b.comm, need);
+  if (need_max > kHaloLimitBytes)
+    return "halo_* skipped: the width-" + std::to_string(n) + " buffers of " + std::to_string(halos.size()) +
+           " halo plans need " + apps::num("%.0f", need_max / 1e6) + " MB on some rank (limit " +
+           apps::num("%.0f", kHaloLimitBytes / 1e6) + " MB); use --cols or --variants halo_<backend>";
+  for (const auto& name : halos) {
     Runner run;
     Result& r = run.r;
-    r.kind = "gather", r.backend = gv.backend, r.k = gv.k, r.aware = gv.aware;
-    r.variant = gv.k > 0 ? gv.backend + " k=" + std::to_string(gv.k) + (gv.aware ? " aware" : " agnostic")
-                         : gv.backend;
-    GatherOptions go;
-    go.value_bytes = 8;
-    if (gv.k > 0) go.backend.set("theta", cfg.theta).set("k", gv.k).set("aware", gv.aware);
-    MPI_Barrier(comm);
-    t0 = MPI_Wtime();
-    std::shared_ptr<GatherPlan> plan = make_gather_plan(gv.backend, topo, cfg.loc, comm, lr, go);
-    r.setup = allreduce_max(comm, MPI_Wtime() - t0);
-    // Ghost column g (global id) is row g of B, owned by source `owner`: it sits in the
-    // receive buffer at that source's offset plus its position in the owner's block.
-    auto pos = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(a.num_ghosts()));
-    for (int32_t g = 0; g < a.num_ghosts(); ++g) {
-      const int64_t gid = a.ghost_ids()[g];
-      const int owner = part.owner(gid);
-      const auto& src = topo.sources;
-      const size_t idx = static_cast<size_t>(std::lower_bound(src.begin(), src.end(), owner) - src.begin());
-      (*pos)[g] = plan->recv_offsets()[idx] + (gid - part.begin(owner));
-    }
-    auto recv = std::make_shared<std::vector<double>>(static_cast<size_t>(plan->recv_total()) + 1);
-    run.once = [&op, lp, plan, pos, recv](double* c) {
-      const int64_t n = op.n;
-      const int32_t lr = op.lr;
-      for (int64_t j = 0; j < n; ++j) {
-        double* cj = c + j * lr;
-        const double* bj = op.bcol.data() + j * lr;
-        plan->start(bj);
-        lp.diag(bj, cj);  // overlapped with the exchange
-        plan->wait(recv->data());
-        lp.offd_add(recv->data(), *pos, cj);
-      }
-    };
-    const auto& cnt = plan->iteration_counts().total();
-    auto red = reduce_all(comm, {static_cast<double>(cnt.sent().msgs), static_cast<double>(cnt.sent().bytes),
-                                 static_cast<double>(plan->groups_led()), static_cast<double>(plan->stages())});
+    r.kind = "halo", r.backend = name, r.variant = "halo_" + name;
+    run.row_major = true;
+    PlanOptions po;
+    po.width = static_cast<int>(n);
+    std::shared_ptr<DistSpmv> spmm;
+    r.setup = timed(b.comm, [&] { spmm = std::make_shared<DistSpmv>(b.a, make_plan(name, pat, b.cfg.loc, b.comm, po)); });
+    const Operands& op = b.op;
+    run.once = [&op, spmm](double* c) { spmm->apply(op.brow.data(), c); };
+    auto red = plan_counts(b.comm, spmm->plan().iteration_counts().total(), 0, static_cast<double>(spmm->plan().stages()));
     r.counted = true;
-    r.msgs_col_max = red[0].max, r.msgs_col_mean = red[0].sum / nranks;
-    r.msgs_total_max = red[0].max * static_cast<double>(n);
-    r.bytes_total_max = red[1].max * static_cast<double>(n);
-    r.groups = red[2].sum, r.stages = red[3].max;
-    runners.push_back(std::move(run));
+    r.msgs_total_max = red[0].max;
+    r.msgs_col_max = red[0].max / static_cast<double>(n), r.msgs_col_mean = red[0].sum / b.nranks / n;
+    r.bytes_total_max = red[1].max;
+    r.stages = red[3].max;
+    out.push_back(std::move(run));
   }
+  return "";
+}
 
-  // --- halo: all n columns in one width-n exchange of only the needed rows of B.
-  std::vector<std::string> halos;
-  for (const auto& b : backend_names())
-    if (wanted(cfg, "halo_" + b, "halo")) halos.push_back(b);
-  double t_pattern = 0;
-  std::string halo_note;
-  if (!halos.empty()) {
-    Sdde sdde(comm, cfg.loc);
-    MPI_Barrier(comm);
-    t0 = MPI_Wtime();
-    const Pattern pat = pattern_from_matrix(a, sdde, "nbx");
-    t_pattern = allreduce_max(comm, MPI_Wtime() - t0);
-    // Width-n buffers of every halo plan alive at once: ghosts, packed sends and receives.
-    const double need = 8.0 * static_cast<double>(n) * static_cast<double>(halos.size()) *
-                        static_cast<double>(a.num_ghosts() + pat.send().size() + pat.recv().size());
-    const double need_max = allreduce_max(comm, need);
-    if (need_max > kHaloLimitBytes) {
-      halo_note = "halo_* skipped: the width-" + std::to_string(n) + " buffers of " + std::to_string(halos.size()) +
-                  " halo plans need " + apps::num("%.0f", need_max / 1e6) + " MB on some rank (limit " +
-                  apps::num("%.0f", kHaloLimitBytes / 1e6) + " MB); use --cols or --variants halo_<backend>";
-      halos.clear();
-    }
-    for (const auto& b : halos) {
-      Runner run;
-      Result& r = run.r;
-      r.kind = "halo", r.backend = b, r.variant = "halo_" + b;
-      run.row_major = true;
-      PlanOptions po;
-      po.width = static_cast<int>(n);
-      MPI_Barrier(comm);
-      t0 = MPI_Wtime();
-      auto spmm = std::make_shared<DistSpmv>(a, make_plan(b, pat, cfg.loc, comm, po));
-      r.setup = allreduce_max(comm, MPI_Wtime() - t0);
-      run.once = [&op, spmm](double* c) { spmm->apply(op.brow.data(), c); };
-      const auto& cnt = spmm->plan().iteration_counts().total();
-      auto red = reduce_all(comm, {static_cast<double>(cnt.sent().msgs), static_cast<double>(cnt.sent().bytes),
-                                   static_cast<double>(spmm->plan().stages())});
-      r.counted = true;
-      r.msgs_total_max = red[0].max;
-      r.msgs_col_max = red[0].max / static_cast<double>(n), r.msgs_col_mean = red[0].sum / nranks / n;
-      r.bytes_total_max = red[1].max;
-      r.stages = red[2].max;
-      runners.push_back(std::move(run));
-    }
-  }
-
-  // Warm-up + check, then the timed rounds.
-  std::vector<double> c(static_cast<size_t>(lr) * n + 1);
+/// Every variant run once as warm-up and checked right away (C is filled with NaN before,
+/// so a variant that leaves entries unwritten fails); then the timed repetitions in rounds
+/// interleaved over the variants, so that slow phases of an oversubscribed machine are
+/// spread over all of them.
+std::vector<Result> check_and_time(const Bench& b, std::vector<Runner>& runners) {
+  std::vector<double> c(static_cast<size_t>(b.op.lr) * b.op.n + 1);
   for (auto& run : runners) {
     std::fill(c.begin(), c.end(), std::nan(""));
     run.once(c.data());
-    run.r.err = relative_error(op, run.row_major, c);
+    run.r.err = relative_error(b.op, run.row_major, c);
     run.r.ok = run.r.err <= kTolerance;
   }
   std::vector<std::vector<double>> times(runners.size());
-  for (int rep = 0; rep < cfg.reps; ++rep)
-    for (size_t i = 0; i < runners.size(); ++i) {
-      MPI_Barrier(comm);
-      const double t = MPI_Wtime();
-      runners[i].once(c.data());
-      times[i].push_back(allreduce_max(comm, MPI_Wtime() - t));
-    }
+  for (int rep = 0; rep < b.cfg.reps; ++rep)
+    for (size_t i = 0; i < runners.size(); ++i) times[i].push_back(timed(b.comm, [&] { runners[i].once(c.data()); }));
   std::vector<Result> results;
   for (size_t i = 0; i < runners.size(); ++i) {
     Result r = runners[i].r;
@@ -370,103 +289,136 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
     r.best = *std::min_element(times[i].begin(), times[i].end());
     results.push_back(r);
   }
+  return results;
+}
 
+// What the table and the JSON lines of one matrix say besides the results.
+struct Summary {
+  std::string name, baseline, halo_note;
+  Ordering ordering = Ordering::natural;
+  int64_t rows = 0, nnz = 0, n = 0;
+  double deg_max = 0, deg_mean = 0, t_topo = 0, t_pattern = 0, t_all = 0, t_nbr = 0;
+};
+
+std::string results_table(const Summary& s, const Config& cfg, int nranks, const std::vector<Result>& results) {
+  std::ostringstream os;
+  os << "\n" << s.name << ": " << s.rows << " x " << s.rows << ", " << s.nnz << " nonzeros; B: " << s.n
+     << " dense columns; " << nranks << " ranks, regions " << cfg.loc.describe() << "\n"
+     << "topology (block pattern): in-degree max " << s.deg_max << ", mean " << apps::num("%.1f", s.deg_mean)
+     << "; built in " << apps::num("%.2f", s.t_topo * 1e3) << " ms; halo pattern (SDDE nbx) "
+     << apps::num("%.2f", s.t_pattern * 1e3) << " ms\n"
+     << "time = whole C (" << s.n << " columns), barrier before, max over ranks, median of " << cfg.reps
+     << " rounds interleaved over the variants, after 1 warm-up (checked); best = fastest round\n"
+     << "vs X = time(X) / time (>1: faster than X)\n"
+     << "msgs = sent per rank per column of B, max / mean over ranks (halo: whole exchange / " << s.n
+     << "); setup = plan only\n";
+  apps::Table t({"variant", "time[ms]", "best[ms]", "vs allgather", "vs " + s.baseline, "msgs/col max/mean",
+                 "msgs total max", "groups", "stages", "setup[ms]", "rel err", "check"});
+  for (const auto& r : results) {
+    const bool comb = r.kind == "gather" && r.k > 0;
+    const char* f_max = r.kind == "halo" ? "%.3f" : "%.0f";
+    const char* f_mean = r.kind == "halo" ? "%.3f" : "%.1f";
+    t.add({r.variant, apps::num("%.3f", r.time * 1e3), apps::num("%.3f", r.best * 1e3),
+           apps::num("%.2f", s.t_all / r.time), apps::num("%.2f", s.t_nbr / r.time),
+           r.counted ? apps::num(f_max, r.msgs_col_max) + " / " + apps::num(f_mean, r.msgs_col_mean) : "n/a (MPI)",
+           r.counted ? apps::num("%.0f", r.msgs_total_max) : "n/a", comb ? apps::num("%.0f", r.groups) : "-",
+           r.counted ? apps::num("%.0f", r.stages) : "-", r.kind == "allgather" ? "-" : apps::num("%.2f", r.setup * 1e3),
+           apps::num("%.1e", r.err), r.ok ? "ok" : "FAILED"});
+  }
+  os << t.str();
+  if (!s.halo_note.empty()) os << s.halo_note << "\n";
+  return os.str();
+}
+
+void append_json(const Summary& s, const Config& cfg, int nranks, const std::vector<Result>& results) {
+  std::ofstream js(cfg.json, std::ios::app);
+  for (const auto& r : results) {
+    const bool comb = r.kind == "gather" && r.k > 0;
+    js << "{\"bench\":\"spmm\",\"matrix\":\"" << apps::json_escape(s.name) << "\",\"ordering\":\""
+       << ordering_name(s.ordering) << "\",\"rows\":" << s.rows << ",\"nnz\":" << s.nnz << ",\"cols\":" << s.n
+       << ",\"ranks\":" << nranks << ",\"regions\":\"" << apps::json_escape(cfg.loc.describe())
+       << "\",\"in_degree_max\":" << s.deg_max << ",\"in_degree_mean\":" << s.deg_mean << ",\"variant\":\""
+       << r.variant << "\",\"kind\":\"" << r.kind << "\",\"backend\":\"" << r.backend
+       << "\",\"k\":" << (comb ? std::to_string(r.k) : "null")
+       << ",\"aware\":" << (comb ? (r.aware ? "true" : "false") : "null") << ",\"theta\":" << cfg.theta
+       << ",\"reps\":" << cfg.reps << ",\"time_s\":" << r.time << ",\"best_s\":" << r.best
+       << ",\"allgather_time_s\":" << s.t_all << ",\"baseline\":\"" << s.baseline
+       << "\",\"neighbor_time_s\":" << s.t_nbr << ",\"speedup_vs_allgather\":" << s.t_all / r.time
+       << ",\"speedup_vs_neighbor\":" << s.t_nbr / r.time << ",\"setup_s\":" << r.setup;
+    if (r.counted)
+      js << ",\"msgs_per_col_max\":" << r.msgs_col_max << ",\"msgs_per_col_mean\":" << r.msgs_col_mean
+         << ",\"msgs_total_max\":" << r.msgs_total_max << ",\"bytes_total_max\":" << r.bytes_total_max
+         << ",\"stages\":" << r.stages;
+    else
+      js << ",\"msgs_per_col_max\":null,\"msgs_per_col_mean\":null,\"msgs_total_max\":null"
+            ",\"bytes_total_max\":null,\"stages\":null";
+    js << ",\"groups\":" << r.groups << ",\"rel_err\":" << r.err << ",\"verified\":" << (r.ok ? "true" : "false")
+       << "}\n";
+  }
+}
+
+/// The matrix of `path` (reordered), checked square. A reordered matrix is labelled
+/// "<name>+rcm": P A P^T times its own dense counterpart.
+DistCsr<double> read_square(MPI_Comm comm, const std::string& path, Ordering ordering, Summary& s) {
+  s.name = matrix_label(path) + (ordering == Ordering::natural ? "" : "+" + ordering_name(ordering));
+  s.ordering = ordering;
+  const double t0 = MPI_Wtime();
+  MtxReadOptions ro;
+  ro.ordering = ordering;
+  DistCsr<double> a = read_matrix_market(comm, path, ro);
+  s.rows = a.global_rows(), s.nnz = a.global_nnz();
+  if (a.global_cols() != s.rows || a.col_partition() != a.row_partition())
+    throw InputError("spmm: " + s.name + " is " + std::to_string(s.rows) + " x " + std::to_string(a.global_cols()) +
+                     "; C = A x A needs a square matrix");
+  if (comm_rank(comm) == 0)
+    std::cerr << "spmm: " << s.name << " (" << s.rows << " x " << s.rows << ", " << s.nnz << " nonzeros, read in "
+              << apps::num("%.2f", MPI_Wtime() - t0) << " s)\n";
+  return a;
+}
+
+/// Runs every variant on one matrix; prints the table on rank 0. Returns false if a check failed.
+bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = comm_rank(comm), nranks = comm_size(comm);
+  Summary s;
+  const DistCsr<double> a = read_square(comm, path, ordering, s);
+  s.n = cfg.cols > 0 ? std::min<int64_t>(cfg.cols, s.rows) : s.rows;
+  const double dense_bytes = 5.0 * 8.0 * static_cast<double>(s.rows) * static_cast<double>(s.n);
+  if (dense_bytes > kDenseLimitBytes) {
+    if (rank == 0)
+      std::cout << "\n" << s.name << ": skipped: dense B and C with " << s.n << " columns need "
+                << apps::num("%.1f", dense_bytes / 1e9) << " GB over all ranks (limit "
+                << apps::num("%.1f", kDenseLimitBytes / 1e9) << " GB); use --cols to take fewer columns of B\n";
+    return true;
+  }
+  const Operands op = make_operands(a, s.n);
+  const Bench b{comm, a, op, cfg, nranks};
+  std::vector<Runner> runners{allgather_runner(b)};
+  Topology topo;
+  s.t_topo = timed(comm, [&] { topo = topology_from_matrix_blocks(a); });
+  auto deg = reduce_all(comm, {static_cast<double>(topo.sources.size())});
+  s.deg_max = deg[0].max, s.deg_mean = deg[0].sum / nranks;
+  // The per-column baseline is MPI's own neighborhood collective; where it is not registered
+  // (the SimGrid SMPI build) p2p takes its place, and the table and JSON say so.
+  s.baseline = gather_baseline_backend();
+  add_gather_runners(b, topo, s.baseline, runners);
+  s.halo_note = add_halo_runners(b, runners, s.t_pattern);
+  const std::vector<Result> results = check_and_time(b, runners);
   bool ok = true;
-  for (const auto& r : results) ok = ok && r.ok;
+  for (const auto& r : results) {
+    ok = ok && r.ok;
+    if (r.variant == "allgather") s.t_all = r.time;
+    if (r.variant == s.baseline) s.t_nbr = r.time;
+  }
   if (rank == 0) {
-    double t_all = 0, t_nbr = 0;
-    for (const auto& r : results) {
-      if (r.variant == "allgather") t_all = r.time;
-      if (r.variant == baseline) t_nbr = r.time;
-    }
-    std::ostringstream os;
-    os << "\n" << name << ": " << N << " x " << N << ", " << a.global_nnz() << " nonzeros; B: " << n
-       << " dense columns; " << nranks << " ranks, regions " << cfg.loc.describe() << "\n"
-       << "topology (block pattern): in-degree max " << deg[0].max << ", mean "
-       << apps::num("%.1f", deg[0].sum / nranks) << "; built in " << apps::num("%.2f", t_topo * 1e3)
-       << " ms; halo pattern (SDDE nbx) " << apps::num("%.2f", t_pattern * 1e3) << " ms\n"
-       << "time = whole C (" << n << " columns), barrier before, max over ranks, median of " << cfg.reps
-       << " rounds interleaved over the variants, after 1 warm-up (checked); best = fastest round\n"
-       << "vs X = time(X) / time (>1: faster than X)\n"
-       << "msgs = sent per rank per column of B, max / mean over ranks (halo: whole exchange / " << n
-       << "); setup = plan only\n";
-    apps::Table t({"variant", "time[ms]", "best[ms]", "vs allgather", "vs " + baseline, "msgs/col max/mean", "msgs total max",
-                   "groups", "stages", "setup[ms]", "rel err", "check"});
-    for (const auto& r : results) {
-      const bool comb = r.kind == "gather" && r.k > 0;
-      t.add({r.variant, apps::num("%.3f", r.time * 1e3), apps::num("%.3f", r.best * 1e3),
-             apps::num("%.2f", t_all / r.time),
-             apps::num("%.2f", t_nbr / r.time),
-             r.counted ? apps::num(r.kind == "halo" ? "%.3f" : "%.0f", r.msgs_col_max) + " / " +
-                             apps::num(r.kind == "halo" ? "%.3f" : "%.1f", r.msgs_col_mean)
-                       : "n/a (MPI)",
-             r.counted ? apps::num("%.0f", r.msgs_total_max) : "n/a", comb ? apps::num("%.0f", r.groups) : "-",
-             r.counted ? apps::num("%.0f", r.stages) : "-", r.kind == "allgather" ? "-" : apps::num("%.2f", r.setup * 1e3),
-             apps::num("%.1e", r.err), r.ok ? "ok" : "FAILED"});
-    }
-    os << t.str();
-    if (!halo_note.empty()) os << halo_note << "\n";
-    std::cout << os.str();
-    if (!cfg.json.empty()) {
-      std::ofstream js(cfg.json, std::ios::app);
-      for (const auto& r : results) {
-        const bool comb = r.kind == "gather" && r.k > 0;
-        js << "{\"bench\":\"spmm\",\"matrix\":\"" << apps::json_escape(name) << "\",\"ordering\":\""
-           << ordering_name(ordering) << "\",\"rows\":" << N
-           << ",\"nnz\":" << a.global_nnz() << ",\"cols\":" << n << ",\"ranks\":" << nranks << ",\"regions\":\""
-           << apps::json_escape(cfg.loc.describe()) << "\",\"in_degree_max\":" << deg[0].max
-           << ",\"in_degree_mean\":" << deg[0].sum / nranks << ",\"variant\":\"" << r.variant << "\",\"kind\":\""
-           << r.kind << "\",\"backend\":\"" << r.backend << "\",\"k\":" << (comb ? std::to_string(r.k) : "null")
-           << ",\"aware\":" << (comb ? (r.aware ? "true" : "false") : "null") << ",\"theta\":" << cfg.theta
-           << ",\"reps\":" << cfg.reps << ",\"time_s\":" << r.time << ",\"best_s\":" << r.best
-           << ",\"allgather_time_s\":" << t_all
-           << ",\"baseline\":\"" << baseline << "\",\"neighbor_time_s\":" << t_nbr << ",\"speedup_vs_allgather\":" << t_all / r.time
-           << ",\"speedup_vs_neighbor\":" << t_nbr / r.time << ",\"setup_s\":" << r.setup;
-        if (r.counted)
-          js << ",\"msgs_per_col_max\":" << r.msgs_col_max << ",\"msgs_per_col_mean\":" << r.msgs_col_mean
-             << ",\"msgs_total_max\":" << r.msgs_total_max << ",\"bytes_total_max\":" << r.bytes_total_max
-             << ",\"stages\":" << r.stages;
-        else
-          js << ",\"msgs_per_col_max\":null,\"msgs_per_col_mean\":null,\"msgs_total_max\":null"
-                ",\"bytes_total_max\":null,\"stages\":null";
-        js << ",\"groups\":" << r.groups << ",\"rel_err\":" << r.err << ",\"verified\":" << (r.ok ? "true" : "false")
-           << "}\n";
-      }
-    }
+    std::cout << results_table(s, cfg, nranks, results);
+    if (!cfg.json.empty()) append_json(s, cfg, nranks, results);
   }
   return ok;
 }
 
-}  // namespace
-
-namespace sparsecomm::apps {
-
-int spmm_main(int argc, char** argv) {
-  MPI_Comm comm = MPI_COMM_WORLD;
-  const int rank = comm_rank(comm);
-  apps::Options opt(
-      {{"matrix", {"HB/ash292", "SuiteSparse names or paths, comma-separated (each multiplied by itself)"}},
-       {"cols", {"0", "columns of B (the first n columns of A); 0: all"}},
-       {"reps", {"3", "timed repetitions of the whole product per variant (rounds over the variants)"}},
-       {"k", {"2", "group sizes for combined, comma-separated (each >= 2)"}},
-       {"aware", {"both", "combined variants: agnostic, aware or both"}},
-       {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
-       {"variants",
-        {"all", "comma-separated: all, or any of <gather backend> (p2p, combined, ...), halo, halo_<plan backend>; "
-                "allgather and neighbor (p2p where neighbor is not registered: SMPI) always run"}},
-       {"ordering",
-        {"natural", "comma-separated orderings, each matrix runs once per ordering: natural (the file's) or rcm "
-                    "(reverse Cuthill-McKee, P A P^T: a banded block pattern)"}},
-       {"regions", {"ppn:4", "region layout: node, ppn:k, cyclic:n, list:..., flat, single"}},
-       {"json", {"", "append one JSON line per (matrix, variant) to this file"}}},
-      "usage: mpirun -np P sparsecomm_spmm [options]\n"
-      "SpMM C = A x B (B = A dense) with one allgather-shaped exchange per column of B, against\n"
-      "MPI_Allgatherv and the width-n halo exchange.\n"
-      "example: mpirun -np 32 sparsecomm spmm --matrix Pajek/Journals,HB/dwt_193 --k 2,4");
-  if (!opt.parse(argc, argv)) {
-    if (rank == 0) std::cout << opt.help();
-    return 0;
-  }
+/// The settings of the options (--matrix and --regions apart).
+Config parse_config(const apps::Options& opt) {
   Config cfg;
   for (int64_t k : apps::int_list("k", opt.get("k"), 2)) cfg.ks.push_back(static_cast<int>(k));
   const std::string aw = opt.get("aware");
@@ -496,6 +448,35 @@ int spmm_main(int argc, char** argv) {
   cfg.orderings.clear();
   for (const auto& o : apps::split_list(opt.get("ordering"))) cfg.orderings.push_back(parse_ordering(o));
   if (cfg.orderings.empty()) throw InputError("--ordering is empty");
+  return cfg;
+}
+
+}  // namespace
+
+namespace sparsecomm::apps {
+
+int spmm_main(int argc, char** argv) {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = comm_rank(comm);
+  apps::Options opt(
+      apps::with_common({"matrix", "reps", "ordering", "regions", "json"}, {{"cols", {"0", "columns of B (the first n columns of A); 0: all"}},
+       {"k", {"2", "group sizes for combined, comma-separated (each >= 2)"}},
+       {"aware", {"both", "combined variants: agnostic, aware or both"}},
+       {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
+       {"variants",
+        {"all", "comma-separated: all, or any of <gather backend> (p2p, combined, ...), halo, halo_<plan backend>; "
+                "allgather and neighbor (p2p where neighbor is not registered: SMPI) always run"}},
+       },
+      {{"matrix", "HB/ash292"}, {"reps", "3"}}),
+      "usage: mpirun -np P sparsecomm_spmm [options]\n"
+      "SpMM C = A x B (B = A dense) with one allgather-shaped exchange per column of B, against\n"
+      "MPI_Allgatherv and the width-n halo exchange.\n"
+      "example: mpirun -np 32 sparsecomm spmm --matrix Pajek/Journals,HB/dwt_193 --k 2,4");
+  if (!opt.parse(argc, argv)) {
+    if (rank == 0) std::cout << opt.help();
+    return 0;
+  }
+  Config cfg = parse_config(opt);
 
   // Resolve every matrix first; an absent one is a skip (77), not a failure.
   std::vector<std::string> paths;

@@ -197,10 +197,12 @@ Graph Graph::from_spec(int p, const std::string& spec) {
 }
 
 std::vector<int> regions_from_spec(int p, const std::string& spec) {
-  std::vector<int> r = layout_labels(spec, p);
+  // "node" (the programs' shared default): virtual ranks all live in this one process, on
+  // one node, so they form one region.
+  std::vector<int> r = layout_labels(spec == "node" ? "single" : spec, p);
   if (r.empty())
     throw InputError("plan statistics: unknown region layout '" + spec +
-                     "'; valid layouts for virtual ranks: ppn:<k>, cyclic:<n>, flat, single");
+                     "'; valid layouts for virtual ranks: ppn:<k>, cyclic:<n>, flat, single, node (= single)");
   return r;
 }
 

@@ -1,5 +1,0 @@
-#include "common/app_main.hpp"
-
-int main(int argc, char** argv) {
-  return sparsecomm::apps::run_app(argc, argv, sparsecomm::apps::autoeval_main, "sparsecomm_autoeval");
-}

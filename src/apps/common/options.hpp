@@ -1,0 +1,65 @@
+#pragma once
+// The options every program shares, declared once: their names, help and defaults are the
+// same in every app (`regions` has ONE default, "node": the detected nodes). A program takes
+// the ones it uses by name and adds its own:
+//
+//   Options o(with_common({"matrix", "regions", "reps", "json"}, {{"width", {"1", "vectors"}}},
+//                         {{"reps", "500"}}),
+//             "usage: ...");
+//
+// Only how many repetitions (reps), which matrix, backend or SDDE strategy a program runs by
+// default may differ: what a benchmark repeats and on what is its own workload.
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/cli.hpp"
+#include "sparsecomm/comm/sdde.hpp"
+
+namespace sparsecomm::apps {
+
+using OptionTable = std::map<std::string, std::pair<std::string, std::string>>;
+
+inline const OptionTable& common_options() {
+  static const OptionTable t = {
+      {"matrix", {"", "SuiteSparse name (Group/Name) or path, on the data search path; programs that take several "
+                      "read a comma-separated list (default: the largest matrix found)"}},
+      {"gen", {"", "generator spec instead of a file, e.g. rotate:512,512 or lap3d27:16,16,16 (gen::from_spec)"}},
+      {"ordering", {"natural", "natural (the file's numbering) or rcm (reverse Cuthill-McKee, P A P^T: a banded block "
+                               "pattern); files only; programs that run several take a comma-separated list"}},
+      {"regions", {"node", "region layout: node (detected; for virtual ranks: one region), ppn:k, cyclic:n, "
+                           "list:r0,r1,..., flat, single"}},
+      {"backend", {"all", "comma-separated backends, or all (`sparsecomm backends` lists them)"}},
+      {"sdde", {kDefaultSdde, "SDDE strategy (personalized, nbx, rma, locality_personalized, locality_nbx); "
+                              "programs that compare strategies take a comma-separated list or all"}},
+      {"reps", {"100", "timed repetitions"}},
+      {"json", {"", "append JSON lines (one record per result) to this file"}},
+      {"option", {"", "backend options key=value[,key=value] (e.g. k=4,aware=true for combined); each backend gets "
+                      "the keys it declares"}},
+  };
+  return t;
+}
+
+/// The common options `names` (with the program's `defaults` for matrix, backend, sdde or
+/// reps) plus the program's own `own`. A name in `own` that is also common, or a default for
+/// regions, is a programming error (std::logic_error): the shared set is declared here only.
+inline OptionTable with_common(const std::vector<std::string>& names, OptionTable own = {},
+                               const std::map<std::string, std::string>& defaults = {}) {
+  for (const auto& [k, v] : own)
+    if (common_options().count(k)) throw std::logic_error("option --" + k + " is common: take it by name");
+  for (const auto& n : names) {
+    auto it = common_options().find(n);
+    if (it == common_options().end()) throw std::logic_error("--" + n + " is not a common option");
+    own[n] = it->second;
+  }
+  for (const auto& [k, v] : defaults) {
+    if (k != "matrix" && k != "backend" && k != "sdde" && k != "reps")
+      throw std::logic_error("the default of --" + k + " is the same in every program");
+    if (!own.count(k)) throw std::logic_error("a default for --" + k + ", which this program does not take");
+    own[k].first = v;
+  }
+  return own;
+}
+
+}  // namespace sparsecomm::apps
