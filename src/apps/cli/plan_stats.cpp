@@ -117,10 +117,7 @@ Settings parse_settings(const Options& o, bool topos_given) {
   st.theta = o.get_int("theta");
   st.size = o.get_count("size");
   st.width = o.get_count("width");
-  const std::string aw = o.get("aware");
-  if (aw == "agnostic" || aw == "both") st.awares.push_back(false);
-  if (aw == "aware" || aw == "both") st.awares.push_back(true);
-  if (st.awares.empty()) throw InputError("plan-stats: --aware must be agnostic, aware or both, got '" + aw + "'");
+  st.awares = aware_variants(o.get("aware"));
   for (const auto& b : split_list(o.get("backends"))) {
     if (b != "direct" && !st.counted.halo(b) && !st.counted.gather(b))
       throw InputError("plan-stats: unknown backend '" + b + "' in --backends (or one without statistics); "

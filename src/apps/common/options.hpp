@@ -16,6 +16,7 @@
 
 #include "common/cli.hpp"
 #include "sparsecomm/comm/sdde.hpp"
+#include "sparsecomm/core/error.hpp"
 
 namespace sparsecomm::apps {
 
@@ -60,6 +61,14 @@ inline OptionTable with_common(const std::vector<std::string>& names, OptionTabl
     own[k].first = v;
   }
   return own;
+}
+
+/// The combining variants --aware names: agnostic (false), aware (true) or both.
+inline std::vector<bool> aware_variants(const std::string& v) {
+  if (v == "agnostic") return {false};
+  if (v == "aware") return {true};
+  if (v == "both") return {false, true};
+  throw InputError("--aware expects agnostic, aware or both, got '" + v + "'");
 }
 
 }  // namespace sparsecomm::apps

@@ -258,12 +258,7 @@ Settings parse_settings(MPI_Comm comm, const apps::Options& opt) {
   const std::vector<int64_t> ks = apps::int_list("k", opt.get("k"), 2);
   st.theta = opt.get_int("theta"), st.reps = opt.get_count("reps"), st.rounds = opt.get_count("rounds");
   if (st.reps < 1 || st.theta < 1 || st.rounds < 1) throw InputError("--reps, --rounds and --theta must be >= 1");
-  std::vector<bool> awares;
-  const std::string aw = opt.get("aware");
-  if (aw == "agnostic") awares = {false};
-  else if (aw == "aware") awares = {true};
-  else if (aw == "both") awares = {false, true};
-  else throw InputError("--aware expects agnostic, aware or both, got '" + aw + "'");
+  const std::vector<bool> awares = apps::aware_variants(opt.get("aware"));
   st.phase1 = opt.get("phase1");
   if (st.phase1 != "distributed" && st.phase1 != "exact")
     throw InputError("--phase1 expects distributed or exact, got '" + st.phase1 + "'");

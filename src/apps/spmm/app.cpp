@@ -421,11 +421,7 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
 Config parse_config(const apps::Options& opt) {
   Config cfg;
   for (int64_t k : apps::int_list("k", opt.get("k"), 2)) cfg.ks.push_back(static_cast<int>(k));
-  const std::string aw = opt.get("aware");
-  if (aw == "agnostic") cfg.awares = {false};
-  else if (aw == "aware") cfg.awares = {true};
-  else if (aw == "both") cfg.awares = {false, true};
-  else throw InputError("--aware expects agnostic, aware or both, got '" + aw + "'");
+  cfg.awares = apps::aware_variants(opt.get("aware"));
   cfg.theta = opt.get_int("theta");
   cfg.reps = opt.get_count("reps");
   cfg.cols = opt.get_count("cols", 0);
