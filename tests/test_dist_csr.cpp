@@ -501,3 +501,119 @@ TEST(DistCsrFloat, AssemblesAndMultiplies) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------
+// DistCsr::from_local_csr: the user's own CSR arrays
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+/// My rows of `all` (rows partitioned by `rows`) as CSR arrays of index type I: each row's
+/// columns in reverse order, the first entry of every row split into two halves (summed
+/// back by Duplicates::sum), and row_ptr starting at `base` (the arrays start at index 0).
+template <class I>
+void local_csr(const Entries& all, const RowPartition& rows, int me, I base, std::vector<I>& rp, std::vector<I>& cols,
+               std::vector<double>& vals) {
+  const Entries mine = rows_of(all, rows, me);
+  rp.assign(1, base);
+  for (int64_t r = rows.begin(me); r < rows.end(me); ++r) {
+    Entries row;
+    for (const auto& t : mine)
+      if (t.row == r) row.push_back(t);
+    std::reverse(row.begin(), row.end());
+    for (size_t k = 0; k < row.size(); ++k) {
+      if (k == 0) {
+        cols.push_back(static_cast<I>(row[k].col)), vals.push_back(row[k].val / 2);
+        cols.push_back(static_cast<I>(row[k].col)), vals.push_back(row[k].val / 2);
+      } else {
+        cols.push_back(static_cast<I>(row[k].col)), vals.push_back(row[k].val);
+      }
+    }
+    rp.push_back(base + static_cast<I>(cols.size()));
+  }
+}
+
+}  // namespace
+
+TEST(DistCsrFromLocalCsr, SameMatrixAsFromTriplets) {
+  const int p = world_size(), me = world_rank();
+  const int64_t n = 41;
+  const Entries all = scattered_matrix(n, n, 4);
+  const auto rows = RowPartition::balanced(n, p);
+  const auto ref = DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, rows, rows_of(all, rows, me));
+  {
+    std::vector<int64_t> rp, cols;
+    std::vector<double> vals;
+    local_csr<int64_t>(all, rows, me, 5, rp, cols, vals);
+    const auto a = DistCsr<double>::from_local_csr(MPI_COMM_WORLD, rows.begin(me), static_cast<int32_t>(rows.local_size(me)),
+                                                   rp.data(), cols.data(), vals.data());
+    EXPECT_TRUE(consistent_blocks(a, all));
+    EXPECT_EQ(a.ghost_ids(), ref.ghost_ids());
+    EXPECT_EQ(a.diag().row_ptr, ref.diag().row_ptr);
+    EXPECT_EQ(a.offd().col, ref.offd().col);
+    EXPECT_EQ(a.global_nnz(), ref.global_nnz());
+    EXPECT_EQ(a.global_duplicates(), static_cast<int64_t>(n));  // one split entry per row
+    EXPECT_TRUE(same_entries(sorted(a.gather_all()), sorted(all)));
+  }
+  {  // 32-bit indices, row_ptr from 0
+    std::vector<int32_t> rp, cols;
+    std::vector<double> vals;
+    local_csr<int32_t>(all, rows, me, 0, rp, cols, vals);
+    const auto a = DistCsr<double>::from_local_csr(MPI_COMM_WORLD, rows.begin(me), static_cast<int32_t>(rows.local_size(me)),
+                                                   rp.data(), cols.data(), vals.data());
+    EXPECT_TRUE(consistent_blocks(a, all));
+    EXPECT_TRUE(same_entries(sorted(a.gather_all()), sorted(all)));
+  }
+}
+
+TEST(DistCsrFromLocalCsr, RectangularWithColumnPartitionAndEmptyRanks) {
+  const int p = world_size(), me = world_rank();
+  // Fewer rows than ranks at 8 ranks: some ranks pass nrows = 0 and null arrays.
+  const int64_t nrows = 5, ncols = 23;
+  const Entries all = scattered_matrix(nrows, ncols, 3);
+  const auto rows = RowPartition::balanced(nrows, p), cols = RowPartition::balanced(ncols, p);
+  std::vector<int64_t> rp, c;
+  std::vector<double> v;
+  local_csr<int64_t>(all, rows, me, 0, rp, c, v);
+  const auto a = DistCsr<double>::from_local_csr(MPI_COMM_WORLD, rows.begin(me), static_cast<int32_t>(rows.local_size(me)),
+                                                 rp.data(), c.empty() ? nullptr : c.data(), v.empty() ? nullptr : v.data(),
+                                                 cols);
+  EXPECT_EQ(a.global_cols(), ncols);
+  EXPECT_TRUE(consistent_blocks(a, all));
+  EXPECT_TRUE(same_entries(sorted(a.gather_all()), sorted(all)));
+}
+
+TEST(DistCsrFromLocalCsr, BadInputIsAnErrorOnEveryRank) {
+  const int p = world_size(), me = world_rank();
+  const int64_t n = 12;
+  const auto rows = RowPartition::balanced(n, p);
+  const Entries all = scattered_matrix(n, n, 2);
+  std::vector<int64_t> rp, cols;
+  std::vector<double> vals;
+  local_csr<int64_t>(all, rows, me, 0, rp, cols, vals);
+  const int32_t nl = static_cast<int32_t>(rows.local_size(me));
+  // The last rank claims a row_begin one too far (at one rank: row 1 instead of 0).
+  const int64_t begin = rows.begin(me) + (me == p - 1 ? 1 : 0);
+  expect_input_error_everywhere(
+      [&] { DistCsr<double>::from_local_csr(MPI_COMM_WORLD, begin, nl, rp.data(), cols.data(), vals.data()); },
+      "row_begin");
+  // A column out of range on rank 0 only.
+  std::vector<int64_t> bad = cols;
+  if (me == 0 && !bad.empty()) bad[0] = n;
+  expect_input_error_everywhere(
+      [&] { DistCsr<double>::from_local_csr(MPI_COMM_WORLD, rows.begin(me), nl, rp.data(), bad.data(), vals.data()); },
+      "out of range");
+  // Decreasing row pointers on rank 0 (which always has rows: n >= ranks here).
+  std::vector<int64_t> down = rp;
+  if (me == 0 && nl > 0) std::swap(down[0], down[static_cast<size_t>(nl)]);
+  expect_input_error_everywhere(
+      [&] { DistCsr<double>::from_local_csr(MPI_COMM_WORLD, rows.begin(me), nl, down.data(), cols.data(), vals.data()); },
+      "row_ptr decreases");
+  // Duplicates::error rejects the split first entries, everywhere.
+  expect_input_error_everywhere(
+      [&] {
+        DistCsr<double>::from_local_csr(MPI_COMM_WORLD, rows.begin(me), nl, rp.data(), cols.data(), vals.data(),
+                                        RowPartition(), Duplicates::error);
+      },
+      "duplicate");
+}

@@ -214,6 +214,125 @@ std::vector<Triplet<V>> DistCsr<V>::gather_all() const {
   return all;
 }
 
+// from_local_csr: the user's CSR rows go straight into the diagonal and off-diagonal
+// blocks; a row's entries are sorted (and duplicates merged) in a scratch buffer as long as
+// the longest row, so the extra memory is O(max row length), not O(nnz) as for triplets.
+template <class V>
+template <class I, class J>
+DistCsr<V> DistCsr<V>::from_csr_arrays(MPI_Comm comm, int64_t row_begin, int32_t nrows, const I* row_ptr,
+                                       const J* cols, const V* values, RowPartition col_part, Duplicates dup) {
+  const int nranks = comm_size(comm), me = comm_rank(comm);
+  agreed(comm, [&] {
+    if (nrows < 0) throw InputError("DistCsr::from_local_csr: nrows is negative (" + std::to_string(nrows) + ")");
+    if (!row_ptr) throw InputError("DistCsr::from_local_csr: row_ptr is null");
+  });
+  RowPartition rows = RowPartition::from_local_sizes(comm, nrows);
+  if (col_part.num_parts() == 0) col_part = rows;
+  DistCsr m;
+  m.comm_ = comm;
+  m.rank_ = me;
+  const int64_t cb = col_part.num_parts() == nranks ? col_part.begin(me) : 0;
+  const int64_t ce = col_part.num_parts() == nranks ? col_part.end(me) : 0;
+  const int64_t ncols = col_part.global_size();
+  const int64_t base = nrows > 0 ? static_cast<int64_t>(row_ptr[0]) : 0;
+  const int64_t nnz = nrows > 0 ? static_cast<int64_t>(row_ptr[nrows]) - base : 0;
+  agreed(comm, [&] {
+    if (col_part.num_parts() != nranks)
+      throw InputError("DistCsr::from_local_csr: the column partition has " + std::to_string(col_part.num_parts()) +
+                       " parts but the communicator has " + std::to_string(nranks) + " ranks");
+    if (row_begin != rows.begin(me))
+      throw InputError("DistCsr::from_local_csr: rank " + std::to_string(me) + " passes row_begin " +
+                       std::to_string(row_begin) + " but the ranks before it own " + std::to_string(rows.begin(me)) +
+                       " rows (each rank's rows must follow the previous rank's)");
+    if (ce - cb > INT32_MAX) throw InputError("DistCsr::from_local_csr: more than 2^31 local columns");
+    for (int32_t i = 0; i < nrows; ++i)
+      if (row_ptr[i + 1] < row_ptr[i])
+        throw InputError("DistCsr::from_local_csr: row_ptr decreases at local row " + std::to_string(i));
+    if (nnz > 0 && (!cols || !values)) throw InputError("DistCsr::from_local_csr: global_cols or values is null");
+    for (int64_t k = 0; k < nnz; ++k) {
+      const int64_t c = static_cast<int64_t>(cols[k]);
+      if (c < 0 || c >= ncols)
+        throw InputError("DistCsr::from_local_csr: column " + std::to_string(c) + " out of range [0, " +
+                         std::to_string(ncols) + ") at position " + std::to_string(k));
+    }
+  });
+  require_memory(comm, 2 * (static_cast<int64_t>(nrows) + 1) * static_cast<int64_t>(sizeof(int64_t)) + nnz * 24,
+                 "DistCsr::from_local_csr: the diagonal and off-diagonal blocks of " + std::to_string(nrows) +
+                     " local rows and " + std::to_string(nnz) + " entries",
+                 "run on more nodes, or check the sizes passed");
+  m.diag_.nrows = m.offd_.nrows = nrows;
+  m.diag_.ncols = static_cast<int32_t>(ce - cb);
+  m.diag_.row_ptr.assign(static_cast<size_t>(nrows) + 1, 0);
+  m.offd_.row_ptr.assign(static_cast<size_t>(nrows) + 1, 0);
+  m.diag_.col.reserve(static_cast<size_t>(nnz));
+  m.diag_.val.reserve(static_cast<size_t>(nnz));
+  std::vector<int64_t> offd_global;  // global ids of the off-diagonal entries, compressed below
+  std::vector<std::pair<int64_t, V>> row;
+  int64_t merged = 0;
+  std::string dup_error;
+  for (int32_t i = 0; i < nrows; ++i) {
+    row.clear();
+    for (int64_t k = static_cast<int64_t>(row_ptr[i]) - base; k < static_cast<int64_t>(row_ptr[i + 1]) - base; ++k)
+      row.emplace_back(static_cast<int64_t>(cols[k]), values[k]);
+    std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t k = 0; k < row.size(); ++k) {
+      const auto [c, v] = row[k];
+      const bool repeat = k > 0 && row[k - 1].first == c;
+      if (repeat) {
+        ++merged;
+        if (dup == Duplicates::error && dup_error.empty())
+          dup_error = "DistCsr::from_local_csr: duplicate entry (" + std::to_string(row_begin + i) + ", " +
+                      std::to_string(c) + ")";
+        if (dup != Duplicates::sum) continue;
+        (c >= cb && c < ce ? m.diag_.val : m.offd_.val).back() += v;
+        continue;
+      }
+      if (c >= cb && c < ce) {
+        m.diag_.col.push_back(static_cast<int32_t>(c - cb));
+        m.diag_.val.push_back(v);
+      } else {
+        offd_global.push_back(c);
+        m.offd_.val.push_back(v);
+      }
+    }
+    m.diag_.row_ptr[i + 1] = static_cast<int64_t>(m.diag_.col.size());
+    m.offd_.row_ptr[i + 1] = static_cast<int64_t>(offd_global.size());
+  }
+  agree(comm, dup_error);
+  m.compress_ghost_columns(offd_global);
+  m.rows_ = std::move(rows);
+  m.cols_ = std::move(col_part);
+  int64_t local[2] = {m.local_nnz(), merged}, global[2];
+  SPC_MPI(MPI_Allreduce(local, global, 2, MPI_INT64_T, MPI_SUM, comm));
+  m.global_nnz_ = global[0];
+  m.global_duplicates_ = global[1];
+  return m;
+}
+
+template <class V>
+void DistCsr<V>::compress_ghost_columns(std::vector<int64_t>& offd_global) {
+  ghost_ = offd_global;
+  std::sort(ghost_.begin(), ghost_.end());
+  ghost_.erase(std::unique(ghost_.begin(), ghost_.end()), ghost_.end());
+  agree(comm_, ghost_.size() > static_cast<size_t>(INT32_MAX) ? "DistCsr: more than 2^31 ghost columns" : "");
+  offd_.ncols = static_cast<int32_t>(ghost_.size());
+  offd_.col.resize(offd_global.size());
+  for (size_t k = 0; k < offd_global.size(); ++k)
+    offd_.col[k] = static_cast<int32_t>(std::lower_bound(ghost_.begin(), ghost_.end(), offd_global[k]) - ghost_.begin());
+}
+
+template <class V>
+DistCsr<V> DistCsr<V>::from_local_csr(MPI_Comm comm, int64_t row_begin, int32_t nrows, const int64_t* row_ptr,
+                                      const int64_t* global_cols, const V* values, RowPartition cols, Duplicates dup) {
+  return from_csr_arrays(comm, row_begin, nrows, row_ptr, global_cols, values, std::move(cols), dup);
+}
+
+template <class V>
+DistCsr<V> DistCsr<V>::from_local_csr(MPI_Comm comm, int64_t row_begin, int32_t nrows, const int32_t* row_ptr,
+                                      const int32_t* global_cols, const V* values, RowPartition cols, Duplicates dup) {
+  return from_csr_arrays(comm, row_begin, nrows, row_ptr, global_cols, values, std::move(cols), dup);
+}
+
 template class DistCsr<double>;
 template class DistCsr<float>;
 

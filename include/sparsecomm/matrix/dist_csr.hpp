@@ -46,6 +46,25 @@ class DistCsr {
   static DistCsr from_triplets(MPI_Comm comm, RowPartition rows, RowPartition cols, std::vector<Triplet<V>> entries,
                                Duplicates dup = Duplicates::sum);
 
+  /// Collective. The matrix from the CSR arrays each rank already holds for its own rows,
+  /// without an intermediate triplet copy: rank r passes rows [row_begin, row_begin + nrows)
+  /// (the ranks' blocks must be consecutive in rank order: row_begin of rank r is the sum of
+  /// nrows of ranks 0..r-1), row_ptr[0..nrows] (offsets into the two arrays, row_ptr[0] need
+  /// not be 0), global column ids and values. Columns of a row may come in any order;
+  /// repeated columns follow `dup`. The columns are partitioned like the rows (a square
+  /// matrix) unless `cols` is given (num_parts() == communicator size). Bad input (row_begin
+  /// inconsistent, row_ptr decreasing, a column out of range) is an InputError on every rank.
+  ///
+  ///   // rows 0..n-1 of a 1D Laplacian on one rank of many:
+  ///   auto A = DistCsr<double>::from_local_csr(comm, first_row, n, rowptr.data(), cols.data(), vals.data());
+  static DistCsr from_local_csr(MPI_Comm comm, int64_t row_begin, int32_t nrows, const int64_t* row_ptr,
+                                const int64_t* global_cols, const V* values, RowPartition cols = RowPartition(),
+                                Duplicates dup = Duplicates::sum);
+  /// The same with 32-bit row pointers and column ids (Hypre's and PETSc's default ints).
+  static DistCsr from_local_csr(MPI_Comm comm, int64_t row_begin, int32_t nrows, const int32_t* row_ptr,
+                                const int32_t* global_cols, const V* values, RowPartition cols = RowPartition(),
+                                Duplicates dup = Duplicates::sum);
+
   /// Collective. Like from_triplets, but any rank may hold entries of any row: entries
   /// are first sent to the owners of their rows (one dense MPI_Alltoallv).
   static DistCsr from_distributed_triplets(MPI_Comm comm, RowPartition rows, RowPartition cols,
@@ -85,6 +104,12 @@ class DistCsr {
   std::vector<Triplet<V>> gather_all() const;
 
  private:
+  template <class I, class J>
+  static DistCsr from_csr_arrays(MPI_Comm comm, int64_t row_begin, int32_t nrows, const I* row_ptr, const J* cols,
+                                 const V* values, RowPartition col_part, Duplicates dup);
+  // The off-diagonal block's columns from global ids to positions in ghost_ (sorted).
+  void compress_ghost_columns(std::vector<int64_t>& offd_global);
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   RowPartition rows_, cols_;
