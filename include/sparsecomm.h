@@ -248,6 +248,49 @@ int SPC_Request_free(SPC_Request* request);
  * 64 chars); *resultlen its length. Local. */
 int SPC_Request_backend(SPC_Request request, char* name, int* resultlen);
 
+/* ---- halo exchange from a ghost list ------------------------------------------------ */
+
+/* What PETSc users know as a VecScatter from a global vector to its ghosted local form, and
+ * Hypre users as a comm package: the values are distributed in blocks in rank order (this
+ * rank owns `nlocal` consecutive ones; rank r's global ids follow those of ranks 0..r-1)
+ * and every rank names the global ids of the values it needs, its ghosts. The library finds
+ * out who sends what to whom (an SDDE) once, and the exchange then runs many times.
+ *
+ *   SPC_Halo h;
+ *   SPC_Halo_create(comm, nlocal, nghost, ghost_gids, MPI_DOUBLE, MPI_INFO_NULL, &h);
+ *   for (it = 0; it < n; ++it) {
+ *     SPC_Halo_start(h, x_owned);   ... work on owned values ...   SPC_Halo_wait(h, x_ghost);
+ *   }
+ *   SPC_Halo_free(&h);
+ */
+typedef struct SPC_Halo_s* SPC_Halo;
+#define SPC_HALO_NULL ((SPC_Halo)0)
+
+/* Collective over comm. ghost_gids: the nghost global ids this rank needs, in any order,
+ * each at most once, none of them its own, all below the global size (bad ids are an error
+ * on every rank, SPC_ERR_ARG). One value is one element of `type`, a contiguous datatype
+ * (MPI_DOUBLE, MPIU_SCALAR, MPI_Type_contiguous(3, MPI_DOUBLE) for blocks of 3). Options:
+ * the MPI_Info keys above (sparsecomm_backend among the alltoallv backends, default p2p;
+ * sparsecomm_sdde, default nbx; sparsecomm_regions; backend options). */
+int SPC_Halo_create(MPI_Comm comm, int nlocal, int nghost, const int64_t ghost_gids[], MPI_Datatype type,
+                    MPI_Info info, SPC_Halo* halo);
+
+/* Starts an exchange: `owned` (nlocal elements) is read between SPC_Halo_start and
+ * SPC_Halo_wait. Every rank of the communicator must start it. One exchange at a time per
+ * halo (SPC_ERR_REQUEST otherwise). Local error reporting. */
+int SPC_Halo_start(SPC_Halo halo, const void* owned);
+
+/* Completes the exchange: ghosts[i] (nghost elements) receives the value of ghost_gids[i]
+ * as given to SPC_Halo_create. Returns at once when no exchange is active. Local. */
+int SPC_Halo_wait(SPC_Halo halo, void* ghosts);
+
+/* Frees the halo (completing an active exchange first) and sets *halo to SPC_HALO_NULL.
+ * Collective (it frees duplicated communicators). */
+int SPC_Halo_free(SPC_Halo* halo);
+
+/* The backend a halo runs on, into `name` (at least 64 chars). Local. */
+int SPC_Halo_backend(SPC_Halo halo, char* name, int* resultlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,7 @@
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/sdde.hpp"
 #include "sparsecomm.h"
+#include "sparsecomm/core/error.hpp"
 
 namespace sparsecomm {
 namespace capi {
@@ -151,6 +152,32 @@ struct AllgatherArgs {
 
 /// Collective. Sets *out to the new request.
 void allgatherv_init(const AllgatherArgs& a, const OptionSource& os, MPI_Comm comm, SPC_Request* out);
+
+/// Bytes of a contiguous datatype; MPI_ERR_TYPE for anything else. Local.
+int64_t contiguous_size(MPI_Datatype t, const char* what);
+/// Largest Plan value size (8, 4, 2 or 1 bytes) that divides the element size.
+int unit_for(int64_t esz);
+/// SPC_ERR_NOT_FOUND listing the valid names unless `name` is one of them.
+void check_names(const std::string& what, const std::string& name, const std::vector<std::string>& valid);
+
+// Plan values of N bytes with alignment 1: user buffers need no particular alignment.
+// (Plan::wait also instantiates Unpack::add, which needs +=; the C API only replaces.)
+template <int N>
+struct Bytes {
+  unsigned char b[N];
+  Bytes& operator+=(const Bytes&) { throw NotImplementedError("sparsecomm C API: values cannot be added"); }
+};
+
+/// Calls f(Bytes<unit>{}) for unit 8, 4, 2 or 1.
+template <class F>
+void with_unit(int unit, F&& f) {
+  switch (unit) {
+    case 8: f(Bytes<8>{}); break;
+    case 4: f(Bytes<4>{}); break;
+    case 2: f(Bytes<2>{}); break;
+    default: f(Bytes<1>{}); break;
+  }
+}
 
 }  // namespace capi
 }  // namespace sparsecomm

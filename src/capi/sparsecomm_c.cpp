@@ -109,52 +109,6 @@ struct SeqHash {
   void add(int64_t v) { h = fmix64(h ^ fmix64(static_cast<uint64_t>(v) + 0x632be59bd9b4e019ull)) + 1; }
 };
 
-// Bytes of a contiguous datatype; MPI_ERR_TYPE for anything else.
-int64_t contiguous_size(MPI_Datatype t, const char* what) {
-  if (t == MPI_DATATYPE_NULL) fail(MPI_ERR_TYPE, std::string(what) + " is MPI_DATATYPE_NULL");
-  int size = 0;
-  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
-  SPC_MPI(MPI_Type_size(t, &size));
-  SPC_MPI(MPI_Type_get_extent(t, &lb, &extent));
-  SPC_MPI(MPI_Type_get_true_extent(t, &tlb, &textent));
-  if (size <= 0) fail(MPI_ERR_TYPE, std::string(what) + " has size 0");
-  if (lb != 0 || tlb != 0 || extent != size || textent != size)
-    fail(MPI_ERR_TYPE, std::string(what) + " is not contiguous (size " + std::to_string(size) + ", extent " +
-                           std::to_string(extent) + ", true extent " + std::to_string(textent) +
-                           "); sparsecomm supports contiguous datatypes only");
-  return size;
-}
-
-// Largest Plan value size (8, 4, 2 or 1 bytes) that divides the element size.
-int unit_for(int64_t esz) {
-  for (int u : {8, 4, 2})
-    if (esz % u == 0) return u;
-  return 1;
-}
-
-// Plan values of N bytes with alignment 1: user buffers need no particular alignment.
-// (Plan::wait also instantiates Unpack::add, which needs +=; the C API only replaces.)
-template <int N>
-struct Bytes {
-  unsigned char b[N];
-  Bytes& operator+=(const Bytes&) { throw NotImplementedError("sparsecomm C API: values cannot be added"); }
-};
-
-template <class F>
-void with_unit(int unit, F&& f) {
-  switch (unit) {
-    case 8: f(Bytes<8>{}); break;
-    case 4: f(Bytes<4>{}); break;
-    case 2: f(Bytes<2>{}); break;
-    default: f(Bytes<1>{}); break;
-  }
-}
-
-void check_names(const std::string& what, const std::string& name, const std::vector<std::string>& valid) {
-  if (!contains(valid, name))
-    fail(SPC_ERR_NOT_FOUND, "unknown " + what + " '" + name + "'; valid " + what + "s: " + join(valid));
-}
-
 // Step 2 of the validation: every rank passed the same options (hash of `canonical`) and
 // the neighbor lists are consistent (`out` / `in`: sums of edge hashes; 0 when there are
 // no lists). Every rank sees the same sums, so every rank fails alike.
@@ -231,6 +185,35 @@ CBuffer c_alloc(int64_t bytes) {
 }
 
 }  // namespace
+
+// Bytes of a contiguous datatype; MPI_ERR_TYPE for anything else.
+int64_t contiguous_size(MPI_Datatype t, const char* what) {
+  if (t == MPI_DATATYPE_NULL) fail(MPI_ERR_TYPE, std::string(what) + " is MPI_DATATYPE_NULL");
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
+  SPC_MPI(MPI_Type_size(t, &size));
+  SPC_MPI(MPI_Type_get_extent(t, &lb, &extent));
+  SPC_MPI(MPI_Type_get_true_extent(t, &tlb, &textent));
+  if (size <= 0) fail(MPI_ERR_TYPE, std::string(what) + " has size 0");
+  if (lb != 0 || tlb != 0 || extent != size || textent != size)
+    fail(MPI_ERR_TYPE, std::string(what) + " is not contiguous (size " + std::to_string(size) + ", extent " +
+                           std::to_string(extent) + ", true extent " + std::to_string(textent) +
+                           "); sparsecomm supports contiguous datatypes only");
+  return size;
+}
+
+// Largest Plan value size (8, 4, 2 or 1 bytes) that divides the element size.
+int unit_for(int64_t esz) {
+  for (int u : {8, 4, 2})
+    if (esz % u == 0) return u;
+  return 1;
+}
+
+void check_names(const std::string& what, const std::string& name, const std::vector<std::string>& valid) {
+  if (!contains(valid, name))
+    fail(SPC_ERR_NOT_FOUND, "unknown " + what + " '" + name + "'; valid " + what + "s: " + join(valid));
+}
+
 
 // ---- errors -----------------------------------------------------------------------------
 

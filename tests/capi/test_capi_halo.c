@@ -1,0 +1,128 @@
+/* SPC_Halo: a halo exchange from a ghost list. Rank r owns 3 + r consecutive values (rank
+ * 0 first); value g is 1.5 * g + 7 (and component c of a block of 3 adds 0.25 * c). Each
+ * rank asks for a pseudo-random set of other ranks' ids in scrambled order; every backend,
+ * two region layouts, doubles and blocks of 3 doubles, several exchanges per halo. Then the
+ * bad inputs: a repeated id, an own id, an id beyond the global size, a non-contiguous type,
+ * an unknown backend (on one rank only: the same code everywhere), a second start. */
+#include "capi_test.h"
+
+static const char* backends[] = {"p2p", "neighbor", "aggregated", "aggregated_dedup", "aggregated_2step", "combined", "auto"};
+enum { NBACKENDS = sizeof(backends) / sizeof(backends[0]) };
+
+static int64_t owned_begin(int r) { return (int64_t)r * 3 + (int64_t)r * (r - 1) / 2; }
+static int nlocal_of(int r) { return 3 + r; }
+static double value(int64_t g, int c) { return 1.5 * (double)g + 7.0 + 0.25 * c; }
+
+/* The ghosts of this rank: about a third of every other rank's ids, scrambled. */
+static int make_ghosts(int64_t* gids) {
+  int n = 0;
+  for (int r = 0; r < capi_size; ++r) {
+    if (r == capi_rank) continue;
+    for (int i = 0; i < nlocal_of(r); ++i)
+      if (capi_hash(capi_rank, r, i, 3) % 3 == 0) gids[n++] = owned_begin(r) + i;
+  }
+  for (int i = n - 1; i > 0; --i) {
+    int j = (int)(capi_hash(capi_rank, i, 5, 7) % (uint64_t)(i + 1));
+    int64_t t = gids[i];
+    gids[i] = gids[j];
+    gids[j] = t;
+  }
+  return n;
+}
+
+static void run(const char* backend, const char* regions, int block) {
+  const int nl = nlocal_of(capi_rank);
+  int64_t* gids = capi_xmalloc(sizeof(int64_t) * (size_t)(owned_begin(capi_size) + 1));
+  const int ng = make_ghosts(gids);
+  MPI_Datatype type = MPI_DOUBLE;
+  if (block > 1) {
+    MPI_Type_contiguous(block, MPI_DOUBLE, &type);
+    MPI_Type_commit(&type);
+  }
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "sparsecomm_backend", backend);
+  MPI_Info_set(info, "sparsecomm_regions", regions);
+  SPC_Halo h = SPC_HALO_NULL;
+  CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, type, info, &h), SPC_SUCCESS, backend);
+  double* owned = capi_xmalloc(sizeof(double) * (size_t)(nl * block + 1));
+  double* ghosts = capi_xmalloc(sizeof(double) * (size_t)(ng * block + 1));
+  for (int it = 0; it < 3; ++it) {
+    for (int i = 0; i < nl; ++i)
+      for (int c = 0; c < block; ++c) owned[i * block + c] = value(owned_begin(capi_rank) + i, c) + it;
+    for (int i = 0; i < ng * block; ++i) ghosts[i] = -1.0;
+    CHECK_RC(SPC_Halo_start(h, owned), SPC_SUCCESS, "start");
+    CHECK_RC(SPC_Halo_wait(h, ghosts), SPC_SUCCESS, "wait");
+    int bad = 0;
+    for (int i = 0; i < ng; ++i)
+      for (int c = 0; c < block; ++c) bad += ghosts[i * block + c] != value(gids[i], c) + it;
+    CHECK(bad == 0, "%s, regions %s, block %d, exchange %d: %d wrong ghost values", backend, regions, block, it, bad);
+  }
+  CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
+  CHECK(h == SPC_HALO_NULL, "free sets the halo to null");
+  MPI_Info_free(&info);
+  if (block > 1) MPI_Type_free(&type);
+  free(owned);
+  free(ghosts);
+  free(gids);
+}
+
+/* A call that must fail with `code` on every rank, `wrong` deciding which ranks pass bad input. */
+static void expect_error(int64_t bad_id, int wrong, MPI_Datatype type, const char* backend, int code, const char* what) {
+  const int nl = nlocal_of(capi_rank);
+  int64_t gids[2];
+  int ng = 0;
+  if (capi_size > 1) gids[ng++] = owned_begin((capi_rank + 1) % capi_size);
+  if (wrong) gids[ng++] = bad_id;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  if (backend) MPI_Info_set(info, "sparsecomm_backend", wrong ? backend : "p2p");
+  SPC_Halo h = SPC_HALO_NULL;
+  const int rc = SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, type, info, &h);
+  CHECK_RC(rc, code, what);
+  CHECK(capi_same_everywhere(rc), "%s: the same code on every rank", what);
+  CHECK(h == SPC_HALO_NULL, "%s: no halo on failure", what);
+  if (h) SPC_Halo_free(&h);
+  MPI_Info_free(&info);
+}
+
+int main(int argc, char** argv) {
+  capi_init(&argc, &argv);
+  for (int b = 0; b < NBACKENDS; ++b) {
+    run(backends[b], "ppn:2", 1);
+    run(backends[b], "ppn:3", 3);
+  }
+  const int last = capi_rank == capi_size - 1;
+  const int64_t total = owned_begin(capi_size);
+  if (capi_size > 1) {
+    /* the id of the next rank, listed twice (on the last rank only) */
+    expect_error(owned_begin((capi_rank + 1) % capi_size), last, MPI_DOUBLE, NULL, SPC_ERR_ARG, "a repeated id");
+  }
+  expect_error(owned_begin(capi_rank), last, MPI_DOUBLE, NULL, SPC_ERR_ARG, "an own id");
+  expect_error(total + 5, last, MPI_DOUBLE, NULL, SPC_ERR_ARG, "an id beyond the global size");
+  expect_error(-1, last, MPI_DOUBLE, "no_such_backend", SPC_ERR_NOT_FOUND, "an unknown backend on one rank");
+  {
+    MPI_Datatype strided;
+    MPI_Type_vector(2, 1, 2, MPI_DOUBLE, &strided);
+    MPI_Type_commit(&strided);
+    expect_error(-1, 0, strided, NULL, MPI_ERR_TYPE, "a non-contiguous datatype");
+    MPI_Type_free(&strided);
+  }
+  {  /* a second start before the wait */
+    const int nl = nlocal_of(capi_rank);
+    double owned[64], ghosts[1];
+    for (int i = 0; i < nl; ++i) owned[i] = value(owned_begin(capi_rank) + i, 0);
+    SPC_Halo h;
+    CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, 0, NULL, MPI_DOUBLE, MPI_INFO_NULL, &h), SPC_SUCCESS, "no ghosts");
+    CHECK_RC(SPC_Halo_start(h, owned), SPC_SUCCESS, "start");
+    CHECK_RC(SPC_Halo_start(h, owned), SPC_ERR_REQUEST, "a second start");
+    CHECK_RC(SPC_Halo_wait(h, ghosts), SPC_SUCCESS, "wait");
+    CHECK_RC(SPC_Halo_wait(h, ghosts), SPC_SUCCESS, "wait without an exchange");
+    char name[64];
+    int len = 0;
+    CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend");
+    CHECK(strcmp(name, "p2p") == 0, "the default backend is p2p, got %s", name);
+    CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
+  }
+  return capi_finish();
+}
