@@ -12,6 +12,7 @@
 // The PETSc and Hypre adapters need those libraries' headers and are included on their own:
 // <sparsecomm/interop/petsc/petsc_interop.hpp>, <sparsecomm/interop/hypre/hypre_interop.hpp>.
 // The C API is <sparsecomm.h>.
+#include "sparsecomm/version.hpp"
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/core/row_partition.hpp"
