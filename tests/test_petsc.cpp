@@ -207,14 +207,35 @@ TEST(Petsc, StructureChangeRebuilds) {
   MatDestroy(&A);
 }
 
-TEST(Petsc, ClearErrors) {
-  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
-  Mat D;  // dense: not MPIAIJ
+// A matrix attach does not handle (dense; MATSEQAIJ on one rank) keeps PETSc's operations:
+// attach returns success, attached() says no, and MatMult gives PETSc's product.
+TEST(Petsc, AttachStepsAsideOnOtherTypes) {
+  Mat D;
   MatCreateDense(PETSC_COMM_WORLD, PETSC_DECIDE, PETSC_DECIDE, 8, 8, nullptr, &D);
+  PetscInt lo = 0, hi = 0;
+  MatGetOwnershipRange(D, &lo, &hi);
+  for (PetscInt i = lo; i < hi; ++i)
+    for (PetscInt j = 0; j < 8; ++j) MatSetValue(D, i, j, 1.0 + i + 0.5 * j, INSERT_VALUES);
   MatAssemblyBegin(D, MAT_FINAL_ASSEMBLY);
   MatAssemblyEnd(D, MAT_FINAL_ASSEMBLY);
-  EXPECT_NE(petsc::attach(D), 0);
+  Vec x, y, r;
+  MatCreateVecs(D, &x, &y);
+  VecDuplicate(y, &r);
+  fill(x, 0.3);
+  MatMult(D, x, r);
+  EXPECT_EQ(petsc::attach(D), 0);
+  PetscBool on = PETSC_TRUE;
+  const char* backend = nullptr;
+  petsc::attached(D, &on, &backend);
+  EXPECT_FALSE(on);
+  MatMult(D, x, y);
+  EXPECT_EQ(max_diff(y, r), 0.0);
+  VecDestroy(&x), VecDestroy(&y), VecDestroy(&r);
   MatDestroy(&D);
+}
+
+TEST(Petsc, ClearErrors) {
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
   Mat A = to_petsc(gen::from_spec(MPI_COMM_WORLD, "lap2d:8,8"));
   PetscOptionsSetValue(nullptr, "-sparsecomm_backend", "carrier_pigeon");
   EXPECT_NE(petsc::attach(A), 0);

@@ -32,6 +32,7 @@
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
@@ -383,7 +384,7 @@ void append_json(const Config& cfg, const std::vector<Level>& out) {
   std::ofstream js(cfg.json, std::ios::app);
   for (size_t l = 0; l < out.size(); ++l)
     for (const auto& [b, R] : out[l].by)
-      js << "{\"bench\":\"amg_spmv\",\"nx\":" << cfg.nx << ",\"ny\":" << cfg.ny << ",\"ranks\":" << cfg.nranks
+      js << apps::json_open() << "\"bench\":\"amg_spmv\",\"nx\":" << cfg.nx << ",\"ny\":" << cfg.ny << ",\"ranks\":" << cfg.nranks
          << ",\"regions\":\"" << cfg.loc.describe() << "\",\"level\":" << l << ",\"rows\":" << out[l].rows
          << ",\"nnz\":" << out[l].nnz << ",\"backend\":\"" << b << "\",\"comm_s\":" << R.comm
          << ",\"spmv_s\":" << R.spmv << ",\"setup_sdde_s\":" << R.setup_sdde

@@ -20,6 +20,7 @@
 #include "core/compare.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
@@ -117,7 +118,7 @@ void append_json(MPI_Comm comm, const Settings& st, const std::string& name, con
                  const std::string& chosen) {
   std::ofstream js(st.json, std::ios::app);
   for (const auto& [b, v] : ev.measured)
-    js << "{\"bench\":\"autoeval\",\"label\":\"" << apps::json_escape(st.label) << "\",\"matrix\":\""
+    js << apps::json_open() << "\"bench\":\"autoeval\",\"label\":\"" << apps::json_escape(st.label) << "\",\"matrix\":\""
        << apps::json_escape(name) << "\",\"ranks\":" << comm_size(comm) << ",\"regions\":\"" << st.loc.describe()
        << "\",\"backend\":\"" << b << "\",\"measured_s\":" << v << ",\"predicted_s\":" << ev.predicted.at(b)
        << ",\"spread\":" << ev.spread.at(b) << ",\"auto\":\"" << chosen << "\",\"load\":" << ev.load.at(b) << "}\n";

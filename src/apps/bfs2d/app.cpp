@@ -18,6 +18,7 @@
 #include "bfs2d/graph.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "common/table.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
@@ -173,7 +174,7 @@ void append_json(const std::string& path, const Input& in, int p, const std::vec
   std::ofstream js(path, std::ios::app);
   for (size_t ci = 0; ci < configs.size(); ++ci) {
     const Row& r = rows[ci];
-    js << "{\"bench\":\"bfs\",\"graph\":\"" << in.name << "\",\"vertices\":" << in.g.global_rows() << ",\"ranks\":" << p
+    js << apps::json_open() << "\"bench\":\"bfs\",\"graph\":\"" << in.name << "\",\"vertices\":" << in.g.global_rows() << ",\"ranks\":" << p
        << ",\"variant\":\"" << configs[ci].label << "\",\"roots\":" << in.roots.size()
        << ",\"teps_hmean\":" << nr / r.inv_teps << ",\"s_per_bfs\":" << r.time / nr
        << ",\"transpose_s\":" << r.sum.transpose / nr << ",\"expand_s\":" << r.sum.expand / nr

@@ -50,6 +50,7 @@
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/table.hpp"
 #include "graph.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
@@ -357,7 +358,7 @@ void append_json(const Settings& st, const std::string& graph_name, const DistCs
   const double ref_teps = ref.hmean_teps();
   std::ofstream js(st.json, std::ios::app);
   for (const auto& im : impls) {
-    js << "{\"bench\":\"bfs_combblas\",\"graph\":\"" << apps::json_escape(graph_name) << "\",\"vertices\":"
+    js << apps::json_open() << "\"bench\":\"bfs_combblas\",\"graph\":\"" << apps::json_escape(graph_name) << "\",\"vertices\":"
        << g.global_rows() << ",\"undirected_edges\":" << g.global_nnz() / 2 << ",\"ranks\":" << P << ",\"grid\":\""
        << side << "x" << side << "\",\"impl\":\"" << im.name << "\",\"variant\":\"" << im.variant
        << "\",\"omp_threads\":" << (im.combblas ? st.threads : 1) << ",\"roots\":" << im.times.size()

@@ -9,6 +9,7 @@
 
 #include "cli/cli.hpp"
 #include "common/app_main.hpp"
+#include "sparsecomm/version.hpp"
 #include "registered_apps.inc"
 
 namespace sparsecomm::apps {
@@ -44,7 +45,7 @@ const std::map<std::string, Sub>& subcommands() {
 }
 
 void usage(std::ostream& os) {
-  os << "usage: mpirun -np P sparsecomm <subcommand> [options]   (sparsecomm <subcommand> --help)\n"
+  os << "usage: mpirun -np P sparsecomm <subcommand> [options]   (sparsecomm <subcommand> --help; sparsecomm --version)\n"
         "common options: --matrix NAME|PATH, --gen SPEC, --backend a,b|all, --sdde S, --regions ppn:k,\n"
         "                --option key=value (backend options), --reps N, --json FILE\nsubcommands:\n";
   for (const auto& [n, s] : subcommands()) os << "  " << n << std::string(n.size() < 11 ? 11 - n.size() : 1, ' ') << s.help << "\n";
@@ -64,10 +65,22 @@ int say_once(const std::string& error, int rc) {
   return rc;
 }
 
+// `sparsecomm --version`: the library's version and commit (once, also under mpirun).
+int version_once() {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0)
+    std::cout << "sparsecomm " << sparsecomm::version() << " (git " << sparsecomm::git_commit() << ")\n";
+  MPI_Finalize();
+  return 0;
+}
+
 }  // namespace
 
 int sparsecomm::apps::cli_main(int argc, char** argv) {
   if (argc < 2) return say_once("", 2);
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) return version_once();
   if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) return say_once("", 0);
   auto it = subcommands().find(argv[1]);
   if (it == subcommands().end()) return say_once("unknown subcommand '" + std::string(argv[1]) + "'", 2);

@@ -20,6 +20,7 @@
 #include "sparsecomm/matrix/mtx_reader.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "common/table.hpp"
 
@@ -211,7 +212,7 @@ struct Report {
              num("%.2f", s.group_size_mean), num("%.2f", reduction), num("%.2f", s.model_max * 1e6),
              num("%.2f", speedup), num("%.2f", host)});
     if (!json) return;
-    *json << "{\"bench\":\"plan-stats\",\"topo\":\"" << json_escape(c.label) << "\",\"shape\":\"" << c.shape
+    *json << apps::json_open() << "\"bench\":\"plan-stats\",\"topo\":\"" << json_escape(c.label) << "\",\"shape\":\"" << c.shape
           << "\",\"p\":" << x.p << ",\"regions\":\"" << json_escape(st.regions) << "\",\"variant\":\""
           << json_escape(name) << "\",\"k\":" << k << ",\"aware\":" << (aware ? "true" : "false")
           << ",\"theta\":" << st.theta << ",\"size\":" << (c.shape == "spmv" ? 8 * st.width : st.size)

@@ -10,6 +10,7 @@
 #include "common/app_main.hpp"
 #include "common/backend_args.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
@@ -109,7 +110,7 @@ Measured measure(const Run& r, const std::string& b, const BackendOptions& bo) {
 
 void json_line(std::ofstream& js, const Run& r, const std::string& label, const std::string& b, const Measured& m) {
   const auto& red = m.red;
-  js << "{\"bench\":\"spmv\",\"matrix\":\"" << label << "\",\"ranks\":" << comm_size(r.comm) << ",\"regions\":\""
+  js << apps::json_open() << "\"bench\":\"spmv\",\"matrix\":\"" << label << "\",\"ranks\":" << comm_size(r.comm) << ",\"regions\":\""
      << r.loc.describe() << "\",\"backend\":\"" << b << "\",\"chosen\":\"" << m.chosen << "\",\"spmv_s\":" << m.time
      << ",\"setup_s\":" << m.setup << ",\"width\":" << r.width << ",\"rows\":" << r.a.global_rows()
      << ",\"nnz\":" << r.a.global_nnz() << ",\"reps\":" << r.reps << ",\"inter_msgs_max\":" << red[0].max

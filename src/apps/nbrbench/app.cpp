@@ -51,6 +51,7 @@
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
@@ -302,7 +303,7 @@ std::string legend(const Settings& st, int nranks) {
 void json_line(std::ofstream& js, const Settings& st, const std::string& spec, int nranks,
                const std::vector<Reduced>& deg, const Result& r, double base, double base_best) {
   const bool comb = r.v.k > 0;
-  js << "{\"bench\":\"nbrbench\",\"topology\":\"" << apps::json_escape(spec) << "\",\"ranks\":" << nranks
+  js << apps::json_open() << "\"bench\":\"nbrbench\",\"topology\":\"" << apps::json_escape(spec) << "\",\"ranks\":" << nranks
      << ",\"regions\":\"" << apps::json_escape(st.loc.describe()) << "\",\"out_degree_max\":" << deg[0].max
      << ",\"out_degree_mean\":" << deg[0].sum / nranks << ",\"size_bytes\":" << r.size << ",\"backend\":\""
      << r.v.backend << "\",\"variant\":\"" << r.v.label() << "\",\"k\":" << (comb ? std::to_string(r.v.k) : "null")

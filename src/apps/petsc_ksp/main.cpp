@@ -17,6 +17,7 @@
 
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/timing.hpp"
 #include "core/compare.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
@@ -164,9 +165,9 @@ PetscErrorCode report_bench(const Settings& st, const std::string& label, const 
     if (!f) SETERRQ(PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "cannot append to %s", st.json);
     for (size_t i = 0; i < rs.size(); ++i)
       std::fprintf(f,
-                   "{\"bench\":\"petsc_matmult\",\"label\":\"%s\",\"matrix\":\"%s\",\"ranks\":%d,"
+                   "%s\"bench\":\"petsc_matmult\",\"label\":\"%s\",\"matrix\":\"%s\",\"ranks\":%d,"
                    "\"scatter\":\"%s\",\"us\":%.3f,\"spread\":%.4f}\n",
-                   apps::json_escape(st.json_label).c_str(), apps::json_escape(label).c_str(), np, rs[i].name.c_str(),
+                   apps::json_open().c_str(), apps::json_escape(st.json_label).c_str(), apps::json_escape(label).c_str(), np, rs[i].name.c_str(),
                    times[i].median * 1e6, times[i].spread);
     std::fclose(f);
   }

@@ -22,6 +22,7 @@
 #include "sparsecomm/comm/pattern.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
 #include "sparsecomm/matrix/generators.hpp"
@@ -154,7 +155,7 @@ void append_json(const std::string& path, const Input& in, int nranks, const Loc
   const double base = rows.front().median;
   std::ofstream js(path, std::ios::app);
   for (const auto& r : rows)
-    js << "{\"bench\":\"sdde\",\"matrix\":\"" << in.name << "\",\"rows\":" << in.a.global_rows()
+    js << apps::json_open() << "\"bench\":\"sdde\",\"matrix\":\"" << in.name << "\",\"rows\":" << in.a.global_rows()
        << ",\"nnz\":" << in.a.global_nnz() << ",\"ranks\":" << nranks << ",\"regions\":\"" << loc.describe()
        << "\",\"strategy\":\"" << r.strategy << "\",\"setup_median_s\":" << r.median << ",\"setup_min_s\":" << r.min
        << ",\"ratio\":" << r.median / base << ",\"reps\":" << reps << ",\"msgs_intra_max\":" << r.intra_max

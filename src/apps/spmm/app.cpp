@@ -47,6 +47,7 @@
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
@@ -334,7 +335,7 @@ void append_json(const Summary& s, const Config& cfg, int nranks, const std::vec
   std::ofstream js(cfg.json, std::ios::app);
   for (const auto& r : results) {
     const bool comb = r.kind == "gather" && r.k > 0;
-    js << "{\"bench\":\"spmm\",\"matrix\":\"" << apps::json_escape(s.name) << "\",\"ordering\":\""
+    js << apps::json_open() << "\"bench\":\"spmm\",\"matrix\":\"" << apps::json_escape(s.name) << "\",\"ordering\":\""
        << ordering_name(s.ordering) << "\",\"rows\":" << s.rows << ",\"nnz\":" << s.nnz << ",\"cols\":" << s.n
        << ",\"ranks\":" << nranks << ",\"regions\":\"" << apps::json_escape(cfg.loc.describe())
        << "\",\"in_degree_max\":" << s.deg_max << ",\"in_degree_mean\":" << s.deg_mean << ",\"variant\":\""

@@ -235,10 +235,13 @@ PetscErrorCode attach(Mat A) {
   PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
   PetscCall(MatGetType(A, &type));
   PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJ, &is_mpiaij));
-  PetscCheck(is_mpiaij, comm, PETSC_ERR_SUP,
-             "sparsecomm::petsc::attach needs a MATMPIAIJ matrix, got %s (on one rank MATAIJ becomes MATSEQAIJ: "
-             "use MatSetType(A, MATMPIAIJ))",
-             type);
+  if (!is_mpiaij) {
+    // Another type (on one rank MATAIJ is MATSEQAIJ: no communication to replace): PETSc's
+    // own operations stay, as if attach had not been called (-info says so). The type is
+    // the same on every rank, so every rank steps aside alike.
+    PetscCall(PetscInfo(A, "sparsecomm::petsc::attach: %s is not MATMPIAIJ; PETSc's own MatMult stays\n", type));
+    PetscFunctionReturn(0);
+  }
   PetscBool assembled = PETSC_FALSE;
   PetscCall(MatAssembled(A, &assembled));
   PetscCheck(assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "sparsecomm::petsc::attach: assemble the matrix first");

@@ -33,7 +33,9 @@ namespace sparsecomm::petsc {
 /// partitions (preallocated exactly), assembled.
 PetscErrorCode create_mpiaij(const DistCsr<double>& a, Mat* A);
 
-/// Collective on A. Errors: PETSc error codes (no exception crosses this boundary).
+/// Collective on A. Errors: PETSc error codes (no exception crosses this boundary). A
+/// matrix that is not MATMPIAIJ (e.g. MATSEQAIJ on one rank) keeps PETSc's own operations:
+/// attach steps aside (a -info message says so) and attached() reports false.
 PetscErrorCode attach(Mat A);
 /// Collective on A. Restores PETSc's own MatMult & co. No-op when not attached.
 PetscErrorCode detach(Mat A);
