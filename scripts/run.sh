@@ -3,9 +3,12 @@
 # (default: the largest one on the data search path; a generated rotated anisotropic
 # diffusion problem when none is found), on 4 ranks with emulated regions of 2 ranks:
 #  1. compares the SDDE strategies (pattern discovery), and
-#  2. runs the SpMV with every backend (and auto), each verified against a serial
-#     reference, with its time, its ratio to p2p and its inter-region messages;
-# printing both tables. JSON lines go to results/sdde.jsonl and results/spmv.jsonl.
+#  2. compares the SpMV through every backend and auto with PETSc's MatMult (its scatters
+#     -sf_type basic and neighbor, and with the exchange through sparsecomm) and Hypre's
+#     matvec on the same matrix and rows (`sparsecomm compare`): each verified, timed in
+#     interleaved rounds, one table with median, spread and the speedup over PETSc's
+#     default (higher is better);
+# printing both tables. JSON lines go to results/sdde.jsonl and results/compare.jsonl.
 #   ./scripts/run.sh                                   # defaults
 #   NP=8 ./scripts/run.sh --regions ppn:4 --matrix HB/bcsstk13
 # Every argument goes to the SDDE comparison; --matrix, --gen, --ordering and --regions
@@ -30,4 +33,4 @@ done
 cli=${BUILD_DIR:-build}/src/apps/cli/sparsecomm
 ./scripts/mpirun.sh -np "${NP:-4}" "$cli" sdde --json results/sdde.jsonl "${args[@]}"
 echo
-exec ./scripts/mpirun.sh -np "${NP:-4}" "$cli" spmv --backend all --json results/spmv.jsonl "${shared[@]}"
+exec ./scripts/mpirun.sh -np "${NP:-4}" "$cli" compare --json results/compare.jsonl "${shared[@]}"

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "sparsecomm/kernels/halo_pattern.hpp"
-#include "cli/load.hpp"
+#include "common/load.hpp"
 #include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"

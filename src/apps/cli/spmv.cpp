@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "sparsecomm/kernels/halo_pattern.hpp"
-#include "cli/load.hpp"
+#include "common/load.hpp"
 #include "common/app_main.hpp"
 #include "common/backend_args.hpp"
 #include "common/cli.hpp"

@@ -1,8 +1,12 @@
 #pragma once
-// The CLI's shared --matrix / --gen / --ordering handling: a SuiteSparse name or path
-// through the data search path, a generator spec, or (neither) the largest matrix found;
-// files may be read reverse Cuthill-McKee ordered (matrix/ordering.hpp).
+// The programs' shared --matrix / --gen / --ordering handling: a SuiteSparse name or path
+// through the data search path, a generator spec, or (neither) the largest matrix found,
+// which is said on stderr; files may be read reverse Cuthill-McKee ordered
+// (matrix/ordering.hpp).
+#include <iostream>
 #include <string>
+
+#include "sparsecomm/core/mpi_util.hpp"
 
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
@@ -33,9 +37,15 @@ inline DistCsr<double> load_matrix(MPI_Comm comm, const std::string& matrix, con
   if (path.empty()) {
     if (ro.ordering != Ordering::natural)
       throw InputError("--ordering " + ordering + ": no SuiteSparse matrix found to reorder");
+    if (comm_rank(comm) == 0)
+      std::cerr << "no --matrix given and no SuiteSparse matrix on the data search path: using the generated "
+                   "rotated anisotropic diffusion rotate:512,512 (--gen)\n";
     *label = "rotate:512,512 (no SuiteSparse matrix found)";
     return gen::from_spec(comm, "rotate:512,512");
   }
+  if (matrix.empty() && comm_rank(comm) == 0)
+    std::cerr << "no --matrix given: using the largest matrix on the data search path, " << path
+              << " (docs/data.md; --matrix NAME or --gen SPEC to choose)\n";
   *label = path.substr(path.find_last_of('/') + 1) + (ro.ordering == Ordering::natural ? "" : " (" + ordering + ")");
   return read_matrix_market(comm, path, ro);
 }
