@@ -14,7 +14,7 @@ mkdir -p "$out/work"
 mpi_inc=$(mpicxx --showme:incdirs | tr ' ' '\n' | sed 's/^/-I/' | tr '\n' ' ')
 # shellcheck disable=SC2086
 clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -DOMPI_SKIP_MPICXX -Isrc -Itests $mpi_inc src/matrix/mtx_parse.cpp tests/fuzz/fuzz_mtx.cpp -lz -o "$out/fuzz_mtx"
+  -DOMPI_SKIP_MPICXX -Iinclude -Isrc -Itests $mpi_inc src/matrix/mtx_parse.cpp tests/fuzz/fuzz_mtx.cpp -lz -o "$out/fuzz_mtx"
 cp -n tests/fuzz/corpus/* "$out/work/" 2> /dev/null || true
 cp -n tests/fuzz/regressions/* "$out/work/" 2> /dev/null || true
 echo "fuzz.sh: fuzzing the Matrix Market parser for ${secs} s"
