@@ -77,6 +77,8 @@ def main(path):
 
 
 if __name__ == "__main__":
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):  # usage: the module docstring
+        sys.exit(print(__doc__.strip()))
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     main(sys.argv[1])

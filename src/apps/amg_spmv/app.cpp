@@ -63,7 +63,7 @@ struct Level {
 };
 
 const char* kUsage =
-    "usage: mpirun -np P sparsecomm_amg_spmv [options]\n"
+    "usage: mpirun -np P sparsecomm amg [options]\n"
     "Builds the rotated anisotropic diffusion problem (Hypre's GenerateRotate7pt, nx*ny rows), a BoomerAMG\n"
     "hierarchy with Hypre's default settings, and times every level's SpMV with every backend vs Hypre.\n"
     "example (per-level table, JSON for experiments/collom/plot_amg.py):\n"
@@ -82,7 +82,7 @@ const char* kUsage =
     "nnz as Hypre's level matrix, and its SpMV equal to hypre_ParCSRMatrixMatvec (exit 3 otherwise).\n"
     "--dump-only skips the benchmarks. Re-run a level elsewhere, e.g. on simulated ranks (experiments/collom/run.sh\n"
     "does this for every level, with SMPI options that keep 2,048 ranks affordable):\n"
-    "  mpirun -np 2 sparsecomm_amg_spmv --nx 1024 --ny 512 --dump-levels lv --dump-only\n"
+    "  mpirun -np 2 sparsecomm amg --nx 1024 --ny 512 --dump-levels lv --dump-only\n"
     "  scripts/smpi.sh run 2048 --ppn 16 -- build-smpi/src/apps/cli/sparsecomm spmv --matrix lv/level_3.mtx \\\n"
     "      --regions node --reference rows --backend p2p,aggregated_dedup";
 

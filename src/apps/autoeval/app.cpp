@@ -182,7 +182,7 @@ int autoeval_main(int argc, char** argv) {
                          {"rounds", {"5", "interleaved rounds: each times every backend once; median over rounds"}},
                          {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}}},
                         {{"reps", "200"}}),
-      "usage: mpirun -np P sparsecomm_autoeval [options]\n"
+      "usage: mpirun -np P sparsecomm autoeval [options]\n"
       "Progress goes to stderr (one line per matrix); experiments/auto/run.sh runs the whole evaluation.\n"
       "example: mpirun -np 8 sparsecomm autoeval --matrices HB/bcsstk13,AMD/G2_circuit --regions ppn:4 --reps 100");
   if (!o.parse(argc, argv)) {

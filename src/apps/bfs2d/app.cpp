@@ -209,7 +209,7 @@ int bfs_main(int argc, char** argv) {
            {"poll", {"4096", "overlapped: edges of local compute between progress polls (0: none)"}},
            {"gather-backend", {"p2p", "plan: allgather backend of the expand"}}},
           {{"backend", "p2p"}, {"sdde", "nbx"}}),
-      "usage: mpirun -np P sparsecomm_bfs [options]   (P must be a square: 1, 4, 9, 16, ...)\n"
+      "usage: mpirun -np P sparsecomm bfs [options]   (P must be a square: 1, 4, 9, 16, ...)\n"
       "example: mpirun -np 4 sparsecomm bfs --scale 16 --roots 16");
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();

@@ -187,7 +187,7 @@ int calibrate_main(int argc, char** argv) {
   apps::Options o(apps::with_common({"regions", "reps"},
                                     {{"out", {"sparsecomm_model.txt", "file to write the parameters to"}}},
                                     {{"reps", "50"}}),
-                  "usage: mpirun -np P sparsecomm_calibrate [options]\n"
+                  "usage: mpirun -np P sparsecomm calibrate [options]\n"
                   "example: mpirun -np 8 sparsecomm calibrate --regions ppn:4 --out model.txt");
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();

@@ -59,13 +59,16 @@ Reference reference_product(MPI_Comm comm, const DistCsr<double>& a, std::string
   return r;
 }
 
-// One backend's figures.
+// One backend, set up and checked; timed later in interleaved rounds.
 struct Measured {
   std::string name;  // "b" or "b -> chosen"
   std::string chosen;
-  double time = 0, setup = 0;
+  double setup = 0;
+  RoundStats time;           // median and spread over the rounds
   std::vector<Reduced> red;  // inter msgs, intra msgs, inter bytes, intra bytes, stages
   bool good = false;
+  std::unique_ptr<DistSpmv> spmv;
+  std::vector<double> x, y;
 };
 
 // What every backend's run shares.
@@ -75,44 +78,56 @@ struct Run {
   const Pattern& pat;
   const Locality& loc;
   const Reference& ref;
-  int width, reps;
+  int width, reps, rounds;
   std::string sdde;
 };
 
-/// Collective. Plans backend `b`, checks one product against the reference, times it.
-Measured measure(const Run& r, const std::string& b, const BackendOptions& bo) {
+/// Collective. Plans backend `b` and checks one product against the reference.
+std::unique_ptr<Measured> set_up(const Run& r, const std::string& b, const BackendOptions& bo) {
   const int w = r.width;
   const auto& a = r.a;
-  std::vector<double> x(static_cast<size_t>(a.local_cols()) * w + 1), y(static_cast<size_t>(a.local_rows()) * w + 1);
+  auto m = std::make_unique<Measured>();
+  m->x.assign(static_cast<size_t>(a.local_cols()) * w + 1, 0.0);
+  m->y.assign(static_cast<size_t>(a.local_rows()) * w + 1, 0.0);
   for (int32_t i = 0; i < a.local_cols(); ++i)
-    for (int k = 0; k < w; ++k) x[i * w + k] = xval(a.col_begin() + i);
+    for (int k = 0; k < w; ++k) m->x[i * w + k] = xval(a.col_begin() + i);
   PlanOptions po;
   po.backend = bo;
   po.width = w;
   po.sdde = r.sdde;
-  DistSpmv spmv(a, make_plan(b, r.pat, r.loc, r.comm, po));
-  spmv.apply(x.data(), y.data());
+  m->spmv = std::make_unique<DistSpmv>(a, make_plan(b, r.pat, r.loc, r.comm, po));
+  m->spmv->apply(m->x.data(), m->y.data());
   Comparison cmp;
   for (int32_t i = 0; i < a.local_rows(); ++i)
-    for (int k = 0; k < w; ++k) cmp.add(y[i * w + k], r.ref.y[r.ref.offset + i], int64_t{i} * w + k);
-  Measured m;
-  m.good = cmp.allreduce(r.comm).ok(1e-12);
-  m.time = time_per_call(r.comm, r.reps, [&] { spmv.apply(x.data(), y.data()); });
-  m.setup = allreduce_max(r.comm, spmv.plan().setup_stats().time("setup.backend"));
+    for (int k = 0; k < w; ++k) cmp.add(m->y[i * w + k], r.ref.y[r.ref.offset + i], int64_t{i} * w + k);
+  m->good = cmp.allreduce(r.comm).ok(1e-12);
+  const Plan& plan = m->spmv->plan();
+  m->setup = allreduce_max(r.comm, plan.setup_stats().time("setup.backend"));
   // Deterministic counts per exchange: max and sum over ranks, per locality class.
-  const auto& c = spmv.plan().iteration_counts().total();
-  m.red = reduce_all(r.comm, {double(c.sent_inter.msgs), double(c.sent_intra.msgs), double(c.sent_inter.bytes),
-                              double(c.sent_intra.bytes), double(spmv.plan().stages())});
-  m.chosen = spmv.plan().name();
-  m.name = b == m.chosen ? b : b + " -> " + m.chosen;
+  const auto& c = plan.iteration_counts().total();
+  m->red = reduce_all(r.comm, {double(c.sent_inter.msgs), double(c.sent_intra.msgs), double(c.sent_inter.bytes),
+                               double(c.sent_intra.bytes), double(plan.stages())});
+  m->chosen = plan.name();
+  m->name = b == m->chosen ? b : b + " -> " + m->chosen;
   return m;
+}
+
+/// Collective. Every backend timed in interleaved rounds (apps::interleaved_rounds: each
+/// round times every backend once, starting with a different one), reps split over them.
+void time_all(const Run& r, std::vector<std::unique_ptr<Measured>>& ms) {
+  const int per_round = std::max(1, r.reps / r.rounds);
+  const auto t = interleaved_rounds(ms.size(), r.rounds, [&](size_t i) {
+    Measured& m = *ms[i];
+    return time_per_call(r.comm, per_round, [&] { m.spmv->apply(m.x.data(), m.y.data()); });
+  });
+  for (size_t i = 0; i < ms.size(); ++i) ms[i]->time = t[i];
 }
 
 void json_line(std::ofstream& js, const Run& r, const std::string& label, const std::string& b, const Measured& m) {
   const auto& red = m.red;
   js << apps::json_open() << "\"bench\":\"spmv\",\"matrix\":\"" << label << "\",\"ranks\":" << comm_size(r.comm) << ",\"regions\":\""
-     << r.loc.describe() << "\",\"backend\":\"" << b << "\",\"chosen\":\"" << m.chosen << "\",\"spmv_s\":" << m.time
-     << ",\"setup_s\":" << m.setup << ",\"width\":" << r.width << ",\"rows\":" << r.a.global_rows()
+     << r.loc.describe() << "\",\"backend\":\"" << b << "\",\"chosen\":\"" << m.chosen << "\",\"spmv_s\":" << m.time.median
+     << ",\"spread\":" << m.time.spread << ",\"rounds\":" << r.rounds << ",\"setup_s\":" << m.setup << ",\"width\":" << r.width << ",\"rows\":" << r.a.global_rows()
      << ",\"nnz\":" << r.a.global_nnz() << ",\"reps\":" << r.reps << ",\"inter_msgs_max\":" << red[0].max
      << ",\"inter_msgs_sum\":" << red[0].sum << ",\"intra_msgs_max\":" << red[1].max
      << ",\"intra_msgs_sum\":" << red[1].sum << ",\"inter_bytes_max\":" << red[2].max
@@ -128,6 +143,7 @@ int spmv_main(int argc, char** argv) {
   const int rank = comm_rank(comm);
   Options o(with_common({"matrix", "gen", "ordering", "backend", "sdde", "regions", "reps", "option", "json"},
                         {{"width", {"1", "vectors per SpMV"}},
+                         {"rounds", {"5", "interleaved rounds over the backends (reps split over them; median, spread)"}},
                          {"reference", {"auto", "oracle: gathered (serial product on the gathered matrix), rows (each "
                                                 "rank multiplies its own rows; no gather, for thousands of simulated "
                                                 "ranks or matrices too large to copy onto every rank), or auto "
@@ -148,25 +164,37 @@ int spmv_main(int argc, char** argv) {
   Sdde sdde(comm, loc);
   const Pattern pat = pattern_from_matrix(a, sdde, o.get("sdde"));
   const Reference ref = reference_product(comm, a, o.get("reference"));
-  const Run run{comm, a, pat, loc, ref, w, o.get_count("reps"), o.get("sdde")};
+  const int reps = o.get_count("reps"), rounds = std::min(o.get_count("rounds"), reps);
+  const Run run{comm, a, pat, loc, ref, w, reps, rounds, o.get("sdde")};
+  std::vector<std::unique_ptr<Measured>> ms;
+  bool ok = true;
+  const double t0 = MPI_Wtime();
+  for (size_t bi = 0; bi < backends.size(); ++bi) {
+    ms.push_back(set_up(run, backends[bi], bopts[bi]));
+    ok = ok && ms.back()->good;
+    if (rank == 0)
+      std::cerr << "spmv: " << ms.back()->name << " set up and " << (ms.back()->good ? "verified" : "WRONG") << " ("
+                << num("%.1f", MPI_Wtime() - t0) << " s)\n";
+  }
+  time_all(run, ms);
+  if (rank == 0) std::cerr << "spmv: timed in " << rounds << " rounds (" << num("%.1f", MPI_Wtime() - t0) << " s)\n";
   std::ofstream js;
   if (rank == 0 && !o.get("json").empty()) js.open(o.get("json"), std::ios::app);
   js.precision(12);  // byte sums over thousands of ranks exceed the default 6 digits
-  std::vector<Measured> ms;
-  bool ok = true;
-  for (size_t bi = 0; bi < backends.size(); ++bi) {
-    ms.push_back(measure(run, backends[bi], bopts[bi]));
-    ok = ok && ms.back().good;
-    if (js) json_line(js, run, label, backends[bi], ms.back());
-  }
+  for (size_t bi = 0; bi < backends.size(); ++bi)
+    if (js) json_line(js, run, label, backends[bi], *ms[bi]);
   const auto p2p = std::find(backends.begin(), backends.end(), "p2p");
-  Table t({"backend", "us/SpMV", "vs p2p", "setup ms", "inter msgs/rank", "verified"});
+  const double base = p2p != backends.end() ? ms[p2p - backends.begin()]->time.median : 0;
+  Table t({"backend", "us/SpMV", "spread", "speedup vs p2p", "setup ms", "inter msgs/rank", "verified"});
   for (const auto& m : ms)
-    t.add({m.name, num("%.1f", m.time * 1e6), p2p != backends.end() ? num("%.2f", m.time / ms[p2p - backends.begin()].time) : "-",
-           num("%.2f", m.setup * 1e3), num("%.0f", m.red[0].max), m.good ? "yes" : "NO"});
+    t.add({m->name, num("%.1f", m->time.median * 1e6), num("%.0f%%", m->time.spread * 100),
+           base > 0 ? num("%.2f", base / m->time.median) : "-", num("%.2f", m->setup * 1e3), num("%.0f", m->red[0].max),
+           m->good ? "yes" : "NO"});
   if (rank == 0)
     std::cout << "SpMV of " << label << " (" << a.global_rows() << " x " << a.global_cols() << ", " << a.global_nnz()
               << " nonzeros), width " << w << ", " << comm_size(comm) << " ranks, regions " << loc.describe() << "\n"
+              << "us/SpMV: median over " << rounds << " interleaved rounds of the max over ranks; spread: (max - min) / "
+              << "median; speedup: p2p time / backend time (higher is better)\n"
               << t.str() << (ok ? "every backend verified (" + ref.kind + " reference)\n" : "VERIFICATION FAILED\n");
   return ok ? 0 : 3;
 }

@@ -401,7 +401,7 @@ int nbrbench_main(int argc, char** argv) {
              "combining phase 1: distributed (run it) or exact (rank 0 computes every rank's pattern with the "
              "exact model of plan-stats and scatters it; for simulations at scale)"}}},
           {{"reps", "200"}}),
-      "usage: mpirun -np P sparsecomm_nbrbench [options]\n"
+      "usage: mpirun -np P sparsecomm nbrbench [options]\n"
       "Allgather-shaped neighborhood exchange on random and Moore topologies: neighbor vs p2p vs\n"
       "message combining (k-groups, topology-agnostic / -aware).\n"
       "example: mpirun -np 32 sparsecomm nbrbench --topos \"moore:2,3;er:0.4\" --sizes 4,4096 --k 2,4 --aware both");

@@ -176,7 +176,7 @@ int sdde_main(int argc, char** argv) {
   apps::Options opt(
       apps::with_common({"matrix", "gen", "regions", "sdde", "reps", "json"},
                         {{"warmup", {"2", "untimed repetitions first"}}}, {{"sdde", "all"}, {"reps", "10"}}),
-      "usage: mpirun -np P sparsecomm_sdde [options]\n"
+      "usage: mpirun -np P sparsecomm sdde [options]\n"
       "example: mpirun -np 8 sparsecomm sdde --matrix vanHeukelum/cage11 --regions ppn:4");
   if (!opt.parse(argc, argv)) {
     if (rank == 0) std::cout << opt.help();

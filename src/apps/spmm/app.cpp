@@ -465,7 +465,7 @@ int spmm_main(int argc, char** argv) {
                 "allgather and neighbor (p2p where neighbor is not registered: SMPI) always run"}},
        },
       {{"matrix", "HB/ash292"}, {"reps", "3"}}),
-      "usage: mpirun -np P sparsecomm_spmm [options]\n"
+      "usage: mpirun -np P sparsecomm spmm [options]\n"
       "SpMM C = A x B (B = A dense) with one allgather-shaped exchange per column of B, against\n"
       "MPI_Allgatherv and the width-n halo exchange.\n"
       "example: mpirun -np 32 sparsecomm spmm --matrix Pajek/Journals,HB/dwt_193 --k 2,4");
