@@ -98,12 +98,7 @@ DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartit
       m.offd_.val.push_back(t.val);
     }
   }
-  m.rows_ = std::move(rows);
-  m.cols_ = std::move(cols);
-  int64_t local[2] = {m.local_nnz(), merged}, global[2];
-  SPC_MPI(MPI_Allreduce(local, global, 2, MPI_INT64_T, MPI_SUM, comm));
-  m.global_nnz_ = global[0];
-  m.global_duplicates_ = global[1];
+  m.finish(std::move(rows), std::move(cols), merged);
   return m;
 }
 
@@ -300,13 +295,18 @@ DistCsr<V> DistCsr<V>::from_csr_arrays(MPI_Comm comm, int64_t row_begin, int32_t
   }
   agree(comm, dup_error);
   m.compress_ghost_columns(offd_global);
-  m.rows_ = std::move(rows);
-  m.cols_ = std::move(col_part);
-  int64_t local[2] = {m.local_nnz(), merged}, global[2];
-  SPC_MPI(MPI_Allreduce(local, global, 2, MPI_INT64_T, MPI_SUM, comm));
-  m.global_nnz_ = global[0];
-  m.global_duplicates_ = global[1];
+  m.finish(std::move(rows), std::move(col_part), merged);
   return m;
+}
+
+template <class V>
+void DistCsr<V>::finish(RowPartition rows, RowPartition cols, int64_t merged) {
+  rows_ = std::move(rows);
+  cols_ = std::move(cols);
+  int64_t local[2] = {local_nnz(), merged}, global[2];
+  SPC_MPI(MPI_Allreduce(local, global, 2, MPI_INT64_T, MPI_SUM, comm_));
+  global_nnz_ = global[0];
+  global_duplicates_ = global[1];
 }
 
 template <class V>

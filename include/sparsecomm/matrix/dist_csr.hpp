@@ -109,6 +109,8 @@ class DistCsr {
                                  const V* values, RowPartition col_part, Duplicates dup);
   // The off-diagonal block's columns from global ids to positions in ghost_ (sorted).
   void compress_ghost_columns(std::vector<int64_t>& offd_global);
+  // Collective. The partitions, and the global counts of entries and merged duplicates.
+  void finish(RowPartition rows, RowPartition cols, int64_t merged);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
