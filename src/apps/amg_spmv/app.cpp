@@ -27,6 +27,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "sparsecomm/kernels/halo_pattern.hpp"
@@ -255,14 +256,12 @@ Result measure_backend(MPI_Comm comm, const Config& cfg, const std::string& back
   PlanOptions popt;
   popt.sdde = cfg.sdde;
   Sdde sdde(comm, cfg.loc);
-  MPI_Barrier(comm);
-  double t0 = MPI_Wtime();
-  Pattern pat = pattern_from_matrix(a, sdde, cfg.sdde);
-  R.setup_sdde = allreduce_max(comm, MPI_Wtime() - t0);
-  MPI_Barrier(comm);
-  t0 = MPI_Wtime();
-  DistSpmv spmv(a, make_plan(backend, pat, cfg.loc, comm, popt));
-  R.setup_backend = allreduce_max(comm, MPI_Wtime() - t0);
+  Pattern pat;
+  R.setup_sdde = apps::timed(comm, [&] { pat = pattern_from_matrix(a, sdde, cfg.sdde); });
+  std::unique_ptr<DistSpmv> spmv_owner;
+  R.setup_backend =
+      apps::timed(comm, [&] { spmv_owner = std::make_unique<DistSpmv>(a, make_plan(backend, pat, cfg.loc, comm, popt)); });
+  DistSpmv& spmv = *spmv_owner;
   Plan& plan = spmv.plan();
   std::vector<double> y(static_cast<size_t>(a.local_rows()) + 1);
   spmv.apply(v.xs.data(), y.data());

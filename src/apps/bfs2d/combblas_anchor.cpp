@@ -52,6 +52,7 @@
 #include "common/cli.hpp"
 #include "common/provenance.hpp"
 #include "common/table.hpp"
+#include "common/timing.hpp"
 #include "graph.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
 
@@ -201,15 +202,6 @@ std::vector<int64_t> to_row_partition(const CbVec& v, const RowPartition& part, 
   return out;
 }
 
-/// Collective: barrier, f(), the max over ranks of the elapsed time.
-template <class F>
-double timed(MPI_Comm comm, F&& f) {
-  MPI_Barrier(comm);
-  const double t0 = MPI_Wtime();
-  f();
-  return allreduce_max(comm, MPI_Wtime() - t0);
-}
-
 struct Impl {
   std::string name, variant;  // name: "ours" or "combblas"
   bool combblas = false;
@@ -298,8 +290,8 @@ class Comparison {
  public:
   Comparison(MPI_Comm comm, const Settings& st, const DistCsr<double>& g) : comm_(comm), g_(g), grid_(comm) {
     // Setup of both sides, timed (barrier before, max over ranks).
-    const double setup_ours = timed(comm, [&] { g2d_ = bfs::Graph2D::build(g, grid_); });
-    const double setup_cb = timed(comm, [&] { cb_ = std::make_unique<CombBlasBfs>(g, st.threads); });
+    const double setup_ours = apps::timed(comm, [&] { g2d_ = bfs::Graph2D::build(g, grid_); });
+    const double setup_cb = apps::timed(comm, [&] { cb_ = std::make_unique<CombBlasBfs>(g, st.threads); });
     if (cb_->nnz() != g.global_nnz())
       throw Error("CombBLAS's matrix has " + std::to_string(cb_->nnz()) + " nonzeros, ours " +
                   std::to_string(g.global_nnz()));
@@ -336,12 +328,12 @@ class Comparison {
     std::vector<int64_t> parent;
     if (im.combblas) {
       CbVec p = cb_->make_parents();
-      *t = timed(comm_, [&] { cb_->run(root, im.variant == "semiring", p); });
+      *t = apps::timed(comm_, [&] { cb_->run(root, im.variant == "semiring", p); });
       return to_row_partition(p, g_.row_partition(), comm_);
     }
     bfs::BfsOptions o;
     o.variant = im.variant;
-    *t = timed(comm_, [&] { parent = bfs::run_bfs(g2d_, grid_, root, o); });
+    *t = apps::timed(comm_, [&] { parent = bfs::run_bfs(g2d_, grid_, root, o); });
     return parent;
   }
 

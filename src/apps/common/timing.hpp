@@ -9,6 +9,17 @@
 
 namespace sparsecomm::apps {
 
+/// Collective. Seconds of one call of f(): a barrier before, the max over ranks after.
+template <class F>
+double timed(MPI_Comm comm, F&& f) {
+  MPI_Barrier(comm);
+  const double t0 = MPI_Wtime();
+  f();
+  double local = MPI_Wtime() - t0, mx = 0;
+  MPI_Allreduce(&local, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return mx;
+}
+
 inline double median_of(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());

@@ -26,6 +26,7 @@
 #include "common/cli.hpp"
 #include "common/load.hpp"
 #include "common/options.hpp"
+#include "common/own_rows.hpp"
 #include "common/provenance.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
@@ -76,13 +77,6 @@ struct Settings {
   int rounds = 5, reps = 1000;
   bool peers = true;
 };
-
-/// My rows of y = A x for x_g = sin(g), from my own entries (no exchange).
-std::vector<double> reference_rows(const DistCsr<double>& a) {
-  std::vector<double> y(static_cast<size_t>(a.local_rows()), 0.0);
-  for (const auto& e : a.local_triplets()) y[e.row - a.row_begin()] += e.val * std::sin(static_cast<double>(e.col));
-  return y;
-}
 
 /// Collective. Every variant, set up in this order (the same on every rank): the peers
 /// first (the baseline is the first), then the sparsecomm backends. Progress on stderr.
@@ -152,14 +146,11 @@ bool run(MPI_Comm comm, const DistCsr<double>& a, const Locality& loc, const Set
   const int rank = comm_rank(comm);
   Sdde sdde(comm, loc);
   Pattern pat;
-  MPI_Barrier(comm);
-  double t0 = MPI_Wtime();
-  pat = pattern_from_matrix(a, sdde, st.sdde);
-  const double t_sdde = allreduce_max(comm, MPI_Wtime() - t0);
+  const double t_sdde = timed(comm, [&] { pat = pattern_from_matrix(a, sdde, st.sdde); });
   const Peers peers;
   auto vs = make_variants(a, pat, loc, st);
   std::vector<Row> rows(vs.size());
-  verify(vs, reference_rows(a), comm, rows);
+  verify(vs, own_rows_product(a, [](int64_t g) { return std::sin(static_cast<double>(g)); }), comm, rows);
   const int per_round = std::max(1, st.reps / st.rounds);
   const auto times = interleaved_rounds(vs.size(), st.rounds, [&](size_t i) {
     const double t = time_per_call(comm, per_round, [&] { vs[i]->apply(); });

@@ -154,15 +154,6 @@ struct Runner {
   bool row_major = false;  // layout of C: halo variants write C(i, j) at i*n + j
 };
 
-/// Seconds of f() as the max over ranks, a barrier before (collective).
-template <class F>
-double timed(MPI_Comm comm, F&& f) {
-  MPI_Barrier(comm);
-  const double t0 = MPI_Wtime();
-  f();
-  return allreduce_max(comm, MPI_Wtime() - t0);
-}
-
 // What every variant of one matrix shares.
 struct Bench {
   MPI_Comm comm;
@@ -197,7 +188,7 @@ Runner gather_runner(const Bench& b, const Topology& topo, const std::string& ba
   go.value_bytes = 8;
   if (k > 0) go.backend.set("theta", b.cfg.theta).set("k", k).set("aware", aware);
   std::shared_ptr<ColumnSpmm> mm;
-  r.setup = timed(b.comm, [&] {
+  r.setup = apps::timed(b.comm, [&] {
     mm = std::make_shared<ColumnSpmm>(b.a, topo, make_gather_plan(backend, topo, b.cfg.loc, b.comm, b.op.lr, go));
   });
   const Operands& op = b.op;
@@ -236,7 +227,7 @@ std::string add_halo_runners(const Bench& b, std::vector<Runner>& out, double& t
   if (halos.empty()) return "";
   Sdde sdde(b.comm, b.cfg.loc);
   Pattern pat;
-  t_pattern = timed(b.comm, [&] { pat = pattern_from_matrix(b.a, sdde, "nbx"); });
+  t_pattern = apps::timed(b.comm, [&] { pat = pattern_from_matrix(b.a, sdde, "nbx"); });
   // Width-n buffers of every halo plan alive at once: ghosts, packed sends and receives.
   const int64_t n = b.op.n;
   const double need = 8.0 * static_cast<double>(n) * static_cast<double>(halos.size()) *
@@ -254,7 +245,7 @@ std::string add_halo_runners(const Bench& b, std::vector<Runner>& out, double& t
     PlanOptions po;
     po.width = static_cast<int>(n);
     std::shared_ptr<DistSpmv> spmm;
-    r.setup = timed(b.comm, [&] { spmm = std::make_shared<DistSpmv>(b.a, make_plan(name, pat, b.cfg.loc, b.comm, po)); });
+    r.setup = apps::timed(b.comm, [&] { spmm = std::make_shared<DistSpmv>(b.a, make_plan(name, pat, b.cfg.loc, b.comm, po)); });
     const Operands& op = b.op;
     run.once = [&op, spmm](double* c) { spmm->apply(op.brow.data(), c); };
     auto red = plan_counts(b.comm, spmm->plan().iteration_counts().total(), 0, static_cast<double>(spmm->plan().stages()));
@@ -282,7 +273,7 @@ std::vector<Result> check_and_time(const Bench& b, std::vector<Runner>& runners)
   }
   std::vector<std::vector<double>> times(runners.size());
   for (int rep = 0; rep < b.cfg.reps; ++rep)
-    for (size_t i = 0; i < runners.size(); ++i) times[i].push_back(timed(b.comm, [&] { runners[i].once(c.data()); }));
+    for (size_t i = 0; i < runners.size(); ++i) times[i].push_back(apps::timed(b.comm, [&] { runners[i].once(c.data()); }));
   std::vector<Result> results;
   for (size_t i = 0; i < runners.size(); ++i) {
     Result r = runners[i].r;
@@ -396,7 +387,7 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
   const Bench b{comm, a, op, cfg, nranks};
   std::vector<Runner> runners{allgather_runner(b)};
   Topology topo;
-  s.t_topo = timed(comm, [&] { topo = topology_from_matrix_blocks(a); });
+  s.t_topo = apps::timed(comm, [&] { topo = topology_from_matrix_blocks(a); });
   auto deg = reduce_all(comm, {static_cast<double>(topo.sources.size())});
   s.deg_max = deg[0].max, s.deg_mean = deg[0].sum / nranks;
   // The per-column baseline is MPI's own neighborhood collective; where it is not registered
