@@ -12,6 +12,7 @@
 #include "common/cli.hpp"
 #include "common/provenance.hpp"
 #include "common/options.hpp"
+#include "common/own_rows.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
 #include "core/compare.hpp"
@@ -53,8 +54,7 @@ Reference reference_product(MPI_Comm comm, const DistCsr<double>& a, std::string
     r.y = reference::spmv(ref, xg);
     r.offset = a.row_begin();
   } else {
-    r.y.assign(static_cast<size_t>(a.local_rows()), 0.0);
-    for (const auto& e : a.local_triplets()) r.y[e.row - a.row_begin()] += e.val * xval(e.col);
+    r.y = own_rows_product(a, xval);
   }
   return r;
 }
