@@ -535,35 +535,32 @@ void local_csr(const Entries& all, const RowPartition& rows, int me, I base, std
 
 }  // namespace
 
+/// from_local_csr on my rows of `all` as index type I (row_ptr from `base`) builds exactly
+/// the blocks from_triplets builds.
+template <class I>
+void expect_same_as_triplets(const Entries& all, int64_t n, I base) {
+  const int me = world_rank();
+  const auto rows = RowPartition::balanced(n, world_size());
+  const auto ref = DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, rows, rows_of(all, rows, me));
+  std::vector<I> rp, cols;
+  std::vector<double> vals;
+  local_csr<I>(all, rows, me, base, rp, cols, vals);
+  const auto a = DistCsr<double>::from_local_csr(MPI_COMM_WORLD, rows.begin(me), static_cast<int32_t>(rows.local_size(me)),
+                                                 rp.data(), cols.data(), vals.data());
+  EXPECT_TRUE(consistent_blocks(a, all));
+  EXPECT_EQ(a.ghost_ids(), ref.ghost_ids());
+  EXPECT_EQ(a.diag().row_ptr, ref.diag().row_ptr);
+  EXPECT_EQ(a.offd().col, ref.offd().col);
+  EXPECT_EQ(a.global_nnz(), ref.global_nnz());
+  EXPECT_EQ(a.global_duplicates(), n);  // one split entry per row
+  EXPECT_TRUE(same_entries(sorted(a.gather_all()), sorted(all)));
+}
+
 TEST(DistCsrFromLocalCsr, SameMatrixAsFromTriplets) {
-  const int p = world_size(), me = world_rank();
   const int64_t n = 41;
   const Entries all = scattered_matrix(n, n, 4);
-  const auto rows = RowPartition::balanced(n, p);
-  const auto ref = DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, rows, rows_of(all, rows, me));
-  {
-    std::vector<int64_t> rp, cols;
-    std::vector<double> vals;
-    local_csr<int64_t>(all, rows, me, 5, rp, cols, vals);
-    const auto a = DistCsr<double>::from_local_csr(MPI_COMM_WORLD, rows.begin(me), static_cast<int32_t>(rows.local_size(me)),
-                                                   rp.data(), cols.data(), vals.data());
-    EXPECT_TRUE(consistent_blocks(a, all));
-    EXPECT_EQ(a.ghost_ids(), ref.ghost_ids());
-    EXPECT_EQ(a.diag().row_ptr, ref.diag().row_ptr);
-    EXPECT_EQ(a.offd().col, ref.offd().col);
-    EXPECT_EQ(a.global_nnz(), ref.global_nnz());
-    EXPECT_EQ(a.global_duplicates(), static_cast<int64_t>(n));  // one split entry per row
-    EXPECT_TRUE(same_entries(sorted(a.gather_all()), sorted(all)));
-  }
-  {  // 32-bit indices, row_ptr from 0
-    std::vector<int32_t> rp, cols;
-    std::vector<double> vals;
-    local_csr<int32_t>(all, rows, me, 0, rp, cols, vals);
-    const auto a = DistCsr<double>::from_local_csr(MPI_COMM_WORLD, rows.begin(me), static_cast<int32_t>(rows.local_size(me)),
-                                                   rp.data(), cols.data(), vals.data());
-    EXPECT_TRUE(consistent_blocks(a, all));
-    EXPECT_TRUE(same_entries(sorted(a.gather_all()), sorted(all)));
-  }
+  expect_same_as_triplets<int64_t>(all, n, 5);  // row_ptr need not start at 0
+  expect_same_as_triplets<int32_t>(all, n, 0);  // 32-bit indices
 }
 
 TEST(DistCsrFromLocalCsr, RectangularWithColumnPartitionAndEmptyRanks) {
