@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev             # GoogleTest
   libbenchmark-dev                      # Google Benchmark
   zlib1g-dev                            # .mtx.gz
+  nlohmann-json3-dev                    # the programs' JSON records
   libhypre-dev                          # BoomerAMG hierarchies, Hypre comparisons
   petsc-dev                             # PETSc MatMult adapter
   libcombblas-dev                       # CombBLAS BFS anchor (side-by-side benchmark)

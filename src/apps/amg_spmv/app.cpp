@@ -379,22 +379,35 @@ std::string setup_table(const Config& cfg, const std::vector<Level>& out, bool& 
   return setup.str();
 }
 
-void append_json(const Config& cfg, const std::vector<Level>& out) {
-  std::ofstream js(cfg.json, std::ios::app);
+void append_json(apps::JsonLines& js, const Config& cfg, const std::vector<Level>& out) {
   for (size_t l = 0; l < out.size(); ++l)
-    for (const auto& [b, R] : out[l].by)
-      js << apps::json_open() << "\"bench\":\"amg_spmv\",\"nx\":" << cfg.nx << ",\"ny\":" << cfg.ny << ",\"ranks\":" << cfg.nranks
-         << ",\"regions\":\"" << cfg.loc.describe() << "\",\"level\":" << l << ",\"rows\":" << out[l].rows
-         << ",\"nnz\":" << out[l].nnz << ",\"backend\":\"" << b << "\",\"comm_s\":" << R.comm
-         << ",\"spmv_s\":" << R.spmv << ",\"setup_sdde_s\":" << R.setup_sdde
-         << ",\"setup_plan_s\":" << R.setup_backend << ",\"inter_msgs_max\":" << R.inter_msgs
-         << ",\"intra_msgs_max\":" << R.intra_msgs << ",\"inter_bytes_max\":" << R.inter_bytes
-         << ",\"intra_bytes_max\":" << R.intra_bytes << ",\"stages\":" << R.stages << ",\"rel_err\":" << R.err
-         << ",\"reps\":" << cfg.reps << "}\n";
+    for (const auto& [b, R] : out[l].by) {
+      apps::Json j = apps::json_record("amg_spmv");
+      j["nx"] = cfg.nx;
+      j["ny"] = cfg.ny;
+      j["ranks"] = cfg.nranks;
+      j["regions"] = cfg.loc.describe();
+      j["level"] = l;
+      j["rows"] = out[l].rows;
+      j["nnz"] = out[l].nnz;
+      j["backend"] = b;
+      j["comm_s"] = R.comm;
+      j["spmv_s"] = R.spmv;
+      j["setup_sdde_s"] = R.setup_sdde;
+      j["setup_plan_s"] = R.setup_backend;
+      j["inter_msgs_max"] = R.inter_msgs;
+      j["intra_msgs_max"] = R.intra_msgs;
+      j["inter_bytes_max"] = R.inter_bytes;
+      j["intra_bytes_max"] = R.intra_bytes;
+      j["stages"] = R.stages;
+      j["rel_err"] = R.err;
+      j["reps"] = cfg.reps;
+      js.write(j);
+    }
 }
 
 /// Rank 0. The tables of the benchmark; false if a level's check failed.
-bool report(const Config& cfg, int nlevels, const std::vector<Level>& out) {
+bool report(const Config& cfg, int nlevels, const std::vector<Level>& out, apps::JsonLines* js) {
   std::ostringstream os;
   os << "\nsparsecomm AMG per-level SpMV: " << cfg.nx << "x" << cfg.ny << " rotated anisotropic diffusion (" << cfg.angle
      << " deg, eps " << cfg.eps << "), BoomerAMG " << nlevels << " levels\n"
@@ -411,7 +424,7 @@ bool report(const Config& cfg, int nlevels, const std::vector<Level>& out) {
   bool ok = true;
   os << setup_table(cfg, out, ok);
   std::cout << os.str() << (ok ? "all levels verified against hypre_ParCSRMatrixMatvec\n" : "VERIFICATION FAILED\n");
-  if (!cfg.json.empty()) append_json(cfg, out);
+  if (js) append_json(*js, cfg, out);
   return ok;
 }
 
@@ -471,7 +484,8 @@ int amg_main(int argc, char** argv) {
   for (int l = 0; l < nlevels; ++l) out.push_back(run_level(comm, cfg, h, l));
   bool ok = true;
   if (rank == 0 && !cfg.dump_dir.empty()) ok = report_dump(cfg, nlevels, out) && ok;
-  if (rank == 0 && !cfg.dump_only) ok = report(cfg, nlevels, out) && ok;
+  const auto js = apps::open_json_lines(comm, cfg.dump_only ? "" : cfg.json);
+  if (rank == 0 && !cfg.dump_only) ok = report(cfg, nlevels, out, js.get()) && ok;
   int okall = ok ? 1 : 0;
   MPI_Bcast(&okall, 1, MPI_INT, 0, comm);
   return okall ? 0 : 3;

@@ -35,7 +35,7 @@ namespace {
 // A plan's load as the model reads it (RankLoad), reduced three ways for the JSON lines: the
 // busiest rank, the busiest region (sum over its ranks) and the sum over all ranks; plus
 // the stages and the steps with inter-region traffic. Lets one fit other models offline.
-std::string load_json(const Plan& plan, MPI_Comm comm) {
+apps::Json load_json(const Plan& plan, MPI_Comm comm) {
   const RankLoad l = rank_load(plan);
   const std::vector<double> v = {l.msgs_intra, l.msgs_inter, l.bytes_intra, l.bytes_inter, l.copy_bytes};
   const char* names[] = {"msgs_intra", "msgs_inter", "bytes_intra", "bytes_inter", "copy_bytes"};
@@ -44,14 +44,11 @@ std::string load_json(const Plan& plan, MPI_Comm comm) {
                         plan.locality().local_comm()));
   SPC_MPI(MPI_Allreduce(region.data(), region_max.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm));
   const std::vector<Reduced> r = reduce_all(comm, v);
-  std::ostringstream os;
-  os.precision(8);
-  os << "{\"stages\":" << allreduce_max(comm, static_cast<int64_t>(plan.stages()))
-     << ",\"inter_steps\":" << allreduce_max(comm, inter_steps(plan.iteration_counts()));
-  for (size_t i = 0; i < v.size(); ++i)
-    os << ",\"" << names[i] << "\":[" << r[i].max << "," << region_max[i] << "," << r[i].sum << "]";
-  os << "}";
-  return os.str();
+  apps::Json j;
+  j["stages"] = allreduce_max(comm, static_cast<int64_t>(plan.stages()));
+  j["inter_steps"] = allreduce_max(comm, inter_steps(plan.iteration_counts()));
+  for (size_t i = 0; i < v.size(); ++i) j[names[i]] = {r[i].max, region_max[i], r[i].sum};
+  return j;
 }
 
 /// The matrices: names, paths and generator specs; 'all' = every shared matrix and gen:rotate:256,256.
@@ -80,7 +77,7 @@ struct Settings {
 // One matrix's figures per backend.
 struct Evaluated {
   std::map<std::string, double> measured, predicted, spread;
-  std::map<std::string, std::string> load;
+  std::map<std::string, apps::Json> load;
   std::vector<std::string> wrong;  // backends whose exchange delivered wrong values
 };
 
@@ -114,14 +111,22 @@ Evaluated evaluate(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, 
   return ev;
 }
 
-void append_json(MPI_Comm comm, const Settings& st, const std::string& name, const Evaluated& ev,
+void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const std::string& name, const Evaluated& ev,
                  const std::string& chosen) {
-  std::ofstream js(st.json, std::ios::app);
-  for (const auto& [b, v] : ev.measured)
-    js << apps::json_open() << "\"bench\":\"autoeval\",\"label\":\"" << apps::json_escape(st.label) << "\",\"matrix\":\""
-       << apps::json_escape(name) << "\",\"ranks\":" << comm_size(comm) << ",\"regions\":\"" << st.loc.describe()
-       << "\",\"backend\":\"" << b << "\",\"measured_s\":" << v << ",\"predicted_s\":" << ev.predicted.at(b)
-       << ",\"spread\":" << ev.spread.at(b) << ",\"auto\":\"" << chosen << "\",\"load\":" << ev.load.at(b) << "}\n";
+  for (const auto& [b, v] : ev.measured) {
+    apps::Json j = apps::json_record("autoeval");
+    j["label"] = st.label;
+    j["matrix"] = name;
+    j["ranks"] = comm_size(comm);
+    j["regions"] = st.loc.describe();
+    j["backend"] = b;
+    j["measured_s"] = v;
+    j["predicted_s"] = ev.predicted.at(b);
+    j["spread"] = ev.spread.at(b);
+    j["auto"] = chosen;
+    j["load"] = ev.load.at(b);
+    js.write(j);
+  }
 }
 
 // The tallies over the matrices.
@@ -132,7 +137,8 @@ struct Tally {
 };
 
 /// Collective. One matrix: every backend evaluated, auto's choice and its regret.
-void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t nmats, double t_start, Tally& tally) {
+void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t nmats, double t_start, Tally& tally,
+                apps::JsonLines* js) {
   const int rank = comm_rank(comm);
   const double t_matrix = MPI_Wtime();
   DistCsr<double> a = m.rfind("gen:", 0) == 0 ? gen::from_spec(comm, m.substr(4)) : read_matrix_market(comm, find_matrix(m));
@@ -163,7 +169,7 @@ void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t 
               << apps::num("%.0f", MPI_Wtime() - t_start) << " s in all)" << std::endl;
   tally.t.add({name, chosen->name(), apps::num("%.2f", regret), apps::num("%.2f", measured["p2p"] / measured[best]), best,
                apps::num("%.2f", err)});
-  if (rank == 0 && !st.json.empty()) append_json(comm, st, name, ev, chosen->name());
+  if (js) append_json(*js, comm, st, name, ev, chosen->name());
 }
 
 }  // namespace
@@ -201,7 +207,8 @@ int autoeval_main(int argc, char** argv) {
   st.label = o.get("label"), st.json = o.get("json");
   Tally tally;
   const double t_start = MPI_Wtime();
-  for (const auto& m : mats) run_matrix(comm, st, m, mats.size(), t_start, tally);
+  const auto js = apps::open_json_lines(comm, st.json);
+  for (const auto& m : mats) run_matrix(comm, st, m, mats.size(), t_start, tally, js.get());
   if (rank == 0)
     std::cout << "sparsecomm auto evaluation: " << comm_size(comm) << " ranks, regions " << st.loc.describe()
               << "\nmodel: " << st.model.describe() << "\nregret = measured time of auto's choice / best measured "

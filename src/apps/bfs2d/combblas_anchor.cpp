@@ -344,23 +344,30 @@ class Comparison {
   std::unique_ptr<CombBlasBfs> cb_;
 };
 
-void append_json(const Settings& st, const std::string& graph_name, const DistCsr<double>& g, int P,
-                 const std::vector<Impl>& impls, const Impl& ref) {
+void append_json(apps::JsonLines& js, const Settings& st, const std::string& graph_name, const DistCsr<double>& g,
+                 int P, const std::vector<Impl>& impls, const Impl& ref) {
   const int side = static_cast<int>(std::lround(std::sqrt(static_cast<double>(P))));
   const double ref_teps = ref.hmean_teps();
-  std::ofstream js(st.json, std::ios::app);
   for (const auto& im : impls) {
-    js << apps::json_open() << "\"bench\":\"bfs_combblas\",\"graph\":\"" << apps::json_escape(graph_name) << "\",\"vertices\":"
-       << g.global_rows() << ",\"undirected_edges\":" << g.global_nnz() / 2 << ",\"ranks\":" << P << ",\"grid\":\""
-       << side << "x" << side << "\",\"impl\":\"" << im.name << "\",\"variant\":\"" << im.variant
-       << "\",\"omp_threads\":" << (im.combblas ? st.threads : 1) << ",\"roots\":" << im.times.size()
-       << ",\"validated\":" << im.validated << ",\"hmean_teps\":" << im.hmean_teps() << ",\"mean_time\":" << im.mean_time()
-       << ",\"setup\":" << im.setup << ",\"ratio_reference\":\"combblas/" << ref.variant
-       << "\",\"teps_ratio\":" << (ref_teps > 0 ? im.hmean_teps() / ref_teps : 0.0) << ",\"times\":[";
-    for (size_t i = 0; i < im.times.size(); ++i) js << (i ? "," : "") << im.times[i];
-    js << "]}\n";
+    apps::Json j = apps::json_record("bfs_combblas");
+    j["graph"] = graph_name;
+    j["vertices"] = g.global_rows();
+    j["undirected_edges"] = g.global_nnz() / 2;
+    j["ranks"] = P;
+    j["grid"] = std::to_string(side) + "x" + std::to_string(side);
+    j["impl"] = im.name;
+    j["variant"] = im.variant;
+    j["omp_threads"] = im.combblas ? st.threads : 1;
+    j["roots"] = im.times.size();
+    j["validated"] = im.validated;
+    j["hmean_teps"] = im.hmean_teps();
+    j["mean_time"] = im.mean_time();
+    j["setup"] = im.setup;
+    j["ratio_reference"] = "combblas/" + ref.variant;
+    j["teps_ratio"] = ref_teps > 0 ? im.hmean_teps() / ref_teps : 0.0;
+    j["times"] = im.times;
+    js.write(j);
   }
-  if (!js) throw InputError("cannot write --json file '" + st.json + "'");
   std::cout << "JSON lines appended to " << st.json << "\n";
 }
 
@@ -418,7 +425,8 @@ int run(int argc, char** argv) {
       ok = false;
       if (rank == 0) std::cerr << "VALIDATION FAILED: " << im.name << "/" << im.variant << ": " << im.first_error << "\n";
     }
-  if (rank == 0 && !st.json.empty()) append_json(st, graph_name, g, P, cmp.impls, *ref);
+  const auto js = apps::open_json_lines(comm, st.json);
+  if (js) append_json(*js, st, graph_name, g, P, cmp.impls, *ref);
   if (rank == 0) std::cout << (ok ? "every BFS validated (Graph500 rules)\n" : "VALIDATION FAILED\n");
   return ok ? 0 : 3;
 }

@@ -199,7 +199,7 @@ struct Report {
   const Settings& st;
   const Case& c;
   const Exchange& x;
-  std::ofstream* json;
+  JsonLines* json;
   Summary direct;
   Table tab{{"variant", "msgs max", "msgs mean", "intra", "inter", "inter max", "bytes max", "stages", "groups", "size",
              "reduction", "modelled[us]", "speedup", "host[s]"}};
@@ -212,20 +212,36 @@ struct Report {
              num("%.2f", s.group_size_mean), num("%.2f", reduction), num("%.2f", s.model_max * 1e6),
              num("%.2f", speedup), num("%.2f", host)});
     if (!json) return;
-    *json << apps::json_open() << "\"bench\":\"plan-stats\",\"topo\":\"" << json_escape(c.label) << "\",\"shape\":\"" << c.shape
-          << "\",\"p\":" << x.p << ",\"regions\":\"" << json_escape(st.regions) << "\",\"variant\":\""
-          << json_escape(name) << "\",\"k\":" << k << ",\"aware\":" << (aware ? "true" : "false")
-          << ",\"theta\":" << st.theta << ",\"size\":" << (c.shape == "spmv" ? 8 * st.width : st.size)
-          << ",\"edges\":" << x.edges << ",\"msgs_max\":" << s.msgs_max << ",\"msgs_mean\":" << s.msgs_mean
-          << ",\"intra_mean\":" << s.intra_mean << ",\"inter_mean\":" << s.inter_mean << ",\"inter_max\":" << s.inter_max
-          << ",\"bytes_max\":" << s.bytes_max << ",\"stages\":" << s.stages << ",\"groups\":" << s.groups
-          << ",\"group_size_mean\":" << s.group_size_mean << ",\"reduction\":" << reduction
-          << ",\"modelled_s\":" << s.model_max << ",\"modelled_speedup\":" << speedup << ",\"host_s\":" << host << "}\n";
+    Json j = apps::json_record("plan-stats");
+    j["topo"] = c.label;
+    j["shape"] = c.shape;
+    j["p"] = x.p;
+    j["regions"] = st.regions;
+    j["variant"] = name;
+    j["k"] = k;
+    j["aware"] = aware;
+    j["theta"] = st.theta;
+    j["size"] = c.shape == "spmv" ? 8 * st.width : st.size;
+    j["edges"] = x.edges;
+    j["msgs_max"] = s.msgs_max;
+    j["msgs_mean"] = s.msgs_mean;
+    j["intra_mean"] = s.intra_mean;
+    j["inter_mean"] = s.inter_mean;
+    j["inter_max"] = s.inter_max;
+    j["bytes_max"] = s.bytes_max;
+    j["stages"] = s.stages;
+    j["groups"] = s.groups;
+    j["group_size_mean"] = s.group_size_mean;
+    j["reduction"] = reduction;
+    j["modelled_s"] = s.model_max;
+    j["modelled_speedup"] = speedup;
+    j["host_s"] = host;
+    json->write(j);
   }
 };
 
 /// Counts every variant of one exchange and prints its table.
-void count_case(const Settings& st, int p, const Case& c, std::ofstream* json) {
+void count_case(const Settings& st, int p, const Case& c, JsonLines* json) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto x = make_exchange(st, p, c);
   Report rep{st, c, *x, json, summarize(x->counts("direct", {}), st.model)};
@@ -254,11 +270,8 @@ void count_case(const Settings& st, int p, const Case& c, std::ofstream* json) {
 
 /// Rank 0: everything. Matrices are read once, before any output, so that a bad name fails early.
 void run_plan_stats(const Settings& st) {
-  std::ofstream json;
-  if (!st.json_path.empty()) {
-    json.open(st.json_path, std::ios::app);
-    if (!json) throw InputError("plan-stats: cannot open " + st.json_path + " for appending");
-  }
+  std::unique_ptr<JsonLines> json;
+  if (!st.json_path.empty()) json = std::make_unique<JsonLines>(st.json_path);
   std::vector<MtxData> mtx;
   std::vector<Case> cases;
   for (const auto& spec : st.topos) cases.push_back({spec, "allgather", spec, nullptr});
@@ -278,7 +291,7 @@ void run_plan_stats(const Settings& st) {
                " groups = combining groups (hyperedges) of size >= 2, mean size;\n"
                "reduction = mean msgs of direct / mean msgs; modelled = busiest rank, alpha-beta per class\n\n";
   for (int p : st.ranks)
-    for (const auto& c : cases) count_case(st, p, c, json.is_open() ? &json : nullptr);
+    for (const auto& c : cases) count_case(st, p, c, json.get());
 }
 
 const char* kUsage =

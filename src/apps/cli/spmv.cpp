@@ -123,17 +123,30 @@ void time_all(const Run& r, std::vector<std::unique_ptr<Measured>>& ms) {
   for (size_t i = 0; i < ms.size(); ++i) ms[i]->time = t[i];
 }
 
-void json_line(std::ofstream& js, const Run& r, const std::string& label, const std::string& b, const Measured& m) {
+Json json_record(const Run& r, const std::string& label, const std::string& b, const Measured& m) {
   const auto& red = m.red;
-  js << apps::json_open() << "\"bench\":\"spmv\",\"matrix\":\"" << label << "\",\"ranks\":" << comm_size(r.comm) << ",\"regions\":\""
-     << r.loc.describe() << "\",\"backend\":\"" << b << "\",\"chosen\":\"" << m.chosen << "\",\"spmv_s\":" << m.time.median
-     << ",\"spread\":" << m.time.spread << ",\"rounds\":" << r.rounds << ",\"setup_s\":" << m.setup << ",\"width\":" << r.width << ",\"rows\":" << r.a.global_rows()
-     << ",\"nnz\":" << r.a.global_nnz() << ",\"reps\":" << r.reps << ",\"inter_msgs_max\":" << red[0].max
-     << ",\"inter_msgs_sum\":" << red[0].sum << ",\"intra_msgs_max\":" << red[1].max
-     << ",\"intra_msgs_sum\":" << red[1].sum << ",\"inter_bytes_max\":" << red[2].max
-     << ",\"inter_bytes_sum\":" << red[2].sum << ",\"intra_bytes_max\":" << red[3].max
-     << ",\"intra_bytes_sum\":" << red[3].sum << ",\"stages\":" << red[4].max
-     << ",\"verified\":" << (m.good ? "true" : "false") << "}\n";
+  Json j = apps::json_record("spmv");
+  j["matrix"] = label;
+  j["ranks"] = comm_size(r.comm);
+  j["regions"] = r.loc.describe();
+  j["backend"] = b;
+  j["chosen"] = m.chosen;
+  j["spmv_s"] = m.time.median;
+  j["spread"] = m.time.spread;
+  j["rounds"] = r.rounds;
+  j["setup_s"] = m.setup;
+  j["width"] = r.width;
+  j["rows"] = r.a.global_rows();
+  j["nnz"] = r.a.global_nnz();
+  j["reps"] = r.reps;
+  const char* fields[] = {"inter_msgs", "intra_msgs", "inter_bytes", "intra_bytes"};
+  for (int k = 0; k < 4; ++k) {
+    j[std::string(fields[k]) + "_max"] = red[k].max;
+    j[std::string(fields[k]) + "_sum"] = red[k].sum;
+  }
+  j["stages"] = red[4].max;
+  j["verified"] = m.good;
+  return j;
 }
 
 }  // namespace
@@ -178,11 +191,8 @@ int spmv_main(int argc, char** argv) {
   }
   time_all(run, ms);
   if (rank == 0) std::cerr << "spmv: timed in " << rounds << " rounds (" << num("%.1f", MPI_Wtime() - t0) << " s)\n";
-  std::ofstream js;
-  if (rank == 0 && !o.get("json").empty()) js.open(o.get("json"), std::ios::app);
-  js.precision(12);  // byte sums over thousands of ranks exceed the default 6 digits
-  for (size_t bi = 0; bi < backends.size(); ++bi)
-    if (js) json_line(js, run, label, backends[bi], *ms[bi]);
+  if (auto js = apps::open_json_lines(comm, o.get("json")))
+    for (size_t bi = 0; bi < backends.size(); ++bi) js->write(json_record(run, label, backends[bi], *ms[bi]));
   const auto p2p = std::find(backends.begin(), backends.end(), "p2p");
   const double base = p2p != backends.end() ? ms[p2p - backends.begin()]->time.median : 0;
   Table t({"backend", "us/SpMV", "spread", "speedup vs p2p", "setup ms", "inter msgs/rank", "verified"});

@@ -94,16 +94,6 @@ class Options {
   std::string usage_;
 };
 
-/// Escapes a string for a JSON string literal (quotes and backslashes).
-inline std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\';
-    o += ch;
-  }
-  return o;
-}
-
 /// Splits "a,b,c".
 inline std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;

@@ -128,17 +128,26 @@ std::string table(const std::vector<Row>& rows, const std::string& baseline_name
   return t.str();
 }
 
-void append_json(const Settings& st, const DistCsr<double>& a, const Locality& loc, const std::vector<Row>& rows,
-                 const std::string& baseline_name, double baseline) {
-  std::ofstream js(st.json, std::ios::app);
-  for (const auto& r : rows)
-    js << json_open() << "\"bench\":\"compare\",\"matrix\":\"" << json_escape(st.label) << "\",\"rows\":"
-       << a.global_rows() << ",\"nnz\":" << a.global_nnz() << ",\"ranks\":" << comm_size(a.comm())
-       << ",\"regions\":\"" << json_escape(loc.describe()) << "\",\"variant\":\"" << json_escape(r.name)
-       << "\",\"us\":" << r.t.median * 1e6 << ",\"spread\":" << r.t.spread << ",\"baseline\":\""
-       << json_escape(baseline_name) << "\",\"speedup\":" << baseline / r.t.median << ",\"msgs_max\":" << r.msgs
-       << ",\"rounds\":" << st.rounds << ",\"reps\":" << st.reps << ",\"verified\":" << (r.ok ? "true" : "false")
-       << "}\n";
+void append_json(JsonLines& js, const Settings& st, const DistCsr<double>& a, const Locality& loc,
+                 const std::vector<Row>& rows, const std::string& baseline_name, double baseline) {
+  for (const auto& r : rows) {
+    Json j = json_record("compare");
+    j["matrix"] = st.label;
+    j["rows"] = a.global_rows();
+    j["nnz"] = a.global_nnz();
+    j["ranks"] = comm_size(a.comm());
+    j["regions"] = loc.describe();
+    j["variant"] = r.name;
+    j["us"] = r.t.median * 1e6;
+    j["spread"] = r.t.spread;
+    j["baseline"] = baseline_name;
+    j["speedup"] = baseline / r.t.median;
+    j["msgs_max"] = r.msgs;
+    j["rounds"] = st.rounds;
+    j["reps"] = st.reps;
+    j["verified"] = r.ok;
+    js.write(j);
+  }
 }
 
 /// Collective. The whole comparison on one matrix; false if a variant failed its check.
@@ -161,6 +170,7 @@ bool run(MPI_Comm comm, const DistCsr<double>& a, const Locality& loc, const Set
   for (size_t i = 0; i < rows.size(); ++i) rows[i].t = times[i], ok = ok && rows[i].ok;
   const std::string baseline_name = rows.front().name;
   const double baseline = rows.front().t.median;
+  const auto js = open_json_lines(comm, st.json);
   if (rank == 0) {
     std::cout << "\nSpMV y = A x of " << st.label << " (" << a.global_rows() << " x " << a.global_cols() << ", "
               << a.global_nnz() << " nonzeros) on " << comm_size(comm) << " ranks, regions " << loc.describe() << "\n"
@@ -172,7 +182,7 @@ bool run(MPI_Comm comm, const DistCsr<double>& a, const Locality& loc, const Set
               << "product, max over ranks\n\n"
               << table(rows, baseline_name, baseline)
               << (ok ? "every variant verified\n" : "VERIFICATION FAILED\n");
-    if (!st.json.empty()) append_json(st, a, loc, rows, baseline_name, baseline);
+    if (js) append_json(*js, st, a, loc, rows, baseline_name, baseline);
   }
   return ok;
 }

@@ -300,29 +300,50 @@ std::string legend(const Settings& st, int nranks) {
   return report.str();
 }
 
-void json_line(std::ofstream& js, const Settings& st, const std::string& spec, int nranks,
-               const std::vector<Reduced>& deg, const Result& r, double base, double base_best) {
+apps::Json json_record(const Settings& st, const std::string& spec, int nranks, const std::vector<Reduced>& deg,
+                       const Result& r, double base, double base_best) {
   const bool comb = r.v.k > 0;
-  js << apps::json_open() << "\"bench\":\"nbrbench\",\"topology\":\"" << apps::json_escape(spec) << "\",\"ranks\":" << nranks
-     << ",\"regions\":\"" << apps::json_escape(st.loc.describe()) << "\",\"out_degree_max\":" << deg[0].max
-     << ",\"out_degree_mean\":" << deg[0].sum / nranks << ",\"size_bytes\":" << r.size << ",\"backend\":\""
-     << r.v.backend << "\",\"variant\":\"" << r.v.label() << "\",\"k\":" << (comb ? std::to_string(r.v.k) : "null")
-     << ",\"aware\":" << (comb ? (r.v.aware ? "true" : "false") : "null") << ",\"theta\":" << st.theta
-     << ",\"reps\":" << st.reps << ",\"rounds\":" << st.rounds << ",\"lat_max_s\":" << r.lat_max
-     << ",\"lat_best_s\":" << r.lat_best << ",\"lat_worst_s\":" << r.lat_worst << ",\"lat_mean_s\":" << r.lat_mean
-     << ",\"baseline\":\"" << st.baseline << "\",\"neighbor_lat_max_s\":" << base
-     << ",\"speedup_vs_neighbor\":" << base / r.lat_max << ",\"speedup_best_vs_neighbor_best\":" << base_best / r.lat_best
-     << ",\"stages\":" << r.stages << ",\"msgs_max\":" << r.msgs_max << ",\"msgs_mean\":" << r.msgs_mean
-     << ",\"msgs_inter_max\":" << r.msgs_inter_max << ",\"msgs_inter_mean\":" << r.msgs_inter_mean
-     << ",\"bytes_sent_max\":" << r.bytes_max << ",\"groups\":" << r.groups
-     << ",\"setup_phase1_s\":" << (comb && st.exact_phase1 ? "null" : apps::num("%.9g", r.phase1))
-     << ",\"phase1\":\"" << st.phase1 << "\",\"setup_phase2_s\":" << r.phase2
-     << ",\"setup_backend_s\":" << r.setup_backend << ",\"verified\":" << (r.verified ? "true" : "false") << "}\n";
+  apps::Json j = apps::json_record("nbrbench");
+  j["topology"] = spec;
+  j["ranks"] = nranks;
+  j["regions"] = st.loc.describe();
+  j["out_degree_max"] = deg[0].max;
+  j["out_degree_mean"] = deg[0].sum / nranks;
+  j["size_bytes"] = r.size;
+  j["backend"] = r.v.backend;
+  j["variant"] = r.v.label();
+  j["k"] = comb ? apps::Json(r.v.k) : apps::Json(nullptr);
+  j["aware"] = comb ? apps::Json(r.v.aware) : apps::Json(nullptr);
+  j["theta"] = st.theta;
+  j["reps"] = st.reps;
+  j["rounds"] = st.rounds;
+  j["lat_max_s"] = r.lat_max;
+  j["lat_best_s"] = r.lat_best;
+  j["lat_worst_s"] = r.lat_worst;
+  j["lat_mean_s"] = r.lat_mean;
+  j["baseline"] = st.baseline;
+  j["neighbor_lat_max_s"] = base;
+  j["speedup_vs_neighbor"] = base / r.lat_max;
+  j["speedup_best_vs_neighbor_best"] = base_best / r.lat_best;
+  j["stages"] = r.stages;
+  j["msgs_max"] = r.msgs_max;
+  j["msgs_mean"] = r.msgs_mean;
+  j["msgs_inter_max"] = r.msgs_inter_max;
+  j["msgs_inter_mean"] = r.msgs_inter_mean;
+  j["bytes_sent_max"] = r.bytes_max;
+  j["groups"] = r.groups;
+  // Not measured when every rank's pattern came from the exact model (--phase1 exact).
+  j["setup_phase1_s"] = comb && st.exact_phase1 ? apps::Json(nullptr) : apps::Json(r.phase1);
+  j["phase1"] = st.phase1;
+  j["setup_phase2_s"] = r.phase2;
+  j["setup_backend_s"] = r.setup_backend;
+  j["verified"] = r.verified;
+  return j;
 }
 
 /// Rank 0. The table of one topology (and its JSON lines).
 std::string topology_table(const Settings& st, const std::string& spec, int nranks, const std::vector<Reduced>& deg,
-                           const std::vector<Result>& results, std::ofstream& js) {
+                           const std::vector<Result>& results, apps::JsonLines* js) {
   std::ostringstream report;
   report << "\ntopology " << spec << ": out-degree max " << deg[0].max << ", mean "
          << apps::num("%.1f", deg[0].sum / nranks) << "; in-degree max " << deg[1].max << "\n";
@@ -344,14 +365,14 @@ std::string topology_table(const Settings& st, const std::string& spec, int nran
            comb ? apps::num("%.0f", r.groups) : "-",
            comb ? (st.exact_phase1 ? "exact" : apps::num("%.2f", r.phase1 * 1e3)) : "-",
            comb ? apps::num("%.2f", r.phase2 * 1e3) : "-", r.verified ? "yes" : "NO"});
-    if (js.is_open()) json_line(js, st, spec, nranks, deg, r, base, base_best);
+    if (js) js->write(json_record(st, spec, nranks, deg, r, base, base_best));
   }
   report << t.str();
   return report.str();
 }
 
 /// Collective. Every size and variant on one topology; appends to `report` on rank 0.
-bool run_topology(const Settings& st, const std::string& spec, std::ostringstream& report, std::ofstream& js) {
+bool run_topology(const Settings& st, const std::string& spec, std::ostringstream& report, apps::JsonLines* js) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), nranks = comm_size(comm);
   const double t_topo = MPI_Wtime();
@@ -416,14 +437,13 @@ int nbrbench_main(int argc, char** argv) {
               << " reps in " << st.rounds << " rounds\n";
   std::ostringstream report;
   report << legend(st, nranks);
-  std::ofstream js;
-  if (rank == 0 && !st.json.empty()) js.open(st.json, std::ios::app);
+  const auto js = apps::open_json_lines(comm, st.json);
   bool all_ok = true;
-  for (const auto& spec : st.topos) all_ok = run_topology(st, spec, report, js) && all_ok;
+  for (const auto& spec : st.topos) all_ok = run_topology(st, spec, report, js.get()) && all_ok;
   if (rank == 0) {
     std::cout << report.str() << "\n"
               << (all_ok ? "every exchange verified against the expected blocks\n" : "VERIFICATION FAILED\n");
-    if (js.is_open()) std::cout << "JSON lines appended to " << st.json << "\n";
+    if (js) std::cout << "JSON lines appended to " << st.json << "\n";
   }
   return all_ok ? 0 : 3;
 }

@@ -161,15 +161,21 @@ PetscErrorCode report_bench(const Settings& st, const std::string& label, const 
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "best sparsecomm (%s) / best PETSc (%s) = %.3f\n", rs[best_ours].name.c_str(),
                         rs[best_petsc].name.c_str(), times[best_ours].median / times[best_petsc].median));
   if (rank == 0 && st.json[0]) {
-    std::FILE* f = std::fopen(st.json, "a");
-    if (!f) SETERRQ(PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "cannot append to %s", st.json);
-    for (size_t i = 0; i < rs.size(); ++i)
-      std::fprintf(f,
-                   "%s\"bench\":\"petsc_matmult\",\"label\":\"%s\",\"matrix\":\"%s\",\"ranks\":%d,"
-                   "\"scatter\":\"%s\",\"us\":%.3f,\"spread\":%.4f}\n",
-                   apps::json_open().c_str(), apps::json_escape(st.json_label).c_str(), apps::json_escape(label).c_str(), np, rs[i].name.c_str(),
-                   times[i].median * 1e6, times[i].spread);
-    std::fclose(f);
+    try {
+      apps::JsonLines js(st.json);
+      for (size_t i = 0; i < rs.size(); ++i) {
+        apps::Json j = apps::json_record("petsc_matmult");
+        j["label"] = st.json_label;
+        j["matrix"] = label;
+        j["ranks"] = np;
+        j["scatter"] = rs[i].name;
+        j["us"] = times[i].median * 1e6;
+        j["spread"] = times[i].spread;
+        js.write(j);
+      }
+    } catch (const std::exception& e) {
+      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "%s", e.what());
+    }
   }
   PetscFunctionReturn(0);
 }

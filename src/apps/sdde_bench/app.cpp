@@ -150,21 +150,32 @@ void print_table(const Input& in, int nranks, const Locality& loc, int reps, int
   std::cout << "\n(<=1 per region: every rank sent at most one inter-region message per destination region)\n";
 }
 
-void append_json(const std::string& path, const Input& in, int nranks, const Locality& loc, int reps,
+void append_json(apps::JsonLines& js, const Input& in, int nranks, const Locality& loc, int reps,
                  const std::vector<Row>& rows) {
   const double base = rows.front().median;
-  std::ofstream js(path, std::ios::app);
-  for (const auto& r : rows)
-    js << apps::json_open() << "\"bench\":\"sdde\",\"matrix\":\"" << in.name << "\",\"rows\":" << in.a.global_rows()
-       << ",\"nnz\":" << in.a.global_nnz() << ",\"ranks\":" << nranks << ",\"regions\":\"" << loc.describe()
-       << "\",\"strategy\":\"" << r.strategy << "\",\"setup_median_s\":" << r.median << ",\"setup_min_s\":" << r.min
-       << ",\"ratio\":" << r.median / base << ",\"reps\":" << reps << ",\"msgs_intra_max\":" << r.intra_max
-       << ",\"msgs_intra_total\":" << r.intra_total << ",\"msgs_inter_max\":" << r.inter_max
-       << ",\"msgs_inter_total\":" << r.inter_total << ",\"bytes_inter_max\":" << r.inter_bytes_max
-       << ",\"bytes_inter_total\":" << r.inter_bytes_total << ",\"bytes_intra_total\":" << r.intra_bytes_total
-       << ",\"verified\":" << (r.verified ? "true" : "false")
-       << ",\"one_inter_msg_per_region_pair\":" << (r.one_per_region_pair ? "true" : "false") << "}\n";
-  std::cout << "JSON lines appended to " << path << "\n";
+  for (const auto& r : rows) {
+    apps::Json j = apps::json_record("sdde");
+    j["matrix"] = in.name;
+    j["rows"] = in.a.global_rows();
+    j["nnz"] = in.a.global_nnz();
+    j["ranks"] = nranks;
+    j["regions"] = loc.describe();
+    j["strategy"] = r.strategy;
+    j["setup_median_s"] = r.median;
+    j["setup_min_s"] = r.min;
+    j["ratio"] = r.median / base;
+    j["reps"] = reps;
+    j["msgs_intra_max"] = r.intra_max;
+    j["msgs_intra_total"] = r.intra_total;
+    j["msgs_inter_max"] = r.inter_max;
+    j["msgs_inter_total"] = r.inter_total;
+    j["bytes_inter_max"] = r.inter_bytes_max;
+    j["bytes_inter_total"] = r.inter_bytes_total;
+    j["bytes_intra_total"] = r.intra_bytes_total;
+    j["verified"] = r.verified;
+    j["one_inter_msg_per_region_pair"] = r.one_per_region_pair;
+    js.write(j);
+  }
 }
 
 }  // namespace
@@ -199,9 +210,13 @@ int sdde_main(int argc, char** argv) {
                 << fixed(row.median * 1e3, 3) << " ms, " << (row.verified ? "verified" : "NOT VERIFIED") << ")"
                 << std::endl;
   }
+  const auto js = open_json_lines(MPI_COMM_WORLD, opt.get("json"));
   if (rank == 0) {
     print_table(in, nranks, loc, reps, warmup, rows);
-    if (!opt.get("json").empty()) append_json(opt.get("json"), in, nranks, loc, reps, rows);
+    if (js) {
+      append_json(*js, in, nranks, loc, reps, rows);
+      std::cout << "JSON lines appended to " << opt.get("json") << "\n";
+    }
   }
   bool all_verified = true;
   for (const auto& r : rows) all_verified = all_verified && r.verified;

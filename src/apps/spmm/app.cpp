@@ -322,30 +322,47 @@ std::string results_table(const Summary& s, const Config& cfg, int nranks, const
   return os.str();
 }
 
-void append_json(const Summary& s, const Config& cfg, int nranks, const std::vector<Result>& results) {
-  std::ofstream js(cfg.json, std::ios::app);
+void append_json(apps::JsonLines& js, const Summary& s, const Config& cfg, int nranks,
+                 const std::vector<Result>& results) {
+  using apps::Json;
   for (const auto& r : results) {
     const bool comb = r.kind == "gather" && r.k > 0;
-    js << apps::json_open() << "\"bench\":\"spmm\",\"matrix\":\"" << apps::json_escape(s.name) << "\",\"ordering\":\""
-       << ordering_name(s.ordering) << "\",\"rows\":" << s.rows << ",\"nnz\":" << s.nnz << ",\"cols\":" << s.n
-       << ",\"ranks\":" << nranks << ",\"regions\":\"" << apps::json_escape(cfg.loc.describe())
-       << "\",\"in_degree_max\":" << s.deg_max << ",\"in_degree_mean\":" << s.deg_mean << ",\"variant\":\""
-       << r.variant << "\",\"kind\":\"" << r.kind << "\",\"backend\":\"" << r.backend
-       << "\",\"k\":" << (comb ? std::to_string(r.k) : "null")
-       << ",\"aware\":" << (comb ? (r.aware ? "true" : "false") : "null") << ",\"theta\":" << cfg.theta
-       << ",\"reps\":" << cfg.reps << ",\"time_s\":" << r.time << ",\"best_s\":" << r.best
-       << ",\"allgather_time_s\":" << s.t_all << ",\"baseline\":\"" << s.baseline
-       << "\",\"neighbor_time_s\":" << s.t_nbr << ",\"speedup_vs_allgather\":" << s.t_all / r.time
-       << ",\"speedup_vs_neighbor\":" << s.t_nbr / r.time << ",\"setup_s\":" << r.setup;
-    if (r.counted)
-      js << ",\"msgs_per_col_max\":" << r.msgs_col_max << ",\"msgs_per_col_mean\":" << r.msgs_col_mean
-         << ",\"msgs_total_max\":" << r.msgs_total_max << ",\"bytes_total_max\":" << r.bytes_total_max
-         << ",\"stages\":" << r.stages;
-    else
-      js << ",\"msgs_per_col_max\":null,\"msgs_per_col_mean\":null,\"msgs_total_max\":null"
-            ",\"bytes_total_max\":null,\"stages\":null";
-    js << ",\"groups\":" << r.groups << ",\"rel_err\":" << r.err << ",\"verified\":" << (r.ok ? "true" : "false")
-       << "}\n";
+    Json j = apps::json_record("spmm");
+    j["matrix"] = s.name;
+    j["ordering"] = ordering_name(s.ordering);
+    j["rows"] = s.rows;
+    j["nnz"] = s.nnz;
+    j["cols"] = s.n;
+    j["ranks"] = nranks;
+    j["regions"] = cfg.loc.describe();
+    j["in_degree_max"] = s.deg_max;
+    j["in_degree_mean"] = s.deg_mean;
+    j["variant"] = r.variant;
+    j["kind"] = r.kind;
+    j["backend"] = r.backend;
+    j["k"] = comb ? Json(r.k) : Json(nullptr);
+    j["aware"] = comb ? Json(r.aware) : Json(nullptr);
+    j["theta"] = cfg.theta;
+    j["reps"] = cfg.reps;
+    j["time_s"] = r.time;
+    j["best_s"] = r.best;
+    j["allgather_time_s"] = s.t_all;
+    j["baseline"] = s.baseline;
+    j["neighbor_time_s"] = s.t_nbr;
+    j["speedup_vs_allgather"] = s.t_all / r.time;
+    j["speedup_vs_neighbor"] = s.t_nbr / r.time;
+    j["setup_s"] = r.setup;
+    // MPI's own collectives are not counted (they run inside MPI): null, not zero.
+    const auto counted = [&](auto v) { return r.counted ? Json(v) : Json(nullptr); };
+    j["msgs_per_col_max"] = counted(r.msgs_col_max);
+    j["msgs_per_col_mean"] = counted(r.msgs_col_mean);
+    j["msgs_total_max"] = counted(r.msgs_total_max);
+    j["bytes_total_max"] = counted(r.bytes_total_max);
+    j["stages"] = counted(r.stages);
+    j["groups"] = r.groups;
+    j["rel_err"] = r.err;
+    j["verified"] = r.ok;
+    js.write(j);
   }
 }
 
@@ -402,9 +419,10 @@ bool run_matrix(const std::string& path, Ordering ordering, const Config& cfg) {
     if (r.variant == "allgather") s.t_all = r.time;
     if (r.variant == s.baseline) s.t_nbr = r.time;
   }
+  const auto js = apps::open_json_lines(comm, cfg.json);
   if (rank == 0) {
     std::cout << results_table(s, cfg, nranks, results);
-    if (!cfg.json.empty()) append_json(s, cfg, nranks, results);
+    if (js) append_json(*js, s, cfg, nranks, results);
   }
   return ok;
 }
