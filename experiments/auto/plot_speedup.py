@@ -35,9 +35,9 @@ def main():
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(keys))])
     ax.set_xticklabels(["%s\n%s ranks\n%s" % k for k in keys], fontsize=7)
     ax.set_ylabel("speedup over p2p")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside the bars, never over them
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=110, bbox_inches="tight")
     print("wrote", out)
 
 

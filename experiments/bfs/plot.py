@@ -36,10 +36,10 @@ def main():
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels(["%s\n%d ranks\n%s" % k for k in keys], fontsize=7)
     ax.set_ylabel("ms per BFS (max over ranks per part)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside the bars, never over them
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=110, bbox_inches="tight")
     print("wrote", out)
 
 

@@ -120,17 +120,17 @@ def main():
             ax.bar(xs, ys, width=width, color=st["color"], label=v,
                    hatch="//" if r0.get("aware") else None, edgecolor="white", linewidth=0.3)
         ax.axhline(1.0, color="black", linestyle=":", linewidth=1)
-        ax.set_ylim(0, top * 1.6)  # headroom for the legend
+        ax.set_ylim(0, top * 1.1)
         ax.set_xticks(range(len(topos)))
         ax.set_xticklabels(["%s\n(%d ranks)" % (t[2], t[0]) for t in topos], fontsize=7)
         ax.set_ylabel("speedup over " + base, fontsize=8)
         ax.set_title("%d-byte messages" % size, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-        if row == 0:
-            ax.legend(fontsize=6, ncol=min(6, len(variants)))
+        if row == 0:  # beside the panels, never over a bar
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     out2 = out.rsplit(".", 1)[0] + "_speedup.png"
-    fig.savefig(out2, dpi=100)
+    fig.savefig(out2, dpi=100, bbox_inches="tight")
     print("wrote", out2)
 
 

@@ -91,17 +91,22 @@ def main():
                        hatch="//" if r0.get("aware") else None, edgecolor="white", linewidth=0.3)
             ax.axhline(1.0, color="black", linestyle=":", linewidth=1)
             ax.set_yscale("log")
-            ax.set_ylim(lo / 1.5, hi * 6)  # headroom for the legend
+            ax.set_ylim(lo / 1.5, hi * 1.5)
             ax.set_xticks(range(len(matrices)))
             ax.set_xticklabels(["%s\n(n=%d)" % (name, m[next(iter(m))]["cols"]) for name, m in matrices.items()],
                                fontsize=8)
             ax.set_ylabel(label, fontsize=9)
             ax.set_title("SpMM C = A x A(dense), %d ranks, %s" % (ranks, regions), fontsize=9)
             ax.grid(axis="y", alpha=0.3, which="both")
-            if row == 0:
-                ax.legend(fontsize=6, ncol=2)
+    # One legend for every panel, below them: inside an axes it covered the bars.
+    handles = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    fig.legend(list(handles.values()), list(handles), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=min(6, len(handles)))
+    fig.savefig(out, dpi=100, bbox_inches="tight")
     print("wrote", out)
 
 

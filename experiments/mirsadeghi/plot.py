@@ -106,10 +106,10 @@ def main():
     ax.set_xticklabels([r[0] for r in rows], rotation=30, ha="right")
     ax.set_ylabel("improvement of combined (k=2) over direct [%]")
     ax.set_title("Mirsadeghi et al. 2017 reproduction: neighbor allgather, 4 B (modelled / simulated)")
-    ax.set_ylim(top=max([60.0] + [v + 25 for r in rows for v in (r[2], r[3]) if v == v]))
-    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    ax.set_ylim(top=max([60.0] + [v + 10 for r in rows for v in (r[2], r[3]) if v == v]))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside the bars, never over them
     fig.tight_layout()
-    fig.savefig(os.path.join(d, "improvement.png"), dpi=120)
+    fig.savefig(os.path.join(d, "improvement.png"), dpi=120, bbox_inches="tight")
     print("wrote", os.path.join(d, "improvement.png"))
 
     if ph:
