@@ -242,6 +242,27 @@ PetscErrorCode attach(Mat A) {
     PetscCall(PetscInfo(A, "sparsecomm::petsc::attach: %s is not MATMPIAIJ; PETSc's own MatMult stays\n", type));
     PetscFunctionReturn(0);
   }
+  PetscMPIInt size = 1;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  if (size == 1) {  // a MATMPIAIJ on one rank: nothing travels, nothing to replace
+    // A bad name is still an error, as it would be on more ranks.
+    const char* pre = nullptr;
+    char name[256];
+    PetscBool has = PETSC_FALSE;
+    PetscCall(MatGetOptionsPrefix(A, &pre));
+    PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_backend", name, sizeof name, &has));
+    if (has) PetscCall(guard(comm, "sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+      backend_hooks(name);
+      return 0;
+    }));
+    PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_sdde", name, sizeof name, &has));
+    if (has) PetscCall(guard(comm, "sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+      Sdde::check_strategy(name);
+      return 0;
+    }));
+    PetscCall(PetscInfo(A, "sparsecomm::petsc::attach: one rank; PETSc's own MatMult stays\n"));
+    PetscFunctionReturn(0);
+  }
   PetscBool assembled = PETSC_FALSE;
   PetscCall(MatAssembled(A, &assembled));
   PetscCheck(assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "sparsecomm::petsc::attach: assemble the matrix first");

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Runs an unmodified PETSc program with -sf_type basic and then, through the plugin
+(-dll_append libsparsecomm_petsc.so -sf_type sparsecomm), with every sparsecomm backend;
+every RESULT line must agree: integers (iteration counts, mismatch counts) exactly, reals
+to a relative 1e-10 (the order of a sum may differ). The sparsecomm runs must also show
+the type at work: -log_view lists its SFscStart event with a non-zero count.
+
+usage: compare.py MPIEXEC PROGRAM PLUGIN NP BACKEND[,BACKEND...] [-- extra program options]
+"""
+import re
+import subprocess
+import sys
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.stdout.write(p.stdout[-6000:])
+        raise SystemExit("FAILED (exit %d): %s" % (p.returncode, " ".join(cmd)))
+    return p.stdout
+
+
+def results(out):
+    r = {}
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            _, name, value = line.split()
+            r[name] = value
+    if not r:
+        raise SystemExit("no RESULT lines in:\n" + out[-3000:])
+    return r
+
+
+def same(a, b):
+    if re.fullmatch(r"-?\d+", a) and re.fullmatch(r"-?\d+", b):
+        return a == b
+    x, y = float(a), float(b)
+    return x == y or abs(x - y) <= 1e-10 * max(abs(x), abs(y))
+
+
+def main():
+    if len(sys.argv) < 6 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
+    mpiexec, program, plugin, np_, backends = sys.argv[1:6]
+    extra = sys.argv[7:] if len(sys.argv) > 6 and sys.argv[6] == "--" else []
+    base = [mpiexec, "-np", np_, program] + extra
+    ref = results(run(base + ["-sf_type", "basic"]))
+    bad = 0
+    for b in backends.split(","):
+        out = run(base + ["-dll_append", plugin, "-sf_type", "sparsecomm", "-sf_sparsecomm_backend", b,
+                          "-sf_sparsecomm_regions", "ppn:2", "-log_view"])
+        got = results(out)
+        m = re.search(r"^SFscStart\s+(\d+)", out, re.M)
+        used = int(m.group(1)) if m else 0
+        diffs = [k for k in ref if k not in got or not same(ref[k], got[k])]
+        for k in diffs:
+            print("  %s: basic %s, sparsecomm/%s %s" % (k, ref[k], b, got.get(k, "missing")))
+        ok = not diffs and used > 0
+        bad += not ok
+        print("np %s backend %-17s %d results %s, SFscStart count %d%s" %
+              (np_, b, len(ref), "identical" if not diffs else "DIFFER", used, "" if used else " (NOT USED)"))
+    print("compare: %s" % ("every backend agrees with basic" if not bad else "%d backend(s) FAILED" % bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
