@@ -13,7 +13,8 @@
 #
 # Environment: BUILD (default build), OUT (default results/bench_petsc), RANKS (default
 # "4 8 16"), BENCH (MatMults per variant, split over 5 rounds; default 500), MATRICES
-# (default: every shared matrix and gen:rotate:256,256), CLUSTER=0 to skip the cluster.
+# (separated by spaces or ';', or by commas when neither appears; default: every shared
+# matrix and gen:rotate:256,256), CLUSTER=0 to skip the cluster.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -30,7 +31,10 @@ if [ ! -x "$prog" ]; then
 fi
 [ -x "$prog" ] || { echo "bench_petsc.sh: $prog not built (PETSc not found: apt-get install petsc-dev)"; exit 1; }
 if [ -n "${MATRICES:-}" ]; then
-  read -r -a cases <<< "$(echo "$MATRICES" | tr ',' ' ')"
+  # Separated by spaces or ';' (a generator spec has commas: "gen:rotate:256,256 HB/bcsstk18"),
+  # or by commas when there is neither.
+  if [[ $MATRICES == *[\ \;]* ]]; then read -r -a cases <<< "${MATRICES//;/ }"
+  else read -r -a cases <<< "${MATRICES//,/ }"; fi
 else
   cases=()
   for f in "$root"/../shared/data/suitesparse/*.mtx; do cases+=("$(basename "$f" .mtx)"); done

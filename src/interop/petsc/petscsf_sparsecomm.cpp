@@ -92,6 +92,13 @@ bool op_kind(MPI_Op op, OpKind* k) {
 bool is_native(MPI_Datatype unit, MPI_Op op, PetscMemType m1, PetscMemType m2, Unit* u, OpKind* k) {
   if (!PetscMemTypeHost(m1) || !PetscMemTypeHost(m2)) return false;
   if (!op_kind(op, k)) return false;
+  // The common units (a VecScatter of scalars, PETSc's integers) without asking MPI.
+  const std::pair<MPI_Datatype, Base> named[] = {{MPI_DOUBLE, Base::f64}, {MPI_INT, Base::i32}, {MPI_FLOAT, Base::f32}};
+  for (const auto& [t, b] : named)
+    if (unit == t) {
+      u->base = b, u->count = 1, u->bytes = b == Base::f64 ? 8 : 4, u->carrier = static_cast<int>(u->bytes);
+      return true;
+    }
   MPI_Datatype base = MPI_DATATYPE_NULL;
   int count = 0;
   if (!flatten(unit, &base, &count) || count < 1) return false;
@@ -186,6 +193,9 @@ struct SfData {
   std::vector<PetscInt> rleaf, rslot;  // leaves referencing other ranks: leaf location, ghost slot
   std::vector<char> first;             // whether leaf i is its slot's first (Reduce's pre-combination)
   std::vector<PetscInt> lleaf, lroot;  // leaves referencing this rank's roots
+  // Slot i feeds leaf rleaf[0] + i and nothing else (PETSc's lvec: ghosts sorted, leaves
+  // contiguous): copies become one memcpy, and a Reduce sends the leaves as they lie.
+  bool remote_identity = false;
   std::map<std::tuple<int, int, bool>, PlanEntry> plans;  // (carrier, width, reverse)
   std::vector<Pending> pending;
   PetscInt native = 0, delegated = 0;
@@ -280,8 +290,11 @@ bool build_lists(PetscSF sf, SfData* d, const RowPartition& roots, std::vector<i
   std::sort(ghosts.begin(), ghosts.end());
   ghosts.erase(std::unique(ghosts.begin(), ghosts.end()), ghosts.end());
   std::vector<char> seen(ghosts.size(), 0);
+  d->remote_identity = leaf_gid.size() == ghosts.size();
   for (int64_t g : leaf_gid) {
     const auto slot = static_cast<PetscInt>(std::lower_bound(ghosts.begin(), ghosts.end(), g) - ghosts.begin());
+    const auto i = static_cast<PetscInt>(d->rslot.size());
+    d->remote_identity = d->remote_identity && slot == i && d->rleaf[i] == d->rleaf[0] + i;
     d->rslot.push_back(slot);
     d->first.push_back(seen[slot] ? 0 : 1);
     seen[slot] = 1;
@@ -331,7 +344,7 @@ PetscErrorCode Reset_Sparsecomm(PetscSF sf) {
   d->loc.reset();
   d->pattern = Pattern();
   d->rleaf.clear(), d->rslot.clear(), d->first.clear(), d->lleaf.clear(), d->lroot.clear();
-  d->built = d->any_remote = false;
+  d->built = d->any_remote = d->remote_identity = false;
   PetscFunctionReturn(0);
 }
 
@@ -436,11 +449,21 @@ PetscErrorCode begin(PetscSF sf, bool reduce, MPI_Datatype unit, PetscMemType rm
         default: plan.start(static_cast<const Carrier<1>*>(root)); break;
       }
     } else {
+      const char* src = static_cast<const char*>(leaf);
+      if (d->remote_identity) {  // the slots are the leaves as they lie: the plan packs them
+        const char* slots = src + (d->rleaf.empty() ? 0 : d->rleaf[0]) * B;
+        switch (p.u.carrier) {
+          case 8: plan.start(reinterpret_cast<const Carrier<8>*>(slots)); break;
+          case 4: plan.start(reinterpret_cast<const Carrier<4>*>(slots)); break;
+          default: plan.start(reinterpret_cast<const Carrier<1>*>(slots)); break;
+        }
+        log_messages(plan);
+        return 0;
+      }
       // The leaves combine into their ghost slots, straight in the send buffer when the
       // reverse plan sends slots in order.
       const bool in_place = plan.sends_in_owned_order();
       char* area = in_place ? send_area(plan, p.u.carrier) : p.entry->scratch.data();
-      const char* src = static_cast<const char*>(leaf);
       for (size_t i = 0; i < d->rleaf.size(); ++i) {
         char* dst = area + d->rslot[i] * B;
         if (d->first[i]) std::memcpy(dst, src + d->rleaf[i] * B, B);
@@ -458,6 +481,11 @@ PetscErrorCode begin(PetscSF sf, bool reduce, MPI_Datatype unit, PetscMemType rm
   }));
   PetscCall(PetscLogEventEnd(ev_start, sf, 0, 0, 0));
   // The local leaves while the messages travel.
+  if (d->lleaf.empty()) {
+    p.delegated = false;
+    d->pending.push_back(p);
+    PetscFunctionReturn(0);
+  }
   PetscCall(PetscLogEventBegin(ev_local, sf, 0, 0, 0));
   if (reduce) apply(p.u, p.k, static_cast<char*>(const_cast<void*>(root)), d->lroot.data(), static_cast<const char*>(leaf), d->lleaf.data(), d->lleaf.size());
   else apply(p.u, p.k, static_cast<char*>(const_cast<void*>(leaf)), d->lleaf.data(), static_cast<const char*>(root), d->lroot.data(), d->lleaf.size());
@@ -490,7 +518,9 @@ PetscErrorCode end(PetscSF sf, bool reduce, MPI_Datatype unit, const void* root,
     if (!reduce) {
       // Receive order is slot order (the ghosts were numbered in arrival order).
       char* dst = static_cast<char*>(const_cast<void*>(leaf));
-      if (plan.receives_in_ghost_order()) {
+      if (plan.receives_in_ghost_order() && d->remote_identity && p.k == OpKind::replace) {
+        if (!d->rleaf.empty()) std::memcpy(dst + d->rleaf[0] * p.u.bytes, buf, d->rleaf.size() * p.u.bytes);
+      } else if (plan.receives_in_ghost_order()) {
         apply(p.u, p.k, dst, d->rleaf.data(), buf, d->rslot.data(), d->rleaf.size());
       } else {
         // Not the case for from_ghosts patterns; kept correct should a backend reorder.
