@@ -4,6 +4,9 @@
 #   examples/cpp_spmv   with find_package(sparsecomm)
 #   examples/c_halo     with cc and pkg-config --cflags --libs sparsecomm_c
 #   examples/petsc_ksp  with find_package(sparsecomm COMPONENTS petsc) (when PETSc is there)
+#   examples/petsc_plugin  with PETSc's flags only (it knows nothing of sparsecomm), run with
+#                       -sf_type basic and with the installed plugin (-dll_append
+#                       $prefix/lib/libsparsecomm_petsc.so -sf_type sparsecomm): same iterations
 # and runs each at 1 and 4 ranks. Exits non-zero on any failure.
 #   scripts/examples.sh [BUILD_DIR]
 set -euo pipefail
@@ -58,5 +61,22 @@ for np in 1 4; do
     check "petsc_ksp.np$np" run $np "$work/petsc_ksp/petsc_ksp" -sparsecomm_backend aggregated_dedup
   fi
 done
+# PETSc with no source change, through the INSTALLED plugin.
+if pkg-config --exists PETSc && [ -f "$prefix/lib/libsparsecomm_petsc.so" ]; then
+  mpicc -Wall examples/petsc_plugin/poisson.c $(pkg-config --cflags --libs PETSc) -o "$work/poisson" ||
+    { echo "examples: building petsc_plugin FAILED"; exit 1; }
+  for np in 1 4; do
+    ref=$(run $np "$work/poisson" -sf_type basic 2>&1) || { echo "$ref"; failed=1; continue; }
+    got=$(run $np "$work/poisson" -dll_append "$prefix/lib/libsparsecomm_petsc.so" -sf_type sparsecomm 2>&1) ||
+      { echo "$got"; failed=1; continue; }
+    its_ref=$(echo "$ref" | sed -n 's/^poisson: \([0-9]*\) CG.*/\1/p')
+    its_got=$(echo "$got" | sed -n 's/^poisson: \([0-9]*\) CG.*/\1/p')
+    if [ -n "$its_ref" ] && [ "$its_ref" = "$its_got" ] && echo "$got" | grep -q "scatters of type sparsecomm"; then
+      echo "petsc_plugin np $np: $its_got CG iterations with -sf_type basic and through the installed plugin, verified"
+    else
+      echo "examples: petsc_plugin np $np FAILED:"; echo "$ref"; echo "$got"; failed=1
+    fi
+  done
+fi
 "$prefix/bin/sparsecomm" --version
 [ $failed = 0 ] && echo "examples: every example built against the installed tree and verified" || exit 1

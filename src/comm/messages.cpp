@@ -74,6 +74,18 @@ void Messages::start(size_t i) {
   charge(1);
 }
 
+bool Messages::start_relocated(const char* from, int64_t bytes, char* to) {
+  if (persistent_) return false;
+  for (size_t i = 0; i < msgs_.size(); ++i) {
+    const Msg& m = msgs_[i];
+    if (!m.send && m.buf >= from && m.buf < from + bytes)
+      SPC_MPI(MPI_Irecv(to + (m.buf - from), m.bytes, MPI_BYTE, m.peer, m.tag, comm_, &reqs_[i]));
+    else post(i);
+  }
+  charge(msgs_.size());
+  return true;
+}
+
 void Messages::wait() {
   wait_all(reqs_);
 }

@@ -44,6 +44,11 @@ class Messages {
   void start();
   /// Starts message i.
   void start(size_t i);
+  /// Starts every message like start(), except that a receive whose buffer lies in
+  /// [from, from + bytes) lands at the same offset from `to` instead. Fresh requests only
+  /// (a persistent request is bound to its buffer): returns false, starting nothing, for a
+  /// persistent set.
+  bool start_relocated(const char* from, int64_t bytes, char* to);
   /// Waits for every started message (wait_all: MPI_Waitall).
   void wait();
   bool empty() const { return msgs_.empty(); }

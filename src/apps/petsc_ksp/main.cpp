@@ -131,10 +131,8 @@ PetscErrorCode make_variants(const DistCsr<double>& a, std::vector<Variant>& rs)
     rs.push_back({std::string("petsc -sf_type ") + sf, B});
   }
   // The PetscSF type "sparsecomm" (what -dll_append gives an unmodified program): every
-  // scatter of the copy goes through it, regions as for the adapter (-sparsecomm_regions).
-  char regions[64] = "node";
-  PetscCall(PetscOptionsGetString(nullptr, nullptr, "-sparsecomm_regions", regions, sizeof regions, nullptr));
-  PetscCall(PetscOptionsSetValue(nullptr, "-sf_sparsecomm_regions", regions));
+  // scatter of the copy goes through it, with its own options (-sf_sparsecomm_regions,
+  // default node: what a user who sets nothing gets; -sparsecomm_regions is the adapter's).
   for (const char* b : {"auto", "p2p", "aggregated_dedup"}) {
     PetscCall(PetscOptionsSetValue(nullptr, "-sf_type", "sparsecomm"));
     PetscCall(PetscOptionsSetValue(nullptr, "-sf_sparsecomm_backend", b));

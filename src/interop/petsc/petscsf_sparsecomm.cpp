@@ -181,6 +181,7 @@ struct Pending {
   PlanEntry* entry;  // null: no remote leaf anywhere (local only)
   Unit u;
   OpKind k;
+  char* into = nullptr;  // a Bcast received straight into the leaves (Plan::start_into)
 };
 
 struct SfData {
@@ -442,7 +443,16 @@ PetscErrorCode begin(PetscSF sf, bool reduce, MPI_Datatype unit, PetscMemType rm
   PetscCall(guard(comm_of(sf), "PetscSF sparsecomm begin", [&]() -> PetscErrorCode {
     if (!p.entry) return 0;
     Plan& plan = *p.entry->plan;
-    if (!reduce) {
+    if (!reduce && p.k == OpKind::replace && d->remote_identity && plan.receives_in_ghost_order()) {
+      // PETSc's lvec: the slots are the leaves [rleaf[0], rleaf[0] + n), received in place
+      // where the backend can (no unpack at all), copied once otherwise.
+      p.into = static_cast<char*>(const_cast<void*>(leaf)) + (d->rleaf.empty() ? 0 : d->rleaf[0]) * B;
+      switch (p.u.carrier) {
+        case 8: plan.start_into(static_cast<const Carrier<8>*>(root), reinterpret_cast<Carrier<8>*>(p.into)); break;
+        case 4: plan.start_into(static_cast<const Carrier<4>*>(root), reinterpret_cast<Carrier<4>*>(p.into)); break;
+        default: plan.start_into(static_cast<const Carrier<1>*>(root), reinterpret_cast<Carrier<1>*>(p.into)); break;
+      }
+    } else if (!reduce) {
       switch (p.u.carrier) {
         case 8: plan.start(static_cast<const Carrier<8>*>(root)); break;
         case 4: plan.start(static_cast<const Carrier<4>*>(root)); break;
@@ -514,6 +524,14 @@ PetscErrorCode end(PetscSF sf, bool reduce, MPI_Datatype unit, const void* root,
   PetscCall(PetscLogEventBegin(ev_finish, sf, 0, 0, 0));
   PetscCall(guard(comm_of(sf), "PetscSF sparsecomm end", [&]() -> PetscErrorCode {
     Plan& plan = *p.entry->plan;
+    if (p.into) {
+      switch (p.u.carrier) {
+        case 8: plan.wait_into(reinterpret_cast<Carrier<8>*>(p.into)); break;
+        case 4: plan.wait_into(reinterpret_cast<Carrier<4>*>(p.into)); break;
+        default: plan.wait_into(reinterpret_cast<Carrier<1>*>(p.into)); break;
+      }
+      return 0;
+    }
     const char* buf = wait_in_place(plan, p.u.carrier);  // in the plan's receive order
     if (!reduce) {
       // Receive order is slot order (the ghosts were numbered in arrival order).

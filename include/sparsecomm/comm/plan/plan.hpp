@@ -61,24 +61,7 @@ class Plan {
   /// Not collective by itself, but every rank of the plan must call it.
   template <class T>
   void start(const T* owned) {
-    check_type(sizeof(T), "start");
-    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
-    {
-      ScopedTimer t(&exec_, "pack");
-      const auto& s = pattern_.send();
-      T* buf = reinterpret_cast<T*>(send_buf_.data());
-      const int w = opt_.width;
-      const int32_t* idx = s.indices.data();
-      if (w == 1) {  // the common case, as a plain gather loop the compiler can unroll
-        for (int64_t k = 0; k < s.size(); ++k) buf[k] = owned[idx[k]];
-      } else {
-        for (int64_t k = 0; k < s.size(); ++k) {
-          const T* src = owned + static_cast<int64_t>(idx[k]) * w;
-          for (int j = 0; j < w; ++j) buf[k * w + j] = src[j];
-        }
-      }
-    }
-    start_packed();
+    start(owned, true);
   }
 
   /// Completes the exchange and writes the received values into ghost[pattern.recv.indices[k]].
@@ -160,6 +143,32 @@ class Plan {
     active_ = true;
   }
 
+  /// start() and wait() with the received values placed straight into `ghost` where the
+  /// ghosts are in arrival order (receives_in_ghost_order()) and the backend can receive
+  /// into memory it did not set up (p2p and neighbor with fresh requests): no unpack copy,
+  /// what PETSc's basic star forest does for contiguous leaves. Otherwise the values go to
+  /// the plan's buffer and wait_into() copies them. `ghost` must stay untouched until
+  /// wait_into(ghost).
+  template <class T>
+  void start_into(const T* owned, T* ghost) {
+    start(owned, false);
+    ScopedTimer t(&exec_, "start");
+    direct_ = recv_identity_ && do_start_direct(reinterpret_cast<char*>(ghost));
+    if (!direct_) do_start();
+    active_ = true;
+  }
+  template <class T>
+  void wait_into(T* ghost) {
+    if (!direct_) {
+      wait(ghost);
+      return;
+    }
+    complete("wait_into");
+    direct_ = false;
+  }
+  /// Whether the last start_into() receives straight into the caller's array.
+  bool receiving_direct() const { return direct_; }
+
   /// start() then wait().
   template <class T>
   void exchange(const T* owned, T* ghost, Unpack mode = Unpack::replace) {
@@ -188,12 +197,17 @@ class Plan {
   virtual void do_start() = 0;
   /// Finish: recv_buf() must hold every received value afterwards.
   virtual void do_wait() = 0;
+  /// Start like do_start() but receive into `ghost` (laid out like recv_buf()) instead of
+  /// recv_buf(); do_wait() then completes it. false (the default): not supported, nothing
+  /// started (start_into() falls back to do_start() and a copy).
+  virtual bool do_start_direct(char* /*ghost*/) { return false; }
   /// Derived destructors call this first: an exchange still in flight is completed
   /// (a request is never freed behind the user's back); failures are reported on stderr.
   void finish_if_active() noexcept;
 
   char* send_buf() { return send_buf_.data(); }
   char* recv_buf() { return recv_buf_.data(); }
+  int64_t recv_bytes() const { return static_cast<int64_t>(recv_buf_.size()); }
   int64_t elem_bytes() const { return elem_bytes_; }
   MPI_Comm comm() const { return comm_.get(); }
   /// Backends declare what one execution sends / receives, once at setup.
@@ -211,6 +225,29 @@ class Plan {
                                          const PlanOptions&);
   friend void detail::register_auto();
   void check_type(size_t value_size, const char* call) const;
+  /// Packs (and starts the exchange when `go`).
+  template <class T>
+  void start(const T* owned, bool go) {
+    check_type(sizeof(T), "start");
+    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
+    {
+      ScopedTimer t(&exec_, "pack");
+      const auto& s = pattern_.send();
+      T* buf = reinterpret_cast<T*>(send_buf_.data());
+      const int w = opt_.width;
+      const int32_t* idx = s.indices.data();
+      if (w == 1) {  // the common case, as a plain gather loop the compiler can unroll
+        for (int64_t k = 0; k < s.size(); ++k) buf[k] = owned[idx[k]];
+      } else {
+        for (int64_t k = 0; k < s.size(); ++k) {
+          const T* src = owned + static_cast<int64_t>(idx[k]) * w;
+          for (int j = 0; j < w; ++j) buf[k * w + j] = src[j];
+        }
+      }
+    }
+    if (go) start_packed();
+  }
+
   /// Completes the active exchange (the "wait" timer).
   void complete(const char* call) {
     if (!active_) throw Error("Plan(" + name_ + "): " + call + "() without start()");
@@ -229,6 +266,7 @@ class Plan {
   bool recv_identity_ = false;  ///< pattern.recv().indices == 0, 1, 2, ...: unpack by memcpy
   bool send_identity_ = false;  ///< pattern.send().indices == 0, 1, 2, ...
   bool active_ = false;
+  bool direct_ = false;  ///< the active exchange receives into the caller's array (start_into)
   int stages_ = 1;
   Stats setup_, per_iter_, exec_;
 };

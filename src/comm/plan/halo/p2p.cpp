@@ -32,6 +32,7 @@ class P2pPlan final : public Plan {
  protected:
   void do_start() override { msgs_.start(); }
   void do_wait() override { msgs_.wait(); }
+  bool do_start_direct(char* ghost) override { return msgs_.start_relocated(recv_buf(), recv_bytes(), ghost); }
 
  private:
   static constexpr int kTag = 11;
