@@ -21,7 +21,7 @@ import os
 import sys
 from collections import defaultdict
 
-from table import best, load_runs  # the same reading of bench_petsc.sh's JSON lines
+from table import PETSC_OWN, best, load_runs  # the same reading of run.sh's JSON lines
 
 
 def read_pattern(path):
@@ -117,7 +117,7 @@ def main():
             b, d = node_bytes(n, rows, cols, nodes, ppn)
             line = "%-30s %3dx%-2d %12d %12d %10.0f %10.0f" % (label, nodes, ppn, b, d, b / a.rate, d / a.rate)
             case = runs.get(("cluster", nodes * ppn, label), {})
-            p, o = best(case, "petsc")[1], best(case, "sparsecomm")[1]
+            p, o = best(case, PETSC_OWN)[1], best(case, "sparsecomm ")[1]
             if p is not None and o is not None:
                 line += "  %9.1f %11.2f %11.2f %24.3f" % (p, b / a.rate / p, d / a.rate / p, o / p)
             print(line)
