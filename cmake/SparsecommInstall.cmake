@@ -41,6 +41,11 @@ install(FILES ${PROJECT_BINARY_DIR}/include/sparsecomm/version.hpp DESTINATION $
 if(TARGET sparsecomm_cli)
   install(TARGETS sparsecomm_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+# The interposition library (LD_PRELOAD; no CMake target to link: it replaces Hypre's
+# functions in a program that already links Hypre).
+if(TARGET sparsecomm_hypre_hook)
+  install(TARGETS sparsecomm_hypre_hook LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 set(SPARSECOMM_SHARED ${BUILD_SHARED_LIBS})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/sparsecommConfig.cmake.in

@@ -7,6 +7,8 @@
 #   examples/petsc_plugin  with PETSc's flags only (it knows nothing of sparsecomm), run with
 #                       -sf_type basic and with the installed plugin (-dll_append
 #                       $prefix/lib/libsparsecomm_petsc.so -sf_type sparsecomm): same iterations
+#   examples/hypre_amg  with Hypre's flags only, run without and with LD_PRELOAD of the
+#                       installed libsparsecomm_hypre_hook.so: same iterations and residual
 # and runs each at 1 and 4 ranks. Exits non-zero on any failure.
 #   scripts/examples.sh [BUILD_DIR]
 set -euo pipefail
@@ -75,6 +77,23 @@ if pkg-config --exists PETSc && [ -f "$prefix/lib/libsparsecomm_petsc.so" ]; the
       echo "petsc_plugin np $np: $its_got CG iterations with -sf_type basic and through the installed plugin, verified"
     else
       echo "examples: petsc_plugin np $np FAILED:"; echo "$ref"; echo "$got"; failed=1
+    fi
+  done
+fi
+# Hypre with no source change, through the INSTALLED hook.
+if [ -f /usr/include/hypre/HYPRE.h ] && [ -f "$prefix/lib/libsparsecomm_hypre_hook.so" ]; then
+  mpicc -O2 -Wall -I/usr/include/hypre examples/hypre_amg/amg_solve.c -lHYPRE -lm -o "$work/amg_solve" ||
+    { echo "examples: building hypre_amg FAILED"; exit 1; }
+  for np in 1 4; do
+    ref=$(run $np "$work/amg_solve" -n 64 2>&1) || { echo "$ref"; failed=1; continue; }
+    got=$(run $np -x LD_PRELOAD="$prefix/lib/libsparsecomm_hypre_hook.so" -x SPARSECOMM_HYPRE_VERBOSE=1 \
+      "$work/amg_solve" -n 64 2>&1) || { echo "$got"; failed=1; continue; }
+    key_ref=$(echo "$ref" | sed -n 's/.*\(iterations [0-9]* final relative residual [^ ]*\).*/\1/p')
+    key_got=$(echo "$got" | sed -n 's/.*\(iterations [0-9]* final relative residual [^ ]*\).*/\1/p')
+    if [ -n "$key_ref" ] && [ "$key_ref" = "$key_got" ] && echo "$got" | grep -q "exchanges through sparsecomm: [1-9]"; then
+      echo "hypre_amg np $np: $key_got with Hypre's exchange and through the installed hook, verified"
+    else
+      echo "examples: hypre_amg np $np FAILED:"; echo "$ref"; echo "$got"; failed=1
     fi
   done
 fi

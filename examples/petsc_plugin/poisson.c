@@ -7,6 +7,7 @@
  * iteration count and the solution are PETSc's own up to rounding. */
 #include <petscdmda.h>
 #include <petscksp.h>
+#include <petscsf.h>
 
 int main(int argc, char **argv)
 {

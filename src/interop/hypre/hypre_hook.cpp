@@ -1,0 +1,365 @@
+// libsparsecomm_hypre_hook.so: Hypre's comm-package exchange through sparsecomm, for an
+// unmodified program:
+//
+//   mpirun -x LD_PRELOAD=/path/libsparsecomm_hypre_hook.so -np 16 ./any_hypre_program
+//
+// Hypre (Debian's shared libHYPRE) calls its exchange through the PLT, so these
+// definitions replace
+//   hypre_MatvecCommPkgCreate      (collective): the real one, then our plans for the new
+//                                   package, built there because every rank is there;
+//   hypre_MatvecCommPkgDestroy     the cached plans die with their package, then the real one;
+//   hypre_ParCSRCommHandleCreate(_v2) / hypre_ParCSRCommHandleDestroy: job 1 (doubles along
+//                                   the matvec package) and job 2 (its transpose), host memory,
+//                                   on a package whose plans we built: start() in Create,
+//                                   wait into Hypre's receive buffer in Destroy. Everything
+//                                   else goes to the real functions (dlsym(RTLD_NEXT)),
+//                                   unchanged: other jobs (ints, big ints, MPI datatypes),
+//                                   device memory, packages created elsewhere, a second
+//                                   exchange on a package whose plan is still in flight.
+//
+// The Pattern comes from the package alone: send side = send_procs, send_map_starts over
+// Hypre's packed send buffer (so the plan's "owned" array is that buffer, in order), recv
+// side = recv_procs, recv_vec_starts over Hypre's receive buffer; the ids for duplicate
+// removal are global column ids (first_col_diag + send_map_elmts on the sender,
+// col_map_offd on the receiver), taken from the matrix at package creation.
+//
+// Environment: SPARSECOMM_HYPRE_BACKEND (default auto), SPARSECOMM_HYPRE_REGIONS (default
+// node), SPARSECOMM_HYPRE_VERBOSE=1 (each package's plans; at exit, per rank, how many
+// exchanges ran here and how many went to Hypre), SPARSECOMM_HYPRE_DISABLE=1 (everything to
+// Hypre). A bad value is reported on every rank at the first package and the program exits
+// (status 2) on every rank, agreed collectively, instead of running something else.
+//
+// Why the package pointer is a safe key: a cached entry is created in the package's
+// creation and erased in its destruction, both interposed, so an address reused by a new
+// package either went through our creation (fresh plans) or is not in the cache (declined).
+// A package Hypre frees without hypre_MatvecCommPkgDestroy would leave a stale entry: each
+// use also checks the package's arrays and sizes against the ones the plans were built
+// from, and declines on a mismatch.
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <_hypre_parcsr_mv.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
+#include "sparsecomm/core/stats.hpp"
+
+namespace sparsecomm::hypre_hook {
+namespace {
+
+using CreateV2Fn = hypre_ParCSRCommHandle* (*)(HYPRE_Int, hypre_ParCSRCommPkg*, HYPRE_MemoryLocation, void*,
+                                                HYPRE_MemoryLocation, void*);
+using CreateFn = hypre_ParCSRCommHandle* (*)(HYPRE_Int, hypre_ParCSRCommPkg*, void*, void*);
+using DestroyFn = HYPRE_Int (*)(hypre_ParCSRCommHandle*);
+using PkgCreateFn = HYPRE_Int (*)(hypre_ParCSRMatrix*);
+using PkgDestroyFn = HYPRE_Int (*)(hypre_ParCSRCommPkg*);
+
+template <class F>
+F real(const char* name) {
+  void* p = dlsym(RTLD_NEXT, name);
+  if (!p) {
+    std::fprintf(stderr, "sparsecomm hypre hook: %s not found after the hook (is libHYPRE loaded?)\n", name);
+    std::abort();  // no Hypre to pass to: nothing sensible can run
+  }
+  return reinterpret_cast<F>(p);
+}
+
+struct Settings {
+  std::string backend = "auto", regions = "node";
+  bool verbose = false, disabled = false;
+};
+
+Settings read_settings() {
+  Settings s;
+  if (const char* v = std::getenv("SPARSECOMM_HYPRE_BACKEND"); v && *v) s.backend = v;
+  if (const char* v = std::getenv("SPARSECOMM_HYPRE_REGIONS"); v && *v) s.regions = v;
+  if (const char* v = std::getenv("SPARSECOMM_HYPRE_VERBOSE"); v && *v && std::strcmp(v, "0") != 0) s.verbose = true;
+  if (const char* v = std::getenv("SPARSECOMM_HYPRE_DISABLE"); v && *v && std::strcmp(v, "0") != 0) s.disabled = true;
+  return s;
+}
+
+// What a package's plans were built from: checked at every use.
+struct Fingerprint {
+  HYPRE_Int num_sends = 0, num_recvs = 0, nsend = 0, nrecv = 0;
+  const HYPRE_Int *send_procs = nullptr, *send_map_starts = nullptr, *recv_procs = nullptr, *recv_vec_starts = nullptr;
+  static Fingerprint of(const hypre_ParCSRCommPkg* p) {
+    Fingerprint f;
+    f.num_sends = p->num_sends, f.num_recvs = p->num_recvs;
+    f.send_procs = p->send_procs, f.send_map_starts = p->send_map_starts;
+    f.recv_procs = p->recv_procs, f.recv_vec_starts = p->recv_vec_starts;
+    f.nsend = p->send_map_starts ? p->send_map_starts[p->num_sends] : 0;
+    f.nrecv = p->recv_vec_starts ? p->recv_vec_starts[p->num_recvs] : 0;
+    return f;
+  }
+  bool operator==(const Fingerprint& o) const {
+    return num_sends == o.num_sends && num_recvs == o.num_recvs && nsend == o.nsend && nrecv == o.nrecv &&
+           send_procs == o.send_procs && send_map_starts == o.send_map_starts && recv_procs == o.recv_procs &&
+           recv_vec_starts == o.recv_vec_starts;
+  }
+};
+
+struct PkgPlans {
+  Fingerprint fp;
+  std::unique_ptr<Plan> fwd, rev;  // job 1 (matvec), job 2 (its transpose)
+  long serial = 0;                 // creation order, for the verbose report
+};
+
+// Our handle: Hypre's struct first (code that reads a handle's fields sees sensible
+// values), then what Destroy needs.
+struct Handle {
+  hypre_ParCSRCommHandle h;
+  Plan* plan;
+  double* recv;
+};
+
+struct Counts {
+  long handled[3] = {0, 0, 0};  // [job] for jobs 1, 2
+  long unknown_pkg = 0, busy = 0, memory = 0, passed_other_jobs = 0;
+};
+
+struct State {
+  std::once_flag init_once;
+  Settings settings;
+  bool settings_checked = false;
+  CreateV2Fn create_v2 = nullptr;
+  DestroyFn destroy = nullptr;
+  PkgCreateFn pkg_create = nullptr;
+  PkgDestroyFn pkg_destroy = nullptr;
+  std::unordered_map<const hypre_ParCSRCommPkg*, PkgPlans> plans;
+  std::unordered_set<const hypre_ParCSRCommHandle*> ours;
+  std::unordered_map<std::string, std::unique_ptr<Locality>> localities;  // per communicator size+regions
+  Counts counts;
+  long packages = 0;
+  int world_rank = -1;  // known once MPI is up (the report runs after MPI_Finalize)
+  ~State() {
+    if (!settings.verbose) return;
+    std::fprintf(stderr,
+                 "sparsecomm hypre hook [rank %d]: %ld packages; exchanges through sparsecomm: %ld matvec, %ld "
+                 "transpose; passed to Hypre: %ld of other jobs, double exchanges on packages not built here %ld, "
+                 "on a busy plan %ld, in non-host memory %ld\n",
+                 world_rank, packages, counts.handled[1], counts.handled[2], counts.passed_other_jobs,
+                 counts.unknown_pkg, counts.busy, counts.memory);
+  }
+};
+
+State& state() {
+  static State s;
+  std::call_once(s.init_once, [] {
+    s.settings = read_settings();
+    s.create_v2 = real<CreateV2Fn>("hypre_ParCSRCommHandleCreate_v2");
+    s.destroy = real<DestroyFn>("hypre_ParCSRCommHandleDestroy");
+    s.pkg_create = real<PkgCreateFn>("hypre_MatvecCommPkgCreate");
+    s.pkg_destroy = real<PkgDestroyFn>("hypre_MatvecCommPkgDestroy");
+  });
+  return s;
+}
+
+// Collective over comm. The settings checked once, agreed by every rank: on a bad value
+// every rank prints the reason and exits (status 2), so none waits for another.
+void check_settings(State& s, MPI_Comm comm) {
+  if (s.settings_checked) return;
+  std::string error;
+  try {
+    backend_hooks(s.settings.backend);  // InputError listing the valid names
+    (void)Locality::parse(comm, s.settings.regions);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  int bad = error.empty() ? 0 : 1, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (any) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: error: %s (SPARSECOMM_HYPRE_BACKEND='%s', "
+                 "SPARSECOMM_HYPRE_REGIONS='%s')\n", rank, error.empty() ? "another rank rejected the settings" :
+                 error.c_str(), s.settings.backend.c_str(), s.settings.regions.c_str());
+    std::fflush(stderr);
+    std::exit(2);
+  }
+  s.settings_checked = true;
+}
+
+const Locality& locality(State& s, MPI_Comm comm) {
+  // One Locality per communicator (Hypre's matrices share the solver's communicator).
+  char key[64];
+  std::snprintf(key, sizeof key, "%p", static_cast<void*>(comm));
+  auto& l = s.localities[key];
+  if (!l) l = std::make_unique<Locality>(Locality::parse(comm, s.settings.regions));
+  return *l;
+}
+
+bool sorted_unique(const HYPRE_Int* v, HYPRE_Int n) {
+  for (HYPRE_Int i = 1; i < n; ++i)
+    if (v[i] <= v[i - 1]) return false;
+  return true;
+}
+
+// The package of A as a Pattern over Hypre's packed buffers; false if it cannot be one
+// (e.g. unsorted neighbor lists), the same answer on... this rank only: the caller agrees.
+bool pattern_of(hypre_ParCSRMatrix* A, const hypre_ParCSRCommPkg* pkg, Pattern* out) {
+  if (pkg->num_components != 1) return false;
+  if (!sorted_unique(pkg->send_procs, pkg->num_sends) || !sorted_unique(pkg->recv_procs, pkg->num_recvs)) return false;
+  const HYPRE_BigInt first = hypre_ParCSRMatrixFirstColDiag(A);
+  const HYPRE_BigInt* cmap = hypre_ParCSRMatrixColMapOffd(A);
+  PatternSide send, recv;
+  const HYPRE_Int nsend = pkg->num_sends ? pkg->send_map_starts[pkg->num_sends] : 0;
+  const HYPRE_Int nrecv = pkg->num_recvs ? pkg->recv_vec_starts[pkg->num_recvs] : 0;
+  if (nrecv != hypre_CSRMatrixNumCols(hypre_ParCSRMatrixOffd(A))) return false;
+  for (HYPRE_Int i = 0; i < pkg->num_sends; ++i) {
+    send.ranks.push_back(pkg->send_procs[i]);
+    send.offsets.push_back(pkg->send_map_starts[i + 1]);
+  }
+  for (HYPRE_Int k = 0; k < nsend; ++k) {
+    send.indices.push_back(k);  // Hypre packs the send buffer itself, in order
+    send.global_ids.push_back(static_cast<int64_t>(first) + pkg->send_map_elmts[k]);
+  }
+  for (HYPRE_Int i = 0; i < pkg->num_recvs; ++i) {
+    recv.ranks.push_back(pkg->recv_procs[i]);
+    recv.offsets.push_back(pkg->recv_vec_starts[i + 1]);
+  }
+  for (HYPRE_Int k = 0; k < nrecv; ++k) {
+    recv.indices.push_back(k);
+    recv.global_ids.push_back(static_cast<int64_t>(cmap[k]));
+  }
+  *out = Pattern(std::move(send), std::move(recv), nsend, nrecv);
+  return true;
+}
+
+// Collective (inside hypre_MatvecCommPkgCreate). Plans for A's new package, or none if any
+// rank cannot describe its package (then every rank declines it).
+void build_plans(State& s, hypre_ParCSRMatrix* A) {
+  const hypre_ParCSRCommPkg* pkg = hypre_ParCSRMatrixCommPkg(A);
+  if (!pkg) return;
+  MPI_Comm comm = pkg->comm;
+  if (s.world_rank < 0) MPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+  check_settings(s, comm);
+  s.plans.erase(pkg);  // an address reused without our destruction: never the old plans
+  Pattern pat;
+  int ok = pattern_of(A, pkg, &pat) ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (!all) {
+    if (s.settings.verbose && comm_rank(comm) == 0)
+      std::fprintf(stderr, "sparsecomm hypre hook: package of a %lld x %lld matrix declined (not a plain matvec package)\n",
+                   static_cast<long long>(hypre_ParCSRMatrixGlobalNumRows(A)),
+                   static_cast<long long>(hypre_ParCSRMatrixGlobalNumCols(A)));
+    return;
+  }
+  const Locality& loc = locality(s, comm);
+  PkgPlans p;
+  p.fp = Fingerprint::of(pkg);
+  const double t0 = MPI_Wtime();
+  p.fwd = make_plan(s.settings.backend, pat, loc, comm);
+  p.rev = make_plan(s.settings.backend, pat.reverse(), loc, comm);
+  p.serial = ++s.packages;
+  if (s.settings.verbose) {
+    const double dt = MPI_Wtime() - t0;
+    const CommCounters& t = p.fwd->iteration_counts().total();
+    const std::vector<Reduced> red = reduce_all(
+        comm, {static_cast<double>(t.sent_inter.msgs), static_cast<double>(t.sent_intra.msgs), dt});
+    if (comm_rank(comm) == 0)
+      std::fprintf(stderr,
+                   "sparsecomm hypre hook: package %ld (%lld x %lld matrix, at %p): %s / transpose %s; per matvec, "
+                   "max over ranks: %.0f inter-region + %.0f intra-region messages; plans built in %.2f ms\n",
+                   p.serial, static_cast<long long>(hypre_ParCSRMatrixGlobalNumRows(A)),
+                   static_cast<long long>(hypre_ParCSRMatrixGlobalNumCols(A)), static_cast<const void*>(pkg),
+                   p.fwd->name().c_str(), p.rev->name().c_str(), red[0].max, red[1].max, red[2].max * 1e3);
+  }
+  s.plans[pkg] = std::move(p);
+}
+
+// The plan for (job, pkg) when this exchange can run through it; null to decline (counted).
+Plan* plan_for(State& s, HYPRE_Int job, const hypre_ParCSRCommPkg* pkg, HYPRE_MemoryLocation sm,
+               HYPRE_MemoryLocation rm) {
+  if (job != 1 && job != 2) return ++s.counts.passed_other_jobs, nullptr;
+  if (sm != HYPRE_MEMORY_HOST || rm != HYPRE_MEMORY_HOST) return ++s.counts.memory, nullptr;  // device, pinned
+  auto it = s.plans.find(pkg);
+  if (it == s.plans.end() || !(it->second.fp == Fingerprint::of(pkg))) return ++s.counts.unknown_pkg, nullptr;
+  Plan* p = job == 1 ? it->second.fwd.get() : it->second.rev.get();
+  if (p->active()) return ++s.counts.busy, nullptr;  // a second exchange in flight on this package
+  return p;
+}
+
+hypre_ParCSRCommHandle* create(HYPRE_Int job, hypre_ParCSRCommPkg* pkg, HYPRE_MemoryLocation sm, void* send,
+                               HYPRE_MemoryLocation rm, void* recv) {
+  State& s = state();
+  Plan* p = s.settings.disabled ? nullptr : plan_for(s, job, pkg, sm, rm);
+  if (!p) return s.create_v2(job, pkg, sm, send, rm, recv);
+  auto* h = new Handle{};
+  h->h.comm_pkg = pkg;
+  h->h.send_memory_location = sm;
+  h->h.recv_memory_location = rm;
+  h->h.send_data = h->h.send_data_buffer = send;
+  h->h.recv_data = h->h.recv_data_buffer = recv;
+  h->plan = p;
+  h->recv = static_cast<double*>(recv);
+  try {
+    p->start_into(static_cast<const double*>(send), h->recv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparsecomm hypre hook: error: %s\n", e.what());
+    std::fflush(stderr);
+    std::exit(2);  // an exchange half started cannot be handed to Hypre
+  }
+  ++s.counts.handled[job];
+  s.ours.insert(&h->h);
+  return &h->h;
+}
+
+}  // namespace
+}  // namespace sparsecomm::hypre_hook
+
+using namespace sparsecomm::hypre_hook;
+
+extern "C" {
+
+__attribute__((visibility("default"))) hypre_ParCSRCommHandle* hypre_ParCSRCommHandleCreate_v2(
+    HYPRE_Int job, hypre_ParCSRCommPkg* comm_pkg, HYPRE_MemoryLocation send_memory_location, void* send_data_in,
+    HYPRE_MemoryLocation recv_memory_location, void* recv_data_in) {
+  return create(job, comm_pkg, send_memory_location, send_data_in, recv_memory_location, recv_data_in);
+}
+
+__attribute__((visibility("default"))) hypre_ParCSRCommHandle* hypre_ParCSRCommHandleCreate(
+    HYPRE_Int job, hypre_ParCSRCommPkg* comm_pkg, void* send_data, void* recv_data) {
+  return create(job, comm_pkg, HYPRE_MEMORY_HOST, send_data, HYPRE_MEMORY_HOST, recv_data);
+}
+
+__attribute__((visibility("default"))) HYPRE_Int hypre_ParCSRCommHandleDestroy(hypre_ParCSRCommHandle* handle) {
+  State& s = state();
+  if (!handle || !s.ours.count(handle)) return s.destroy(handle);
+  s.ours.erase(handle);
+  auto* h = reinterpret_cast<Handle*>(handle);
+  try {
+    h->plan->wait_into(h->recv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparsecomm hypre hook: error: %s\n", e.what());
+    std::fflush(stderr);
+    std::exit(2);
+  }
+  delete h;
+  return 0;
+}
+
+__attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgCreate(hypre_ParCSRMatrix* A) {
+  State& s = state();
+  const HYPRE_Int rc = s.pkg_create(A);
+  if (!s.settings.disabled) build_plans(s, A);
+  return rc;
+}
+
+__attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgDestroy(hypre_ParCSRCommPkg* comm_pkg) {
+  State& s = state();
+  s.plans.erase(comm_pkg);  // a plan in flight completes in its destructor
+  return s.pkg_destroy(comm_pkg);
+}
+
+}  // extern "C"
