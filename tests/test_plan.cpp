@@ -461,6 +461,16 @@ TEST(PlanInPlace, StartIntoMatchesExchange) {
           for (size_t i = 0; i + 1 < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << what << " ghost value " << i;
           EXPECT_EQ(got.back(), -2.0) << what;  // nothing beyond the ghosts
         }
+        // The reverse plan sends its owned array as it lies (send entry k = owned entry k):
+        // sent from the caller's array by p2p/neighbor, packed by the others; same values.
+        auto rev = make_plan(backend, pat.reverse(), loc, MPI_COMM_WORLD, opt);
+        ASSERT_TRUE(rev->sends_in_owned_order()) << what;
+        std::vector<double> rwant(x.size(), -1.0), rgot(x.size(), -1.0);  // owned entries no one sends keep it
+        rev->exchange(want.data(), rwant.data());
+        std::vector<double> rsrc(want.begin(), want.end());
+        rev->start_into(rsrc.data(), rgot.data());
+        rev->wait_into(rgot.data());
+        for (size_t i = 0; i < rgot.size(); ++i) ASSERT_EQ(rgot[i], rwant[i]) << what << " reverse, owned value " << i;
       }
 }
 

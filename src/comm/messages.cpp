@@ -74,13 +74,15 @@ void Messages::start(size_t i) {
   charge(1);
 }
 
-bool Messages::start_relocated(const char* from, int64_t bytes, char* to) {
+bool Messages::start_relocated(const Relocation& send, const Relocation& recv) {
   if (persistent_) return false;
+  const auto moved = [](const Msg& m, const Relocation& r) {
+    return r.to && m.buf >= r.from && m.buf < r.from + r.bytes ? const_cast<char*>(r.to) + (m.buf - r.from) : m.buf;
+  };
   for (size_t i = 0; i < msgs_.size(); ++i) {
     const Msg& m = msgs_[i];
-    if (!m.send && m.buf >= from && m.buf < from + bytes)
-      SPC_MPI(MPI_Irecv(to + (m.buf - from), m.bytes, MPI_BYTE, m.peer, m.tag, comm_, &reqs_[i]));
-    else post(i);
+    if (m.send) SPC_MPI(MPI_Isend(moved(m, send), m.bytes, MPI_BYTE, m.peer, m.tag, comm_, &reqs_[i]));
+    else SPC_MPI(MPI_Irecv(moved(m, recv), m.bytes, MPI_BYTE, m.peer, m.tag, comm_, &reqs_[i]));
   }
   charge(msgs_.size());
   return true;

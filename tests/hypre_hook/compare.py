@@ -6,6 +6,7 @@ must agree token by token (integers exactly, reals to a relative 1e-10; wall-clo
 (SPARSECOMM_HYPRE_VERBOSE: exchanges through sparsecomm > 0, and calls passed to Hypre).
 
 usage: compare.py MPIEXEC HOOK NP BACKENDS PREFIX REGIONS -- PROGRAM [ARGS...]
+(MPIEXEC may be a command with arguments, split on spaces: tests/hypre_hook/cluster_mpiexec.sh 2 2)
 """
 import re
 import subprocess
@@ -47,13 +48,14 @@ def main():
         print(__doc__)
         return 2
     mpiexec, hook, np_, backends, prefix, regions = sys.argv[1:7]
+    mpiexec = mpiexec.split()
     program = sys.argv[8:]
-    ref = results(run([mpiexec, "-np", np_] + program), prefix)
+    ref = results(run(mpiexec + ["-np", np_] + program), prefix)
     bad = 0
     for b in backends.split(","):
         env = ["-x", "LD_PRELOAD=" + hook, "-x", "SPARSECOMM_HYPRE_BACKEND=" + b, "-x",
                "SPARSECOMM_HYPRE_REGIONS=" + regions, "-x", "SPARSECOMM_HYPRE_VERBOSE=1"]
-        out = run([mpiexec, "-np", np_] + env + program)
+        out = run(mpiexec + ["-np", np_] + env + program)
         got = results(out, prefix)
         ok = len(got) == len(ref) and all(len(g) == len(r) and all(same(x, y) for x, y in zip(r, g))
                                           for r, g in zip(ref, got))

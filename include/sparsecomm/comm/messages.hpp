@@ -44,11 +44,17 @@ class Messages {
   void start();
   /// Starts message i.
   void start(size_t i);
-  /// Starts every message like start(), except that a receive whose buffer lies in
-  /// [from, from + bytes) lands at the same offset from `to` instead. Fresh requests only
-  /// (a persistent request is bound to its buffer): returns false, starting nothing, for a
-  /// persistent set.
-  bool start_relocated(const char* from, int64_t bytes, char* to);
+  /// An address range [from, from + bytes) that start_relocated() moves to `to`.
+  struct Relocation {
+    const char* from = nullptr;
+    int64_t bytes = 0;
+    const char* to = nullptr;  ///< null: no relocation
+  };
+  /// Starts every message like start(), except that a send whose buffer lies in `send`'s
+  /// range is sent from the same offset of `send.to`, and a receive in `recv`'s range lands
+  /// at the same offset of `recv.to`. Fresh requests only (a persistent request is bound to
+  /// its buffer): returns false, starting nothing, for a persistent set.
+  bool start_relocated(const Relocation& send, const Relocation& recv);
   /// Waits for every started message (wait_all: MPI_Waitall).
   void wait();
   bool empty() const { return msgs_.empty(); }

@@ -10,8 +10,10 @@
 //   hypre_MatvecCommPkgDestroy     the cached plans die with their package, then the real one;
 //   hypre_ParCSRCommHandleCreate(_v2) / hypre_ParCSRCommHandleDestroy: job 1 (doubles along
 //                                   the matvec package) and job 2 (its transpose), host memory,
-//                                   on a package whose plans we built: start() in Create,
-//                                   wait into Hypre's receive buffer in Destroy. Everything
+//                                   on a package whose plans we built: started in Create from
+//                                   Hypre's packed send buffer, completed in Destroy into its
+//                                   receive buffer (Plan::start_into: no copies of ours where
+//                                   the backend can send and receive in place). Everything
 //                                   else goes to the real functions (dlsym(RTLD_NEXT)),
 //                                   unchanged: other jobs (ints, big ints, MPI datatypes),
 //                                   device memory, packages created elsewhere, a second
@@ -260,7 +262,9 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   p.fp = Fingerprint::of(pkg);
   const double t0 = MPI_Wtime();
   p.fwd = make_plan(s.settings.backend, pat, loc, comm);
-  p.rev = make_plan(s.settings.backend, pat.reverse(), loc, comm);
+  // The transpose moves the same entries the other way: it takes the backend chosen for
+  // the matvec (auto's evaluation, most of the set-up time, runs once per package).
+  p.rev = make_plan(p.fwd->name(), pat.reverse(), loc, comm);
   p.serial = ++s.packages;
   if (s.settings.verbose) {
     const double dt = MPI_Wtime() - t0;

@@ -61,7 +61,10 @@ class Plan {
   /// Not collective by itself, but every rank of the plan must call it.
   template <class T>
   void start(const T* owned) {
-    start(owned, true);
+    check_type(sizeof(T), "start");
+    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
+    pack(owned);
+    start_packed();
   }
 
   /// Completes the exchange and writes the received values into ghost[pattern.recv.indices[k]].
@@ -143,18 +146,29 @@ class Plan {
     active_ = true;
   }
 
-  /// start() and wait() with the received values placed straight into `ghost` where the
-  /// ghosts are in arrival order (receives_in_ghost_order()) and the backend can receive
-  /// into memory it did not set up (p2p and neighbor with fresh requests): no unpack copy,
-  /// what PETSc's basic star forest does for contiguous leaves. Otherwise the values go to
-  /// the plan's buffer and wait_into() copies them. `ghost` must stay untouched until
-  /// wait_into(ghost).
+  /// start() and wait() without the plan's own copies where it can: the values are sent
+  /// from `owned` as they lie where send entry k is owned entry k (sends_in_owned_order():
+  /// Hypre's packed send buffer, a reverse plan over PETSc's lvec), and received straight
+  /// into `ghost` where the ghosts are in arrival order (receives_in_ghost_order()), by
+  /// backends that can send from and receive into memory they did not set up (p2p and
+  /// neighbor with fresh requests), as PETSc's basic star forest and Hypre do. Otherwise
+  /// start_into() packs and wait_into() unpacks, as start() and wait() do. `owned` must stay
+  /// unchanged and `ghost` untouched until wait_into(ghost).
   template <class T>
   void start_into(const T* owned, T* ghost) {
-    start(owned, false);
+    check_type(sizeof(T), "start_into");
+    if (active_) throw Error("Plan(" + name_ + "): start_into() called twice without wait_into()");
+    const bool send_direct = send_identity_, recv_direct = recv_identity_;
+    if (!send_direct) pack(owned);
     ScopedTimer t(&exec_, "start");
-    direct_ = recv_identity_ && do_start_direct(reinterpret_cast<char*>(ghost));
-    if (!direct_) do_start();
+    const bool direct = (send_direct || recv_direct) &&
+                        do_start_direct(send_direct ? reinterpret_cast<const char*>(owned) : nullptr,
+                                        recv_direct ? reinterpret_cast<char*>(ghost) : nullptr);
+    if (!direct) {
+      if (send_direct) pack(owned);
+      do_start();
+    }
+    direct_ = direct && recv_direct;
     active_ = true;
   }
   template <class T>
@@ -197,10 +211,11 @@ class Plan {
   virtual void do_start() = 0;
   /// Finish: recv_buf() must hold every received value afterwards.
   virtual void do_wait() = 0;
-  /// Start like do_start() but receive into `ghost` (laid out like recv_buf()) instead of
-  /// recv_buf(); do_wait() then completes it. false (the default): not supported, nothing
-  /// started (start_into() falls back to do_start() and a copy).
-  virtual bool do_start_direct(char* /*ghost*/) { return false; }
+  /// Start like do_start() but send from `send` (laid out like send_buf()) instead of
+  /// send_buf() when it is not null, and receive into `recv` (laid out like recv_buf())
+  /// instead of recv_buf() when it is not null; do_wait() then completes it. false (the
+  /// default): not supported, nothing started (start_into() packs and copies instead).
+  virtual bool do_start_direct(const char* /*send*/, char* /*recv*/) { return false; }
   /// Derived destructors call this first: an exchange still in flight is completed
   /// (a request is never freed behind the user's back); failures are reported on stderr.
   void finish_if_active() noexcept;
@@ -208,6 +223,7 @@ class Plan {
   char* send_buf() { return send_buf_.data(); }
   char* recv_buf() { return recv_buf_.data(); }
   int64_t recv_bytes() const { return static_cast<int64_t>(recv_buf_.size()); }
+  int64_t send_bytes() const { return static_cast<int64_t>(send_buf_.size()); }
   int64_t elem_bytes() const { return elem_bytes_; }
   MPI_Comm comm() const { return comm_.get(); }
   /// Backends declare what one execution sends / receives, once at setup.
@@ -225,27 +241,22 @@ class Plan {
                                          const PlanOptions&);
   friend void detail::register_auto();
   void check_type(size_t value_size, const char* call) const;
-  /// Packs (and starts the exchange when `go`).
+  /// Packs owned[pattern.send.indices[k]] (width values each) into the send buffer.
   template <class T>
-  void start(const T* owned, bool go) {
-    check_type(sizeof(T), "start");
-    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
-    {
-      ScopedTimer t(&exec_, "pack");
-      const auto& s = pattern_.send();
-      T* buf = reinterpret_cast<T*>(send_buf_.data());
-      const int w = opt_.width;
-      const int32_t* idx = s.indices.data();
-      if (w == 1) {  // the common case, as a plain gather loop the compiler can unroll
-        for (int64_t k = 0; k < s.size(); ++k) buf[k] = owned[idx[k]];
-      } else {
-        for (int64_t k = 0; k < s.size(); ++k) {
-          const T* src = owned + static_cast<int64_t>(idx[k]) * w;
-          for (int j = 0; j < w; ++j) buf[k * w + j] = src[j];
-        }
+  void pack(const T* owned) {
+    ScopedTimer t(&exec_, "pack");
+    const auto& s = pattern_.send();
+    T* buf = reinterpret_cast<T*>(send_buf_.data());
+    const int w = opt_.width;
+    const int32_t* idx = s.indices.data();
+    if (w == 1) {  // the common case, as a plain gather loop the compiler can unroll
+      for (int64_t k = 0; k < s.size(); ++k) buf[k] = owned[idx[k]];
+    } else {
+      for (int64_t k = 0; k < s.size(); ++k) {
+        const T* src = owned + static_cast<int64_t>(idx[k]) * w;
+        for (int j = 0; j < w; ++j) buf[k * w + j] = src[j];
       }
     }
-    if (go) start_packed();
   }
 
   /// Completes the active exchange (the "wait" timer).

@@ -55,10 +55,11 @@ class NeighborPlan final : public Plan {
                                     rcounts_.data(), rdispls_.data(), MPI_BYTE, graph_.get(), &req_));
   }
   void do_wait() override { SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE)); }
-  bool do_start_direct(char* ghost) override {
-    if (persistent_) return false;  // bound to recv_buf() at setup
-    SPC_MPI(MPI_Ineighbor_alltoallv(send_buf(), scounts_.data(), sdispls_.data(), MPI_BYTE, ghost, rcounts_.data(),
-                                    rdispls_.data(), MPI_BYTE, graph_.get(), &req_));
+  bool do_start_direct(const char* send, char* recv) override {
+    if (persistent_) return false;  // bound to the plan's buffers at setup
+    SPC_MPI(MPI_Ineighbor_alltoallv(send ? send : send_buf(), scounts_.data(), sdispls_.data(), MPI_BYTE,
+                                    recv ? recv : recv_buf(), rcounts_.data(), rdispls_.data(), MPI_BYTE,
+                                    graph_.get(), &req_));
     return true;
   }
 

@@ -32,7 +32,9 @@ class P2pPlan final : public Plan {
  protected:
   void do_start() override { msgs_.start(); }
   void do_wait() override { msgs_.wait(); }
-  bool do_start_direct(char* ghost) override { return msgs_.start_relocated(recv_buf(), recv_bytes(), ghost); }
+  bool do_start_direct(const char* send, char* recv) override {
+    return msgs_.start_relocated({send_buf(), send_bytes(), send}, {recv_buf(), recv_bytes(), recv});
+  }
 
  private:
   static constexpr int kTag = 11;
