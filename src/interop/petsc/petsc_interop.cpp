@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sparsecomm/comm/plan/plan.hpp"
+#include "guard.hpp"
 
 namespace sparsecomm::petsc {
 namespace {
@@ -36,15 +37,6 @@ struct Ctx {
 
 const MatOperation kOps[4] = {MATOP_MULT, MATOP_MULT_ADD, MATOP_MULT_TRANSPOSE, MATOP_MULT_TRANSPOSE_ADD};
 
-// Turns a C++ exception into a PETSc error (the library agrees on errors across ranks).
-template <class F>
-PetscErrorCode guard(MPI_Comm comm, const char* func, F&& f) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    return PetscError(comm, __LINE__, func, __FILE__, PETSC_ERR_LIB, PETSC_ERROR_INITIAL, "sparsecomm: %s", e.what());
-  }
-}
 
 PetscErrorCode get_ctx(Mat A, Ctx** c) {
   PetscContainer cont = nullptr;

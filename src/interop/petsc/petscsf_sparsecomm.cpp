@@ -26,12 +26,14 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/sdde.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/interop/petsc/petsc_interop.hpp"
+#include "guard.hpp"
 
 namespace sparsecomm::petsc {
 namespace {
@@ -202,15 +204,6 @@ struct SfData {
   PetscInt native = 0, delegated = 0;
 };
 
-template <class F>
-PetscErrorCode guard(MPI_Comm comm, const char* func, F&& f) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    return PetscError(comm, __LINE__, func, __FILE__, PETSC_ERR_LIB, PETSC_ERROR_INITIAL, "sparsecomm: %s", e.what());
-  }
-}
-
 SfData* data(PetscSF sf) { return static_cast<SfData*>(sf->data); }
 MPI_Comm comm_of(PetscSF sf) { return PetscObjectComm(reinterpret_cast<PetscObject>(sf)); }
 
@@ -230,16 +223,27 @@ PlanEntry& plan_for(PetscSF sf, const Unit& u, bool reverse) {
   return d->plans.emplace(key, std::move(e)).first->second;
 }
 
+// Calls f with a null pointer of the carrier type (Carrier<8>, <4> or <1>): the plan's
+// calls are templates over the value type and check its size.
+template <class F>
+void with_carrier(int carrier, F&& f) {
+  if (carrier == 8) f(static_cast<Carrier<8>*>(nullptr));
+  else if (carrier == 4) f(static_cast<Carrier<4>*>(nullptr));
+  else f(static_cast<Carrier<1>*>(nullptr));
+}
+
 // The plan's buffers as bytes (the plan checks the value size: the carrier's).
 char* send_area(Plan& plan, int carrier) {
-  if (carrier == 8) return reinterpret_cast<char*>(plan.send_area<Carrier<8>>());
-  if (carrier == 4) return reinterpret_cast<char*>(plan.send_area<Carrier<4>>());
-  return reinterpret_cast<char*>(plan.send_area<Carrier<1>>());
+  char* out = nullptr;
+  with_carrier(carrier, [&](auto* c) { out = reinterpret_cast<char*>(plan.send_area<std::remove_pointer_t<decltype(c)>>()); });
+  return out;
 }
 const char* wait_in_place(Plan& plan, int carrier) {
-  if (carrier == 8) return reinterpret_cast<const char*>(plan.wait_in_place<Carrier<8>>());
-  if (carrier == 4) return reinterpret_cast<const char*>(plan.wait_in_place<Carrier<4>>());
-  return reinterpret_cast<const char*>(plan.wait_in_place<Carrier<1>>());
+  const char* out = nullptr;
+  with_carrier(carrier, [&](auto* c) {
+    out = reinterpret_cast<const char*>(plan.wait_in_place<std::remove_pointer_t<decltype(c)>>());
+  });
+  return out;
 }
 
 // PETSc's -log_view counts messages in its own MPI wrappers; our plans send through ours,
@@ -447,26 +451,19 @@ PetscErrorCode begin(PetscSF sf, bool reduce, MPI_Datatype unit, PetscMemType rm
       // PETSc's lvec: the slots are the leaves [rleaf[0], rleaf[0] + n), received in place
       // where the backend can (no unpack at all), copied once otherwise.
       p.into = static_cast<char*>(const_cast<void*>(leaf)) + (d->rleaf.empty() ? 0 : d->rleaf[0]) * B;
-      switch (p.u.carrier) {
-        case 8: plan.start_into(static_cast<const Carrier<8>*>(root), reinterpret_cast<Carrier<8>*>(p.into)); break;
-        case 4: plan.start_into(static_cast<const Carrier<4>*>(root), reinterpret_cast<Carrier<4>*>(p.into)); break;
-        default: plan.start_into(static_cast<const Carrier<1>*>(root), reinterpret_cast<Carrier<1>*>(p.into)); break;
-      }
+      with_carrier(p.u.carrier, [&](auto* c) {
+        using C = std::remove_pointer_t<decltype(c)>;
+        plan.start_into(static_cast<const C*>(root), reinterpret_cast<C*>(p.into));
+      });
     } else if (!reduce) {
-      switch (p.u.carrier) {
-        case 8: plan.start(static_cast<const Carrier<8>*>(root)); break;
-        case 4: plan.start(static_cast<const Carrier<4>*>(root)); break;
-        default: plan.start(static_cast<const Carrier<1>*>(root)); break;
-      }
+      with_carrier(p.u.carrier, [&](auto* c) { plan.start(static_cast<const std::remove_pointer_t<decltype(c)>*>(root)); });
     } else {
       const char* src = static_cast<const char*>(leaf);
       if (d->remote_identity) {  // the slots are the leaves as they lie: the plan packs them
         const char* slots = src + (d->rleaf.empty() ? 0 : d->rleaf[0]) * B;
-        switch (p.u.carrier) {
-          case 8: plan.start(reinterpret_cast<const Carrier<8>*>(slots)); break;
-          case 4: plan.start(reinterpret_cast<const Carrier<4>*>(slots)); break;
-          default: plan.start(reinterpret_cast<const Carrier<1>*>(slots)); break;
-        }
+        with_carrier(p.u.carrier, [&](auto* c) {
+          plan.start(reinterpret_cast<const std::remove_pointer_t<decltype(c)>*>(slots));
+        });
         log_messages(plan);
         return 0;
       }
@@ -480,11 +477,9 @@ PetscErrorCode begin(PetscSF sf, bool reduce, MPI_Datatype unit, PetscMemType rm
         else apply(p.u, p.k, area, &d->rslot[i], src, &d->rleaf[i], 1);
       }
       if (in_place) plan.start_packed();
-      else switch (p.u.carrier) {
-          case 8: plan.start(reinterpret_cast<const Carrier<8>*>(area)); break;
-          case 4: plan.start(reinterpret_cast<const Carrier<4>*>(area)); break;
-          default: plan.start(reinterpret_cast<const Carrier<1>*>(area)); break;
-        }
+      else with_carrier(p.u.carrier, [&](auto* c) {
+          plan.start(reinterpret_cast<const std::remove_pointer_t<decltype(c)>*>(area));
+        });
     }
     log_messages(plan);
     return 0;
@@ -525,11 +520,7 @@ PetscErrorCode end(PetscSF sf, bool reduce, MPI_Datatype unit, const void* root,
   PetscCall(guard(comm_of(sf), "PetscSF sparsecomm end", [&]() -> PetscErrorCode {
     Plan& plan = *p.entry->plan;
     if (p.into) {
-      switch (p.u.carrier) {
-        case 8: plan.wait_into(reinterpret_cast<Carrier<8>*>(p.into)); break;
-        case 4: plan.wait_into(reinterpret_cast<Carrier<4>*>(p.into)); break;
-        default: plan.wait_into(reinterpret_cast<Carrier<1>*>(p.into)); break;
-      }
+      with_carrier(p.u.carrier, [&](auto* c) { plan.wait_into(reinterpret_cast<decltype(c)>(p.into)); });
       return 0;
     }
     const char* buf = wait_in_place(plan, p.u.carrier);  // in the plan's receive order
