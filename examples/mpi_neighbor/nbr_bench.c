@@ -1,0 +1,140 @@
+/* A plain MPI program (no sparsecomm anywhere): MPI's neighborhood collectives on a
+ * distributed-graph communicator, every received byte checked, then timed. The program a
+ * PMPI layer must serve unchanged (issue 32); it is also the benchmark of that layer, run
+ * with and without LD_PRELOAD.
+ *
+ *   nbr_bench [-topo moore:DIMS,RADIUS | er:DENSITY[,SEED]] [-sizes 4,64,4096] [-reps N]
+ *
+ * moore: ranks on a periodic MPI_Dims_create grid, every rank within RADIUS in each
+ * dimension (Chebyshev) is a neighbor (both ways); er: edge i -> j when a hash of (i, j,
+ * SEED) falls below DENSITY (directed; sources found by testing the reverse edges). For
+ * each size (bytes per rank and call): MPI_Neighbor_allgather, MPI_Ineighbor_allgather +
+ * MPI_Wait, MPI_Neighbor_alltoall; first checked (every block must hold what its source
+ * wrote), then timed (max over ranks of the mean over REPS, after a warm-up).
+ * Prints "nbr_bench: <topology> <call> size <B> B: <us> us/call, verified" per line; exit 1
+ * on a wrong byte. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33, x *= 0xff51afd7ed558ccdULL, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+
+static int er_edge(int i, int j, uint64_t seed, double density) {
+  if (i == j) return 0;
+  return (double)(mix(((uint64_t)i << 32) ^ (uint64_t)j ^ (seed * 0x9e3779b97f4a7c15ULL)) >> 11) / 9007199254740992.0 <
+         density;
+}
+
+/* Neighbors of `rank`: out (destinations) and in (sources), sorted, no duplicates. */
+static void neighbors(const char *topo, int rank, int p, int **dst, int *nd, int **src, int *ns) {
+  *dst = malloc(sizeof(int) * (size_t)p);
+  *src = malloc(sizeof(int) * (size_t)p);
+  *nd = *ns = 0;
+  if (!strncmp(topo, "er:", 3)) {
+    double density = 0;
+    unsigned long long seed = 1;
+    if (sscanf(topo + 3, "%lf,%llu", &density, &seed) < 1) {
+      fprintf(stderr, "nbr_bench: bad topology %s\n", topo);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (int j = 0; j < p; j++) {
+      if (er_edge(rank, j, seed, density)) (*dst)[(*nd)++] = j;
+      if (er_edge(j, rank, seed, density)) (*src)[(*ns)++] = j;
+    }
+    return;
+  }
+  int dims_n = 0, radius = 0;
+  if (sscanf(topo, "moore:%d,%d", &dims_n, &radius) != 2 || dims_n < 1 || dims_n > 6 || radius < 1) {
+    fprintf(stderr, "nbr_bench: bad topology %s (moore:DIMS,RADIUS or er:DENSITY[,SEED])\n", topo);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  int dims[6] = {0}, c[6], off[6];
+  MPI_Dims_create(p, dims_n, dims);
+  char *is = calloc((size_t)p, 1);
+  for (int d = 0, r = rank; d < dims_n; d++) c[d] = r % dims[d], r /= dims[d];
+  for (int d = 0; d < dims_n; d++) off[d] = -radius;
+  for (;;) {
+    int r = 0, stride = 1, d = 0;
+    for (int e = 0; e < dims_n; e++) {
+      int x = ((c[e] + off[e]) % dims[e] + dims[e]) % dims[e];
+      r += x * stride, stride *= dims[e];
+    }
+    if (r != rank) is[r] = 1;
+    while (d < dims_n && off[d] == radius) off[d++] = -radius;
+    if (d == dims_n) break;
+    off[d]++;
+  }
+  for (int j = 0; j < p; j++)
+    if (is[j]) (*dst)[(*nd)++] = j, (*src)[(*ns)++] = j;
+  free(is);
+}
+
+static unsigned char byte_of(int from, int to, size_t k) { return (unsigned char)(from * 131 + to * 7 + k * 13 + 1); }
+
+int main(int argc, char **argv) {
+  const char *topo = "moore:2,1", *sizes_arg = "4,64,4096";
+  int reps = 100, rank, p, *dst, *src, nd, ns, bad = 0;
+  MPI_Comm g;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "-topo")) topo = argv[i + 1];
+    else if (!strcmp(argv[i], "-sizes")) sizes_arg = argv[i + 1];
+    else if (!strcmp(argv[i], "-reps")) reps = atoi(argv[i + 1]);
+  }
+  neighbors(topo, rank, p, &dst, &nd, &src, &ns);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overread" /* MPI_UNWEIGHTED is a zero-length array to GCC */
+#endif
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, ns, src, MPI_UNWEIGHTED, nd, dst, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+  char *sizes = strdup(sizes_arg);
+  for (char *tok = strtok(sizes, ","); tok; tok = strtok(NULL, ",")) {
+    const size_t B = (size_t)atol(tok);
+    unsigned char *sb = malloc(B * (size_t)(nd > 0 ? nd : 1) + 1), *rb = malloc(B * (size_t)(ns > 0 ? ns : 1) + 1);
+    for (int call = 0; call < 3; call++) {
+      const char *name = call == 0 ? "MPI_Neighbor_allgather" : call == 1 ? "MPI_Ineighbor_allgather" : "MPI_Neighbor_alltoall";
+      /* allgather: one block for every destination; alltoall: a block per destination. */
+      for (int d = 0; d < (call == 2 ? nd : 1); d++)
+        for (size_t k = 0; k < B; k++) sb[d * B + k] = byte_of(rank, call == 2 ? dst[d] : -1, k);
+      double t = 0, tmax = 0;
+      for (int rep = -1; rep < reps; rep++) { /* rep -1: checked, then timed */
+        MPI_Request req;
+        memset(rb, 0xee, B * (size_t)ns);
+        const double t0 = MPI_Wtime();
+        if (call == 0) MPI_Neighbor_allgather(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g);
+        else if (call == 1) {
+          MPI_Ineighbor_allgather(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g, &req);
+          MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else MPI_Neighbor_alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g);
+        if (rep >= 0) t += MPI_Wtime() - t0;
+        if (rep == -1)
+          for (int s = 0; s < ns; s++)
+            for (size_t k = 0; k < B; k++) bad += rb[s * B + k] != byte_of(src[s], call == 2 ? rank : -1, k);
+      }
+      t = reps > 0 ? t / reps : 0;
+      MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      int allbad = 0;
+      MPI_Allreduce(&bad, &allbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+      if (rank == 0)
+        printf("nbr_bench: %s on %d ranks, %s size %zu B: %.2f us/call, %s\n", topo, p, name, B, tmax * 1e6,
+               allbad ? "WRONG BYTES" : "verified");
+    }
+    free(sb), free(rb);
+  }
+  int allbad = 0;
+  MPI_Allreduce(&bad, &allbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  free(sizes), free(dst), free(src);
+  MPI_Comm_free(&g);
+  MPI_Finalize();
+  return allbad ? 1 : 0;
+}
