@@ -71,8 +71,10 @@ template <class F>
 F real(const char* name) {
   void* p = dlsym(RTLD_NEXT, name);
   if (!p) {
-    std::fprintf(stderr, "sparsecomm hypre hook: %s not found after the hook (is libHYPRE loaded?)\n", name);
-    std::abort();  // no Hypre to pass to: nothing sensible can run
+    // Only Hypre calls these functions, so Hypre is loaded; a libHYPRE without this symbol
+    // is one the hook was not built for: nothing can be passed on.
+    std::fprintf(stderr, "sparsecomm hypre hook: error: %s not found in the libHYPRE loaded after the hook\n", name);
+    std::exit(2);
   }
   return reinterpret_cast<F>(p);
 }
