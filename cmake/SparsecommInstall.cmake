@@ -46,6 +46,9 @@ endif()
 if(TARGET sparsecomm_hypre_hook)
   install(TARGETS sparsecomm_hypre_hook LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+if(TARGET sparsecomm_mpi)  # MPI_Neighbor_* through sparsecomm (LD_PRELOAD)
+  install(TARGETS sparsecomm_mpi LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 set(SPARSECOMM_SHARED ${BUILD_SHARED_LIBS})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/sparsecommConfig.cmake.in
