@@ -4,10 +4,13 @@
 //   LD_PRELOAD=/path/libsparsecomm_mpi.so mpirun -np 32 ./app
 //
 // FIRST SLICE of issue 32 (the rest is passed on, see below). Handled: the blocking
-// MPI_Neighbor_allgather on a distributed-graph communicator whose neighbor lists have no
-// duplicate edge and no self edge, with contiguous send and receive types of the same byte
-// size on every rank. Everything else goes to PMPI_Neighbor_allgather unchanged, and every
-// other MPI_Neighbor_* / MPI_Ineighbor_* function is not defined here at all (MPI's own).
+// MPI_Neighbor_allgather (gather plans) and MPI_Neighbor_alltoall (halo plans, one entry
+// per edge) on a distributed-graph communicator whose neighbor lists have no duplicate
+// edge and no self edge, with contiguous send and receive types of the same byte size on
+// every rank. Everything else goes to PMPI_Neighbor_allgather / _alltoall unchanged, and
+// every other MPI_Neighbor_* / MPI_Ineighbor_* function is not defined here at all (MPI's
+// own): allgatherv, alltoallv, alltoallw, the non-blocking and persistent forms, Cartesian
+// communicators.
 //
 // Correctness across ranks: a plan is built collectively, and ranks must agree to use it.
 // MPI lets block sizes differ between calls and between ranks (only each sender-receiver
@@ -37,6 +40,7 @@
 #include <vector>
 
 #include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm::pmpi {
@@ -63,6 +67,7 @@ struct CommPlans {
   bool usable = false;                     // no duplicate or self edge
   std::unique_ptr<Locality> loc;
   std::map<int64_t, std::unique_ptr<GatherPlan>> by_bytes;
+  std::map<int64_t, std::unique_ptr<Plan>> alltoall_by_bytes;  // MPI_Neighbor_alltoall
   std::vector<char> staging;  // the plan's source order when MPI's order differs
   bool sorted_sources = true;
 };
@@ -71,12 +76,14 @@ struct State {
   Settings settings = read_settings();
   bool checked = false;
   int keyval = MPI_KEYVAL_INVALID;
-  long handled = 0, passed = 0;
+  long handled = 0, passed = 0, a2a_handled = 0, a2a_passed = 0;
   int world_rank = -1;
   ~State() {
     if (settings.verbose)
-      std::fprintf(stderr, "sparsecomm mpi [rank %d]: MPI_Neighbor_allgather: %ld calls through sparsecomm, %ld passed to MPI\n",
-                   world_rank, handled, passed);
+      std::fprintf(stderr,
+                   "sparsecomm mpi [rank %d]: MPI_Neighbor_allgather: %ld calls through sparsecomm, %ld passed to MPI; "
+                   "MPI_Neighbor_alltoall: %ld through sparsecomm, %ld passed to MPI\n",
+                   world_rank, handled, passed, a2a_handled, a2a_passed);
   }
 };
 
@@ -143,9 +150,11 @@ CommPlans* plans_of(State& s, MPI_Comm comm) {
   return p;
 }
 
-// Collective over comm (every rank is in this call). The agreed path: the plan for `bytes`
-// (built now if new), or null for PMPI. Settings are checked at the first call.
-GatherPlan* agree(State& s, MPI_Comm comm, int local_ok, int64_t bytes) {
+// Collective over comm (every rank is in this call): whether every rank can run this call
+// through a plan with the same block size. One PMPI_Allreduce of {cannot, -bytes, bytes,
+// bad setting} (max of each): every rank takes the same path. Settings are checked at the
+// first call; a bad one ends every rank with the reason.
+CommPlans* agree(State& s, MPI_Comm comm, int local_ok, int64_t bytes) {
   int topo = MPI_UNDEFINED;
   PMPI_Topo_test(comm, &topo);
   CommPlans* p = nullptr;
@@ -159,7 +168,6 @@ GatherPlan* agree(State& s, MPI_Comm comm, int local_ok, int64_t bytes) {
       error = e.what();
     }
   }
-  // {ok, -bytes (max gives the min), bytes, bad setting}: one allreduce decides everything.
   long long in[4] = {ok ? 0 : 1, -static_cast<long long>(bytes), static_cast<long long>(bytes), error.empty() ? 0 : 1};
   long long out[4];
   PMPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, comm);
@@ -173,9 +181,23 @@ GatherPlan* agree(State& s, MPI_Comm comm, int local_ok, int64_t bytes) {
   }
   s.checked = true;
   if (out[0] || -out[1] != out[2] || !p) return nullptr;  // some rank cannot, or sizes differ
+  if (!p->loc) p->loc = std::make_unique<Locality>(Locality::parse(comm, s.settings.regions));
+  return p;
+}
+
+void report_built(State& s, MPI_Comm comm, const char* call, int64_t bytes, const std::string& name) {
+  if (!s.settings.verbose) return;
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  if (rank == 0)
+    std::fprintf(stderr, "sparsecomm mpi: communicator %p, %s of %lld-byte blocks: %s plan built\n",
+                 static_cast<void*>(comm), call, static_cast<long long>(bytes), name.c_str());
+}
+
+// Collective. The allgather plan for `bytes` on an agreed communicator.
+GatherPlan* allgather_plan(State& s, MPI_Comm comm, CommPlans* p, int64_t bytes) {
   auto& plan = p->by_bytes[bytes];
   if (!plan) {
-    if (!p->loc) p->loc = std::make_unique<Locality>(Locality::parse(comm, s.settings.regions));
     Topology t;
     t.sources = p->sources, t.destinations = p->destinations;
     std::sort(t.sources.begin(), t.sources.end());
@@ -184,16 +206,68 @@ GatherPlan* agree(State& s, MPI_Comm comm, int local_ok, int64_t bytes) {
     go.value_bytes = 1;
     go.same_count = true;
     plan = make_gather_plan(s.settings.backend, t, *p->loc, comm, bytes, go);
-    if (s.settings.verbose) {
-      int rank = 0;
-      PMPI_Comm_rank(comm, &rank);
-      if (rank == 0)
-        std::fprintf(stderr, "sparsecomm mpi: communicator %p, %lld-byte blocks: %s plan built\n",
-                     static_cast<void*>(comm), static_cast<long long>(bytes), plan->name().c_str());
-    }
+    report_built(s, comm, "MPI_Neighbor_allgather", bytes, plan->name());
     p->staging.resize(p->sources.size() * static_cast<size_t>(bytes) + 1);
   }
   return plan.get();
+}
+
+// Collective. The alltoall plan for `bytes` (> 0) on an agreed communicator: a halo
+// Pattern with one entry per edge (block i of the send buffer goes to destination i in
+// MPI's order; the block from source j lands at position j), ids unique per edge
+// (sender * P + receiver). The backend: SPARSECOMM_MPI_BACKEND where it is also a halo
+// backend (combined, p2p, neighbor), p2p otherwise.
+Plan* alltoall_plan(State& s, MPI_Comm comm, CommPlans* p, int64_t bytes) {
+  auto& plan = p->alltoall_by_bytes[bytes];
+  if (!plan) {
+    int me = 0, np = 1;
+    PMPI_Comm_rank(comm, &me);
+    PMPI_Comm_size(comm, &np);
+    const auto side = [&](const std::vector<int>& mpi_order, bool send) {
+      PatternSide ps;
+      std::vector<int> order(mpi_order.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+      std::sort(order.begin(), order.end(), [&](int a, int b) { return mpi_order[a] < mpi_order[b]; });
+      for (int i : order) {
+        const int r = mpi_order[static_cast<size_t>(i)];
+        ps.ranks.push_back(r);
+        ps.offsets.push_back(static_cast<int64_t>(ps.ranks.size()));
+        ps.indices.push_back(i);
+        ps.global_ids.push_back(send ? static_cast<int64_t>(me) * np + r : static_cast<int64_t>(r) * np + me);
+      }
+      return ps;
+    };
+    Pattern pat(side(p->destinations, true), side(p->sources, false), static_cast<int32_t>(p->destinations.size()),
+                static_cast<int32_t>(p->sources.size()));
+    const auto names = backend_names();
+    const std::string backend =
+        std::find(names.begin(), names.end(), s.settings.backend) != names.end() ? s.settings.backend : "p2p";
+    PlanOptions po;
+    po.value_bytes = bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 1;
+    po.width = static_cast<int>(bytes / po.value_bytes);
+    plan = make_plan(backend, pat, *p->loc, comm, po);
+    report_built(s, comm, "MPI_Neighbor_alltoall", bytes, plan->name());
+  }
+  return plan.get();
+}
+
+// A block of `N` bytes with no alignment assumption (the caller's buffers are bytes).
+template <int N>
+struct Block {
+  unsigned char b[N];
+};
+
+void exchange_blocks(Plan& plan, const void* send, void* recv) {
+  const int vb = plan.options().value_bytes;
+  if (vb == 8) plan.exchange(static_cast<const Block<8>*>(send), static_cast<Block<8>*>(recv));
+  else if (vb == 4) plan.exchange(static_cast<const Block<4>*>(send), static_cast<Block<4>*>(recv));
+  else plan.exchange(static_cast<const Block<1>*>(send), static_cast<Block<1>*>(recv));
+}
+
+[[noreturn]] void fail(const std::exception& e) {
+  std::fprintf(stderr, "sparsecomm mpi: error: %s\n", e.what());
+  std::fflush(stderr);
+  std::exit(2);  // agreed errors: every rank of the call ends here alike
 }
 
 }  // namespace
@@ -216,24 +290,17 @@ extern "C" __attribute__((visibility("default"))) int MPI_Neighbor_allgather(con
   const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
   const int64_t rb = contiguous_bytes(recvtype, recvcount);
   const int local_ok = !inter && sb >= 0 && sb == rb;
+  CommPlans* p = nullptr;
   sparsecomm::GatherPlan* plan = nullptr;
   try {
-    plan = inter ? nullptr : agree(s, comm, local_ok, local_ok ? sb : -1);
+    p = inter ? nullptr : agree(s, comm, local_ok, local_ok ? sb : -1);
+    if (p) plan = allgather_plan(s, comm, p, sb);
   } catch (const std::exception& e) {  // plan set-up failed on every rank alike (agreed errors)
-    std::fprintf(stderr, "sparsecomm mpi: error: %s\n", e.what());
-    std::fflush(stderr);
-    std::exit(2);
+    fail(e);
   }
   if (!plan) {
     ++s.passed;
     return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
-  CommPlans* p = nullptr;
-  {
-    void* v = nullptr;
-    int found = 0;
-    PMPI_Comm_get_attr(comm, s.keyval, &v, &found);
-    p = static_cast<CommPlans*>(v);
   }
   const auto B = static_cast<size_t>(sb);
   try {
@@ -249,10 +316,48 @@ extern "C" __attribute__((visibility("default"))) int MPI_Neighbor_allgather(con
       }
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sparsecomm mpi: error: %s\n", e.what());
-    std::fflush(stderr);
-    std::exit(2);
+    fail(e);
   }
   ++s.handled;
+  return MPI_SUCCESS;
+}
+
+extern "C" __attribute__((visibility("default"))) int MPI_Neighbor_alltoall(const void* sendbuf, int sendcount,
+                                                                          MPI_Datatype sendtype, void* recvbuf,
+                                                                          int recvcount, MPI_Datatype recvtype,
+                                                                          MPI_Comm comm) {
+  State& s = state();
+  if (s.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+  int inter = 0;
+  if (!s.settings.disabled) PMPI_Comm_test_inter(comm, &inter);
+  if (s.settings.disabled || inter) {
+    ++s.a2a_passed;
+    return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
+  const int64_t rb = contiguous_bytes(recvtype, recvcount);
+  const int local_ok = sb >= 0 && sb == rb;
+  CommPlans* p = nullptr;
+  sparsecomm::Plan* plan = nullptr;
+  try {
+    p = agree(s, comm, local_ok, local_ok ? sb : -1);
+    if (p && sb == 0) {  // agreed empty blocks: nothing moves
+      ++s.a2a_handled;
+      return MPI_SUCCESS;
+    }
+    if (p) plan = alltoall_plan(s, comm, p, sb);
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+  if (!plan) {
+    ++s.a2a_passed;
+    return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  try {
+    exchange_blocks(*plan, sendbuf, recvbuf);
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+  ++s.a2a_handled;
   return MPI_SUCCESS;
 }
