@@ -294,6 +294,10 @@ extern "C" __attribute__((visibility("default"))) int MPI_Neighbor_allgather(con
   sparsecomm::GatherPlan* plan = nullptr;
   try {
     p = inter ? nullptr : agree(s, comm, local_ok, local_ok ? sb : -1);
+    if (p && sb == 0) {  // agreed empty blocks: nothing moves
+      ++s.handled;
+      return MPI_SUCCESS;
+    }
     if (p) plan = allgather_plan(s, comm, p, sb);
   } catch (const std::exception& e) {  // plan set-up failed on every rank alike (agreed errors)
     fail(e);
