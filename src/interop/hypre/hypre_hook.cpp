@@ -189,6 +189,7 @@ void check_settings(State& s, MPI_Comm comm) {
                  "SPARSECOMM_HYPRE_REGIONS='%s')\n", rank, error.empty() ? "another rank rejected the settings" :
                  error.c_str(), s.settings.backend.c_str(), s.settings.regions.c_str());
     std::fflush(stderr);
+    MPI_Barrier(comm);  // every rank has said it before any exits (mpirun then stops the rest)
     std::exit(2);
   }
   s.settings_checked = true;

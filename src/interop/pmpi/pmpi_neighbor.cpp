@@ -177,6 +177,7 @@ CommPlans* agree(State& s, MPI_Comm comm, int local_ok, int64_t bytes) {
     std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s (SPARSECOMM_MPI_BACKEND='%s')\n", rank,
                  error.empty() ? "another rank rejected the settings" : error.c_str(), s.settings.backend.c_str());
     std::fflush(stderr);
+    PMPI_Barrier(comm);  // every rank has said it before any exits (mpirun then stops the rest)
     std::exit(2);
   }
   s.checked = true;
