@@ -34,6 +34,7 @@
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/interop/petsc/petsc_interop.hpp"
 #include "guard.hpp"
+#include "interop/mpi_datatype.hpp"
 
 namespace sparsecomm::petsc {
 namespace {
@@ -56,29 +57,6 @@ template <int N>
 struct Carrier {
   unsigned char b[N];
 };
-
-// Named type, or contiguous / dup of one (recursively): its base and the number of bases.
-bool flatten(MPI_Datatype t, MPI_Datatype* base, int* count) {
-  int ni = 0, na = 0, nd = 0, comb = 0;
-  MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
-  if (comb == MPI_COMBINER_NAMED) {
-    *base = t, *count = 1;
-    return true;
-  }
-  if (comb != MPI_COMBINER_CONTIGUOUS && comb != MPI_COMBINER_DUP) return false;
-  std::vector<int> ints(static_cast<size_t>(ni) + 1);
-  std::vector<MPI_Aint> addrs(static_cast<size_t>(na) + 1);
-  std::vector<MPI_Datatype> types(static_cast<size_t>(nd) + 1);
-  MPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data());
-  MPI_Datatype inner = types[0];
-  int inner_count = 0;
-  const bool ok = flatten(inner, base, &inner_count);
-  int ni2 = 0, na2 = 0, nd2 = 0, comb2 = 0;
-  MPI_Type_get_envelope(inner, &ni2, &na2, &nd2, &comb2);
-  if (comb2 != MPI_COMBINER_NAMED) MPI_Type_free(&inner);  // get_contents returned a new handle
-  *count = (comb == MPI_COMBINER_CONTIGUOUS ? ints[0] : 1) * inner_count;
-  return ok;
-}
 
 bool op_kind(MPI_Op op, OpKind* k) {
   if (op == MPI_REPLACE) *k = OpKind::replace;
@@ -103,7 +81,7 @@ bool is_native(MPI_Datatype unit, MPI_Op op, PetscMemType m1, PetscMemType m2, U
     }
   MPI_Datatype base = MPI_DATATYPE_NULL;
   int count = 0;
-  if (!flatten(unit, &base, &count) || count < 1) return false;
+  if (!interop::flatten_contiguous(unit, &base, &count) || count < 1) return false;
   int size = 0;
   MPI_Aint lb = 0, extent = 0;
   MPI_Type_size(base, &size);

@@ -42,6 +42,7 @@
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "interop/mpi_datatype.hpp"
 
 namespace sparsecomm::pmpi {
 namespace {
@@ -70,6 +71,7 @@ struct CommPlans {
   std::map<int64_t, std::unique_ptr<Plan>> alltoall_by_bytes;  // MPI_Neighbor_alltoall
   std::vector<char> staging;  // the plan's source order when MPI's order differs
   bool sorted_sources = true;
+  std::vector<size_t> source_slot;  // MPI's source i arrives as the plan's block source_slot[i]
 };
 
 struct State {
@@ -97,28 +99,18 @@ int delete_plans(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
-// Named type, or contiguous / dup of one, without holes: its size in bytes; -1 otherwise.
+// A run of one named type without holes or offset (named, contiguous or dup over one):
+// its size in bytes; -1 otherwise.
 int64_t contiguous_bytes(MPI_Datatype t, int count) {
-  int ni = 0, na = 0, nd = 0, comb = 0;
-  MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
-  if (comb != MPI_COMBINER_NAMED && comb != MPI_COMBINER_CONTIGUOUS && comb != MPI_COMBINER_DUP) return -1;
+  MPI_Datatype base = MPI_DATATYPE_NULL;
+  int n = 0;
+  if (!interop::flatten_contiguous(t, &base, &n)) return -1;
   int size = 0;
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   MPI_Type_size(t, &size);
   MPI_Type_get_extent(t, &lb, &extent);
   MPI_Type_get_true_extent(t, &tlb, &textent);
   if (lb != 0 || tlb != 0 || extent != size || textent != size) return -1;  // holes or offsets
-  if (comb != MPI_COMBINER_NAMED) {  // a contiguous of something with holes has them too
-    std::vector<int> ints(static_cast<size_t>(ni) + 1);
-    std::vector<MPI_Aint> addrs(static_cast<size_t>(na) + 1);
-    std::vector<MPI_Datatype> types(static_cast<size_t>(nd) + 1);
-    MPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data());
-    int c2 = 0;
-    MPI_Type_get_envelope(types[0], &ni, &na, &nd, &c2);
-    const int64_t inner = contiguous_bytes(types[0], 1);
-    if (c2 != MPI_COMBINER_NAMED) MPI_Type_free(&types[0]);
-    if (inner < 0) return -1;
-  }
   return static_cast<int64_t>(size) * count;
 }
 
@@ -146,6 +138,10 @@ CommPlans* plans_of(State& s, MPI_Comm comm) {
   };
   p->usable = clean(p->sources) && clean(p->destinations);
   p->sorted_sources = std::is_sorted(p->sources.begin(), p->sources.end());
+  std::vector<int> sorted(p->sources);
+  std::sort(sorted.begin(), sorted.end());
+  for (int r : p->sources)
+    p->source_slot.push_back(static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), r) - sorted.begin()));
   PMPI_Comm_set_attr(comm, s.keyval, p);
   return p;
 }
@@ -271,6 +267,25 @@ void exchange_blocks(Plan& plan, const void* send, void* recv) {
   std::exit(2);  // agreed errors: every rank of the call ends here alike
 }
 
+// The agreed communicator entry of a call and its block size, or null to pass the call to
+// MPI: the library disabled, an intercommunicator, or a call some rank cannot run.
+CommPlans* prepare(State& s, MPI_Comm comm, const void* sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
+                   MPI_Datatype recvtype, int64_t* bytes) {
+  if (s.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+  if (s.settings.disabled) return nullptr;
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) return nullptr;
+  const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
+  const int local_ok = sb >= 0 && sb == contiguous_bytes(recvtype, recvcount);
+  *bytes = sb;
+  try {
+    return agree(s, comm, local_ok, local_ok ? sb : -1);
+  } catch (const std::exception& e) {  // plan set-up failed on every rank alike (agreed errors)
+    fail(e);
+  }
+}
+
 }  // namespace
 }  // namespace sparsecomm::pmpi
 
@@ -281,44 +296,25 @@ extern "C" __attribute__((visibility("default"))) int MPI_Neighbor_allgather(con
                                                                            int recvcount, MPI_Datatype recvtype,
                                                                            MPI_Comm comm) {
   State& s = state();
-  if (s.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
-  if (s.settings.disabled) {
-    ++s.passed;
-    return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  int64_t sb = -1;
+  CommPlans* p = prepare(s, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, &sb);
+  if (p && sb == 0) {  // agreed empty blocks: nothing moves
+    ++s.handled;
+    return MPI_SUCCESS;
   }
-  int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
-  const int64_t rb = contiguous_bytes(recvtype, recvcount);
-  const int local_ok = !inter && sb >= 0 && sb == rb;
-  CommPlans* p = nullptr;
-  sparsecomm::GatherPlan* plan = nullptr;
-  try {
-    p = inter ? nullptr : agree(s, comm, local_ok, local_ok ? sb : -1);
-    if (p && sb == 0) {  // agreed empty blocks: nothing moves
-      ++s.handled;
-      return MPI_SUCCESS;
-    }
-    if (p) plan = allgather_plan(s, comm, p, sb);
-  } catch (const std::exception& e) {  // plan set-up failed on every rank alike (agreed errors)
-    fail(e);
-  }
-  if (!plan) {
+  if (!p) {
     ++s.passed;
     return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
   const auto B = static_cast<size_t>(sb);
   try {
+    sparsecomm::GatherPlan* plan = allgather_plan(s, comm, p, sb);
     if (p->sorted_sources) {
       plan->exchange(static_cast<const char*>(sendbuf), static_cast<char*>(recvbuf));
     } else {  // the plan delivers by sorted source; MPI wants the order of the graph's sources
       plan->exchange(static_cast<const char*>(sendbuf), p->staging.data());
-      std::vector<int> sorted(p->sources);
-      std::sort(sorted.begin(), sorted.end());
-      for (size_t i = 0; i < p->sources.size(); ++i) {
-        const auto at = static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), p->sources[i]) - sorted.begin());
-        std::memcpy(static_cast<char*>(recvbuf) + i * B, p->staging.data() + at * B, B);
-      }
+      for (size_t i = 0; i < p->sources.size(); ++i)
+        std::memcpy(static_cast<char*>(recvbuf) + i * B, p->staging.data() + p->source_slot[i] * B, B);
     }
   } catch (const std::exception& e) {
     fail(e);
@@ -332,34 +328,18 @@ extern "C" __attribute__((visibility("default"))) int MPI_Neighbor_alltoall(cons
                                                                           int recvcount, MPI_Datatype recvtype,
                                                                           MPI_Comm comm) {
   State& s = state();
-  if (s.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
-  int inter = 0;
-  if (!s.settings.disabled) PMPI_Comm_test_inter(comm, &inter);
-  if (s.settings.disabled || inter) {
-    ++s.a2a_passed;
-    return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  int64_t sb = -1;
+  CommPlans* p = prepare(s, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, &sb);
+  if (p && sb == 0) {  // agreed empty blocks: nothing moves
+    ++s.a2a_handled;
+    return MPI_SUCCESS;
   }
-  const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
-  const int64_t rb = contiguous_bytes(recvtype, recvcount);
-  const int local_ok = sb >= 0 && sb == rb;
-  CommPlans* p = nullptr;
-  sparsecomm::Plan* plan = nullptr;
-  try {
-    p = agree(s, comm, local_ok, local_ok ? sb : -1);
-    if (p && sb == 0) {  // agreed empty blocks: nothing moves
-      ++s.a2a_handled;
-      return MPI_SUCCESS;
-    }
-    if (p) plan = alltoall_plan(s, comm, p, sb);
-  } catch (const std::exception& e) {
-    fail(e);
-  }
-  if (!plan) {
+  if (!p) {
     ++s.a2a_passed;
     return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
   try {
-    exchange_blocks(*plan, sendbuf, recvbuf);
+    exchange_blocks(*alltoall_plan(s, comm, p, sb), sendbuf, recvbuf);
   } catch (const std::exception& e) {
     fail(e);
   }
