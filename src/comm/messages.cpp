@@ -92,6 +92,13 @@ void Messages::wait() {
   wait_all(reqs_);
 }
 
+bool Messages::test() {
+  if (reqs_.empty()) return true;
+  int flag = 0;
+  SPC_MPI(MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE));
+  return flag != 0;
+}
+
 void Messages::free() noexcept {
   if (persistent_)
     for (auto& r : reqs_)

@@ -57,6 +57,9 @@ class Messages {
   bool start_relocated(const Relocation& send, const Relocation& recv);
   /// Waits for every started message (wait_all: MPI_Waitall).
   void wait();
+  /// Whether every started message has completed (MPI_Testall: completes them all at once,
+  /// or none); true again afterwards, until the next start.
+  bool test();
   bool empty() const { return msgs_.empty(); }
   size_t size() const { return msgs_.size(); }
   /// Frees persistent requests (the messages must be complete); idempotent.

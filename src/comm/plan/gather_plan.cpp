@@ -35,6 +35,10 @@ void GatherPlan::check(size_t value_size) const {
     throw InputError(detail::value_size_mismatch("GatherPlan(" + name_ + ")", value_size, opt_.value_bytes));
 }
 
+bool GatherPlan::do_test() {
+  throw NotImplementedError("GatherPlan(" + name_ + "): test() is not implemented for this backend");
+}
+
 void GatherPlan::finish_if_active() noexcept {
   if (!active_) return;
   active_ = false;

@@ -64,6 +64,23 @@ class GatherPlan {
     do_wait();
     if (!recv_.empty()) std::memcpy(recv, recv_.data(), recv_.size());
   }
+  /// Like wait(), without blocking: false while messages are outstanding (call again), true
+  /// once complete, with recv filled as wait() fills it. Later stages of a multi-stage plan
+  /// advance inside test() and wait() calls only. NotImplementedError for a backend without
+  /// it.
+  template <class T>
+  bool test(T* recv) {
+    check(sizeof(T));
+    if (!active_) throw Error("GatherPlan(" + name_ + "): test() without start()");
+    {
+      ScopedTimer t(&exec_, "wait");
+      if (!do_test()) return false;
+    }
+    active_ = false;
+    if (!recv_.empty()) std::memcpy(recv, recv_.data(), recv_.size());
+    return true;
+  }
+  bool active() const { return active_; }
   template <class T>
   void exchange(const T* block, T* recv) {
     start(block);
@@ -91,6 +108,8 @@ class GatherPlan {
              const GatherOptions& opt);
   virtual void do_start() = 0;  ///< send block_buf()
   virtual void do_wait() = 0;   ///< fill recv_buf()
+  /// do_wait() without blocking: true once recv_buf() is filled.
+  virtual bool do_test();
   void finish_if_active() noexcept;
 
   const char* block_buf() const { return block_.data(); }

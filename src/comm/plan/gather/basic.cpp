@@ -28,6 +28,7 @@ class P2pGather final : public GatherPlan {
  protected:
   void do_start() override { msgs_.start(); }
   void do_wait() override { msgs_.wait(); }
+  bool do_test() override { return msgs_.test(); }
 
  private:
   static constexpr int kTag = 41;
@@ -60,6 +61,11 @@ class NeighborGather final : public GatherPlan {
                                      rcounts_.data(), rdispls_.data(), MPI_BYTE, graph_.get(), &req_));
   }
   void do_wait() override { SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE)); }
+  bool do_test() override {
+    int flag = 0;
+    SPC_MPI(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE));
+    return flag != 0;
+  }
 
  private:
   Comm graph_;

@@ -38,21 +38,35 @@ class CombinedGather final : public GatherPlan {
     final_recv_.start();
     send1_.start();
     direct_.start();
+    phase_ = 0;
   }
-  void do_wait() override {
-    recv1_.wait();
-    for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-    for (const auto& cp : pack_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-    combined_.start();
-    for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-    final_recv_.wait();
-    for (const auto& cp : scatter_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-    send1_.wait();
-    direct_.wait();
-    combined_.wait();
-  }
+  void do_wait() override { advance(true); }
+  bool do_test() override { return advance(false); }
 
  private:
+  // The schedule as phases, so that test() can stop between them: 0 waits for stage 1 and
+  // starts stage 2, 1 waits for the final receives and scatters them, 2 waits for the sends.
+  bool advance(bool block) {
+    const auto done = [block](Messages& m) {
+      if (block) m.wait();
+      return block || m.test();
+    };
+    if (phase_ == 0) {
+      if (!done(recv1_)) return false;
+      for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+      for (const auto& cp : pack_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+      combined_.start();
+      for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+      phase_ = 1;
+    }
+    if (phase_ == 1) {
+      if (!done(final_recv_)) return false;
+      for (const auto& cp : scatter_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+      phase_ = 2;
+    }
+    return done(send1_) && done(direct_) && done(combined_);
+  }
+
   void setup(const Topology& t, const Locality& l, const GatherOptions& o) {
     Stats& st = setup_stats_mut();
     const CombiningSchedule s = CombiningSchedule::build(comm(), t, l, combining_from(o.backend, o.sdde), &st);
@@ -154,6 +168,7 @@ class CombinedGather final : public GatherPlan {
   std::vector<char> staging1_, staging2_;
   std::vector<std::vector<char>> out_bufs_;
   std::vector<Copy> pack_, scatter_, self_, self1_;
+  int phase_ = 0;
 };
 
 }  // namespace
