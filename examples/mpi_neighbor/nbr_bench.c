@@ -4,16 +4,23 @@
  * with and without LD_PRELOAD.
  *
  *   nbr_bench [-topo moore:DIMS,RADIUS | er:DENSITY[,SEED]] [-sizes 4,64,4096] [-reps N]
+ *             [-fixed-counts 1]
  *
  * moore: ranks on a periodic MPI_Dims_create grid, every rank within RADIUS in each
  * dimension (Chebyshev) is a neighbor (both ways); er: edge i -> j when a hash of (i, j,
  * SEED) falls below DENSITY (directed; sources found by testing the reverse edges). For
  * each size (bytes per rank and call): MPI_Neighbor_allgather, MPI_Ineighbor_allgather +
- * MPI_Wait, MPI_Neighbor_alltoall; first checked (every block must hold what its source
- * wrote), then timed (max over ranks of the mean over REPS, after a warm-up).
+ * MPI_Wait, the persistent MPIX_Neighbor_allgather_init (Open MPI's extension; MPI_Start +
+ * MPI_Wait per call, the request made once per size), MPI_Neighbor_alltoall; first checked
+ * (every block must hold what its source wrote), then timed (max over ranks of the mean
+ * over REPS, after a warm-up). -fixed-counts 1 creates the communicator with the MPI_Info
+ * hint "sparsecomm_fixed_counts" = "true" (an MPI ignores keys it does not know).
  * Prints "nbr_bench: <topology> <call> size <B> B: <us> us/call, verified" per line; exit 1
  * on a wrong byte. */
 #include <mpi.h>
+#if defined(OPEN_MPI)
+#include <mpi-ext.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +85,7 @@ static unsigned char byte_of(int from, int to, size_t k) { return (unsigned char
 
 int main(int argc, char **argv) {
   const char *topo = "moore:2,1", *sizes_arg = "4,64,4096";
-  int reps = 100, rank, p, *dst, *src, nd, ns, bad = 0;
+  int reps = 100, rank, p, *dst, *src, nd, ns, bad = 0, fixed = 0;
   MPI_Comm g;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -87,13 +94,20 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "-topo")) topo = argv[i + 1];
     else if (!strcmp(argv[i], "-sizes")) sizes_arg = argv[i + 1];
     else if (!strcmp(argv[i], "-reps")) reps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-fixed-counts")) fixed = atoi(argv[i + 1]);
   }
   neighbors(topo, rank, p, &dst, &nd, &src, &ns);
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-overread" /* MPI_UNWEIGHTED is a zero-length array to GCC */
 #endif
-  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, ns, src, MPI_UNWEIGHTED, nd, dst, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
+  MPI_Info info = MPI_INFO_NULL;
+  if (fixed) {
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "sparsecomm_fixed_counts", "true");
+  }
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, ns, src, MPI_UNWEIGHTED, nd, dst, MPI_UNWEIGHTED, info, 0, &g);
+  if (fixed) MPI_Info_free(&info);
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -101,11 +115,19 @@ int main(int argc, char **argv) {
   for (char *tok = strtok(sizes, ","); tok; tok = strtok(NULL, ",")) {
     const size_t B = (size_t)atol(tok);
     unsigned char *sb = malloc(B * (size_t)(nd > 0 ? nd : 1) + 1), *rb = malloc(B * (size_t)(ns > 0 ? ns : 1) + 1);
-    for (int call = 0; call < 3; call++) {
-      const char *name = call == 0 ? "MPI_Neighbor_allgather" : call == 1 ? "MPI_Ineighbor_allgather" : "MPI_Neighbor_alltoall";
+    for (int call = 0; call < 4; call++) {
+      const char *names[4] = {"MPI_Neighbor_allgather", "MPI_Ineighbor_allgather", "MPIX_Neighbor_allgather_init",
+                              "MPI_Neighbor_alltoall"};
+      const char *name = names[call];
+      MPI_Request preq = MPI_REQUEST_NULL;
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+      if (call == 2) MPIX_Neighbor_allgather_init(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g, MPI_INFO_NULL, &preq);
+#else
+      if (call == 2) continue;
+#endif
       /* allgather: one block for every destination; alltoall: a block per destination. */
-      for (int d = 0; d < (call == 2 ? nd : 1); d++)
-        for (size_t k = 0; k < B; k++) sb[d * B + k] = byte_of(rank, call == 2 ? dst[d] : -1, k);
+      for (int d = 0; d < (call == 3 ? nd : 1); d++)
+        for (size_t k = 0; k < B; k++) sb[d * B + k] = byte_of(rank, call == 3 ? dst[d] : -1, k);
       double t = 0, tmax = 0;
       for (int rep = -1; rep < reps; rep++) { /* rep -1: checked, then timed */
         MPI_Request req;
@@ -115,12 +137,16 @@ int main(int argc, char **argv) {
         else if (call == 1) {
           MPI_Ineighbor_allgather(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g, &req);
           MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else if (call == 2) {
+          MPI_Start(&preq);
+          MPI_Wait(&preq, MPI_STATUS_IGNORE);
         } else MPI_Neighbor_alltoall(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g);
         if (rep >= 0) t += MPI_Wtime() - t0;
         if (rep == -1)
           for (int s = 0; s < ns; s++)
-            for (size_t k = 0; k < B; k++) bad += rb[s * B + k] != byte_of(src[s], call == 2 ? rank : -1, k);
+            for (size_t k = 0; k < B; k++) bad += rb[s * B + k] != byte_of(src[s], call == 3 ? rank : -1, k);
       }
+      if (preq != MPI_REQUEST_NULL) MPI_Request_free(&preq);
       t = reps > 0 ? t / reps : 0;
       MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       int allbad = 0;

@@ -113,21 +113,36 @@ double step_cost(const ModelParams& m, const CommCounters& k) {
   return std::max(cost(k.sent_intra, k.sent_inter), cost(k.recv_intra, k.recv_inter));
 }
 
-double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) {
-  const Stats& c = plan.iteration_counts();
+namespace {
+// The busiest rank's steps plus `copied` bytes, against the busiest region's injection
+// limit, plus the stage term: the body of both predictions below.
+double predict_counts(const Stats& c, double copied, int stages, const Locality& loc, const ModelParams& m,
+                      MPI_Comm comm) {
   const auto& tot = c.total();
-  double t = m.copy * copied_bytes(plan);
+  double t = m.copy * copied;
   for (const auto& [step, k] : c.steps()) t += step_cost(m, k);
-  // The busiest rank, and the busiest region's injection (inter-region bytes it sends).
-  const Locality& loc = plan.locality();
-  double local[2] = {t, 0.0}, busiest[2];
-  SPC_MPI(MPI_Allreduce(local, busiest, 1, MPI_DOUBLE, MPI_MAX, comm));
+  double busiest = 0;
+  SPC_MPI(MPI_Allreduce(&t, &busiest, 1, MPI_DOUBLE, MPI_MAX, comm));
   double inj = static_cast<double>(tot.sent_inter.bytes), region_inj = 0;
   SPC_MPI(MPI_Allreduce(&inj, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
   double inj_t = region_inj / std::max(m.region_rate, 1.0), max_inj = 0;
   SPC_MPI(MPI_Allreduce(&inj_t, &max_inj, 1, MPI_DOUBLE, MPI_MAX, comm));
-  const int64_t stages = allreduce_max(comm, static_cast<int64_t>(plan.stages()));
-  return std::max(busiest[0], max_inj) + stage_cost(m, stages, allreduce_max(comm, inter_steps(c)));
+  const int64_t all_stages = allreduce_max(comm, static_cast<int64_t>(stages));
+  return std::max(busiest, max_inj) + stage_cost(m, all_stages, allreduce_max(comm, inter_steps(c)));
+}
+}  // namespace
+
+double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) {
+  return predict_counts(plan.iteration_counts(), copied_bytes(plan), plan.stages(), plan.locality(), m, comm);
+}
+
+double predict_gather(const GatherPlan& plan, const ModelParams& m, MPI_Comm comm) {
+  // Copied: what this rank sends beyond one copy of its own block per message.
+  const auto& tot = plan.iteration_counts().total();
+  const double own = static_cast<double>(plan.my_count()) * static_cast<double>(plan.value_bytes_per_count()) *
+                     static_cast<double>(tot.sent_intra.msgs + tot.sent_inter.msgs);
+  const double copied = std::max(0.0, static_cast<double>(tot.sent_intra.bytes + tot.sent_inter.bytes) - own);
+  return predict_counts(plan.iteration_counts(), copied, plan.stages(), plan.locality(), m, comm);
 }
 
 }  // namespace sparsecomm

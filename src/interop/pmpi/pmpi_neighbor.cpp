@@ -1,36 +1,58 @@
-// libsparsecomm_mpi.so: MPI's neighborhood collectives through sparsecomm's gather plans,
-// for an unmodified MPI program, through the MPI profiling interface:
+// libsparsecomm_mpi.so: MPI's neighborhood collectives through sparsecomm's plans, for an
+// unmodified MPI program, through the MPI profiling interface:
 //
 //   LD_PRELOAD=/path/libsparsecomm_mpi.so mpirun -np 32 ./app
 //
-// FIRST SLICE of issue 32 (the rest is passed on, see below). Handled: the blocking
-// MPI_Neighbor_allgather (gather plans) and MPI_Neighbor_alltoall (halo plans, one entry
-// per edge) on a distributed-graph communicator whose neighbor lists have no duplicate
-// edge and no self edge, with contiguous send and receive types of the same byte size on
-// every rank. Everything else goes to PMPI_Neighbor_allgather / _alltoall unchanged, and
-// every other MPI_Neighbor_* / MPI_Ineighbor_* function is not defined here at all (MPI's
-// own): allgatherv, alltoallv, alltoallw, the non-blocking and persistent forms, Cartesian
-// communicators.
+// Handled (everything else is MPI's own: passed to PMPI_* unchanged, or not defined here):
+//   MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPIX_Neighbor_allgather_init (Open
+//     MPI 4.1's persistent extension; MPI-4's MPI_Neighbor_allgather_init where mpi.h has
+//     it): gather plans (combining over common neighborhoods, or direct);
+//   MPI_Neighbor_alltoall (blocking): a halo plan with one entry per edge;
+// on distributed-graph, Cartesian and graph communicators, with contiguous send and
+// receive types (named, or contiguous/dup over one) of one block size on every rank.
+// Neighbor lists are MPI's: duplicate edges (allgather: one message per pair, copied into
+// every slot), self edges (a local copy), MPI_PROC_NULL neighbors of non-periodic
+// Cartesian dimensions (slot left untouched). The alltoall pairs blocks by rank, so a list
+// where a rank appears twice is passed on (MPI's pairing by order is its business).
+// Passed on: MPI_IN_PLACE, non-contiguous types, intercommunicators, communicators without
+// topology, block sizes that differ between ranks, allgatherv/alltoallv/alltoallw and the
+// non-blocking and persistent alltoall forms (not defined here: MPI's own).
 //
-// Correctness across ranks: a plan is built collectively, and ranks must agree to use it.
-// MPI lets block sizes differ between calls and between ranks (only each sender-receiver
-// pair must match), so every call first agrees with one PMPI_Allreduce of three integers
-// (can this rank run it, its block size as min and max): all ranks then take the same
-// path, the plan (cached per communicator and block size) or PMPI. That allreduce is the
-// per-call price of the guarantee (a few microseconds at tens of ranks); a hint that counts
-// are fixed would remove it (not implemented yet).
+// Which path a call takes must be the same on every rank (a plan is collective):
+//  - blocking calls agree first: one PMPI_Allreduce of four integers (can this rank run it,
+//    its block size as min and max, a bad setting). With the hint that counts are fixed
+//    (MPI_Info key "sparsecomm_fixed_counts" = "true" given when the topology communicator
+//    is created, or SPARSECOMM_MPI_FIXED_COUNTS=1), only the first call per communicator
+//    and function agrees; later calls check their local signature against the agreed one
+//    and need no communication. A call that breaks the promise is an error raised through
+//    the communicator's error handler (an erroneous program, as a type-signature mismatch
+//    is in MPI).
+//  - non-blocking calls are local in MPI, so they never agree: they run the agreed plan of
+//    a hinted communicator, and are MPI's own otherwise.
+//  - persistent initialisation is collective and non-local in MPI-4 (section 6.13), so it
+//    agrees and builds a plan for that request alone; starts then cost nothing extra.
+//
+// Choice: SPARSECOMM_MPI_BACKEND = auto (default) | mpi | a gather backend (combined,
+// p2p, neighbor). auto builds the combining plan and keeps it only where the performance
+// model (comm/plan/model.hpp: messages, bytes and stages of the busiest rank) predicts it
+// faster than the direct exchange MPI itself does, by 5%; otherwise it steps aside (MPI's
+// own). mpi: always MPI's own. Combining parameters: SPARSECOMM_MPI_K, _AWARE (0/1);
+// regions: SPARSECOMM_MPI_REGIONS (default node); the same as MPI_Info keys
+// sparsecomm_backend / sparsecomm_k / sparsecomm_aware / sparsecomm_regions at communicator
+// creation. SPARSECOMM_MPI_VERBOSE=1: per communicator what was chosen, and at exit per rank
+// the calls handled and passed on. SPARSECOMM_MPI_DISABLE=1. A bad value: every rank prints
+// the error and exits (status 2) at its first call.
 //
 // Lifetime: the plans hang on the communicator as an attribute whose delete callback frees
-// them at MPI_Comm_free, so a reused handle never finds an old plan.
-//
-// Environment: SPARSECOMM_MPI_BACKEND (a gather backend: combined (default), p2p,
-// neighbor), SPARSECOMM_MPI_REGIONS (default node), SPARSECOMM_MPI_VERBOSE=1 (per
-// communicator what was built, and at exit per rank the calls handled and passed on),
-// SPARSECOMM_MPI_DISABLE=1. A bad value: every rank prints the error and exits (status 2)
-// at the first call, agreed by the same allreduce.
+// them at MPI_Comm_free (a request still using one keeps it alive), so a reused handle
+// never finds an old plan.
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,213 +61,472 @@
 #include <string>
 #include <vector>
 
+#include "interop/mpi_datatype.hpp"
+#include "interop/pmpi/requests.hpp"
+#include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
-#include "interop/mpi_datatype.hpp"
 
 namespace sparsecomm::pmpi {
 namespace {
 
+enum Kind { kAllgather = 0, kAlltoall = 1 };
+const char* const kCallName[2] = {"MPI_Neighbor_allgather", "MPI_Neighbor_alltoall"};
+enum Mode { kBlocking, kNonblocking, kPersistent };
+constexpr int kSelf = -1, kNull = -2;  // slots of a neighbor list that are not another rank
+
+// Settings from the environment; MPI_Info keys on a communicator override them there.
 struct Settings {
-  std::string backend = "combined", regions = "node";
-  bool verbose = false, disabled = false;
+  std::string backend = "auto", regions = "node";
+  int k = 0;       // combining group size; 0: the backend's default
+  int aware = -1;  // topology-aware combining; -1: the backend's default
+  bool fixed = false;
 };
 
-Settings read_settings() {
-  Settings s;
-  if (const char* v = std::getenv("SPARSECOMM_MPI_BACKEND"); v && *v) s.backend = v;
-  if (const char* v = std::getenv("SPARSECOMM_MPI_REGIONS"); v && *v) s.regions = v;
-  if (const char* v = std::getenv("SPARSECOMM_MPI_VERBOSE"); v && *v && std::strcmp(v, "0") != 0) s.verbose = true;
-  if (const char* v = std::getenv("SPARSECOMM_MPI_DISABLE"); v && *v && std::strcmp(v, "0") != 0) s.disabled = true;
-  return s;
-}
-
-// What one communicator carries: its neighbors in MPI's order, the order the plan delivers
-// (sorted), and a plan per block size.
-struct CommPlans {
-  std::vector<int> sources, destinations;  // as MPI_Dist_graph_neighbors returns them
-  bool usable = false;                     // no duplicate or self edge
-  std::unique_ptr<Locality> loc;
-  std::map<int64_t, std::unique_ptr<GatherPlan>> by_bytes;
-  std::map<int64_t, std::unique_ptr<Plan>> alltoall_by_bytes;  // MPI_Neighbor_alltoall
-  std::vector<char> staging;  // the plan's source order when MPI's order differs
-  bool sorted_sources = true;
-  std::vector<size_t> source_slot;  // MPI's source i arrives as the plan's block source_slot[i]
-};
-
-struct State {
-  Settings settings = read_settings();
-  bool checked = false;
+struct Global {
+  Settings env;
+  bool verbose = false, disabled = false, checked = false;
   int keyval = MPI_KEYVAL_INVALID;
-  long handled = 0, passed = 0, a2a_handled = 0, a2a_passed = 0;
   int world_rank = -1;
-  ~State() {
-    if (settings.verbose)
-      std::fprintf(stderr,
-                   "sparsecomm mpi [rank %d]: MPI_Neighbor_allgather: %ld calls through sparsecomm, %ld passed to MPI; "
-                   "MPI_Neighbor_alltoall: %ld through sparsecomm, %ld passed to MPI\n",
-                   world_rank, handled, passed, a2a_handled, a2a_passed);
+  long handled[4] = {}, passed[4] = {};  // allgather, alltoall, ineighbor_allgather, allgather_init
+  Global() {
+    const auto get = [](const char* n) -> const char* {
+      const char* v = std::getenv(n);
+      return v && *v ? v : nullptr;
+    };
+    if (const char* v = get("SPARSECOMM_MPI_BACKEND")) env.backend = v;
+    if (const char* v = get("SPARSECOMM_MPI_REGIONS")) env.regions = v;
+    if (const char* v = get("SPARSECOMM_MPI_K")) env.k = std::atoi(v);
+    if (const char* v = get("SPARSECOMM_MPI_AWARE")) env.aware = std::strcmp(v, "0") != 0;
+    if (const char* v = get("SPARSECOMM_MPI_FIXED_COUNTS")) env.fixed = std::strcmp(v, "0") != 0;
+    if (const char* v = get("SPARSECOMM_MPI_VERBOSE")) verbose = std::strcmp(v, "0") != 0;
+    if (const char* v = get("SPARSECOMM_MPI_DISABLE")) disabled = std::strcmp(v, "0") != 0;
+  }
+  ~Global() {
+    if (!verbose || world_rank < 0) return;
+    std::fprintf(stderr,
+                 "sparsecomm mpi [rank %d]: through sparsecomm / passed to MPI: MPI_Neighbor_allgather %ld/%ld, "
+                 "MPI_Neighbor_alltoall %ld/%ld, MPI_Ineighbor_allgather %ld/%ld, MPIX_Neighbor_allgather_init "
+                 "%ld/%ld\n",
+                 world_rank, handled[0], passed[0], handled[1], passed[1], handled[2], passed[2], handled[3], passed[3]);
   }
 };
 
-State& state() {
-  static State s;
-  return s;
+Global& global() {
+  static Global g;
+  return g;
 }
 
-int delete_plans(MPI_Comm, int, void* value, void*) {
-  delete static_cast<CommPlans*>(value);
-  return MPI_SUCCESS;
-}
+// A communicator's neighbors as MPI orders them, and as the plans see them.
+struct Neighbors {
+  std::vector<int> sources, destinations;  // MPI's order; MPI_PROC_NULL on Cartesian borders
+  std::vector<int> uniq_src, uniq_dst;     // other ranks, sorted, once each: the plans' topology
+  std::vector<int> src_slot;               // MPI's source i: its index in uniq_src, kSelf or kNull
+  bool src_identity = true;                // sources == uniq_src: receive in place
+  bool pairs_unique = true;                // no rank twice in either list (alltoall pairs by rank)
+};
 
-// A run of one named type without holes or offset (named, contiguous or dup over one):
-// its size in bytes; -1 otherwise.
-int64_t contiguous_bytes(MPI_Datatype t, int count) {
-  MPI_Datatype base = MPI_DATATYPE_NULL;
-  int n = 0;
-  if (!interop::flatten_contiguous(t, &base, &n)) return -1;
-  int size = 0;
-  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
-  MPI_Type_size(t, &size);
-  MPI_Type_get_extent(t, &lb, &extent);
-  MPI_Type_get_true_extent(t, &tlb, &textent);
-  if (lb != 0 || tlb != 0 || extent != size || textent != size) return -1;  // holes or offsets
-  return static_cast<int64_t>(size) * count;
-}
-
-// This communicator's entry (created on first use; not collective).
-CommPlans* plans_of(State& s, MPI_Comm comm) {
-  if (s.keyval == MPI_KEYVAL_INVALID) PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_plans, &s.keyval, nullptr);
-  void* v = nullptr;
-  int found = 0;
-  PMPI_Comm_get_attr(comm, s.keyval, &v, &found);
-  if (found) return static_cast<CommPlans*>(v);
-  auto* p = new CommPlans();
-  int indeg = 0, outdeg = 0, weighted = 0;
-  PMPI_Dist_graph_neighbors_count(comm, &indeg, &outdeg, &weighted);
-  p->sources.resize(static_cast<size_t>(indeg));
-  p->destinations.resize(static_cast<size_t>(outdeg));
-  std::vector<int> sw(static_cast<size_t>(indeg) + 1), dw(static_cast<size_t>(outdeg) + 1);
-  PMPI_Dist_graph_neighbors(comm, indeg, p->sources.data(), sw.data(), outdeg, p->destinations.data(), dw.data());
-  int me = 0;
-  PMPI_Comm_rank(comm, &me);
-  const auto clean = [me](std::vector<int> v) {
+void normalize(Neighbors& nb, int me) {
+  const auto uniq = [me](const std::vector<int>& v) {
+    std::vector<int> u;
     for (int r : v)
-      if (r == me) return false;
+      if (r != me && r != MPI_PROC_NULL) u.push_back(r);
+    std::sort(u.begin(), u.end());
+    u.erase(std::unique(u.begin(), u.end()), u.end());
+    return u;
+  };
+  const auto distinct = [](std::vector<int> v) {
+    v.erase(std::remove(v.begin(), v.end(), MPI_PROC_NULL), v.end());
     std::sort(v.begin(), v.end());
     return std::adjacent_find(v.begin(), v.end()) == v.end();
   };
-  p->usable = clean(p->sources) && clean(p->destinations);
-  p->sorted_sources = std::is_sorted(p->sources.begin(), p->sources.end());
-  std::vector<int> sorted(p->sources);
-  std::sort(sorted.begin(), sorted.end());
-  for (int r : p->sources)
-    p->source_slot.push_back(static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), r) - sorted.begin()));
-  PMPI_Comm_set_attr(comm, s.keyval, p);
-  return p;
+  nb.uniq_src = uniq(nb.sources);
+  nb.uniq_dst = uniq(nb.destinations);
+  for (int r : nb.sources)
+    nb.src_slot.push_back(r == MPI_PROC_NULL ? kNull
+                          : r == me          ? kSelf
+                                             : static_cast<int>(std::lower_bound(nb.uniq_src.begin(), nb.uniq_src.end(), r) -
+                                                                nb.uniq_src.begin()));
+  nb.src_identity = nb.sources == nb.uniq_src;
+  nb.pairs_unique = distinct(nb.sources) && distinct(nb.destinations);
 }
 
-// Collective over comm (every rank is in this call): whether every rank can run this call
-// through a plan with the same block size. One PMPI_Allreduce of {cannot, -bytes, bytes,
-// bad setting} (max of each): every rank takes the same path. Settings are checked at the
-// first call; a bad one ends every rank with the reason.
-CommPlans* agree(State& s, MPI_Comm comm, int local_ok, int64_t bytes) {
-  int topo = MPI_UNDEFINED;
-  PMPI_Topo_test(comm, &topo);
-  CommPlans* p = nullptr;
-  if (topo == MPI_DIST_GRAPH) p = plans_of(s, comm);
-  const int ok = local_ok && p && p->usable && bytes >= 0 ? 1 : 0;
-  std::string error;
-  if (!s.checked) {
-    try {
-      gather_backend_hooks(s.settings.backend);  // InputError listing the valid names
-    } catch (const std::exception& e) {
-      error = e.what();
+// MPI's neighbor lists of a topology communicator (MPI-3.1 section 7.6): a distributed
+// graph's in and out lists; a graph's neighbors both ways; a Cartesian grid's, for each
+// dimension, the rank at -1 then the rank at +1 (MPI_PROC_NULL past a non-periodic border).
+bool read_neighbors(MPI_Comm comm, int topo, Neighbors* nb) {
+  int me = 0;
+  PMPI_Comm_rank(comm, &me);
+  if (topo == MPI_DIST_GRAPH) {
+    int in = 0, out = 0, weighted = 0;
+    PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted);
+    nb->sources.resize(static_cast<size_t>(in));
+    nb->destinations.resize(static_cast<size_t>(out));
+    std::vector<int> sw(static_cast<size_t>(in) + 1), dw(static_cast<size_t>(out) + 1);
+    PMPI_Dist_graph_neighbors(comm, in, nb->sources.data(), sw.data(), out, nb->destinations.data(), dw.data());
+  } else if (topo == MPI_GRAPH) {
+    int n = 0;
+    PMPI_Graph_neighbors_count(comm, me, &n);
+    nb->sources.resize(static_cast<size_t>(n));
+    PMPI_Graph_neighbors(comm, me, n, nb->sources.data());
+    nb->destinations = nb->sources;
+  } else if (topo == MPI_CART) {
+    int nd = 0;
+    PMPI_Cartdim_get(comm, &nd);
+    for (int d = 0; d < nd; ++d) {
+      int lo = MPI_PROC_NULL, hi = MPI_PROC_NULL;
+      PMPI_Cart_shift(comm, d, 1, &lo, &hi);
+      nb->sources.push_back(lo);
+      nb->sources.push_back(hi);
     }
+    nb->destinations = nb->sources;
+  } else {
+    return false;
   }
-  long long in[4] = {ok ? 0 : 1, -static_cast<long long>(bytes), static_cast<long long>(bytes), error.empty() ? 0 : 1};
-  long long out[4];
-  PMPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, comm);
-  if (out[3]) {
-    int rank = 0;
-    PMPI_Comm_rank(comm, &rank);
-    std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s (SPARSECOMM_MPI_BACKEND='%s')\n", rank,
-                 error.empty() ? "another rank rejected the settings" : error.c_str(), s.settings.backend.c_str());
-    std::fflush(stderr);
-    PMPI_Barrier(comm);  // every rank has said it before any exits (mpirun then stops the rest)
-    std::exit(2);
-  }
-  s.checked = true;
-  if (out[0] || -out[1] != out[2] || !p) return nullptr;  // some rank cannot, or sizes differ
-  if (!p->loc) p->loc = std::make_unique<Locality>(Locality::parse(comm, s.settings.regions));
+  normalize(*nb, me);
+  return true;
+}
+
+class AllgatherOp;
+
+// What every rank agreed for one function and block size: a plan, or nothing to move
+// (empty blocks). No Choice at all means MPI's own.
+struct Choice {
+  std::unique_ptr<GatherPlan> gather;
+  std::unique_ptr<Plan> halo;
+  std::vector<char> staging;         // the plan's source order, when MPI's differs
+  AllgatherOp* inflight = nullptr;  // the non-blocking operation running on `gather`
+  bool nothing = false;             // agreed empty blocks
+};
+
+struct CommPlans {
+  bool usable = false;  // an intracommunicator with a topology
+  Neighbors nb;
+  Settings settings;
+  std::unique_ptr<Locality> loc;
+  std::map<int64_t, std::shared_ptr<Choice>> cache[2];  // per block size
+  struct Agreed {
+    bool valid = false;
+    int64_t local = -1;  // this rank's signature when agreed (block bytes, or -1: cannot)
+    std::shared_ptr<Choice> choice;
+  } agreed[2];  // under the fixed-counts hint
+};
+
+int delete_plans(MPI_Comm, int, void* value, void*) {
+  delete static_cast<std::shared_ptr<CommPlans>*>(value);
+  return MPI_SUCCESS;
+}
+
+void apply_info(MPI_Comm comm, Settings* s) {
+  MPI_Info info = MPI_INFO_NULL;
+  if (PMPI_Comm_get_info(comm, &info) != MPI_SUCCESS || info == MPI_INFO_NULL) return;
+  const auto get = [info](const char* key, std::string* out) {
+    char v[256];
+    int flag = 0;
+    PMPI_Info_get(info, key, 255, v, &flag);
+    if (flag) *out = v;
+    return flag != 0;
+  };
+  std::string v;
+  if (get("sparsecomm_fixed_counts", &v)) s->fixed = v == "true" || v == "1";
+  if (get("sparsecomm_backend", &v)) s->backend = v;
+  if (get("sparsecomm_regions", &v)) s->regions = v;
+  if (get("sparsecomm_k", &v)) s->k = std::atoi(v.c_str());
+  if (get("sparsecomm_aware", &v)) s->aware = v == "true" || v == "1";
+  PMPI_Info_free(&info);
+}
+
+// This communicator's entry, created at its first call (local: no communication).
+std::shared_ptr<CommPlans> plans_of(Global& g, MPI_Comm comm) {
+  if (g.keyval == MPI_KEYVAL_INVALID) PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_plans, &g.keyval, nullptr);
+  void* v = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, g.keyval, &v, &found);
+  if (found) return *static_cast<std::shared_ptr<CommPlans>*>(v);
+  auto p = std::make_shared<CommPlans>();
+  int inter = 0, topo = MPI_UNDEFINED;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (!inter) PMPI_Topo_test(comm, &topo);
+  p->usable = !inter && read_neighbors(comm, topo, &p->nb);
+  p->settings = g.env;
+  apply_info(comm, &p->settings);
+  PMPI_Comm_set_attr(comm, g.keyval, new std::shared_ptr<CommPlans>(p));
   return p;
 }
 
-void report_built(State& s, MPI_Comm comm, const char* call, int64_t bytes, const std::string& name) {
-  if (!s.settings.verbose) return;
+// A run of one named type without holes or offset: its bytes for `count`; -1 otherwise.
+int64_t contiguous_bytes(MPI_Datatype t, int count) {
+  MPI_Datatype base = MPI_DATATYPE_NULL;
+  int n = 0;
+  if (count < 0 || !interop::flatten_contiguous(t, &base, &n)) return -1;
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
+  PMPI_Type_size(t, &size);
+  PMPI_Type_get_extent(t, &lb, &extent);
+  PMPI_Type_get_true_extent(t, &tlb, &textent);
+  if (lb != 0 || tlb != 0 || extent != size || textent != size) return -1;
+  return static_cast<int64_t>(size) * count;
+}
+
+// The bad setting of `s`, or "".
+std::string check_settings(const Settings& s) {
+  try {
+    if (s.backend != "auto" && s.backend != "mpi") gather_backend_hooks(s.backend);  // lists the names
+    if (s.k < 0 || s.k == 1) throw InputError("SPARSECOMM_MPI_K must be 0 (default) or at least 2");
+  } catch (const std::exception& e) {
+    return std::string(e.what()) + " (backend '" + s.backend + "')";
+  }
+  return "";
+}
+
+[[noreturn]] void bad_settings(MPI_Comm comm, const std::string& error, bool meet) {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s\n", rank,
+               error.empty() ? "another rank rejected the settings" : error.c_str());
+  std::fflush(stderr);
+  if (meet) PMPI_Barrier(comm);  // every rank has said it before any exits (mpirun then stops the rest)
+  std::exit(2);
+}
+
+void report(const CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes, const std::string& what) {
+  if (!global().verbose) return;
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
   if (rank == 0)
-    std::fprintf(stderr, "sparsecomm mpi: communicator %p, %s of %lld-byte blocks: %s plan built\n",
-                 static_cast<void*>(comm), call, static_cast<long long>(bytes), name.c_str());
+    std::fprintf(stderr, "sparsecomm mpi: communicator %p, %s of %lld-byte blocks%s: %s\n",
+                 static_cast<void*>(comm), kCallName[k], static_cast<long long>(bytes),
+                 p.settings.fixed ? " (counts fixed)" : "", what.c_str());
 }
 
-// Collective. The allgather plan for `bytes` on an agreed communicator.
-GatherPlan* allgather_plan(State& s, MPI_Comm comm, CommPlans* p, int64_t bytes) {
-  auto& plan = p->by_bytes[bytes];
-  if (!plan) {
+GatherOptions gather_options() {
+  GatherOptions go;
+  go.value_bytes = 1;
+  go.same_count = true;
+  return go;
+}
+
+// Collective. The agreed choice for (k, bytes): a plan, or null for MPI's own.
+std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes) {
+  auto c = std::make_shared<Choice>();
+  if (bytes == 0) {
+    c->nothing = true;
+    report(p, comm, k, bytes, "nothing to move");
+    return c;
+  }
+  const Settings& s = p.settings;
+  if (s.backend == "mpi") {
+    report(p, comm, k, bytes, "MPI's own (backend mpi)");
+    return nullptr;
+  }
+  if (!p.loc) p.loc = std::make_unique<Locality>(Locality::parse(comm, s.regions));
+  const ModelParams model = ModelParams::load();
+  if (k == kAllgather) {
     Topology t;
-    t.sources = p->sources, t.destinations = p->destinations;
-    std::sort(t.sources.begin(), t.sources.end());
-    std::sort(t.destinations.begin(), t.destinations.end());
-    GatherOptions go;
-    go.value_bytes = 1;
-    go.same_count = true;
-    plan = make_gather_plan(s.settings.backend, t, *p->loc, comm, bytes, go);
-    report_built(s, comm, "MPI_Neighbor_allgather", bytes, plan->name());
-    p->staging.resize(p->sources.size() * static_cast<size_t>(bytes) + 1);
+    t.sources = p.nb.uniq_src, t.destinations = p.nb.uniq_dst;
+    const auto make = [&](const std::string& name) {
+      GatherOptions go = gather_options();
+      if (name == "combined") {
+        CombiningOptions co = combining_from(go.backend, go.sdde);
+        if (s.k) co.k = s.k;
+        if (s.aware >= 0) co.aware = s.aware != 0;
+        set_combining(go.backend, co);
+      }
+      return make_gather_plan(name, t, *p.loc, comm, bytes, go);
+    };
+    if (s.backend == "auto") {
+      auto combined = make("combined");
+      const double tc = predict_gather(*combined, model, comm);
+      const double td = predict_gather(*make("p2p"), model, comm);  // what MPI's direct exchange costs
+      char why[160];
+      std::snprintf(why, sizeof why, "predicted %.1f us combined against %.1f us direct: ", tc * 1e6, td * 1e6);
+      if (tc * 1.05 >= td) {
+        report(p, comm, k, bytes, std::string("auto ") + why + "MPI's own");
+        return nullptr;
+      }
+      report(p, comm, k, bytes, std::string("auto ") + why + "combined");
+      c->gather = std::move(combined);
+    } else {
+      c->gather = make(s.backend);
+      report(p, comm, k, bytes, c->gather->name() + " plan built");
+    }
+    if (!p.nb.src_identity) c->staging.resize(p.nb.uniq_src.size() * static_cast<size_t>(bytes) + 1);
+    return c;
   }
-  return plan.get();
+  // Alltoall: a halo Pattern with one entry per edge to another rank (block j of the send
+  // buffer goes to destination j; the block from source i lands in slot i), ids unique per
+  // pair (sender * P + receiver); self edges are a copy, MPI_PROC_NULL slots nothing.
+  int me = 0, np = 1;
+  PMPI_Comm_rank(comm, &me);
+  PMPI_Comm_size(comm, &np);
+  const auto side = [&](const std::vector<int>& mpi_order, bool send) {
+    PatternSide ps;
+    std::vector<int> order;
+    for (size_t i = 0; i < mpi_order.size(); ++i)
+      if (mpi_order[i] != me && mpi_order[i] != MPI_PROC_NULL) order.push_back(static_cast<int>(i));
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return mpi_order[a] < mpi_order[b]; });
+    for (int i : order) {
+      const int r = mpi_order[static_cast<size_t>(i)];
+      ps.ranks.push_back(r);
+      ps.offsets.push_back(static_cast<int64_t>(ps.ranks.size()));
+      ps.indices.push_back(i);
+      ps.global_ids.push_back(send ? static_cast<int64_t>(me) * np + r : static_cast<int64_t>(r) * np + me);
+    }
+    return ps;
+  };
+  Pattern pat(side(p.nb.destinations, true), side(p.nb.sources, false),
+              static_cast<int32_t>(p.nb.destinations.size()), static_cast<int32_t>(p.nb.sources.size()));
+  PlanOptions po;
+  po.value_bytes = bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 1;
+  po.width = static_cast<int>(bytes / po.value_bytes);
+  if (s.backend == "auto") {
+    auto combined = make_plan("combined", pat, *p.loc, comm, po);
+    const double tc = predict_iteration(*combined, model, comm);
+    const double td = predict_iteration(*make_plan("p2p", pat, *p.loc, comm, po), model, comm);
+    char why[160];
+    std::snprintf(why, sizeof why, "predicted %.1f us combined against %.1f us direct: ", tc * 1e6, td * 1e6);
+    if (tc * 1.05 >= td) {
+      report(p, comm, k, bytes, std::string("auto ") + why + "MPI's own");
+      return nullptr;
+    }
+    report(p, comm, k, bytes, std::string("auto ") + why + "combined");
+    c->halo = std::move(combined);
+    return c;
+  }
+  const auto names = backend_names();
+  const bool halo_named = std::find(names.begin(), names.end(), s.backend) != names.end();
+  c->halo = make_plan(halo_named ? s.backend : "p2p", pat, *p.loc, comm, po);
+  report(p, comm, k, bytes, c->halo->name() + " plan built");
+  return c;
 }
 
-// Collective. The alltoall plan for `bytes` (> 0) on an agreed communicator: a halo
-// Pattern with one entry per edge (block i of the send buffer goes to destination i in
-// MPI's order; the block from source j lands at position j), ids unique per edge
-// (sender * P + receiver). The backend: SPARSECOMM_MPI_BACKEND where it is also a halo
-// backend (combined, p2p, neighbor), p2p otherwise.
-Plan* alltoall_plan(State& s, MPI_Comm comm, CommPlans* p, int64_t bytes) {
-  auto& plan = p->alltoall_by_bytes[bytes];
-  if (!plan) {
-    int me = 0, np = 1;
-    PMPI_Comm_rank(comm, &me);
-    PMPI_Comm_size(comm, &np);
-    const auto side = [&](const std::vector<int>& mpi_order, bool send) {
-      PatternSide ps;
-      std::vector<int> order(mpi_order.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-      std::sort(order.begin(), order.end(), [&](int a, int b) { return mpi_order[a] < mpi_order[b]; });
-      for (int i : order) {
-        const int r = mpi_order[static_cast<size_t>(i)];
-        ps.ranks.push_back(r);
-        ps.offsets.push_back(static_cast<int64_t>(ps.ranks.size()));
-        ps.indices.push_back(i);
-        ps.global_ids.push_back(send ? static_cast<int64_t>(me) * np + r : static_cast<int64_t>(r) * np + me);
-      }
-      return ps;
-    };
-    Pattern pat(side(p->destinations, true), side(p->sources, false), static_cast<int32_t>(p->destinations.size()),
-                static_cast<int32_t>(p->sources.size()));
-    const auto names = backend_names();
-    const std::string backend =
-        std::find(names.begin(), names.end(), s.settings.backend) != names.end() ? s.settings.backend : "p2p";
-    PlanOptions po;
-    po.value_bytes = bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 1;
-    po.width = static_cast<int>(bytes / po.value_bytes);
-    plan = make_plan(backend, pat, *p->loc, comm, po);
-    report_built(s, comm, "MPI_Neighbor_alltoall", bytes, plan->name());
+// The agreed choice of a call, or null for MPI's own. `local`: this rank's block bytes, or
+// -1 when it cannot run the call through a plan. Sets *broken when a hinted communicator's
+// call breaks the promise of fixed counts.
+std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken) {
+  Global& g = global();
+  *broken = false;
+  if (g.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
+  if (g.disabled) return nullptr;
+  const std::shared_ptr<CommPlans> p = plans_of(g, comm);
+  if (!p->usable) return nullptr;  // the same on every rank: a property of the communicator
+  if (!p->nb.pairs_unique && k == kAlltoall) local = -1;
+  CommPlans::Agreed& a = p->agreed[k];
+  if (p->settings.fixed && mode != kPersistent && a.valid) {
+    *broken = local != a.local;
+    return a.choice;
   }
-  return plan.get();
+  if (mode == kNonblocking) {  // a local call: no agreement possible
+    if (!g.checked) {
+      if (const std::string e = check_settings(p->settings); !e.empty()) bad_settings(comm, e, false);
+    }
+    return nullptr;
+  }
+  std::string error;
+  if (!g.checked) error = check_settings(p->settings);
+  const long long in[4] = {local < 0 ? 1 : 0, -static_cast<long long>(local), static_cast<long long>(local),
+                           error.empty() ? 0 : 1};
+  long long out[4];
+  PMPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, comm);
+  if (out[3]) bad_settings(comm, error, true);
+  g.checked = true;
+  std::shared_ptr<Choice> c;
+  if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
+    try {
+      if (mode == kPersistent) {
+        c = build_choice(*p, comm, k, local);  // the request's own plan
+      } else {
+        auto it = p->cache[k].find(local);
+        if (it == p->cache[k].end()) it = p->cache[k].emplace(local, build_choice(*p, comm, k, local)).first;
+        c = it->second;
+      }
+    } catch (const std::exception& e) {  // plan set-up failed on every rank alike (agreed errors)
+      fail(e.what());
+    }
+  }
+  if (p->settings.fixed && mode != kPersistent) a = {true, local, c};
+  return c;
+}
+
+// The signature of a call: its block bytes when this rank can run it, -1 otherwise.
+int64_t signature(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount, MPI_Datatype recvtype) {
+  if (sendbuf == MPI_IN_PLACE) return -1;
+  const int64_t sb = contiguous_bytes(sendtype, sendcount);
+  return sb >= 0 && sb == contiguous_bytes(recvtype, recvcount) ? sb : -1;
+}
+
+int broken_promise(MPI_Comm comm, Kind k) {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  std::fprintf(stderr,
+               "sparsecomm mpi [rank %d]: error: %s on a communicator with fixed counts "
+               "(sparsecomm_fixed_counts) called with another block size or datatype than its first call\n",
+               rank, kCallName[k]);
+  std::fflush(stderr);
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_ARG);  // fatal by default; MPI_ERRORS_RETURN: the code
+  return MPI_ERR_ARG;
+}
+
+// The received blocks in MPI's order, from the plan's (sorted, once per rank) order.
+void deliver(const Neighbors& nb, const char* staged, const void* send, void* recv, size_t B) {
+  for (size_t i = 0; i < nb.sources.size(); ++i) {
+    const int slot = nb.src_slot[i];
+    char* at = static_cast<char*>(recv) + i * B;
+    if (slot == kSelf) std::memcpy(at, send, B);
+    else if (slot >= 0) std::memcpy(at, staged + static_cast<size_t>(slot) * B, B);
+  }
+}
+
+// One execution of an allgather on a gather plan, as an operation behind a request.
+class AllgatherOp final : public Operation {
+ public:
+  AllgatherOp(std::shared_ptr<CommPlans> p, std::shared_ptr<Choice> c, const void* send, void* recv, int64_t bytes)
+      : p_(std::move(p)), c_(std::move(c)), send_(send), recv_(recv), bytes_(static_cast<size_t>(bytes)) {}
+  ~AllgatherOp() override {
+    try {
+      if (c_->inflight == this) progress(true);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  }
+  void start() override {
+    if (c_->inflight && c_->inflight != this) c_->inflight->progress(true);  // the plan runs one at a time
+    complete_ = false;
+    c_->gather->start(static_cast<const char*>(send_));
+    c_->inflight = this;
+  }
+  bool progress(bool block) override {
+    if (complete_) return true;
+    char* into = p_->nb.src_identity ? static_cast<char*>(recv_) : c_->staging.data();
+    if (block) c_->gather->wait(into);
+    else if (!c_->gather->test(into)) return false;
+    if (!p_->nb.src_identity) deliver(p_->nb, c_->staging.data(), send_, recv_, bytes_);
+    c_->inflight = nullptr;
+    complete_ = true;
+    return true;
+  }
+
+ private:
+  std::shared_ptr<CommPlans> p_;
+  std::shared_ptr<Choice> c_;
+  const void* send_;
+  void* recv_;
+  size_t bytes_;
+  bool complete_ = true;
+};
+
+// A blocking allgather on an agreed choice.
+void run_allgather(const CommPlans& p, Choice& c, const void* send, void* recv, size_t B) {
+  if (c.nothing) return;
+  if (c.inflight) c.inflight->progress(true);
+  if (p.nb.src_identity) {
+    c.gather->exchange(static_cast<const char*>(send), static_cast<char*>(recv));
+  } else {
+    c.gather->exchange(static_cast<const char*>(send), c.staging.data());
+    deliver(p.nb, c.staging.data(), send, recv, B);
+  }
 }
 
 // A block of `N` bytes with no alignment assumption (the caller's buffers are bytes).
@@ -254,95 +535,121 @@ struct Block {
   unsigned char b[N];
 };
 
-void exchange_blocks(Plan& plan, const void* send, void* recv) {
+void run_alltoall(const Neighbors& nb, Choice& c, const void* send, void* recv, size_t B) {
+  if (c.nothing) return;
+  Plan& plan = *c.halo;
   const int vb = plan.options().value_bytes;
   if (vb == 8) plan.exchange(static_cast<const Block<8>*>(send), static_cast<Block<8>*>(recv));
   else if (vb == 4) plan.exchange(static_cast<const Block<4>*>(send), static_cast<Block<4>*>(recv));
   else plan.exchange(static_cast<const Block<1>*>(send), static_cast<Block<1>*>(recv));
-}
-
-[[noreturn]] void fail(const std::exception& e) {
-  std::fprintf(stderr, "sparsecomm mpi: error: %s\n", e.what());
-  std::fflush(stderr);
-  std::exit(2);  // agreed errors: every rank of the call ends here alike
-}
-
-// The agreed communicator entry of a call and its block size, or null to pass the call to
-// MPI: the library disabled, an intercommunicator, or a call some rank cannot run.
-CommPlans* prepare(State& s, MPI_Comm comm, const void* sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
-                   MPI_Datatype recvtype, int64_t* bytes) {
-  if (s.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
-  if (s.settings.disabled) return nullptr;
-  int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  if (inter) return nullptr;
-  const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
-  const int local_ok = sb >= 0 && sb == contiguous_bytes(recvtype, recvcount);
-  *bytes = sb;
-  try {
-    return agree(s, comm, local_ok, local_ok ? sb : -1);
-  } catch (const std::exception& e) {  // plan set-up failed on every rank alike (agreed errors)
-    fail(e);
-  }
+  for (size_t i = 0; i < nb.sources.size(); ++i)  // the self edge (at most one: pairs are unique)
+    if (nb.src_slot[i] == kSelf)
+      for (size_t j = 0; j < nb.destinations.size(); ++j)
+        if (nb.destinations[j] == nb.sources[i])
+          std::memcpy(static_cast<char*>(recv) + i * B, static_cast<const char*>(send) + j * B, B);
 }
 
 }  // namespace
 }  // namespace sparsecomm::pmpi
 
 using namespace sparsecomm::pmpi;
+#define SPC_EXPORT extern "C" __attribute__((visibility("default")))
 
-extern "C" __attribute__((visibility("default"))) int MPI_Neighbor_allgather(const void* sendbuf, int sendcount,
-                                                                           MPI_Datatype sendtype, void* recvbuf,
-                                                                           int recvcount, MPI_Datatype recvtype,
-                                                                           MPI_Comm comm) {
-  State& s = state();
-  int64_t sb = -1;
-  CommPlans* p = prepare(s, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, &sb);
-  if (p && sb == 0) {  // agreed empty blocks: nothing moves
-    ++s.handled;
-    return MPI_SUCCESS;
-  }
-  if (!p) {
-    ++s.passed;
+SPC_EXPORT int MPI_Neighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
+  bool broken = false;
+  const std::shared_ptr<Choice> c = decide(comm, kAllgather, sig, kBlocking, &broken);
+  if (broken) return broken_promise(comm, kAllgather);
+  if (!c) {
+    ++global().passed[0];
     return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
-  const auto B = static_cast<size_t>(sb);
   try {
-    sparsecomm::GatherPlan* plan = allgather_plan(s, comm, p, sb);
-    if (p->sorted_sources) {
-      plan->exchange(static_cast<const char*>(sendbuf), static_cast<char*>(recvbuf));
-    } else {  // the plan delivers by sorted source; MPI wants the order of the graph's sources
-      plan->exchange(static_cast<const char*>(sendbuf), p->staging.data());
-      for (size_t i = 0; i < p->sources.size(); ++i)
-        std::memcpy(static_cast<char*>(recvbuf) + i * B, p->staging.data() + p->source_slot[i] * B, B);
-    }
+    run_allgather(*plans_of(global(), comm), *c, sendbuf, recvbuf, static_cast<size_t>(sig));
   } catch (const std::exception& e) {
-    fail(e);
+    fail(e.what());
   }
-  ++s.handled;
+  ++global().handled[0];
   return MPI_SUCCESS;
 }
 
-extern "C" __attribute__((visibility("default"))) int MPI_Neighbor_alltoall(const void* sendbuf, int sendcount,
-                                                                          MPI_Datatype sendtype, void* recvbuf,
-                                                                          int recvcount, MPI_Datatype recvtype,
-                                                                          MPI_Comm comm) {
-  State& s = state();
-  int64_t sb = -1;
-  CommPlans* p = prepare(s, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, &sb);
-  if (p && sb == 0) {  // agreed empty blocks: nothing moves
-    ++s.a2a_handled;
-    return MPI_SUCCESS;
-  }
-  if (!p) {
-    ++s.a2a_passed;
+SPC_EXPORT int MPI_Neighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                     int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
+  bool broken = false;
+  const std::shared_ptr<Choice> c = decide(comm, kAlltoall, sig, kBlocking, &broken);
+  if (broken) return broken_promise(comm, kAlltoall);
+  if (!c) {
+    ++global().passed[1];
     return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
   try {
-    exchange_blocks(*alltoall_plan(s, comm, p, sb), sendbuf, recvbuf);
+    run_alltoall(plans_of(global(), comm)->nb, *c, sendbuf, recvbuf, static_cast<size_t>(sig));
   } catch (const std::exception& e) {
-    fail(e);
+    fail(e.what());
   }
-  ++s.a2a_handled;
+  ++global().handled[1];
   return MPI_SUCCESS;
 }
+
+namespace sparsecomm::pmpi {
+namespace {
+// The request of a non-blocking or persistent allgather on choice c.
+MPI_Request allgather_request(MPI_Comm comm, const std::shared_ptr<Choice>& c, const void* sendbuf, void* recvbuf,
+                              int64_t bytes, bool persistent) {
+  auto p = plans_of(global(), comm);
+  if (c->nothing) {  // a request that completes at once
+    struct Nothing final : Operation {
+      void start() override {}
+      bool progress(bool) override { return true; }
+    };
+    return register_operation(std::make_unique<Nothing>(), persistent, !persistent);
+  }
+  auto op = std::make_unique<AllgatherOp>(p, c, sendbuf, recvbuf, bytes);
+  if (!persistent) op->start();
+  return register_operation(std::move(op), persistent, !persistent);
+}
+}  // namespace
+}  // namespace sparsecomm::pmpi
+
+SPC_EXPORT int MPI_Ineighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
+  bool broken = false;
+  const std::shared_ptr<Choice> c = decide(comm, kAllgather, sig, kNonblocking, &broken);
+  if (broken) return broken_promise(comm, kAllgather);
+  if (!c) {
+    ++global().passed[2];
+    return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+  }
+  try {
+    *request = allgather_request(comm, c, sendbuf, recvbuf, sig, false);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  ++global().handled[2];
+  return MPI_SUCCESS;
+}
+
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+SPC_EXPORT int MPIX_Neighbor_allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                            MPI_Request* request) {
+  const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
+  bool broken = false;
+  const std::shared_ptr<Choice> c = decide(comm, kAllgather, sig, kPersistent, &broken);
+  if (!c) {
+    ++global().passed[3];
+    return PMPIX_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+                                         request);
+  }
+  try {
+    *request = allgather_request(comm, c, sendbuf, recvbuf, sig, true);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  ++global().handled[3];
+  return MPI_SUCCESS;
+}
+#endif

@@ -98,6 +98,9 @@ class GatherPlan {
   const Stats& iteration_counts() const { return per_iter_; }
   Stats& exec_stats() { return exec_; }
   int stages() const { return stages_; }
+  const Locality& locality() const { return loc_; }
+  /// Bytes of one counted value (GatherOptions::value_bytes).
+  int64_t value_bytes_per_count() const { return opt_.value_bytes; }
   /// For combining backends: groups this rank leads, rounds run; 0 for others.
   int groups_led() const { return groups_led_; }
 
@@ -116,7 +119,6 @@ class GatherPlan {
   char* recv_buf() { return recv_.data(); }
   int64_t value_bytes() const { return opt_.value_bytes; }
   MPI_Comm comm() const { return comm_.get(); }
-  const Locality& locality() const { return loc_; }
   const GatherOptions& options() const { return opt_; }
   /// Index of `source` in topology().sources (it must be one).
   size_t source_index(int source) const;

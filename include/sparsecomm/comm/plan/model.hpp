@@ -15,6 +15,7 @@
 
 #include <string>
 
+#include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 
 namespace sparsecomm {
@@ -76,5 +77,9 @@ double step_cost(const ModelParams& m, const CommCounters& step);
 /// plus the copy costs and stage_cost (S = the plan's stages, I = the most steps with
 /// inter-region traffic on one rank).
 double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm);
+
+/// Collective. The same prediction for an allgather-shaped plan (GatherPlan): what the
+/// PMPI layer's `auto` compares against the direct exchange MPI itself would do.
+double predict_gather(const GatherPlan& plan, const ModelParams& m, MPI_Comm comm);
 
 }  // namespace sparsecomm

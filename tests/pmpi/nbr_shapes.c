@@ -1,0 +1,414 @@
+/* Plain MPI (no sparsecomm anywhere): MPI's neighborhood collectives on every shape the
+ * PMPI layer must serve or pass on, each received value checked against what MPI defines.
+ * Run with and without LD_PRELOAD=libsparsecomm_mpi.so (issue 32's tests).
+ *
+ * Communicators: distributed graphs (a ring of radius 2 listed in reverse order, random
+ * directed edges, duplicate and self edges, empty neighborhoods on rank 0), Cartesian 2-D
+ * periodic and non-periodic and 1-D periodic grids, a graph (MPI_Graph_create), and a
+ * distributed graph created with the hint sparsecomm_fixed_counts = true.
+ * Calls on each: MPI_Neighbor_allgather with counts that change between calls (3, 5, 0
+ * ints, then 3 again), with derived contiguous types (send 2 x contiguous(2 doubles),
+ * receive 4 doubles), MPI_Neighbor_alltoall, MPI_Ineighbor_allgather completed together
+ * with the program's own requests by MPI_Waitall, MPI_Testany and MPI_Waitsome, the
+ * persistent MPIX_Neighbor_allgather_init started by MPI_Startall with the program's own
+ * persistent requests and completed by MPI_Waitall and MPI_Testall, and the cases the
+ * layer passes on: MPI_Neighbor_allgatherv, MPI_Neighbor_alltoallv, a strided (vector)
+ * type, block sizes that differ between ranks.
+ * Prints "nbr_shapes: <checks> values checked on <P> ranks, <wrong> wrong"; exit 1 on any.
+ *
+ * nbr_shapes -break-promise: on a communicator created with sparsecomm_fixed_counts =
+ * true and MPI_ERRORS_RETURN, every rank calls MPI_Neighbor_allgather with 4 ints, then
+ * with 5, and prints what the second call returned (MPI itself: success; the layer: an
+ * error, since the hint promised fixed counts). */
+#include <mpi.h>
+#if defined(OPEN_MPI)
+#include <mpi-ext.h>
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long checks = 0, wrong = 0;
+static int me, P;
+
+#define CHECK(cond, ...)                        \
+  do {                                          \
+    ++checks;                                   \
+    if (!(cond)) {                              \
+      if (++wrong <= 10) {                      \
+        fprintf(stderr, "rank %d: ", me);       \
+        fprintf(stderr, __VA_ARGS__);           \
+        fprintf(stderr, "\n");                  \
+      }                                         \
+    }                                           \
+  } while (0)
+
+static int val(int src, int k, int round) { return src * 1000 + k * 3 + round * 7 + 1; }
+static int mod(int a) { return ((a % P) + P) % P; }
+
+static unsigned hash(unsigned a, unsigned b) {
+  unsigned x = a * 2654435761u ^ (b + 0x9e3779b9u) * 40503u;
+  x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
+  return x;
+}
+
+/* Neighbor lists of rank r as MPI reports them for communicator kind `kind`. */
+typedef struct {
+  int ns, nd, src[64], dst[64];
+} Lists;
+
+static void dist_lists(int kind, int r, Lists *l) {
+  l->ns = l->nd = 0;
+  if (kind == 0) { /* ring of radius 2: other ranks once each, sources in reverse order */
+    const int d[4] = {2, -2, 1, -1};
+    for (int i = 0; i < 4; i++) {
+      int x = mod(r + d[i]), dup = x == r;
+      for (int j = 0; j < l->nd; j++) dup |= l->dst[j] == x;
+      if (!dup) l->dst[l->nd++] = x;
+    }
+    l->ns = l->nd;
+    for (int i = 0; i < l->nd; i++) l->src[i] = l->dst[l->nd - 1 - i];
+  } else if (kind == 1) { /* random directed edges; sources in decreasing order */
+    for (int j = 0; j < P; j++)
+      if (j != r && hash((unsigned)r, (unsigned)j) % 100 < 45) l->dst[l->nd++] = j;
+    for (int j = P - 1; j >= 0; j--)
+      if (j != r && hash((unsigned)j, (unsigned)r) % 100 < 45) l->src[l->ns++] = j;
+  } else if (kind == 2) { /* duplicate and self edges */
+    const int d[4] = {0, 1, 1, 2};
+    for (int i = 0; i < 4; i++) l->dst[l->nd++] = mod(r + d[i]), l->src[l->ns++] = mod(r - d[i]);
+  } else { /* rank 0 alone, the others a ring */
+    if (r == 0 || P < 3) return;
+    int n = P - 1, k = r - 1;
+    l->dst[l->nd++] = 1 + (k + 1) % n, l->src[l->ns++] = 1 + (k + n - 1) % n;
+    if (n > 2) l->dst[l->nd++] = 1 + (k + n - 1) % n, l->src[l->ns++] = 1 + (k + 1) % n;
+  }
+}
+
+/* Which of the sender's blocks lands in my slot i (alltoall): the k-th occurrence of the
+ * sender in my sources matches the k-th occurrence of me in its destinations (message
+ * order); -1 when the sender lists me more than once (the pairing is MPI's own). */
+static int a2a_block(const Lists *mine, const Lists *theirs, int i) {
+  int s = mine->src[i], hits = 0, at = -1;
+  for (int j = 0; j < theirs->nd; j++)
+    if (theirs->dst[j] == me) hits++, at = j;
+  (void)s;
+  return hits == 1 ? at : -1;
+}
+
+/* The lists of rank r on communicator c, whatever its topology. */
+static void lists_of(MPI_Comm c, int kind, int r, Lists *l) {
+  int topo;
+  MPI_Topo_test(c, &topo);
+  if (topo == MPI_DIST_GRAPH) {
+    dist_lists(kind, r, l);
+    return;
+  }
+  if (topo == MPI_GRAPH) {
+    MPI_Graph_neighbors_count(c, r, &l->ns);
+    MPI_Graph_neighbors(c, r, l->ns, l->src);
+    l->nd = l->ns;
+    memcpy(l->dst, l->src, sizeof(int) * (size_t)l->ns);
+    return;
+  }
+  int nd, dims[8], periods[8], coords[8];
+  MPI_Cartdim_get(c, &nd);
+  MPI_Cart_get(c, nd, dims, periods, coords);
+  MPI_Cart_coords(c, r, nd, coords);
+  l->ns = 0;
+  for (int d = 0; d < nd; d++)
+    for (int s = -1; s <= 1; s += 2) {
+      int cc[8];
+      memcpy(cc, coords, sizeof(int) * (size_t)nd);
+      cc[d] += s;
+      int nr = MPI_PROC_NULL;
+      if (periods[d] || (cc[d] >= 0 && cc[d] < dims[d])) {
+        cc[d] = ((cc[d] % dims[d]) + dims[d]) % dims[d];
+        MPI_Cart_rank(c, cc, &nr);
+      }
+      l->src[l->ns++] = nr;
+    }
+  l->nd = l->ns;
+  memcpy(l->dst, l->src, sizeof(int) * (size_t)l->ns);
+}
+
+static void check_allgather(const char *what, const Lists *l, const int *rb, int count, int round) {
+  for (int i = 0; i < l->ns; i++)
+    for (int k = 0; k < count; k++) {
+      const int got = rb[i * count + k];
+      if (l->src[i] == MPI_PROC_NULL) CHECK(got == -5, "%s: slot %d (MPI_PROC_NULL) changed to %d", what, i, got);
+      else CHECK(got == val(l->src[i], k, round), "%s round %d: slot %d from %d value %d: %d != %d", what, round, i,
+                 l->src[i], k, got, val(l->src[i], k, round));
+    }
+}
+
+static void fill(int *b, int n, int v) {
+  for (int i = 0; i < n; i++) b[i] = v;
+}
+
+static void run(MPI_Comm c, int kind, const char *name) {
+  Lists l;
+  lists_of(c, kind, me, &l);
+  const int ns = l.ns, nd = l.nd;
+  int sb[64 * 8], rb[64 * 8];
+  char what[128];
+  /* allgather, counts changing between calls */
+  const int counts[4] = {3, 5, 0, 3};
+  for (int t = 0; t < 4; t++) {
+    const int n = counts[t];
+    for (int k = 0; k < n; k++) sb[k] = val(me, k, t);
+    fill(rb, 64 * 8, -5);
+    MPI_Neighbor_allgather(sb, n, MPI_INT, rb, n, MPI_INT, c);
+    snprintf(what, sizeof what, "%s allgather %d ints", name, n);
+    check_allgather(what, &l, rb, n, t);
+  }
+  /* derived contiguous types, different on the two sides */
+  {
+    MPI_Datatype two;
+    MPI_Type_contiguous(2, MPI_DOUBLE, &two);
+    MPI_Type_commit(&two);
+    double s[4], r[64 * 4];
+    for (int k = 0; k < 4; k++) s[k] = val(me, k, 9) + 0.5;
+    for (int k = 0; k < 64 * 4; k++) r[k] = -5;
+    MPI_Neighbor_allgather(s, 2, two, r, 4, MPI_DOUBLE, c);
+    for (int i = 0; i < ns; i++)
+      for (int k = 0; k < 4; k++)
+        CHECK(r[i * 4 + k] == (l.src[i] == MPI_PROC_NULL ? -5 : val(l.src[i], k, 9) + 0.5),
+              "%s allgather contiguous(2 doubles): slot %d value %d: %g", name, i, k, r[i * 4 + k]);
+    MPI_Type_free(&two);
+  }
+  /* alltoall: block j (2 ints) to destination j */
+  for (int j = 0; j < nd; j++) sb[2 * j] = val(me, j, 11), sb[2 * j + 1] = -val(me, j, 11);
+  fill(rb, 64 * 8, -5);
+  MPI_Neighbor_alltoall(sb, 2, MPI_INT, rb, 2, MPI_INT, c);
+  for (int i = 0; i < ns; i++) {
+    if (l.src[i] == MPI_PROC_NULL) {
+      CHECK(rb[2 * i] == -5 && rb[2 * i + 1] == -5, "%s alltoall: MPI_PROC_NULL slot %d changed", name, i);
+      continue;
+    }
+    Lists t;
+    lists_of(c, kind, l.src[i], &t);
+    const int j = a2a_block(&l, &t, i);
+    if (j < 0) continue; /* a rank listed twice: MPI's own pairing, not checked here */
+    CHECK(rb[2 * i] == val(l.src[i], j, 11) && rb[2 * i + 1] == -val(l.src[i], j, 11),
+          "%s alltoall: slot %d from %d: %d (block %d expected %d)", name, i, l.src[i], rb[2 * i], j,
+          val(l.src[i], j, 11));
+  }
+  /* non-blocking allgather mixed with the program's own requests */
+  {
+    int ring_in = -1, ring_out = me;
+    MPI_Request rq[3];
+    for (int k = 0; k < 4; k++) sb[k] = val(me, k, 21);
+    fill(rb, 64 * 8, -5);
+    MPI_Irecv(&ring_in, 1, MPI_INT, mod(me - 1), 5, MPI_COMM_WORLD, &rq[0]);
+    MPI_Ineighbor_allgather(sb, 4, MPI_INT, rb, 4, MPI_INT, c, &rq[1]);
+    MPI_Isend(&ring_out, 1, MPI_INT, mod(me + 1), 5, MPI_COMM_WORLD, &rq[2]);
+    MPI_Status st[3];
+    MPI_Waitall(3, rq, st);
+    CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL && rq[2] == MPI_REQUEST_NULL,
+          "%s Waitall left a request", name);
+    CHECK(ring_in == mod(me - 1) && st[0].MPI_SOURCE == mod(me - 1), "%s Waitall: own message wrong", name);
+    snprintf(what, sizeof what, "%s Ineighbor_allgather+Waitall", name);
+    check_allgather(what, &l, rb, 4, 21);
+    /* Testany: complete both by polling */
+    for (int k = 0; k < 4; k++) sb[k] = val(me, k, 22);
+    fill(rb, 64 * 8, -5);
+    MPI_Ineighbor_allgather(sb, 4, MPI_INT, rb, 4, MPI_INT, c, &rq[0]);
+    MPI_Irecv(&ring_in, 1, MPI_INT, mod(me - 1), 6, MPI_COMM_WORLD, &rq[1]);
+    MPI_Send(&ring_out, 1, MPI_INT, mod(me + 1), 6, MPI_COMM_WORLD);
+    int done = 0, seen[2] = {0, 0};
+    while (done < 2) {
+      int idx, flag;
+      MPI_Testany(2, rq, &idx, &flag, MPI_STATUS_IGNORE);
+      if (flag) {
+        CHECK(idx == 0 || idx == 1, "%s Testany: index %d", name, idx);
+        if (idx == 0 || idx == 1) seen[idx]++, done++;
+      }
+    }
+    CHECK(seen[0] == 1 && seen[1] == 1, "%s Testany: completions %d %d", name, seen[0], seen[1]);
+    snprintf(what, sizeof what, "%s Ineighbor_allgather+Testany", name);
+    check_allgather(what, &l, rb, 4, 22);
+    /* Waitsome */
+    for (int k = 0; k < 4; k++) sb[k] = val(me, k, 23);
+    fill(rb, 64 * 8, -5);
+    MPI_Irecv(&ring_in, 1, MPI_INT, mod(me - 1), 7, MPI_COMM_WORLD, &rq[0]);
+    MPI_Ineighbor_allgather(sb, 4, MPI_INT, rb, 4, MPI_INT, c, &rq[1]);
+    MPI_Send(&ring_out, 1, MPI_INT, mod(me + 1), 7, MPI_COMM_WORLD);
+    for (int left = 2; left > 0;) {
+      int out, idx[2];
+      MPI_Waitsome(2, rq, &out, idx, MPI_STATUSES_IGNORE);
+      CHECK(out != MPI_UNDEFINED && out > 0, "%s Waitsome: outcount %d", name, out);
+      if (out == MPI_UNDEFINED || out <= 0) break;
+      left -= out;
+    }
+    snprintf(what, sizeof what, "%s Ineighbor_allgather+Waitsome", name);
+    check_allgather(what, &l, rb, 4, 23);
+  }
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+  /* persistent: started with the program's own persistent requests */
+  {
+    int ring_in = -1, ring_out = 0;
+    MPI_Request rq[3];
+    MPIX_Neighbor_allgather_init(sb, 3, MPI_INT, rb, 3, MPI_INT, c, MPI_INFO_NULL, &rq[1]);
+    MPI_Recv_init(&ring_in, 1, MPI_INT, mod(me - 1), 8, MPI_COMM_WORLD, &rq[0]);
+    MPI_Send_init(&ring_out, 1, MPI_INT, mod(me + 1), 8, MPI_COMM_WORLD, &rq[2]);
+    for (int round = 30; round < 34; round++) {
+      for (int k = 0; k < 3; k++) sb[k] = val(me, k, round);
+      ring_out = me * 100 + round;
+      fill(rb, 64 * 8, -5);
+      MPI_Startall(3, rq);
+      if (round % 2 == 0) {
+        MPI_Waitall(3, rq, MPI_STATUSES_IGNORE);
+      } else {
+        int flag = 0;
+        while (!flag) MPI_Testall(3, rq, &flag, MPI_STATUSES_IGNORE);
+      }
+      CHECK(rq[1] != MPI_REQUEST_NULL, "%s persistent request freed by completion", name);
+      CHECK(ring_in == mod(me - 1) * 100 + round, "%s persistent: own message %d", name, ring_in);
+      snprintf(what, sizeof what, "%s MPIX_Neighbor_allgather_init", name);
+      check_allgather(what, &l, rb, 3, round);
+    }
+    /* an inactive persistent request completes at once */
+    MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+    for (int i = 0; i < 3; i++) MPI_Request_free(&rq[i]);
+    CHECK(rq[1] == MPI_REQUEST_NULL, "%s Request_free", name);
+  }
+#endif
+  /* passed on: allgatherv, alltoallv, a strided type, sizes that differ between ranks */
+  {
+    int rc[64], rd[64];
+    for (int i = 0; i < ns; i++) rc[i] = 2, rd[i] = 3 * i;
+    for (int k = 0; k < 2; k++) sb[k] = val(me, k, 41);
+    fill(rb, 64 * 8, -5);
+    MPI_Neighbor_allgatherv(sb, 2, MPI_INT, rb, rc, rd, MPI_INT, c);
+    for (int i = 0; i < ns; i++)
+      for (int k = 0; k < 2; k++)
+        if (l.src[i] != MPI_PROC_NULL)
+          CHECK(rb[3 * i + k] == val(l.src[i], k, 41), "%s allgatherv slot %d", name, i);
+    int sc[64], sd[64];
+    for (int j = 0; j < nd; j++) sc[j] = 1, sd[j] = j, sb[j] = val(me, j, 42);
+    for (int i = 0; i < ns; i++) rc[i] = 1, rd[i] = i;
+    fill(rb, 64 * 8, -5);
+    MPI_Neighbor_alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, c);
+    for (int i = 0; i < ns; i++) {
+      if (l.src[i] == MPI_PROC_NULL) continue;
+      Lists t;
+      lists_of(c, kind, l.src[i], &t);
+      const int j = a2a_block(&l, &t, i);
+      if (j >= 0) CHECK(rb[i] == val(l.src[i], j, 42), "%s alltoallv slot %d", name, i);
+    }
+    MPI_Datatype strided;
+    MPI_Type_vector(3, 1, 2, MPI_INT, &strided);
+    MPI_Type_commit(&strided);
+    for (int k = 0; k < 6; k++) sb[k] = k % 2 ? -1 : val(me, k / 2, 43);
+    fill(rb, 64 * 8, -5);
+    MPI_Neighbor_allgather(sb, 1, strided, rb, 3, MPI_INT, c);
+    snprintf(what, sizeof what, "%s allgather strided type", name);
+    check_allgather(what, &l, rb, 3, 43);
+    MPI_Type_free(&strided);
+  }
+}
+
+/* Block sizes that differ between ranks: rank r sends 1 + r % 3 ints to its successor only. */
+static void run_varying(void) {
+  MPI_Comm g;
+  int s = mod(me - 1), d = mod(me + 1);
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, P > 1, &s, MPI_UNWEIGHTED, P > 1, &d, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                                 &g);
+  int sb[4], rb[4] = {-5, -5, -5, -5};
+  const int mine = 1 + me % 3, theirs = 1 + s % 3;
+  for (int k = 0; k < mine; k++) sb[k] = val(me, k, 51);
+  MPI_Neighbor_allgather(sb, mine, MPI_INT, rb, theirs, MPI_INT, g);
+  if (P > 1)
+    for (int k = 0; k < theirs; k++) CHECK(rb[k] == val(s, k, 51), "varying sizes: value %d: %d", k, rb[k]);
+  MPI_Comm_free(&g);
+}
+
+static int break_promise(void) {
+  Lists l;
+  dist_lists(0, me, &l);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "sparsecomm_fixed_counts", "true");
+  MPI_Comm g;
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, l.ns, l.src, MPI_UNWEIGHTED, l.nd, l.dst, MPI_UNWEIGHTED, info, 0, &g);
+  MPI_Info_free(&info);
+  MPI_Comm_set_errhandler(g, MPI_ERRORS_RETURN);
+  int sb[5] = {1, 2, 3, 4, 5}, rb[64 * 5];
+  const int first = MPI_Neighbor_allgather(sb, 4, MPI_INT, rb, 4, MPI_INT, g);
+  const int second = MPI_Neighbor_allgather(sb, 5, MPI_INT, rb, 5, MPI_INT, g);
+  printf("nbr_shapes [rank %d]: first call %s, second call with other counts %s\n", me,
+         first == MPI_SUCCESS ? "succeeded" : "failed", second == MPI_SUCCESS ? "succeeded" : "returned an error");
+  MPI_Comm_free(&g);
+  MPI_Finalize();
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  if (argc > 1 && !strcmp(argv[1], "-break-promise")) return break_promise();
+  const char *names[4] = {"ring", "random", "dup+self", "empty rank 0"};
+  for (int kind = 0; kind < 4; kind++) {
+    Lists l;
+    dist_lists(kind, me, &l);
+    MPI_Comm g;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, l.ns, l.src, MPI_UNWEIGHTED, l.nd, l.dst, MPI_UNWEIGHTED,
+                                   MPI_INFO_NULL, 0, &g);
+    run(g, kind, names[kind]);
+    MPI_Comm_free(&g);
+  }
+  { /* the hint: counts fixed (only the sizes of its first call on this communicator) */
+    Lists l;
+    dist_lists(0, me, &l);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "sparsecomm_fixed_counts", "true");
+    MPI_Comm g;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, l.ns, l.src, MPI_UNWEIGHTED, l.nd, l.dst, MPI_UNWEIGHTED, info, 0,
+                                   &g);
+    MPI_Info_free(&info);
+    int sb[4], rb[64 * 4];
+    for (int round = 60; round < 64; round++) {
+      MPI_Request rq;
+      for (int k = 0; k < 4; k++) sb[k] = val(me, k, round);
+      fill(rb, 64 * 4, -5);
+      if (round % 2) {
+        MPI_Ineighbor_allgather(sb, 4, MPI_INT, rb, 4, MPI_INT, g, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Neighbor_allgather(sb, 4, MPI_INT, rb, 4, MPI_INT, g);
+      }
+      check_allgather("fixed counts", &l, rb, 4, round);
+    }
+    MPI_Comm_free(&g);
+  }
+  const int periodic[2][2] = {{1, 1}, {0, 0}};
+  for (int v = 0; v < 3; v++) {
+    int dims[2] = {0, 0}, nd = v == 2 ? 1 : 2;
+    MPI_Dims_create(P, nd, dims);
+    MPI_Comm c;
+    MPI_Cart_create(MPI_COMM_WORLD, nd, dims, v == 2 ? periodic[0] : periodic[v], 0, &c);
+    run(c, 0, v == 0 ? "cart 2-D periodic" : v == 1 ? "cart 2-D non-periodic" : "cart 1-D periodic");
+    MPI_Comm_free(&c);
+  }
+  { /* MPI_Graph_create: a ring (both ways) */
+    int *index = malloc(sizeof(int) * (size_t)P), *edges = malloc(sizeof(int) * 2 * (size_t)P), ne = 0;
+    for (int r = 0; r < P; r++) {
+      if (P > 1) edges[ne++] = (r + 1) % P;
+      if (P > 2) edges[ne++] = (r + P - 1) % P;
+      index[r] = ne;
+    }
+    MPI_Comm c;
+    MPI_Graph_create(MPI_COMM_WORLD, P, index, edges, 0, &c);
+    run(c, 0, "graph ring");
+    MPI_Comm_free(&c);
+    free(index), free(edges);
+  }
+  run_varying();
+  long tot[2] = {checks, wrong}, all[2];
+  MPI_Allreduce(tot, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0) printf("nbr_shapes: %ld values checked on %d ranks, %ld wrong\n", all[0], P, all[1]);
+  MPI_Finalize();
+  return all[1] ? 1 : 0;
+}
