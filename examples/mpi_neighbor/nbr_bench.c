@@ -26,6 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wstringop-overread" /* MPI_UNWEIGHTED is a zero-length array to GCC */
+#endif
+
 static uint64_t mix(uint64_t x) {
   x ^= x >> 33, x *= 0xff51afd7ed558ccdULL, x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ULL;
   return x ^ (x >> 33);
@@ -97,23 +101,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-fixed-counts")) fixed = atoi(argv[i + 1]);
   }
   neighbors(topo, rank, p, &dst, &nd, &src, &ns);
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overread" /* MPI_UNWEIGHTED is a zero-length array to GCC */
-#endif
   MPI_Info info = MPI_INFO_NULL;
   if (fixed) {
     MPI_Info_create(&info);
     MPI_Info_set(info, "sparsecomm_fixed_counts", "true");
   }
-  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, ns, src, MPI_UNWEIGHTED, nd, dst, MPI_UNWEIGHTED, info, 0, &g);
-  if (fixed) MPI_Info_free(&info);
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
   char *sizes = strdup(sizes_arg);
   for (char *tok = strtok(sizes, ","); tok; tok = strtok(NULL, ",")) {
     const size_t B = (size_t)atol(tok);
+    /* a communicator per size: with the hint, its counts are fixed */
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, ns, src, MPI_UNWEIGHTED, nd, dst, MPI_UNWEIGHTED, info, 0, &g);
     unsigned char *sb = malloc(B * (size_t)(nd > 0 ? nd : 1) + 1), *rb = malloc(B * (size_t)(ns > 0 ? ns : 1) + 1);
     for (int call = 0; call < 4; call++) {
       const char *names[4] = {"MPI_Neighbor_allgather", "MPI_Ineighbor_allgather", "MPIX_Neighbor_allgather_init",
@@ -156,11 +153,12 @@ int main(int argc, char **argv) {
                allbad ? "WRONG BYTES" : "verified");
     }
     free(sb), free(rb);
+    MPI_Comm_free(&g);
   }
+  if (fixed) MPI_Info_free(&info);
   int allbad = 0;
   MPI_Allreduce(&bad, &allbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   free(sizes), free(dst), free(src);
-  MPI_Comm_free(&g);
   MPI_Finalize();
   return allbad ? 1 : 0;
 }

@@ -323,15 +323,22 @@ static void run_varying(void) {
   MPI_Comm_free(&g);
 }
 
-static int break_promise(void) {
-  Lists l;
-  dist_lists(0, me, &l);
+/* The ring communicator created with the hint sparsecomm_fixed_counts = true. */
+static MPI_Comm hinted_ring(Lists *l) {
+  dist_lists(0, me, l);
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "sparsecomm_fixed_counts", "true");
   MPI_Comm g;
-  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, l.ns, l.src, MPI_UNWEIGHTED, l.nd, l.dst, MPI_UNWEIGHTED, info, 0, &g);
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, l->ns, l->src, MPI_UNWEIGHTED, l->nd, l->dst, MPI_UNWEIGHTED, info, 0,
+                                 &g);
   MPI_Info_free(&info);
+  return g;
+}
+
+static int break_promise(void) {
+  Lists l;
+  MPI_Comm g = hinted_ring(&l);
   MPI_Comm_set_errhandler(g, MPI_ERRORS_RETURN);
   int sb[5] = {1, 2, 3, 4, 5}, rb[64 * 5];
   const int first = MPI_Neighbor_allgather(sb, 4, MPI_INT, rb, 4, MPI_INT, g);
@@ -360,14 +367,7 @@ int main(int argc, char **argv) {
   }
   { /* the hint: counts fixed (only the sizes of its first call on this communicator) */
     Lists l;
-    dist_lists(0, me, &l);
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "sparsecomm_fixed_counts", "true");
-    MPI_Comm g;
-    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, l.ns, l.src, MPI_UNWEIGHTED, l.nd, l.dst, MPI_UNWEIGHTED, info, 0,
-                                   &g);
-    MPI_Info_free(&info);
+    MPI_Comm g = hinted_ring(&l);
     int sb[4], rb[64 * 4];
     for (int round = 60; round < 64; round++) {
       MPI_Request rq;
