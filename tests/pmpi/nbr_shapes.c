@@ -11,9 +11,10 @@
  * receive 4 doubles), MPI_Neighbor_alltoall, MPI_Ineighbor_allgather completed together
  * with the program's own requests by MPI_Waitall, MPI_Testany and MPI_Waitsome, the
  * persistent MPIX_Neighbor_allgather_init started by MPI_Startall with the program's own
- * persistent requests and completed by MPI_Waitall and MPI_Testall, and the cases the
- * layer passes on: MPI_Neighbor_allgatherv, MPI_Neighbor_alltoallv, a strided (vector)
- * type, block sizes that differ between ranks.
+ * persistent requests and completed by MPI_Waitall and MPI_Testall,
+ * MPI_Neighbor_allgatherv (slots in reverse order with gaps, twice) and
+ * MPI_Neighbor_alltoallv (0-2 ints per edge, spaced out), and the cases the layer passes
+ * on: a strided (vector) type, block sizes that differ between ranks.
  * Prints "nbr_shapes: <checks> values checked on <P> ranks, <wrong> wrong"; exit 1 on any.
  *
  * nbr_shapes -break-promise: on a communicator created with sparsecomm_fixed_counts =
@@ -276,25 +277,52 @@ static void run(MPI_Comm c, int kind, const char *name) {
   /* passed on: allgatherv, alltoallv, a strided type, sizes that differ between ranks */
   {
     int rc[64], rd[64];
-    for (int i = 0; i < ns; i++) rc[i] = 2, rd[i] = 3 * i;
-    for (int k = 0; k < 2; k++) sb[k] = val(me, k, 41);
-    fill(rb, 64 * 8, -5);
-    MPI_Neighbor_allgatherv(sb, 2, MPI_INT, rb, rc, rd, MPI_INT, c);
-    for (int i = 0; i < ns; i++)
-      for (int k = 0; k < 2; k++)
-        if (l.src[i] != MPI_PROC_NULL)
-          CHECK(rb[3 * i + k] == val(l.src[i], k, 41), "%s allgatherv slot %d", name, i);
+    /* allgatherv: rank r sends 2 ints; slots in reverse order with gaps */
+    for (int i = 0; i < ns; i++) rc[i] = l.src[i] == MPI_PROC_NULL ? 0 : 2, rd[i] = 3 * (ns - 1 - i);
+    for (int round = 0; round < 2; round++) {
+      for (int k = 0; k < 2; k++) sb[k] = val(me, k, 41 + round);
+      fill(rb, 64 * 8, -5);
+      MPI_Neighbor_allgatherv(sb, 2, MPI_INT, rb, rc, rd, MPI_INT, c);
+      for (int i = 0; i < ns; i++) {
+        for (int k = 0; k < rc[i]; k++)
+          CHECK(rb[rd[i] + k] == val(l.src[i], k, 41 + round), "%s allgatherv slot %d value %d: %d", name, i, k,
+                rb[rd[i] + k]);
+        CHECK(rb[rd[i] + 2] == -5, "%s allgatherv wrote into the gap after slot %d", name, i);
+      }
+    }
+    /* alltoallv: edge j carries (sender + j) % 3 ints (zero for some), blocks spaced out */
     int sc[64], sd[64];
-    for (int j = 0; j < nd; j++) sc[j] = 1, sd[j] = j, sb[j] = val(me, j, 42);
-    for (int i = 0; i < ns; i++) rc[i] = 1, rd[i] = i;
+    for (int j = 0, at = 0; j < nd; j++) {
+      sc[j] = (me + j) % 3, sd[j] = at;
+      for (int e = 0; e < sc[j]; e++) sb[at + e] = val(me, j, 42 + e);
+      at += sc[j] + 1;
+    }
+    for (int i = 0, at = 0; i < ns; i++) {
+      Lists t;
+      int j = -1;
+      if (l.src[i] != MPI_PROC_NULL) lists_of(c, kind, l.src[i], &t), j = a2a_block(&l, &t, i);
+      rc[i] = j >= 0 ? (l.src[i] + j) % 3 : 0, rd[i] = at; /* a rank listed twice gets nothing here */
+      at += rc[i] + 2;
+    }
+    int dupe = 0; /* alltoallv counts for a rank listed twice are ambiguous: skip the call */
+    for (int i = 0; i < ns; i++)
+      if (l.src[i] != MPI_PROC_NULL) {
+        Lists t;
+        lists_of(c, kind, l.src[i], &t);
+        dupe |= a2a_block(&l, &t, i) < 0;
+      }
+    int anydupe = 0;
+    MPI_Allreduce(&dupe, &anydupe, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     fill(rb, 64 * 8, -5);
-    MPI_Neighbor_alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, c);
-    for (int i = 0; i < ns; i++) {
+    if (!anydupe) MPI_Neighbor_alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, c);
+    for (int i = 0; i < ns && !anydupe; i++) {
       if (l.src[i] == MPI_PROC_NULL) continue;
       Lists t;
       lists_of(c, kind, l.src[i], &t);
       const int j = a2a_block(&l, &t, i);
-      if (j >= 0) CHECK(rb[i] == val(l.src[i], j, 42), "%s alltoallv slot %d", name, i);
+      for (int e = 0; e < rc[i]; e++)
+        CHECK(rb[rd[i] + e] == val(l.src[i], j, 42 + e), "%s alltoallv slot %d value %d: %d", name, i, e, rb[rd[i] + e]);
+      CHECK(rb[rd[i] + rc[i]] == -5, "%s alltoallv wrote past slot %d", name, i);
     }
     MPI_Datatype strided;
     MPI_Type_vector(3, 1, 2, MPI_INT, &strided);

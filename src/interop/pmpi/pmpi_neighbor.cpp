@@ -7,20 +7,26 @@
 //   MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPIX_Neighbor_allgather_init (Open
 //     MPI 4.1's persistent extension; MPI-4's MPI_Neighbor_allgather_init where mpi.h has
 //     it): gather plans (combining over common neighborhoods, or direct);
-//   MPI_Neighbor_alltoall (blocking): a halo plan with one entry per edge;
+//   MPI_Neighbor_allgatherv (blocking): a gather plan that learns its sources' sizes;
+//   MPI_Neighbor_alltoall and _alltoallv (blocking): a halo plan with an entry per block
+//     (per element of the type for alltoallv);
 // on distributed-graph, Cartesian and graph communicators, with contiguous send and
-// receive types (named, or contiguous/dup over one) of one block size on every rank.
+// receive types (named, or contiguous/dup over one; allgather and alltoall: one block size
+// on every rank; alltoallv: send and receive types of one size).
 // Neighbor lists are MPI's: duplicate edges (allgather: one message per pair, copied into
 // every slot), self edges (a local copy), MPI_PROC_NULL neighbors of non-periodic
 // Cartesian dimensions (slot left untouched). The alltoall pairs blocks by rank, so a list
 // where a rank appears twice is passed on (MPI's pairing by order is its business).
 // Passed on: MPI_IN_PLACE, non-contiguous types, intercommunicators, communicators without
-// topology, block sizes that differ between ranks, allgatherv/alltoallv/alltoallw and the
-// non-blocking and persistent alltoall forms (not defined here: MPI's own).
+// topology, allgather/alltoall block sizes that differ between ranks; not defined here, so
+// MPI's own: alltoallw, and the non-blocking and persistent forms of allgatherv, alltoall,
+// alltoallv (a halo plan cannot yet be completed by polling).
 //
 // Which path a call takes must be the same on every rank (a plan is collective):
 //  - blocking calls agree first: one PMPI_Allreduce of four integers (can this rank run it,
-//    its block size as min and max, a bad setting). With the hint that counts are fixed
+//    its block size as min and max, a bad setting); allgatherv/alltoallv of three (can it,
+//    has its signature - a hash of counts and displacements - changed, a bad setting), and
+//    a change anywhere rebuilds the plan everywhere. With the hint that counts are fixed
 //    (MPI_Info key "sparsecomm_fixed_counts" = "true" given when the topology communicator
 //    is created, or SPARSECOMM_MPI_FIXED_COUNTS=1), only the first call per communicator
 //    and function agrees; later calls check their local signature against the agreed one
@@ -72,8 +78,9 @@
 namespace sparsecomm::pmpi {
 namespace {
 
-enum Kind { kAllgather = 0, kAlltoall = 1 };
-const char* const kCallName[2] = {"MPI_Neighbor_allgather", "MPI_Neighbor_alltoall"};
+enum Kind { kAllgather = 0, kAlltoall = 1, kAllgatherv = 2, kAlltoallv = 3 };
+const char* const kCallName[4] = {"MPI_Neighbor_allgather", "MPI_Neighbor_alltoall", "MPI_Neighbor_allgatherv",
+                                  "MPI_Neighbor_alltoallv"};
 enum Mode { kBlocking, kNonblocking, kPersistent };
 constexpr int kSelf = -1, kNull = -2;  // slots of a neighbor list that are not another rank
 
@@ -90,7 +97,8 @@ struct Global {
   bool verbose = false, disabled = false, checked = false;
   int keyval = MPI_KEYVAL_INVALID;
   int world_rank = -1;
-  long handled[4] = {}, passed[4] = {};  // allgather, alltoall, ineighbor_allgather, allgather_init
+  // allgather, alltoall, ineighbor_allgather, allgather_init, allgatherv, alltoallv
+  long handled[6] = {}, passed[6] = {};
   Global() {
     const auto get = [](const char* n) -> const char* {
       const char* v = std::getenv(n);
@@ -109,8 +117,9 @@ struct Global {
     std::fprintf(stderr,
                  "sparsecomm mpi [rank %d]: through sparsecomm / passed to MPI: MPI_Neighbor_allgather %ld/%ld, "
                  "MPI_Neighbor_alltoall %ld/%ld, MPI_Ineighbor_allgather %ld/%ld, MPIX_Neighbor_allgather_init "
-                 "%ld/%ld\n",
-                 world_rank, handled[0], passed[0], handled[1], passed[1], handled[2], passed[2], handled[3], passed[3]);
+                 "%ld/%ld, MPI_Neighbor_allgatherv %ld/%ld, MPI_Neighbor_alltoallv %ld/%ld\n",
+                 world_rank, handled[0], passed[0], handled[1], passed[1], handled[2], passed[2], handled[3], passed[3],
+                 handled[4], passed[4], handled[5], passed[5]);
   }
 };
 
@@ -206,12 +215,17 @@ struct CommPlans {
   Neighbors nb;
   Settings settings;
   std::unique_ptr<Locality> loc;
-  std::map<int64_t, std::shared_ptr<Choice>> cache[2];  // per block size
+  std::map<int64_t, std::shared_ptr<Choice>> cache[2];  // allgather, alltoall: per block size
+  struct Last {  // allgatherv, alltoallv: the choice of the last signature
+    bool built = false;
+    uint64_t hash = 0;
+    std::shared_ptr<Choice> choice;
+  } last[2];
   struct Agreed {
     bool valid = false;
-    int64_t local = -1;  // this rank's signature when agreed (block bytes, or -1: cannot)
+    int64_t local = -1;  // this rank's signature when agreed (block bytes or a hash, or -1: cannot)
     std::shared_ptr<Choice> choice;
-  } agreed[2];  // under the fixed-counts hint
+  } agreed[4];  // under the fixed-counts hint
 };
 
 int delete_plans(MPI_Comm, int, void* value, void*) {
@@ -291,22 +305,18 @@ std::string check_settings(const Settings& s) {
   std::exit(2);
 }
 
-void report(const CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes, const std::string& what) {
+// `label`: the blocks, e.g. "4-byte blocks".
+void report(const CommPlans& p, MPI_Comm comm, Kind k, const std::string& label, const std::string& what) {
   if (!global().verbose) return;
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
   if (rank == 0)
-    std::fprintf(stderr, "sparsecomm mpi: communicator %p, %s of %lld-byte blocks%s: %s\n",
-                 static_cast<void*>(comm), kCallName[k], static_cast<long long>(bytes),
-                 p.settings.fixed ? " (counts fixed)" : "", what.c_str());
+    std::fprintf(stderr, "sparsecomm mpi: communicator %p, %s of %s%s: %s\n", static_cast<void*>(comm), kCallName[k],
+                 label.c_str(), p.settings.fixed ? " (counts fixed)" : "", what.c_str());
 }
 
-GatherOptions gather_options() {
-  GatherOptions go;
-  go.value_bytes = 1;
-  go.same_count = true;
-  return go;
-}
+std::string block_label(int64_t bytes) { return std::to_string(bytes) + "-byte blocks"; }
+
 
 // How much faster the model must predict the combining plan before `auto` takes it over
 // MPI's own. The model's default constants are not this machine's (experiments/pmpi/
@@ -315,60 +325,73 @@ GatherOptions gather_options() {
 // (Moore 2,3 at 4-64 B on the emulated cluster: 1.3-1.6x) predict 1.5x and more.
 constexpr double kAutoMargin = 1.3;
 
-// Collective. The agreed choice for (k, bytes): a plan, or null for MPI's own.
-std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes) {
-  auto c = std::make_shared<Choice>();
-  if (bytes == 0) {
-    c->nothing = true;
-    report(p, comm, k, bytes, "nothing to move");
-    return c;
-  }
+// auto's verdict, reported: keep the combining plan (predicted tc) over MPI's own (td)?
+bool auto_keeps(const CommPlans& p, MPI_Comm comm, Kind k, const std::string& label, double tc, double td) {
+  char why[160];
+  std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct: ", tc * 1e6, td * 1e6);
+  const bool keep = tc * kAutoMargin < td;
+  report(p, comm, k, label, std::string(why) + (keep ? "combined" : "MPI's own"));
+  return keep;
+}
+
+// Collective. The agreed choice of an allgather(v) where this rank sends `bytes`: a gather
+// plan, or null for MPI's own. same_count: every rank sends `bytes` (allgather).
+std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes, bool same_count,
+                                     const std::string& label) {
   const Settings& s = p.settings;
   if (s.backend == "mpi") {
-    report(p, comm, k, bytes, "MPI's own (backend mpi)");
+    report(p, comm, k, label, "MPI's own (backend mpi)");
     return nullptr;
   }
   if (!p.loc) p.loc = std::make_unique<Locality>(Locality::parse(comm, s.regions));
-  const ModelParams model = ModelParams::load();
-  if (k == kAllgather) {
-    Topology t;
-    t.sources = p.nb.uniq_src, t.destinations = p.nb.uniq_dst;
-    const auto make = [&](const std::string& name) {
-      GatherOptions go = gather_options();
-      if (name == "combined") {
-        CombiningOptions co = combining_from(go.backend, go.sdde);
-        if (s.k) co.k = s.k;
-        if (s.aware >= 0) co.aware = s.aware != 0;
-        set_combining(go.backend, co);
-      }
-      return make_gather_plan(name, t, *p.loc, comm, bytes, go);
-    };
-    if (s.backend == "auto") {
-      auto combined = make("combined");
-      const double tc = predict_gather(*combined, model, comm);
-      const double td = predict_gather(*make("p2p"), model, comm);  // what MPI's direct exchange costs
-      char why[160];
-      std::snprintf(why, sizeof why, "predicted %.1f us combined against %.1f us direct: ", tc * 1e6, td * 1e6);
-      if (tc * kAutoMargin >= td) {
-        report(p, comm, k, bytes, std::string("auto ") + why + "MPI's own");
-        return nullptr;
-      }
-      report(p, comm, k, bytes, std::string("auto ") + why + "combined");
-      c->gather = std::move(combined);
-    } else {
-      c->gather = make(s.backend);
-      report(p, comm, k, bytes, c->gather->name() + " plan built");
+  Topology t;
+  t.sources = p.nb.uniq_src, t.destinations = p.nb.uniq_dst;
+  const auto make = [&](const std::string& name) {
+    GatherOptions go;
+    go.value_bytes = 1;
+    go.same_count = same_count;
+    if (name == "combined") {
+      CombiningOptions co = combining_from(go.backend, go.sdde);
+      if (s.k) co.k = s.k;
+      if (s.aware >= 0) co.aware = s.aware != 0;
+      set_combining(go.backend, co);
     }
-    if (!p.nb.src_identity) c->staging.resize(p.nb.uniq_src.size() * static_cast<size_t>(bytes) + 1);
-    return c;
+    return make_gather_plan(name, t, *p.loc, comm, bytes, go);
+  };
+  auto c = std::make_shared<Choice>();
+  if (s.backend == "auto") {
+    const ModelParams model = ModelParams::load();
+    auto combined = make("combined");
+    const double tc = predict_gather(*combined, model, comm);
+    const double td = predict_gather(*make("p2p"), model, comm);  // what MPI's direct exchange costs
+    if (!auto_keeps(p, comm, k, label, tc, td)) return nullptr;
+    c->gather = std::move(combined);
+  } else {
+    c->gather = make(s.backend);
+    report(p, comm, k, label, c->gather->name() + " plan built");
   }
-  // Alltoall: a halo Pattern with one entry per edge to another rank (block j of the send
-  // buffer goes to destination j; the block from source i lands in slot i), ids unique per
-  // pair (sender * P + receiver); self edges are a copy, MPI_PROC_NULL slots nothing.
+  if (!p.nb.src_identity || k == kAllgatherv) c->staging.resize(static_cast<size_t>(c->gather->recv_total()) + 1);
+  return c;
+}
+
+// Collective. The agreed choice of an alltoall(v): a halo Pattern with an entry per `unit`
+// bytes of each edge to another rank (destination j: counts[j] units from displs[j] of the
+// send buffer; source i: rcounts[i] units at rdispls[i] of the receive buffer), ids unique
+// per (sender, receiver, unit); self edges are a copy, MPI_PROC_NULL slots nothing.
+std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t unit, const int* scounts,
+                                   const int* sdispls, const int* rcounts, const int* rdispls,
+                                   const std::string& label) {
+  const Settings& s = p.settings;
+  if (s.backend == "mpi") {
+    report(p, comm, k, label, "MPI's own (backend mpi)");
+    return nullptr;
+  }
+  if (!p.loc) p.loc = std::make_unique<Locality>(Locality::parse(comm, s.regions));
   int me = 0, np = 1;
   PMPI_Comm_rank(comm, &me);
   PMPI_Comm_size(comm, &np);
-  const auto side = [&](const std::vector<int>& mpi_order, bool send) {
+  int32_t extent[2] = {0, 0};
+  const auto side = [&](const std::vector<int>& mpi_order, const int* counts, const int* displs, bool send) {
     PatternSide ps;
     std::vector<int> order;
     for (size_t i = 0; i < mpi_order.size(); ++i)
@@ -376,37 +399,54 @@ std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_
     std::sort(order.begin(), order.end(), [&](int a, int b) { return mpi_order[a] < mpi_order[b]; });
     for (int i : order) {
       const int r = mpi_order[static_cast<size_t>(i)];
+      const int64_t pair = send ? static_cast<int64_t>(me) * np + r : static_cast<int64_t>(r) * np + me;
       ps.ranks.push_back(r);
-      ps.offsets.push_back(static_cast<int64_t>(ps.ranks.size()));
-      ps.indices.push_back(i);
-      ps.global_ids.push_back(send ? static_cast<int64_t>(me) * np + r : static_cast<int64_t>(r) * np + me);
+      for (int e = 0; e < counts[i]; ++e) {
+        ps.indices.push_back(displs[i] + e);
+        ps.global_ids.push_back((pair << 31) + e);
+      }
+      ps.offsets.push_back(static_cast<int64_t>(ps.indices.size()));
     }
+    for (size_t i = 0; i < mpi_order.size(); ++i)
+      extent[send ? 0 : 1] = std::max(extent[send ? 0 : 1], displs[i] + counts[i]);
     return ps;
   };
-  Pattern pat(side(p.nb.destinations, true), side(p.nb.sources, false),
-              static_cast<int32_t>(p.nb.destinations.size()), static_cast<int32_t>(p.nb.sources.size()));
+  PatternSide send = side(p.nb.destinations, scounts, sdispls, true);
+  PatternSide recv = side(p.nb.sources, rcounts, rdispls, false);
+  Pattern pat(std::move(send), std::move(recv), extent[0], extent[1]);
   PlanOptions po;
-  po.value_bytes = bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 1;
-  po.width = static_cast<int>(bytes / po.value_bytes);
+  po.value_bytes = unit % 8 == 0 ? 8 : unit % 4 == 0 ? 4 : 1;
+  po.width = static_cast<int>(unit / po.value_bytes);
+  auto c = std::make_shared<Choice>();
   if (s.backend == "auto") {
+    const ModelParams model = ModelParams::load();
     auto combined = make_plan("combined", pat, *p.loc, comm, po);
     const double tc = predict_iteration(*combined, model, comm);
     const double td = predict_iteration(*make_plan("p2p", pat, *p.loc, comm, po), model, comm);
-    char why[160];
-    std::snprintf(why, sizeof why, "predicted %.1f us combined against %.1f us direct: ", tc * 1e6, td * 1e6);
-    if (tc * kAutoMargin >= td) {
-      report(p, comm, k, bytes, std::string("auto ") + why + "MPI's own");
-      return nullptr;
-    }
-    report(p, comm, k, bytes, std::string("auto ") + why + "combined");
+    if (!auto_keeps(p, comm, k, label, tc, td)) return nullptr;
     c->halo = std::move(combined);
     return c;
   }
   const auto names = backend_names();
   const bool halo_named = std::find(names.begin(), names.end(), s.backend) != names.end();
   c->halo = make_plan(halo_named ? s.backend : "p2p", pat, *p.loc, comm, po);
-  report(p, comm, k, bytes, c->halo->name() + " plan built");
+  report(p, comm, k, label, c->halo->name() + " plan built");
   return c;
+}
+
+// Collective. The agreed choice of an allgather or alltoall of `bytes`-byte blocks.
+std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes) {
+  if (bytes == 0) {
+    auto c = std::make_shared<Choice>();
+    c->nothing = true;
+    report(p, comm, k, block_label(bytes), "nothing to move");
+    return c;
+  }
+  if (k == kAllgather) return build_gather(p, comm, k, bytes, true, block_label(bytes));
+  const size_t n = std::max(p.nb.sources.size(), p.nb.destinations.size());
+  std::vector<int> ones(n, 1), iota(n);
+  for (size_t i = 0; i < n; ++i) iota[i] = static_cast<int>(i);
+  return build_halo(p, comm, k, bytes, ones.data(), iota.data(), ones.data(), iota.data(), block_label(bytes));
 }
 
 // The agreed choice of a call, or null for MPI's own. `local`: this rank's block bytes, or
@@ -455,6 +495,58 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
   }
   if (p->settings.fixed && mode != kPersistent) a = {true, local, c};
   return c;
+}
+
+// The same for allgatherv / alltoallv, whose signature is a hash of this rank's counts
+// (and displacements where the plan depends on them): one PMPI_Allreduce of {cannot,
+// changed, bad setting}; a change on any rank rebuilds the plan on every rank (`build`,
+// collective). With the hint, only the first call agrees.
+template <class Build>
+std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash, Build build, bool* broken) {
+  Global& g = global();
+  *broken = false;
+  if (g.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
+  if (g.disabled) return nullptr;
+  const std::shared_ptr<CommPlans> p = plans_of(g, comm);
+  if (!p->usable) return nullptr;
+  if (!p->nb.pairs_unique && k == kAlltoallv) can = false;
+  const int64_t local = can ? static_cast<int64_t>(hash >> 1) : -1;
+  CommPlans::Agreed& a = p->agreed[k];
+  if (p->settings.fixed && a.valid) {
+    *broken = local != a.local;
+    return a.choice;
+  }
+  CommPlans::Last& last = p->last[k - kAllgatherv];
+  std::string error;
+  if (!g.checked) error = check_settings(p->settings);
+  const int in[3] = {can ? 0 : 1, can && !(last.built && last.hash == hash) ? 1 : 0, error.empty() ? 0 : 1};
+  int out[3];
+  PMPI_Allreduce(in, out, 3, MPI_INT, MPI_MAX, comm);
+  if (out[2]) bad_settings(comm, error, true);
+  g.checked = true;
+  std::shared_ptr<Choice> c;
+  if (!out[0]) {
+    if (out[1]) {
+      try {
+        last.choice = build(*p);
+      } catch (const std::exception& e) {  // plan set-up failed on every rank alike
+        fail(e.what());
+      }
+      last.built = true, last.hash = hash;
+    }
+    c = last.choice;
+  }
+  if (p->settings.fixed) a = {true, local, c};
+  return c;
+}
+
+// FNV-1a over some int arrays: the signature of a v-call.
+uint64_t hash_ints(uint64_t h, const int* v, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<uint32_t>(v[i]);
+    h *= 1099511628211ULL;
+  }
+  return h;
 }
 
 // The signature of a call: its block bytes when this rank can run it, -1 otherwise.
@@ -542,18 +634,57 @@ struct Block {
   unsigned char b[N];
 };
 
-void run_alltoall(const Neighbors& nb, Choice& c, const void* send, void* recv, size_t B) {
-  if (c.nothing) return;
+void run_halo(Choice& c, const void* send, void* recv) {
   Plan& plan = *c.halo;
   const int vb = plan.options().value_bytes;
   if (vb == 8) plan.exchange(static_cast<const Block<8>*>(send), static_cast<Block<8>*>(recv));
   else if (vb == 4) plan.exchange(static_cast<const Block<4>*>(send), static_cast<Block<4>*>(recv));
   else plan.exchange(static_cast<const Block<1>*>(send), static_cast<Block<1>*>(recv));
-  for (size_t i = 0; i < nb.sources.size(); ++i)  // the self edge (at most one: pairs are unique)
+}
+
+// The self edge of an alltoall(v) (at most one: pairs are unique): destination j's units
+// at sdispls[j] land in source slot i at rdispls[i].
+void copy_self(const Neighbors& nb, const void* send, void* recv, size_t unit, const int* scounts, const int* sdispls,
+               const int* rdispls) {
+  for (size_t i = 0; i < nb.sources.size(); ++i)
     if (nb.src_slot[i] == kSelf)
       for (size_t j = 0; j < nb.destinations.size(); ++j)
         if (nb.destinations[j] == nb.sources[i])
-          std::memcpy(static_cast<char*>(recv) + i * B, static_cast<const char*>(send) + j * B, B);
+          std::memcpy(static_cast<char*>(recv) + static_cast<size_t>(rdispls[i]) * unit,
+                      static_cast<const char*>(send) + static_cast<size_t>(sdispls[j]) * unit,
+                      static_cast<size_t>(scounts[j]) * unit);
+}
+
+void run_alltoall(const Neighbors& nb, Choice& c, const void* send, void* recv, size_t B) {
+  if (c.nothing) return;
+  run_halo(c, send, recv);
+  const size_t n = std::max(nb.sources.size(), nb.destinations.size());
+  std::vector<int> ones(n, 1), iota(n);
+  for (size_t i = 0; i < n; ++i) iota[i] = static_cast<int>(i);
+  copy_self(nb, send, recv, B, ones.data(), iota.data(), iota.data());
+}
+
+// A blocking allgatherv: the plan's blocks (sorted sources, once each) to MPI's slots at
+// displs; false when a slot's count is not what its source sends (an erroneous program).
+bool run_allgatherv(const Neighbors& nb, Choice& c, const void* send, int64_t send_bytes, void* recv,
+                    const int* rcounts, const int* displs, int64_t rsize) {
+  GatherPlan& g = *c.gather;
+  if (c.inflight) c.inflight->progress(true);
+  g.exchange(static_cast<const char*>(send), c.staging.data());
+  bool ok = true;
+  for (size_t i = 0; i < nb.sources.size(); ++i) {
+    const int slot = nb.src_slot[i];
+    if (slot == kNull) continue;
+    const int64_t bytes = slot == kSelf ? send_bytes : g.recv_counts()[static_cast<size_t>(slot)];
+    if (bytes != rcounts[i] * rsize) {
+      ok = false;
+      continue;
+    }
+    const char* from = slot == kSelf ? static_cast<const char*>(send)
+                                     : c.staging.data() + g.recv_offsets()[static_cast<size_t>(slot)];
+    std::memcpy(static_cast<char*>(recv) + displs[i] * rsize, from, static_cast<size_t>(bytes));
+  }
+  return ok;
 }
 
 }  // namespace
@@ -577,24 +708,38 @@ MPI_Request allgather_request(MPI_Comm comm, const std::shared_ptr<Choice>& c, c
   return register_operation(std::move(op), persistent, !persistent);
 }
 
-// What every entry point does: decide, then MPI's own (`pass`) or the plan (`run`), counted
-// under `counter` (Global::handled / passed).
-template <class Pass, class Run>
-int dispatch(MPI_Comm comm, Kind k, Mode mode, int counter, int64_t sig, Pass pass, Run run) {
+// What every entry point does: decide (`decide_fn(&broken)`), then MPI's own (`pass`) or
+// the plan (`run`, returning the call's code), counted under `counter` (Global::handled /
+// passed).
+template <class Decide, class Pass, class Run>
+int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Run run) {
   bool broken = false;
-  const std::shared_ptr<Choice> c = decide(comm, k, sig, mode, &broken);
+  const std::shared_ptr<Choice> c = decide_fn(&broken);
   if (broken) return broken_promise(comm, k);
   if (!c) {
     ++global().passed[counter];
     return pass();
   }
+  int rc = MPI_SUCCESS;
   try {
-    run(c);
+    rc = run(c);
   } catch (const std::exception& e) {
     fail(e.what());
   }
   ++global().handled[counter];
-  return MPI_SUCCESS;
+  return rc;
+}
+
+// A receive count that is not what the source sends: MPI calls the program erroneous; the
+// data that fits has been delivered, the error goes through the communicator's handler.
+int count_mismatch(MPI_Comm comm, Kind k) {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s: a receive count differs from what its source sends\n",
+               rank, kCallName[k]);
+  std::fflush(stderr);
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_TRUNCATE);
+  return MPI_ERR_TRUNCATE;
 }
 }  // namespace
 }  // namespace sparsecomm::pmpi
@@ -606,10 +751,11 @@ SPC_EXPORT int MPI_Neighbor_allgather(const void* sendbuf, int sendcount, MPI_Da
                                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
-      comm, kAllgather, kBlocking, 0, sig,
+      comm, kAllgather, 0, [&](bool* broken) { return decide(comm, kAllgather, sig, kBlocking, broken); },
       [&] { return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
       [&](const std::shared_ptr<Choice>& c) {
         run_allgather(*plans_of(global(), comm), *c, sendbuf, recvbuf, static_cast<size_t>(sig));
+        return MPI_SUCCESS;
       });
 }
 
@@ -617,10 +763,11 @@ SPC_EXPORT int MPI_Neighbor_alltoall(const void* sendbuf, int sendcount, MPI_Dat
                                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
-      comm, kAlltoall, kBlocking, 1, sig,
+      comm, kAlltoall, 1, [&](bool* broken) { return decide(comm, kAlltoall, sig, kBlocking, broken); },
       [&] { return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
       [&](const std::shared_ptr<Choice>& c) {
         run_alltoall(plans_of(global(), comm)->nb, *c, sendbuf, recvbuf, static_cast<size_t>(sig));
+        return MPI_SUCCESS;
       });
 }
 
@@ -628,11 +775,14 @@ SPC_EXPORT int MPI_Ineighbor_allgather(const void* sendbuf, int sendcount, MPI_D
                                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
-      comm, kAllgather, kNonblocking, 2, sig,
+      comm, kAllgather, 2, [&](bool* broken) { return decide(comm, kAllgather, sig, kNonblocking, broken); },
       [&] {
         return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
       },
-      [&](const std::shared_ptr<Choice>& c) { *request = allgather_request(comm, c, sendbuf, recvbuf, sig, false); });
+      [&](const std::shared_ptr<Choice>& c) {
+        *request = allgather_request(comm, c, sendbuf, recvbuf, sig, false);
+        return MPI_SUCCESS;
+      });
 }
 
 #ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
@@ -641,11 +791,79 @@ SPC_EXPORT int MPIX_Neighbor_allgather_init(const void* sendbuf, int sendcount, 
                                             MPI_Request* request) {
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
-      comm, kAllgather, kPersistent, 3, sig,
+      comm, kAllgather, 3, [&](bool* broken) { return decide(comm, kAllgather, sig, kPersistent, broken); },
       [&] {
         return PMPIX_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
                                              request);
       },
-      [&](const std::shared_ptr<Choice>& c) { *request = allgather_request(comm, c, sendbuf, recvbuf, sig, true); });
+      [&](const std::shared_ptr<Choice>& c) {
+        *request = allgather_request(comm, c, sendbuf, recvbuf, sig, true);
+        return MPI_SUCCESS;
+      });
 }
 #endif
+
+SPC_EXPORT int MPI_Neighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                       const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                                       MPI_Comm comm) {
+  // Signature: my block's bytes, the receive type's size and the receive counts (the plan
+  // learns the sources' sizes when built; displacements only place the copies).
+  const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
+  const int64_t rsize = contiguous_bytes(recvtype, 1);
+  return dispatch(
+      comm, kAllgatherv, 4,
+      [&](bool* broken) {
+        const Neighbors& nb = plans_of(global(), comm)->nb;
+        uint64_t h = hash_ints(1469598103934665603ULL, recvcounts, nb.sources.size());
+        const int head[2] = {static_cast<int>(sb), static_cast<int>(rsize)};
+        h = hash_ints(h, head, 2);
+        const bool can = sb >= 0 && rsize > 0 && sb <= INT32_MAX;
+        return decide_v(comm, kAllgatherv, can, h,
+                        [&](CommPlans& p) { return build_gather(p, comm, kAllgatherv, sb, false, "variable blocks"); },
+                        broken);
+      },
+      [&] {
+        return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+      },
+      [&](const std::shared_ptr<Choice>& c) {
+        return run_allgatherv(plans_of(global(), comm)->nb, *c, sendbuf, sb, recvbuf, recvcounts, displs, rsize)
+                   ? MPI_SUCCESS
+                   : count_mismatch(comm, kAllgatherv);
+      });
+}
+
+SPC_EXPORT int MPI_Neighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                      MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                                      MPI_Datatype recvtype, MPI_Comm comm) {
+  // One unit: the (equal) size of the two types; the plan depends on counts and displacements.
+  const int64_t unit = contiguous_bytes(sendtype, 1);
+  return dispatch(
+      comm, kAlltoallv, 5,
+      [&](bool* broken) {
+        const Neighbors& nb = plans_of(global(), comm)->nb;
+        const size_t out = nb.destinations.size(), in = nb.sources.size();
+        uint64_t h = hash_ints(1469598103934665603ULL, sendcounts, out);
+        h = hash_ints(h, sdispls, out);
+        h = hash_ints(h, recvcounts, in);
+        h = hash_ints(h, rdispls, in);
+        const int head = static_cast<int>(unit);
+        h = hash_ints(h, &head, 1);
+        const bool can = sendbuf != MPI_IN_PLACE && unit > 0 && unit == contiguous_bytes(recvtype, 1);
+        return decide_v(comm, kAlltoallv, can, h,
+                        [&](CommPlans& p) {
+                          return build_halo(p, comm, kAlltoallv, unit, sendcounts, sdispls, recvcounts, rdispls,
+                                            "variable blocks");
+                        },
+                        broken);
+      },
+      [&] {
+        return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                                       comm);
+      },
+      [&](const std::shared_ptr<Choice>& c) {
+        run_halo(*c, sendbuf, recvbuf);
+        copy_self(plans_of(global(), comm)->nb, sendbuf, recvbuf, static_cast<size_t>(unit), sendcounts, sdispls,
+                  rdispls);
+        return MPI_SUCCESS;
+      });
+}
