@@ -11,21 +11,29 @@ import sys
 from collections import defaultdict
 
 line_re = re.compile(r"^(\S+) (\S+) (\d+) nbr_bench: (\S+) on (\d+) ranks, (\S+) size (\d+) B: ([0-9.]+) us/call")
+# spmm_plain: the matrix as the topology, "SpMM (allgather per column)" as the call, the
+# number of columns as the size.
+spmm_re = re.compile(r"^(\S+) (\S+) (\d+) spmm_plain: (\S+)\.mtx on (\d+) ranks, (\d+) columns, column: ([0-9.]+) us/product")
 t = defaultdict(dict)  # (layout, topo, call, size, variant) -> {round: us}
 variants = []
 lines = [ln for path in sys.argv[1:] for ln in open(path)]
 for line in lines:
     m = line_re.match(line)
-    if not m:
+    if m:
+        layout, variant, rnd, topo, np_, call, size, us = m.groups()
+    elif spmm_re.match(line):
+        layout, variant, rnd, topo, np_, size, us = spmm_re.match(line).groups()
+        call = "SpMM_allgather_per_column"
+    else:
         continue
-    layout, variant, rnd, topo, np_, call, size, us = m.groups()
     t[(layout, topo, call, int(size), variant)][int(rnd)] = float(us)
     if variant not in variants:
         variants.append(variant)
 others = [v for v in variants if v != "mpi"]
 keys = sorted({k[:4] for k in t}, key=lambda k: (k[0], k[1], k[2], k[3]))
 print("time per call [us], median over rounds; ratio = Open MPI / variant (>1: faster), [min-max over rounds]")
-hdr = f"{'layout':10} {'topology':12} {'call':30} {'size':>6} {'Open MPI':>9}"
+print("SpMM rows: the matrix as topology, the columns of B as size, time per product")
+hdr = f"{'layout':11} {'topology':14} {'call':30} {'size':>6} {'Open MPI':>9}"
 for v in others:
     hdr += f" {v:>9} {'ratio':>17}"
 print(hdr)
@@ -33,7 +41,7 @@ for k in keys:
     base = t.get(k + ("mpi",), {})
     if not base:
         continue
-    row = f"{k[0]:10} {k[1]:12} {k[2]:30} {k[3]:>6} {statistics.median(base.values()):9.1f}"
+    row = f"{k[0]:11} {k[1]:14} {k[2]:30} {k[3]:>6} {statistics.median(base.values()):9.1f}"
     for v in others:
         d = t.get(k + (v,), {})
         if not d:
