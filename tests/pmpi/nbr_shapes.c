@@ -14,7 +14,10 @@
  * persistent requests and completed by MPI_Waitall and MPI_Testall,
  * MPI_Neighbor_allgatherv (slots in reverse order with gaps, twice) and
  * MPI_Neighbor_alltoallv (0-2 ints per edge, spaced out), and the cases the layer passes
- * on: a strided (vector) type, block sizes that differ between ranks.
+ * on: a strided (vector) type, block sizes that differ between ranks; the same alltoall,
+ * allgatherv and alltoallv as persistent requests (MPIX_Neighbor_*_init) started with the
+ * program's own, and, on the hinted communicator, as MPI_Ineighbor_* completed together
+ * with the program's own receive.
  * Prints "nbr_shapes: <checks> values checked on <P> ranks, <wrong> wrong"; exit 1 on any.
  *
  * nbr_shapes -break-promise: on a communicator created with sparsecomm_fixed_counts =
@@ -146,6 +149,105 @@ static void fill(int *b, int n, int v) {
   for (int i = 0; i < n; i++) b[i] = v;
 }
 
+
+/* Whether a rank appears twice among c's neighbor pairs (alltoall(v) pairing is then MPI's
+ * own business): the same on every rank. */
+static int any_duplicate_pair(MPI_Comm c, int kind, const Lists *l) {
+  int dupe = 0, any = 0;
+  for (int i = 0; i < l->ns; i++)
+    if (l->src[i] != MPI_PROC_NULL) {
+      Lists t;
+      lists_of(c, kind, l->src[i], &t);
+      dupe |= a2a_block(l, &t, i) < 0;
+    }
+  for (int i = 0; i < l->ns; i++)
+    for (int j = 0; j < i; j++) dupe |= l->src[i] != MPI_PROC_NULL && l->src[i] == l->src[j];
+  MPI_Allreduce(&dupe, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any;
+}
+
+/* alltoall, allgatherv and alltoallv as `how` says: 0 blocking, 1 non-blocking (each
+ * completed by one MPI_Waitall with the program's own receive), 2 persistent (made once,
+ * started twice with MPI_Startall beside the program's own persistent receive and send). */
+static void v_suite(MPI_Comm c, int kind, const char *name, int how) {
+  Lists l;
+  lists_of(c, kind, me, &l);
+  const int ns = l.ns, nd = l.nd, dupe = any_duplicate_pair(c, kind, &l);
+  static int sa[64 * 8], ra[64 * 8], sg[8], rg[64 * 8], sv[64 * 8], rv[64 * 8];
+  int rc[64], rd[64], sc[64], sd[64], vrc[64], vrd[64];
+  for (int i = 0; i < ns; i++) rc[i] = l.src[i] == MPI_PROC_NULL ? 0 : 3, rd[i] = 4 * i;
+  for (int j = 0, at = 0; j < nd; j++) sc[j] = 1 + (me + j) % 2, sd[j] = at, at += sc[j] + 1;
+  for (int i = 0, at = 0; i < ns; i++) {
+    int j = -1;
+    if (l.src[i] != MPI_PROC_NULL && !dupe) {
+      Lists t;
+      lists_of(c, kind, l.src[i], &t);
+      j = a2a_block(&l, &t, i);
+    }
+    vrc[i] = j >= 0 ? 1 + (l.src[i] + j) % 2 : 0, vrd[i] = at, at += vrc[i] + 1;
+  }
+  MPI_Request rq[8];
+  int n = 0, ring_in = -1, ring_out = me;
+  const int rounds = how == 2 ? 2 : 1;
+  if (how == 1 || how == 2) {
+    if (how == 1) MPI_Irecv(&ring_in, 1, MPI_INT, mod(me - 1), 9, MPI_COMM_WORLD, &rq[n++]);
+    else MPI_Recv_init(&ring_in, 1, MPI_INT, mod(me - 1), 9, MPI_COMM_WORLD, &rq[n++]);
+  }
+  const int first = n;
+  for (int round = 0; round < rounds; round++) {
+    const int tag = 70 + round;
+    for (int j = 0; j < nd; j++) sa[2 * j] = val(me, j, tag), sa[2 * j + 1] = -val(me, j, tag);
+    for (int k = 0; k < 3; k++) sg[k] = val(me, k, tag + 10);
+    for (int j = 0; j < nd; j++)
+      for (int e = 0; e < sc[j]; e++) sv[sd[j] + e] = val(me, j, tag + 20 + e);
+    fill(ra, 64 * 8, -5), fill(rg, 64 * 8, -5), fill(rv, 64 * 8, -5);
+    if (how == 0) {
+      if (!dupe) MPI_Neighbor_alltoall(sa, 2, MPI_INT, ra, 2, MPI_INT, c);
+      MPI_Neighbor_allgatherv(sg, 3, MPI_INT, rg, rc, rd, MPI_INT, c);
+      if (!dupe) MPI_Neighbor_alltoallv(sv, sc, sd, MPI_INT, rv, vrc, vrd, MPI_INT, c);
+    } else if (how == 1) {
+      n = first;
+      if (!dupe) MPI_Ineighbor_alltoall(sa, 2, MPI_INT, ra, 2, MPI_INT, c, &rq[n++]);
+      MPI_Ineighbor_allgatherv(sg, 3, MPI_INT, rg, rc, rd, MPI_INT, c, &rq[n++]);
+      if (!dupe) MPI_Ineighbor_alltoallv(sv, sc, sd, MPI_INT, rv, vrc, vrd, MPI_INT, c, &rq[n++]);
+      MPI_Send(&ring_out, 1, MPI_INT, mod(me + 1), 9, MPI_COMM_WORLD);
+      MPI_Waitall(n, rq, MPI_STATUSES_IGNORE);
+    } else {
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+      if (round == 0) {
+        n = first;
+        if (!dupe) MPIX_Neighbor_alltoall_init(sa, 2, MPI_INT, ra, 2, MPI_INT, c, MPI_INFO_NULL, &rq[n++]);
+        MPIX_Neighbor_allgatherv_init(sg, 3, MPI_INT, rg, rc, rd, MPI_INT, c, MPI_INFO_NULL, &rq[n++]);
+        if (!dupe) MPIX_Neighbor_alltoallv_init(sv, sc, sd, MPI_INT, rv, vrc, vrd, MPI_INT, c, MPI_INFO_NULL, &rq[n++]);
+        MPI_Send_init(&ring_out, 1, MPI_INT, mod(me + 1), 9, MPI_COMM_WORLD, &rq[n++]);
+      }
+      MPI_Startall(n, rq);
+      MPI_Waitall(n, rq, MPI_STATUSES_IGNORE);
+#else
+      return;
+#endif
+    }
+    if (how) CHECK(ring_in == mod(me - 1), "%s v-suite %d: own message %d", name, how, ring_in);
+    for (int i = 0; i < ns; i++) {
+      if (l.src[i] == MPI_PROC_NULL) continue;
+      for (int k = 0; k < 3; k++)
+        CHECK(rg[rd[i] + k] == val(l.src[i], k, tag + 10), "%s allgatherv (%d) slot %d value %d: %d", name, how, i, k,
+              rg[rd[i] + k]);
+      if (dupe) continue;
+      Lists t;
+      lists_of(c, kind, l.src[i], &t);
+      const int j = a2a_block(&l, &t, i);
+      CHECK(ra[2 * i] == val(l.src[i], j, tag) && ra[2 * i + 1] == -val(l.src[i], j, tag),
+            "%s alltoall (%d) slot %d: %d", name, how, i, ra[2 * i]);
+      for (int e = 0; e < vrc[i]; e++)
+        CHECK(rv[vrd[i] + e] == val(l.src[i], j, tag + 20 + e), "%s alltoallv (%d) slot %d value %d: %d", name, how, i,
+              e, rv[vrd[i] + e]);
+    }
+  }
+  if (how == 2)
+    for (int i = 0; i < n; i++) MPI_Request_free(&rq[i]);
+}
+
 static void run(MPI_Comm c, int kind, const char *name) {
   Lists l;
   lists_of(c, kind, me, &l);
@@ -274,7 +376,8 @@ static void run(MPI_Comm c, int kind, const char *name) {
     CHECK(rq[1] == MPI_REQUEST_NULL, "%s Request_free", name);
   }
 #endif
-  /* passed on: allgatherv, alltoallv, a strided type, sizes that differ between ranks */
+  v_suite(c, kind, name, 2); /* persistent alltoall, allgatherv, alltoallv */
+  /* allgatherv, alltoallv, a strided type (passed on), sizes that differ between ranks */
   {
     int rc[64], rd[64];
     /* allgatherv: rank r sends 2 ints; slots in reverse order with gaps */
@@ -409,6 +512,10 @@ int main(int argc, char **argv) {
       }
       check_allgather("fixed counts", &l, rb, 4, round);
     }
+    /* the first (blocking) calls agree; the non-blocking ones then run the agreed plans */
+    v_suite(g, 0, "fixed counts", 0);
+    v_suite(g, 0, "fixed counts", 1);
+    v_suite(g, 0, "fixed counts", 1);
     MPI_Comm_free(&g);
   }
   const int periodic[2][2] = {{1, 1}, {0, 0}};

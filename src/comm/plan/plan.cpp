@@ -35,6 +35,10 @@ void Plan::check_type(size_t value_size, const char* call) const {
     throw InputError(detail::value_size_mismatch("Plan(" + name_ + ")::" + call, value_size, opt_.value_bytes));
 }
 
+bool Plan::do_test() {
+  throw NotImplementedError("Plan(" + name_ + "): test() is not implemented for this backend");
+}
+
 void Plan::finish_if_active() noexcept {
   if (!active_) return;
   active_ = false;

@@ -3,13 +3,14 @@
 //
 //   LD_PRELOAD=/path/libsparsecomm_mpi.so mpirun -np 32 ./app
 //
-// Handled (everything else is MPI's own: passed to PMPI_* unchanged, or not defined here):
-//   MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPIX_Neighbor_allgather_init (Open
-//     MPI 4.1's persistent extension; MPI-4's MPI_Neighbor_allgather_init where mpi.h has
-//     it): gather plans (combining over common neighborhoods, or direct);
-//   MPI_Neighbor_allgatherv (blocking): a gather plan that learns its sources' sizes;
-//   MPI_Neighbor_alltoall and _alltoallv (blocking): a halo plan with an entry per block
-//     (per element of the type for alltoallv);
+// Handled (everything else is MPI's own: passed to PMPI_* unchanged, or not defined here),
+// each blocking, non-blocking (MPI_Ineighbor_*) and persistent (Open MPI 4.1's
+// MPIX_Neighbor_*_init, MPI-4's MPI_Neighbor_*_init):
+//   allgather, allgatherv: gather plans (combining over common neighborhoods, or direct;
+//     allgatherv's plan learns its sources' sizes);
+//   alltoall, alltoallv: a halo plan with an entry per block (per element of the type for
+//     alltoallv); behind a request only with a backend that can be polled (Plan::test:
+//     p2p, neighbor, combined), MPI's own otherwise;
 // on distributed-graph, Cartesian and graph communicators, with contiguous send and
 // receive types (named, or contiguous/dup over one; allgather and alltoall: one block size
 // on every rank; alltoallv: send and receive types of one size).
@@ -18,9 +19,9 @@
 // Cartesian dimensions (slot left untouched). The alltoall pairs blocks by rank, so a list
 // where a rank appears twice is passed on (MPI's pairing by order is its business).
 // Passed on: MPI_IN_PLACE, non-contiguous types, intercommunicators, communicators without
-// topology, allgather/alltoall block sizes that differ between ranks; not defined here, so
-// MPI's own: alltoallw, and the non-blocking and persistent forms of allgatherv, alltoall,
-// alltoallv (a halo plan cannot yet be completed by polling).
+// topology, allgather/alltoall block sizes that differ between ranks; alltoallw is not
+// defined here (MPI's own). The plans' own MPI calls (the neighbor backends call
+// MPI_Ineighbor_*) go straight to MPI (depth()).
 //
 // Which path a call takes must be the same on every rank (a plan is collective):
 //  - blocking calls agree first: one PMPI_Allreduce of four integers (can this rank run it,
@@ -62,6 +63,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,6 +84,12 @@ enum Kind { kAllgather = 0, kAlltoall = 1, kAllgatherv = 2, kAlltoallv = 3 };
 const char* const kCallName[4] = {"MPI_Neighbor_allgather", "MPI_Neighbor_alltoall", "MPI_Neighbor_allgatherv",
                                   "MPI_Neighbor_alltoallv"};
 enum Mode { kBlocking, kNonblocking, kPersistent };
+// The entry points, in the order of Global's counters.
+const char* const kEntryName[12] = {
+    "MPI_Neighbor_allgather",       "MPI_Neighbor_alltoall",        "MPI_Ineighbor_allgather",
+    "MPIX_Neighbor_allgather_init", "MPI_Neighbor_allgatherv",      "MPI_Neighbor_alltoallv",
+    "MPI_Ineighbor_allgatherv",     "MPIX_Neighbor_allgatherv_init", "MPI_Ineighbor_alltoall",
+    "MPIX_Neighbor_alltoall_init",  "MPI_Ineighbor_alltoallv",      "MPIX_Neighbor_alltoallv_init"};
 constexpr int kSelf = -1, kNull = -2;  // slots of a neighbor list that are not another rank
 
 // Settings from the environment; MPI_Info keys on a communicator override them there.
@@ -97,8 +105,8 @@ struct Global {
   bool verbose = false, disabled = false, checked = false;
   int keyval = MPI_KEYVAL_INVALID;
   int world_rank = -1;
-  // allgather, alltoall, ineighbor_allgather, allgather_init, allgatherv, alltoallv
-  long handled[6] = {}, passed[6] = {};
+  // Calls through sparsecomm / passed to MPI, per entry point (kEntryName).
+  long handled[12] = {}, passed[12] = {};
   Global() {
     const auto get = [](const char* n) -> const char* {
       const char* v = std::getenv(n);
@@ -114,12 +122,12 @@ struct Global {
   }
   ~Global() {
     if (!verbose || world_rank < 0) return;
-    std::fprintf(stderr,
-                 "sparsecomm mpi [rank %d]: through sparsecomm / passed to MPI: MPI_Neighbor_allgather %ld/%ld, "
-                 "MPI_Neighbor_alltoall %ld/%ld, MPI_Ineighbor_allgather %ld/%ld, MPIX_Neighbor_allgather_init "
-                 "%ld/%ld, MPI_Neighbor_allgatherv %ld/%ld, MPI_Neighbor_alltoallv %ld/%ld\n",
-                 world_rank, handled[0], passed[0], handled[1], passed[1], handled[2], passed[2], handled[3], passed[3],
-                 handled[4], passed[4], handled[5], passed[5]);
+    std::string line;
+    for (int i = 0; i < 12; ++i)
+      line += std::string(i ? ", " : "") + kEntryName[i] + " " + std::to_string(handled[i]) + "/" +
+              std::to_string(passed[i]);
+    std::fprintf(stderr, "sparsecomm mpi [rank %d]: through sparsecomm / passed to MPI: %s\n", world_rank,
+                 line.c_str());
   }
 };
 
@@ -198,7 +206,6 @@ bool read_neighbors(MPI_Comm comm, int topo, Neighbors* nb) {
   return true;
 }
 
-class AllgatherOp;
 
 // What every rank agreed for one function and block size: a plan, or nothing to move
 // (empty blocks). No Choice at all means MPI's own.
@@ -206,7 +213,7 @@ struct Choice {
   std::unique_ptr<GatherPlan> gather;
   std::unique_ptr<Plan> halo;
   std::vector<char> staging;         // the plan's source order, when MPI's differs
-  AllgatherOp* inflight = nullptr;  // the non-blocking operation running on `gather`
+  Operation* inflight = nullptr;    // the non-blocking operation running on the plan
   bool nothing = false;             // agreed empty blocks
 };
 
@@ -502,7 +509,8 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
 // changed, bad setting}; a change on any rank rebuilds the plan on every rank (`build`,
 // collective). With the hint, only the first call agrees.
 template <class Build>
-std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash, Build build, bool* broken) {
+std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash, Mode mode, Build build,
+                                 bool* broken) {
   Global& g = global();
   *broken = false;
   if (g.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
@@ -512,30 +520,36 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   if (!p->nb.pairs_unique && k == kAlltoallv) can = false;
   const int64_t local = can ? static_cast<int64_t>(hash >> 1) : -1;
   CommPlans::Agreed& a = p->agreed[k];
-  if (p->settings.fixed && a.valid) {
+  if (p->settings.fixed && mode != kPersistent && a.valid) {
     *broken = local != a.local;
     return a.choice;
+  }
+  if (mode == kNonblocking) {  // a local call: no agreement possible
+    if (!g.checked) {
+      if (const std::string e = check_settings(p->settings); !e.empty()) bad_settings(comm, e, false);
+    }
+    return nullptr;
   }
   CommPlans::Last& last = p->last[k - kAllgatherv];
   std::string error;
   if (!g.checked) error = check_settings(p->settings);
-  const int in[3] = {can ? 0 : 1, can && !(last.built && last.hash == hash) ? 1 : 0, error.empty() ? 0 : 1};
+  const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
+  const int in[3] = {can ? 0 : 1, can && changed ? 1 : 0, error.empty() ? 0 : 1};
   int out[3];
   PMPI_Allreduce(in, out, 3, MPI_INT, MPI_MAX, comm);
   if (out[2]) bad_settings(comm, error, true);
   g.checked = true;
   std::shared_ptr<Choice> c;
-  if (!out[0]) {
-    if (out[1]) {
-      try {
-        last.choice = build(*p);
-      } catch (const std::exception& e) {  // plan set-up failed on every rank alike
-        fail(e.what());
-      }
+  try {
+    if (!out[0] && mode == kPersistent) return build(*p);  // the request's own plan
+    if (!out[0] && out[1]) {
+      last.choice = build(*p);
       last.built = true, last.hash = hash;
     }
-    c = last.choice;
+  } catch (const std::exception& e) {  // plan set-up failed on every rank alike
+    fail(e.what());
   }
+  if (!out[0]) c = last.choice;
   if (p->settings.fixed) a = {true, local, c};
   return c;
 }
@@ -578,12 +592,28 @@ void deliver(const Neighbors& nb, const char* staged, const void* send, void* re
   }
 }
 
-// One execution of an allgather on a gather plan, as an operation behind a request.
-class AllgatherOp final : public Operation {
+// Depth of the layer's own work on this process: the plans it runs call MPI themselves
+// (the neighbor backends call MPI_Ineighbor_allgatherv / _alltoallv on communicators of
+// their own), and those calls must go to MPI, not back into the layer.
+int& depth() {
+  static int d = 0;
+  return d;
+}
+struct Inside {
+  Inside() { ++depth(); }
+  ~Inside() { --depth(); }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+};
+
+// One execution on a plan, as an operation behind a request: `begin` starts the plan,
+// `finish(block)` completes it (false: not yet) and delivers into the caller's buffers.
+// One operation runs on a plan at a time: starting another first completes it.
+class PlanOp final : public Operation {
  public:
-  AllgatherOp(std::shared_ptr<CommPlans> p, std::shared_ptr<Choice> c, const void* send, void* recv, int64_t bytes)
-      : p_(std::move(p)), c_(std::move(c)), send_(send), recv_(recv), bytes_(static_cast<size_t>(bytes)) {}
-  ~AllgatherOp() override {
+  PlanOp(std::shared_ptr<Choice> c, std::function<void()> begin, std::function<bool(bool)> finish)
+      : c_(std::move(c)), begin_(std::move(begin)), finish_(std::move(finish)) {}
+  ~PlanOp() override {
     try {
       if (c_->inflight == this) progress(true);
     } catch (const std::exception& e) {
@@ -591,41 +621,63 @@ class AllgatherOp final : public Operation {
     }
   }
   void start() override {
-    if (c_->inflight && c_->inflight != this) c_->inflight->progress(true);  // the plan runs one at a time
+    Inside inside;
+    if (c_->inflight && c_->inflight != this) c_->inflight->progress(true);
     complete_ = false;
-    c_->gather->start(static_cast<const char*>(send_));
+    begin_();
     c_->inflight = this;
   }
   bool progress(bool block) override {
     if (complete_) return true;
-    char* into = p_->nb.src_identity ? static_cast<char*>(recv_) : c_->staging.data();
-    if (block) c_->gather->wait(into);
-    else if (!c_->gather->test(into)) return false;
-    if (!p_->nb.src_identity) deliver(p_->nb, c_->staging.data(), send_, recv_, bytes_);
+    Inside inside;
+    if (!finish_(block)) return false;
     c_->inflight = nullptr;
     complete_ = true;
     return true;
   }
 
  private:
-  std::shared_ptr<CommPlans> p_;
-  std::shared_ptr<Choice> c_;
-  const void* send_;
-  void* recv_;
-  size_t bytes_;
+  std::shared_ptr<Choice> c_;  // keeps the plan alive while the request exists
+  std::function<void()> begin_;
+  std::function<bool(bool)> finish_;
   bool complete_ = true;
 };
 
-// A blocking allgather on an agreed choice.
-void run_allgather(const CommPlans& p, Choice& c, const void* send, void* recv, size_t B) {
-  if (c.nothing) return;
-  if (c.inflight) c.inflight->progress(true);
-  if (p.nb.src_identity) {
-    c.gather->exchange(static_cast<const char*>(send), static_cast<char*>(recv));
-  } else {
-    c.gather->exchange(static_cast<const char*>(send), c.staging.data());
-    deliver(p.nb, c.staging.data(), send, recv, B);
+// Each call shape as begin (start the plan) and finish (complete it, `block` or poll, and
+// deliver into the caller's buffers; false: not yet): a blocking call runs both, a request
+// runs them in MPI_Start and the completion calls.
+void gather_begin(Choice& c, const void* send) { c.gather->start(static_cast<const char*>(send)); }
+
+// allgather: the plan delivers by sorted source; MPI's slots get them (dup, self, null).
+bool allgather_finish(const Neighbors& nb, Choice& c, const void* send, void* recv, size_t B, bool block) {
+  char* into = nb.src_identity ? static_cast<char*>(recv) : c.staging.data();
+  if (block) c.gather->wait(into);
+  else if (!c.gather->test(into)) return false;
+  if (!nb.src_identity) deliver(nb, c.staging.data(), send, recv, B);
+  return true;
+}
+
+// allgatherv: the plan's blocks to MPI's slots at displs; *ok false when a slot's count is
+// not what its source sends (an erroneous program: the rest is still delivered).
+bool allgatherv_finish(const Neighbors& nb, Choice& c, const void* send, int64_t send_bytes, void* recv,
+                       const int* rcounts, const int* displs, int64_t rsize, bool block, bool* ok) {
+  GatherPlan& g = *c.gather;
+  if (block) g.wait(c.staging.data());
+  else if (!g.test(c.staging.data())) return false;
+  *ok = true;
+  for (size_t i = 0; i < nb.sources.size(); ++i) {
+    const int slot = nb.src_slot[i];
+    if (slot == kNull) continue;
+    const int64_t bytes = slot == kSelf ? send_bytes : g.recv_counts()[static_cast<size_t>(slot)];
+    if (bytes != rcounts[i] * rsize) {
+      *ok = false;
+      continue;
+    }
+    const char* from = slot == kSelf ? static_cast<const char*>(send)
+                                     : c.staging.data() + g.recv_offsets()[static_cast<size_t>(slot)];
+    std::memcpy(static_cast<char*>(recv) + displs[i] * rsize, from, static_cast<size_t>(bytes));
   }
+  return true;
 }
 
 // A block of `N` bytes with no alignment assumption (the caller's buffers are bytes).
@@ -634,12 +686,28 @@ struct Block {
   unsigned char b[N];
 };
 
-void run_halo(Choice& c, const void* send, void* recv) {
+void halo_begin(Choice& c, const void* send) {
   Plan& plan = *c.halo;
   const int vb = plan.options().value_bytes;
-  if (vb == 8) plan.exchange(static_cast<const Block<8>*>(send), static_cast<Block<8>*>(recv));
-  else if (vb == 4) plan.exchange(static_cast<const Block<4>*>(send), static_cast<Block<4>*>(recv));
-  else plan.exchange(static_cast<const Block<1>*>(send), static_cast<Block<1>*>(recv));
+  if (vb == 8) plan.start(static_cast<const Block<8>*>(send));
+  else if (vb == 4) plan.start(static_cast<const Block<4>*>(send));
+  else plan.start(static_cast<const Block<1>*>(send));
+}
+
+bool halo_complete(Choice& c, void* recv, bool block) {
+  Plan& plan = *c.halo;
+  const int vb = plan.options().value_bytes;
+  const auto run = [&](auto* typed) {
+    using T = std::remove_pointer_t<decltype(typed)>;
+    if (block) {
+      plan.wait(typed);
+      return true;
+    }
+    return plan.test(static_cast<T*>(typed));
+  };
+  if (vb == 8) return run(static_cast<Block<8>*>(recv));
+  if (vb == 4) return run(static_cast<Block<4>*>(recv));
+  return run(static_cast<Block<1>*>(recv));
 }
 
 // The self edge of an alltoall(v) (at most one: pairs are unique): destination j's units
@@ -655,36 +723,24 @@ void copy_self(const Neighbors& nb, const void* send, void* recv, size_t unit, c
                       static_cast<size_t>(scounts[j]) * unit);
 }
 
-void run_alltoall(const Neighbors& nb, Choice& c, const void* send, void* recv, size_t B) {
-  if (c.nothing) return;
-  run_halo(c, send, recv);
-  const size_t n = std::max(nb.sources.size(), nb.destinations.size());
-  std::vector<int> ones(n, 1), iota(n);
-  for (size_t i = 0; i < n; ++i) iota[i] = static_cast<int>(i);
-  copy_self(nb, send, recv, B, ones.data(), iota.data(), iota.data());
-}
-
-// A blocking allgatherv: the plan's blocks (sorted sources, once each) to MPI's slots at
-// displs; false when a slot's count is not what its source sends (an erroneous program).
-bool run_allgatherv(const Neighbors& nb, Choice& c, const void* send, int64_t send_bytes, void* recv,
-                    const int* rcounts, const int* displs, int64_t rsize) {
-  GatherPlan& g = *c.gather;
-  if (c.inflight) c.inflight->progress(true);
-  g.exchange(static_cast<const char*>(send), c.staging.data());
-  bool ok = true;
-  for (size_t i = 0; i < nb.sources.size(); ++i) {
-    const int slot = nb.src_slot[i];
-    if (slot == kNull) continue;
-    const int64_t bytes = slot == kSelf ? send_bytes : g.recv_counts()[static_cast<size_t>(slot)];
-    if (bytes != rcounts[i] * rsize) {
-      ok = false;
-      continue;
-    }
-    const char* from = slot == kSelf ? static_cast<const char*>(send)
-                                     : c.staging.data() + g.recv_offsets()[static_cast<size_t>(slot)];
-    std::memcpy(static_cast<char*>(recv) + displs[i] * rsize, from, static_cast<size_t>(bytes));
+// An alltoall's counts and displacements as an alltoallv's (one unit of B bytes per edge).
+struct UnitLayout {
+  std::vector<int> ones, iota;
+  explicit UnitLayout(const Neighbors& nb) {
+    const size_t n = std::max(nb.sources.size(), nb.destinations.size());
+    ones.assign(n, 1);
+    for (size_t i = 0; i < n; ++i) iota.push_back(static_cast<int>(i));
   }
-  return ok;
+};
+
+// A blocking call on choice c: the operation running on its plan (a request) completes
+// first, then begin and finish.
+template <class Begin, class Finish>
+void run_blocking(Choice& c, Begin begin, Finish finish) {
+  if (c.nothing) return;
+  if (c.inflight) c.inflight->progress(true);
+  begin();
+  finish(true);
 }
 
 }  // namespace
@@ -692,10 +748,9 @@ bool run_allgatherv(const Neighbors& nb, Choice& c, const void* send, int64_t se
 
 namespace sparsecomm::pmpi {
 namespace {
-// The request of a non-blocking or persistent allgather on choice c.
-MPI_Request allgather_request(MPI_Comm comm, const std::shared_ptr<Choice>& c, const void* sendbuf, void* recvbuf,
-                              int64_t bytes, bool persistent) {
-  auto p = plans_of(global(), comm);
+// The request of a non-blocking (started now) or persistent operation on choice c.
+MPI_Request plan_request(const std::shared_ptr<Choice>& c, bool persistent, std::function<void()> begin,
+                         std::function<bool(bool)> finish) {
   if (c->nothing) {  // a request that completes at once
     struct Nothing final : Operation {
       void start() override {}
@@ -703,9 +758,15 @@ MPI_Request allgather_request(MPI_Comm comm, const std::shared_ptr<Choice>& c, c
     };
     return register_operation(std::make_unique<Nothing>(), persistent, !persistent);
   }
-  auto op = std::make_unique<AllgatherOp>(p, c, sendbuf, recvbuf, bytes);
+  auto op = std::make_unique<PlanOp>(c, std::move(begin), std::move(finish));
   if (!persistent) op->start();
   return register_operation(std::move(op), persistent, !persistent);
+}
+
+// A halo choice is usable behind a request only where its backend can be polled (the same
+// on every rank: it depends on the backend's name).
+std::shared_ptr<Choice> pollable(std::shared_ptr<Choice> c) {
+  return c && c->halo && !c->halo->supports_test() ? nullptr : c;
 }
 
 // What every entry point does: decide (`decide_fn(&broken)`), then MPI's own (`pass`) or
@@ -713,6 +774,8 @@ MPI_Request allgather_request(MPI_Comm comm, const std::shared_ptr<Choice>& c, c
 // passed).
 template <class Decide, class Pass, class Run>
 int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Run run) {
+  if (depth() > 0) return pass();  // a plan's own call
+  Inside inside;
   bool broken = false;
   const std::shared_ptr<Choice> c = decide_fn(&broken);
   if (broken) return broken_promise(comm, k);
@@ -747,98 +810,114 @@ int count_mismatch(MPI_Comm comm, Kind k) {
 using namespace sparsecomm::pmpi;
 #define SPC_EXPORT extern "C" __attribute__((visibility("default")))
 
-SPC_EXPORT int MPI_Neighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+namespace sparsecomm::pmpi {
+namespace {
+
+// The four call shapes, each for blocking (request == null), non-blocking and persistent
+// use; `entry` is the counter (kEntryName), `pass` the call to MPI's own.
+template <class Pass>
+int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
-      comm, kAllgather, 0, [&](bool* broken) { return decide(comm, kAllgather, sig, kBlocking, broken); },
-      [&] { return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
+      comm, kAllgather, entry, [&](bool* broken) { return decide(comm, kAllgather, sig, mode, broken); }, pass,
       [&](const std::shared_ptr<Choice>& c) {
-        run_allgather(*plans_of(global(), comm), *c, sendbuf, recvbuf, static_cast<size_t>(sig));
+        const std::shared_ptr<CommPlans> p = plans_of(global(), comm);
+        Choice* cp = c.get();
+        const auto B = static_cast<size_t>(sig);
+        auto begin = [cp, sendbuf] { gather_begin(*cp, sendbuf); };
+        auto finish = [p, cp, sendbuf, recvbuf, B](bool block) {
+          return allgather_finish(p->nb, *cp, sendbuf, recvbuf, B, block);
+        };
+        if (mode == kBlocking) run_blocking(*c, begin, finish);
+        else *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
       });
 }
 
-SPC_EXPORT int MPI_Neighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                                     int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+template <class Pass>
+int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
-      comm, kAlltoall, 1, [&](bool* broken) { return decide(comm, kAlltoall, sig, kBlocking, broken); },
-      [&] { return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
-      [&](const std::shared_ptr<Choice>& c) {
-        run_alltoall(plans_of(global(), comm)->nb, *c, sendbuf, recvbuf, static_cast<size_t>(sig));
-        return MPI_SUCCESS;
-      });
-}
-
-SPC_EXPORT int MPI_Ineighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
-  return dispatch(
-      comm, kAllgather, 2, [&](bool* broken) { return decide(comm, kAllgather, sig, kNonblocking, broken); },
-      [&] {
-        return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+      comm, kAlltoall, entry,
+      [&](bool* broken) {
+        auto c = decide(comm, kAlltoall, sig, mode, broken);
+        return mode == kBlocking ? c : pollable(c);
       },
+      pass,
       [&](const std::shared_ptr<Choice>& c) {
-        *request = allgather_request(comm, c, sendbuf, recvbuf, sig, false);
+        const std::shared_ptr<CommPlans> p = plans_of(global(), comm);
+        Choice* cp = c.get();
+        const auto B = static_cast<size_t>(sig);
+        auto begin = [cp, sendbuf] { halo_begin(*cp, sendbuf); };
+        auto finish = [p, cp, sendbuf, recvbuf, B](bool block) {
+          if (!halo_complete(*cp, recvbuf, block)) return false;
+          const UnitLayout u(p->nb);
+          copy_self(p->nb, sendbuf, recvbuf, B, u.ones.data(), u.iota.data(), u.iota.data());
+          return true;
+        };
+        if (mode == kBlocking) run_blocking(*c, begin, finish);
+        else *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
       });
 }
 
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
-SPC_EXPORT int MPIX_Neighbor_allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
-                                            MPI_Request* request) {
-  const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
-  return dispatch(
-      comm, kAllgather, 3, [&](bool* broken) { return decide(comm, kAllgather, sig, kPersistent, broken); },
-      [&] {
-        return PMPIX_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
-                                             request);
-      },
-      [&](const std::shared_ptr<Choice>& c) {
-        *request = allgather_request(comm, c, sendbuf, recvbuf, sig, true);
-        return MPI_SUCCESS;
-      });
-}
-#endif
-
-SPC_EXPORT int MPI_Neighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                                       const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                                       MPI_Comm comm) {
+template <class Pass>
+int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                    MPI_Request* request, Pass pass) {
   // Signature: my block's bytes, the receive type's size and the receive counts (the plan
   // learns the sources' sizes when built; displacements only place the copies).
   const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
   const int64_t rsize = contiguous_bytes(recvtype, 1);
   return dispatch(
-      comm, kAllgatherv, 4,
+      comm, kAllgatherv, entry,
       [&](bool* broken) {
         const Neighbors& nb = plans_of(global(), comm)->nb;
         uint64_t h = hash_ints(1469598103934665603ULL, recvcounts, nb.sources.size());
         const int head[2] = {static_cast<int>(sb), static_cast<int>(rsize)};
         h = hash_ints(h, head, 2);
         const bool can = sb >= 0 && rsize > 0 && sb <= INT32_MAX;
-        return decide_v(comm, kAllgatherv, can, h,
-                        [&](CommPlans& p) { return build_gather(p, comm, kAllgatherv, sb, false, "variable blocks"); },
-                        broken);
+        return decide_v(
+            comm, kAllgatherv, can, h, mode,
+            [&](CommPlans& p) { return build_gather(p, comm, kAllgatherv, sb, false, "variable blocks"); }, broken);
       },
-      [&] {
-        return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-      },
+      pass,
       [&](const std::shared_ptr<Choice>& c) {
-        return run_allgatherv(plans_of(global(), comm)->nb, *c, sendbuf, sb, recvbuf, recvcounts, displs, rsize)
-                   ? MPI_SUCCESS
-                   : count_mismatch(comm, kAllgatherv);
+        const std::shared_ptr<CommPlans> p = plans_of(global(), comm);
+        Choice* cp = c.get();
+        // The arrays are the caller's until completion (MPI), but a copy costs nothing here.
+        std::vector<int> rc(recvcounts, recvcounts + p->nb.sources.size());
+        std::vector<int> rd(displs, displs + p->nb.sources.size());
+        auto begin = [cp, sendbuf] { gather_begin(*cp, sendbuf); };
+        bool ok = true;
+        if (mode == kBlocking) {
+          run_blocking(*c, begin, [&](bool block) {
+            return allgatherv_finish(p->nb, *cp, sendbuf, sb, recvbuf, rc.data(), rd.data(), rsize, block, &ok);
+          });
+          return ok ? MPI_SUCCESS : count_mismatch(comm, kAllgatherv);
+        }
+        auto finish = [p, cp, sendbuf, sb, recvbuf, rc, rd, rsize, comm](bool block) {
+          bool fine = true;
+          if (!allgatherv_finish(p->nb, *cp, sendbuf, sb, recvbuf, rc.data(), rd.data(), rsize, block, &fine))
+            return false;
+          if (!fine) count_mismatch(comm, kAllgatherv);
+          return true;
+        };
+        *request = plan_request(c, mode == kPersistent, begin, finish);
+        return MPI_SUCCESS;
       });
 }
 
-SPC_EXPORT int MPI_Neighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
-                                      MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
-                                      MPI_Datatype recvtype, MPI_Comm comm) {
+template <class Pass>
+int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
   // One unit: the (equal) size of the two types; the plan depends on counts and displacements.
   const int64_t unit = contiguous_bytes(sendtype, 1);
   return dispatch(
-      comm, kAlltoallv, 5,
+      comm, kAlltoallv, entry,
       [&](bool* broken) {
         const Neighbors& nb = plans_of(global(), comm)->nb;
         const size_t out = nb.destinations.size(), in = nb.sources.size();
@@ -849,21 +928,111 @@ SPC_EXPORT int MPI_Neighbor_alltoallv(const void* sendbuf, const int sendcounts[
         const int head = static_cast<int>(unit);
         h = hash_ints(h, &head, 1);
         const bool can = sendbuf != MPI_IN_PLACE && unit > 0 && unit == contiguous_bytes(recvtype, 1);
-        return decide_v(comm, kAlltoallv, can, h,
-                        [&](CommPlans& p) {
-                          return build_halo(p, comm, kAlltoallv, unit, sendcounts, sdispls, recvcounts, rdispls,
-                                            "variable blocks");
-                        },
-                        broken);
+        auto c = decide_v(
+            comm, kAlltoallv, can, h, mode,
+            [&](CommPlans& p) {
+              return build_halo(p, comm, kAlltoallv, unit, sendcounts, sdispls, recvcounts, rdispls,
+                                "variable blocks");
+            },
+            broken);
+        return mode == kBlocking ? c : pollable(c);
       },
-      [&] {
-        return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                                       comm);
-      },
+      pass,
       [&](const std::shared_ptr<Choice>& c) {
-        run_halo(*c, sendbuf, recvbuf);
-        copy_self(plans_of(global(), comm)->nb, sendbuf, recvbuf, static_cast<size_t>(unit), sendcounts, sdispls,
-                  rdispls);
+        const std::shared_ptr<CommPlans> p = plans_of(global(), comm);
+        Choice* cp = c.get();
+        const size_t out = p->nb.destinations.size(), in = p->nb.sources.size();
+        std::vector<int> sc(sendcounts, sendcounts + out), sd(sdispls, sdispls + out), rd(rdispls, rdispls + in);
+        auto begin = [cp, sendbuf] { halo_begin(*cp, sendbuf); };
+        auto finish = [p, cp, sendbuf, recvbuf, unit, sc, sd, rd](bool block) {
+          if (!halo_complete(*cp, recvbuf, block)) return false;
+          copy_self(p->nb, sendbuf, recvbuf, static_cast<size_t>(unit), sc.data(), sd.data(), rd.data());
+          return true;
+        };
+        if (mode == kBlocking) run_blocking(*c, begin, finish);
+        else *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
       });
 }
+
+}  // namespace
+}  // namespace sparsecomm::pmpi
+
+SPC_EXPORT int MPI_Neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                      MPI_Comm comm) {
+  return allgather_call(0, kBlocking, sb, sc, st, rb, rc, rt, comm, nullptr,
+                        [&] { return PMPI_Neighbor_allgather(sb, sc, st, rb, rc, rt, comm); });
+}
+
+SPC_EXPORT int MPI_Ineighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                       MPI_Comm comm, MPI_Request* req) {
+  return allgather_call(2, kNonblocking, sb, sc, st, rb, rc, rt, comm, req,
+                        [&] { return PMPI_Ineighbor_allgather(sb, sc, st, rb, rc, rt, comm, req); });
+}
+
+SPC_EXPORT int MPI_Neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                     MPI_Comm comm) {
+  return alltoall_call(1, kBlocking, sb, sc, st, rb, rc, rt, comm, nullptr,
+                       [&] { return PMPI_Neighbor_alltoall(sb, sc, st, rb, rc, rt, comm); });
+}
+
+SPC_EXPORT int MPI_Ineighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
+                                      MPI_Comm comm, MPI_Request* req) {
+  return alltoall_call(8, kNonblocking, sb, sc, st, rb, rc, rt, comm, req,
+                       [&] { return PMPI_Ineighbor_alltoall(sb, sc, st, rb, rc, rt, comm, req); });
+}
+
+SPC_EXPORT int MPI_Neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
+                                       const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+  return allgatherv_call(4, kBlocking, sb, sc, st, rb, rc, rd, rt, comm, nullptr,
+                         [&] { return PMPI_Neighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm); });
+}
+
+SPC_EXPORT int MPI_Ineighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
+                                        const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
+  return allgatherv_call(6, kNonblocking, sb, sc, st, rb, rc, rd, rt, comm, req,
+                         [&] { return PMPI_Ineighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req); });
+}
+
+SPC_EXPORT int MPI_Neighbor_alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
+                                      const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+  return alltoallv_call(5, kBlocking, sb, sc, sd, st, rb, rc, rd, rt, comm, nullptr,
+                        [&] { return PMPI_Neighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm); });
+}
+
+SPC_EXPORT int MPI_Ineighbor_alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
+                                       const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm,
+                                       MPI_Request* req) {
+  return alltoallv_call(10, kNonblocking, sb, sc, sd, st, rb, rc, rd, rt, comm, req,
+                        [&] { return PMPI_Ineighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req); });
+}
+
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+// Open MPI 4.1's persistent neighborhood collectives (MPI-4's MPI_Neighbor_*_init).
+SPC_EXPORT int MPIX_Neighbor_allgather_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
+                                            MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) {
+  return allgather_call(3, kPersistent, sb, sc, st, rb, rc, rt, comm, req,
+                        [&] { return PMPIX_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req); });
+}
+
+SPC_EXPORT int MPIX_Neighbor_alltoall_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
+                                           MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) {
+  return alltoall_call(9, kPersistent, sb, sc, st, rb, rc, rt, comm, req,
+                       [&] { return PMPIX_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req); });
+}
+
+SPC_EXPORT int MPIX_Neighbor_allgatherv_init(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
+                                             const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Info info,
+                                             MPI_Request* req) {
+  return allgatherv_call(7, kPersistent, sb, sc, st, rb, rc, rd, rt, comm, req,
+                         [&] { return PMPIX_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req); });
+}
+
+SPC_EXPORT int MPIX_Neighbor_alltoallv_init(const void* sb, const int sc[], const int sd[], MPI_Datatype st,
+                                            void* rb, const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm,
+                                            MPI_Info info, MPI_Request* req) {
+  return alltoallv_call(11, kPersistent, sb, sc, sd, st, rb, rc, rd, rt, comm, req, [&] {
+    return PMPIX_Neighbor_alltoallv_init(sb, sc, sd, st, rb, rc, rd, rt, comm, info, req);
+  });
+}
+#endif

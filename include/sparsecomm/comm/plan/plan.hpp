@@ -183,6 +183,24 @@ class Plan {
   /// Whether the last start_into() receives straight into the caller's array.
   bool receiving_direct() const { return direct_; }
 
+  /// wait() without blocking: false while messages are outstanding (call again; later
+  /// stages of a multi-stage plan advance inside these calls), true once complete, with
+  /// ghost written as wait() writes it. NotImplementedError for a backend without it
+  /// (supports_test()).
+  template <class T>
+  bool test(T* ghost, Unpack mode = Unpack::replace) {
+    check_type(sizeof(T), "test");
+    if (!active_) throw Error("Plan(" + name_ + "): test() without start()");
+    {
+      ScopedTimer t(&exec_, "wait");
+      if (!do_test()) return false;
+    }
+    test_done_ = true;  // wait() completes without waiting again
+    wait(ghost, mode);
+    return true;
+  }
+  /// Whether test() is implemented by this backend.
+  virtual bool supports_test() const { return false; }
   /// start() then wait().
   template <class T>
   void exchange(const T* owned, T* ghost, Unpack mode = Unpack::replace) {
@@ -211,6 +229,9 @@ class Plan {
   virtual void do_start() = 0;
   /// Finish: recv_buf() must hold every received value afterwards.
   virtual void do_wait() = 0;
+  /// do_wait() without blocking: true once recv_buf() holds every received value (and the
+  /// sends are complete). Backends that override it also override supports_test().
+  virtual bool do_test();
   /// Start like do_start() but send from `send` (laid out like send_buf()) instead of
   /// send_buf() when it is not null, and receive into `recv` (laid out like recv_buf())
   /// instead of recv_buf() when it is not null; do_wait() then completes it. false (the
@@ -264,6 +285,10 @@ class Plan {
     if (!active_) throw Error("Plan(" + name_ + "): " + call + "() without start()");
     ScopedTimer t(&exec_, "wait");
     active_ = false;
+    if (test_done_) {
+      test_done_ = false;
+      return;
+    }
     do_wait();
   }
 
@@ -278,6 +303,7 @@ class Plan {
   bool send_identity_ = false;  ///< pattern.send().indices == 0, 1, 2, ...
   bool active_ = false;
   bool direct_ = false;  ///< the active exchange receives into the caller's array (start_into)
+  bool test_done_ = false;  ///< test() found the active exchange complete
   int stages_ = 1;
   Stats setup_, per_iter_, exec_;
 };

@@ -55,6 +55,12 @@ class NeighborPlan final : public Plan {
                                     rcounts_.data(), rdispls_.data(), MPI_BYTE, graph_.get(), &req_));
   }
   void do_wait() override { SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE)); }
+  bool do_test() override {
+    int flag = 0;
+    SPC_MPI(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE));
+    return flag != 0;
+  }
+  bool supports_test() const override { return true; }
   bool do_start_direct(const char* send, char* recv) override {
     if (persistent_) return false;  // bound to the plan's buffers at setup
     SPC_MPI(MPI_Ineighbor_alltoallv(send ? send : send_buf(), scounts_.data(), sdispls_.data(), MPI_BYTE,

@@ -32,6 +32,8 @@ class P2pPlan final : public Plan {
  protected:
   void do_start() override { msgs_.start(); }
   void do_wait() override { msgs_.wait(); }
+  bool do_test() override { return msgs_.test(); }
+  bool supports_test() const override { return true; }
   bool do_start_direct(const char* send, char* recv) override {
     return msgs_.start_relocated({send_buf(), send_bytes(), send}, {recv_buf(), recv_bytes(), recv});
   }
