@@ -456,101 +456,113 @@ std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_
   return build_halo(p, comm, k, bytes, ones.data(), iota.data(), ones.data(), iota.data(), block_label(bytes));
 }
 
-// The agreed choice of a call, or null for MPI's own. `local`: this rank's block bytes, or
-// -1 when it cannot run the call through a plan. Sets *broken when a hinted communicator's
-// call breaks the promise of fixed counts.
-std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken) {
+// What decide() and decide_v() share before and during the agreement.
+struct Prologue {
+  bool done = false;                // the outcome is known without agreeing: `choice`
+  std::shared_ptr<Choice> choice;   // (null: MPI's own)
+  std::shared_ptr<CommPlans> p;     // the communicator's entry, when not done
+  int64_t local = -1;               // the local signature, -1 where this rank cannot
+};
+
+// Disabled, no topology, a hinted communicator that has agreed (its choice, or *broken when
+// the local signature `local` differs), a non-blocking call (local in MPI: no agreement).
+// An alltoall(v) whose lists name a rank twice cannot (local = -1): MPI pairs those.
+Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken) {
   Global& g = global();
+  Prologue r;
   *broken = false;
+  r.done = true;
   if (g.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
-  if (g.disabled) return nullptr;
-  const std::shared_ptr<CommPlans> p = plans_of(g, comm);
-  if (!p->usable) return nullptr;  // the same on every rank: a property of the communicator
-  if (!p->nb.pairs_unique && k == kAlltoall) local = -1;
-  CommPlans::Agreed& a = p->agreed[k];
-  if (p->settings.fixed && mode != kPersistent && a.valid) {
+  if (g.disabled) return r;
+  r.p = plans_of(g, comm);
+  if (!r.p->usable) return r;  // the same on every rank: a property of the communicator
+  if (!r.p->nb.pairs_unique && (k == kAlltoall || k == kAlltoallv)) local = -1;
+  r.local = local;
+  const CommPlans::Agreed& a = r.p->agreed[k];
+  if (r.p->settings.fixed && mode != kPersistent && a.valid) {
     *broken = local != a.local;
-    return a.choice;
+    r.choice = a.choice;
+    return r;
   }
-  if (mode == kNonblocking) {  // a local call: no agreement possible
+  if (mode == kNonblocking) {
     if (!g.checked) {
-      if (const std::string e = check_settings(p->settings); !e.empty()) bad_settings(comm, e, false);
+      if (const std::string e = check_settings(r.p->settings); !e.empty()) bad_settings(comm, e, false);
     }
-    return nullptr;
+    return r;
   }
+  r.done = false;
+  return r;
+}
+
+// Collective. The element-wise max over the communicator of `in` (three flags or values),
+// with the settings checked at the first agreement: a bad one ends every rank.
+std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::array<long long, 3>& in) {
+  Global& g = global();
   std::string error;
-  if (!g.checked) error = check_settings(p->settings);
-  const long long in[4] = {local < 0 ? 1 : 0, -static_cast<long long>(local), static_cast<long long>(local),
-                           error.empty() ? 0 : 1};
+  if (!g.checked) error = check_settings(p.settings);
+  const long long mine[4] = {in[0], in[1], in[2], error.empty() ? 0 : 1};
   long long out[4];
-  PMPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, comm);
+  PMPI_Allreduce(mine, out, 4, MPI_LONG_LONG, MPI_MAX, comm);
   if (out[3]) bad_settings(comm, error, true);
   g.checked = true;
+  return {out[0], out[1], out[2]};
+}
+
+// The agreed choice of an allgather or alltoall call, or null for MPI's own. `local`: this
+// rank's block bytes, or -1 when it cannot run the call through a plan. One allreduce of
+// {cannot, -bytes, bytes}: every rank can, with one block size. Sets *broken when a hinted
+// communicator's call breaks the promise of fixed counts.
+std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken) {
+  const Prologue pre = prologue(comm, k, local, mode, broken);
+  if (pre.done) return pre.choice;
+  CommPlans& p = *pre.p;
+  local = pre.local;
+  const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
   std::shared_ptr<Choice> c;
   if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
     try {
       if (mode == kPersistent) {
-        c = build_choice(*p, comm, k, local);  // the request's own plan
+        c = build_choice(p, comm, k, local);  // the request's own plan
       } else {
-        auto it = p->cache[k].find(local);
-        if (it == p->cache[k].end()) it = p->cache[k].emplace(local, build_choice(*p, comm, k, local)).first;
+        auto it = p.cache[k].find(local);
+        if (it == p.cache[k].end()) it = p.cache[k].emplace(local, build_choice(p, comm, k, local)).first;
         c = it->second;
       }
     } catch (const std::exception& e) {  // plan set-up failed on every rank alike (agreed errors)
       fail(e.what());
     }
   }
-  if (p->settings.fixed && mode != kPersistent) a = {true, local, c};
+  if (p.settings.fixed && mode != kPersistent) p.agreed[k] = {true, local, c};
   return c;
 }
 
 // The same for allgatherv / alltoallv, whose signature is a hash of this rank's counts
-// (and displacements where the plan depends on them): one PMPI_Allreduce of {cannot,
-// changed, bad setting}; a change on any rank rebuilds the plan on every rank (`build`,
-// collective). With the hint, only the first call agrees.
+// (and displacements where the plan depends on them): one allreduce of {cannot, changed};
+// a change on any rank rebuilds the plan on every rank (`build`, collective). With the
+// hint, only the first call agrees.
 template <class Build>
 std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash, Mode mode, Build build,
                                  bool* broken) {
-  Global& g = global();
-  *broken = false;
-  if (g.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
-  if (g.disabled) return nullptr;
-  const std::shared_ptr<CommPlans> p = plans_of(g, comm);
-  if (!p->usable) return nullptr;
-  if (!p->nb.pairs_unique && k == kAlltoallv) can = false;
-  const int64_t local = can ? static_cast<int64_t>(hash >> 1) : -1;
-  CommPlans::Agreed& a = p->agreed[k];
-  if (p->settings.fixed && mode != kPersistent && a.valid) {
-    *broken = local != a.local;
-    return a.choice;
-  }
-  if (mode == kNonblocking) {  // a local call: no agreement possible
-    if (!g.checked) {
-      if (const std::string e = check_settings(p->settings); !e.empty()) bad_settings(comm, e, false);
-    }
-    return nullptr;
-  }
-  CommPlans::Last& last = p->last[k - kAllgatherv];
-  std::string error;
-  if (!g.checked) error = check_settings(p->settings);
+  const Prologue pre = prologue(comm, k, can ? static_cast<int64_t>(hash >> 1) : -1, mode, broken);
+  if (pre.done) return pre.choice;
+  CommPlans& p = *pre.p;
+  const int64_t local = pre.local;
+  can = local >= 0;
+  CommPlans::Last& last = p.last[k - kAllgatherv];
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
-  const int in[3] = {can ? 0 : 1, can && changed ? 1 : 0, error.empty() ? 0 : 1};
-  int out[3];
-  PMPI_Allreduce(in, out, 3, MPI_INT, MPI_MAX, comm);
-  if (out[2]) bad_settings(comm, error, true);
-  g.checked = true;
+  const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, 0});
   std::shared_ptr<Choice> c;
   try {
-    if (!out[0] && mode == kPersistent) return build(*p);  // the request's own plan
+    if (!out[0] && mode == kPersistent) return build(p);  // the request's own plan
     if (!out[0] && out[1]) {
-      last.choice = build(*p);
+      last.choice = build(p);
       last.built = true, last.hash = hash;
     }
   } catch (const std::exception& e) {  // plan set-up failed on every rank alike
     fail(e.what());
   }
   if (!out[0]) c = last.choice;
-  if (p->settings.fixed) a = {true, local, c};
+  if (p.settings.fixed) p.agreed[k] = {true, local, c};
   return c;
 }
 
