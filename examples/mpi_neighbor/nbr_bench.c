@@ -4,7 +4,7 @@
  * with and without LD_PRELOAD.
  *
  *   nbr_bench [-topo moore:DIMS,RADIUS | er:DENSITY[,SEED]] [-sizes 4,64,4096] [-reps N]
- *             [-fixed-counts 1]
+ *             [-fixed-counts 1] [-info KEY=VALUE]...
  *
  * moore: ranks on a periodic MPI_Dims_create grid, every rank within RADIUS in each
  * dimension (Chebyshev) is a neighbor (both ways); er: edge i -> j when a hash of (i, j,
@@ -14,7 +14,8 @@
  * MPI_Wait per call, the request made once per size), MPI_Neighbor_alltoall; first checked
  * (every block must hold what its source wrote), then timed (max over ranks of the mean
  * over REPS, after a warm-up). -fixed-counts 1 creates the communicator with the MPI_Info
- * hint "sparsecomm_fixed_counts" = "true" (an MPI ignores keys it does not know).
+ * hint "sparsecomm_fixed_counts" = "true" (an MPI ignores keys it does not know); -info
+ * adds any other key to that MPI_Info.
  * Prints "nbr_bench: <topology> <call> size <B> B: <us> us/call, verified" per line; exit 1
  * on a wrong byte. */
 #include <mpi.h>
@@ -90,6 +91,7 @@ static unsigned char byte_of(int from, int to, size_t k) { return (unsigned char
 int main(int argc, char **argv) {
   const char *topo = "moore:2,1", *sizes_arg = "4,64,4096";
   int reps = 100, rank, p, *dst, *src, nd, ns, bad = 0, fixed = 0;
+  MPI_Info info = MPI_INFO_NULL;
   MPI_Comm g;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -99,11 +101,19 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-sizes")) sizes_arg = argv[i + 1];
     else if (!strcmp(argv[i], "-reps")) reps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-fixed-counts")) fixed = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-info")) {
+      char *kv = strdup(argv[i + 1]), *eq = strchr(kv, '=');
+      if (eq) {
+        *eq = 0;
+        if (info == MPI_INFO_NULL) MPI_Info_create(&info);
+        MPI_Info_set(info, kv, eq + 1);
+      }
+      free(kv);
+    }
   }
   neighbors(topo, rank, p, &dst, &nd, &src, &ns);
-  MPI_Info info = MPI_INFO_NULL;
   if (fixed) {
-    MPI_Info_create(&info);
+    if (info == MPI_INFO_NULL) MPI_Info_create(&info);
     MPI_Info_set(info, "sparsecomm_fixed_counts", "true");
   }
   char *sizes = strdup(sizes_arg);
@@ -155,7 +165,7 @@ int main(int argc, char **argv) {
     free(sb), free(rb);
     MPI_Comm_free(&g);
   }
-  if (fixed) MPI_Info_free(&info);
+  if (info != MPI_INFO_NULL) MPI_Info_free(&info);
   int allbad = 0;
   MPI_Allreduce(&bad, &allbad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   free(sizes), free(dst), free(src);
