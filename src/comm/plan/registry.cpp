@@ -13,6 +13,9 @@ void register_aggregated();
 void register_aggregated_2step();
 void register_combined();
 void register_auto();
+#ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
+void register_shm();
+#endif
 void register_gather_basic();
 void register_gather_combined();
 
@@ -21,6 +24,9 @@ HaloRegistry& halo_registry() {
     for (auto f : {register_p2p, register_neighbor, register_aggregated, register_aggregated_2step, register_combined,
                    register_auto})
       f();
+#ifndef SPARSECOMM_SMPI
+    register_shm();
+#endif
   });
   return r;
 }
