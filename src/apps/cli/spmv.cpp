@@ -65,6 +65,7 @@ struct Measured {
   std::string chosen;
   double setup = 0;
   RoundStats time;           // median and spread over the rounds
+  RoundStats exchange;       // the halo exchange alone (DistSpmv::exchange), the same way
   std::vector<Reduced> red;  // inter msgs, intra msgs, inter bytes, intra bytes, stages
   bool good = false;
   std::unique_ptr<DistSpmv> spmv;
@@ -113,14 +114,19 @@ std::unique_ptr<Measured> set_up(const Run& r, const std::string& b, const Backe
 }
 
 /// Collective. Every backend timed in interleaved rounds (apps::interleaved_rounds: each
-/// round times every backend once, starting with a different one), reps split over them.
+/// round times every backend once, starting with a different one), reps split over them:
+/// the whole SpMV, then the halo exchange alone.
 void time_all(const Run& r, std::vector<std::unique_ptr<Measured>>& ms) {
   const int per_round = std::max(1, r.reps / r.rounds);
   const auto t = interleaved_rounds(ms.size(), r.rounds, [&](size_t i) {
     Measured& m = *ms[i];
     return time_per_call(r.comm, per_round, [&] { m.spmv->apply(m.x.data(), m.y.data()); });
   });
-  for (size_t i = 0; i < ms.size(); ++i) ms[i]->time = t[i];
+  const auto e = interleaved_rounds(ms.size(), r.rounds, [&](size_t i) {
+    Measured& m = *ms[i];
+    return time_per_call(r.comm, per_round, [&] { m.spmv->exchange(m.x.data()); });
+  });
+  for (size_t i = 0; i < ms.size(); ++i) ms[i]->time = t[i], ms[i]->exchange = e[i];
 }
 
 Json json_record(const Run& r, const std::string& label, const std::string& b, const Measured& m) {
@@ -133,6 +139,8 @@ Json json_record(const Run& r, const std::string& label, const std::string& b, c
   j["chosen"] = m.chosen;
   j["spmv_s"] = m.time.median;
   j["spread"] = m.time.spread;
+  j["exchange_s"] = m.exchange.median;
+  j["exchange_spread"] = m.exchange.spread;
   j["rounds"] = r.rounds;
   j["setup_s"] = m.setup;
   j["width"] = r.width;
@@ -195,16 +203,19 @@ int spmv_main(int argc, char** argv) {
     for (size_t bi = 0; bi < backends.size(); ++bi) js->write(json_record(run, label, backends[bi], *ms[bi]));
   const auto p2p = std::find(backends.begin(), backends.end(), "p2p");
   const double base = p2p != backends.end() ? ms[p2p - backends.begin()]->time.median : 0;
-  Table t({"backend", "us/SpMV", "spread", "speedup vs p2p", "setup ms", "inter msgs/rank", "verified"});
+  const double ebase = p2p != backends.end() ? ms[p2p - backends.begin()]->exchange.median : 0;
+  Table t({"backend", "us/SpMV", "spread", "speedup vs p2p", "us/exchange", "spread", "exchange vs p2p", "setup ms",
+           "inter msgs/rank", "verified"});
   for (const auto& m : ms)
     t.add({m->name, num("%.1f", m->time.median * 1e6), num("%.0f%%", m->time.spread * 100),
-           base > 0 ? num("%.2f", base / m->time.median) : "-", num("%.2f", m->setup * 1e3), num("%.0f", m->red[0].max),
-           m->good ? "yes" : "NO"});
+           base > 0 ? num("%.2f", base / m->time.median) : "-", num("%.1f", m->exchange.median * 1e6),
+           num("%.0f%%", m->exchange.spread * 100), ebase > 0 ? num("%.2f", ebase / m->exchange.median) : "-",
+           num("%.2f", m->setup * 1e3), num("%.0f", m->red[0].max), m->good ? "yes" : "NO"});
   if (rank == 0)
     std::cout << "SpMV of " << label << " (" << a.global_rows() << " x " << a.global_cols() << ", " << a.global_nnz()
               << " nonzeros), width " << w << ", " << comm_size(comm) << " ranks, regions " << loc.describe() << "\n"
               << "us/SpMV: median over " << rounds << " interleaved rounds of the max over ranks; spread: (max - min) / "
-              << "median; speedup: p2p time / backend time (higher is better)\n"
+              << "median; speedup: p2p time / backend time (higher is better); us/exchange: the halo exchange alone\n"
               << t.str() << (ok ? "every backend verified (" + ref.kind + " reference)\n" : "VERIFICATION FAILED\n");
   return ok ? 0 : 3;
 }
