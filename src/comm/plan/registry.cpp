@@ -15,6 +15,7 @@ void register_combined();
 void register_auto();
 #ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
 void register_shm();
+void register_gather_shm();
 #endif
 void register_gather_basic();
 void register_gather_combined();
@@ -34,6 +35,9 @@ GatherRegistry& gather_registry() {
   static GatherRegistry r("gather ", [] {
     register_gather_basic();
     register_gather_combined();
+#ifndef SPARSECOMM_SMPI
+    register_gather_shm();
+#endif
   });
   return r;
 }

@@ -40,10 +40,11 @@
 //    agrees and builds a plan for that request alone; starts then cost nothing extra.
 //
 // Choice: SPARSECOMM_MPI_BACKEND = auto (default) | mpi | a gather backend (combined,
-// p2p, neighbor). auto builds the combining plan and keeps it only where the performance
-// model (comm/plan/model.hpp: messages, bytes and stages of the busiest rank) predicts it
-// 1.3x faster than the direct exchange MPI itself does; otherwise it steps aside (MPI's
-// own). mpi: always MPI's own. Combining parameters: SPARSECOMM_MPI_K, _AWARE (0/1);
+// p2p, neighbor, shm). auto takes the shm backends (shared-memory window) when every rank
+// of the communicator is on one node; across nodes it builds the combining plan and keeps
+// it only where the performance model (comm/plan/model.hpp: messages, bytes and stages of
+// the busiest rank) predicts it 1.3x faster than the direct exchange MPI itself does;
+// otherwise it steps aside (MPI's own). mpi: always MPI's own. Combining parameters: SPARSECOMM_MPI_K, _AWARE (0/1);
 // regions: SPARSECOMM_MPI_REGIONS (default node); the same as MPI_Info keys
 // sparsecomm_backend / sparsecomm_k / sparsecomm_aware / sparsecomm_regions at communicator
 // creation. SPARSECOMM_MPI_VERBOSE=1: per communicator what was chosen, and at exit per rank
@@ -222,6 +223,7 @@ struct CommPlans {
   Neighbors nb;
   Settings settings;
   std::unique_ptr<Locality> loc;
+  int one_node = -1;  // every rank of the communicator on one node (1), or not (0); -1 unknown
   std::map<int64_t, std::shared_ptr<Choice>> cache[2];  // allgather, alltoall: per block size
   struct Last {  // allgatherv, alltoallv: the choice of the last signature
     bool built = false;
@@ -332,6 +334,24 @@ std::string block_label(int64_t bytes) { return std::to_string(bytes) + "-byte b
 // (Moore 2,3 at 4-64 B on the emulated cluster: 1.3-1.6x) predict 1.5x and more.
 constexpr double kAutoMargin = 1.3;
 
+// Collective. Whether every rank of comm shares one node (the same answer on every rank),
+// and the shm backends exist: then auto takes them (every transfer one copy into a shared
+// window and one out, experiments/pmpi/README.md).
+bool shm_whole_node(CommPlans& p, MPI_Comm comm) {
+  if (p.one_node < 0) {
+    MPI_Comm node = MPI_COMM_NULL;
+    PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int n = 0, all = 0;
+    PMPI_Comm_size(node, &n);
+    PMPI_Comm_size(comm, &all);
+    PMPI_Comm_free(&node);
+    p.one_node = n == all ? 1 : 0;
+  }
+  const auto g = gather_backend_names(), h = backend_names();
+  return p.one_node == 1 && std::find(g.begin(), g.end(), "shm") != g.end() &&
+         std::find(h.begin(), h.end(), "shm") != h.end();
+}
+
 // auto's verdict, reported: keep the combining plan (predicted tc) over MPI's own (td)?
 bool auto_keeps(const CommPlans& p, MPI_Comm comm, Kind k, const std::string& label, double tc, double td) {
   char why[160];
@@ -366,7 +386,10 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     return make_gather_plan(name, t, *p.loc, comm, bytes, go);
   };
   auto c = std::make_shared<Choice>();
-  if (s.backend == "auto") {
+  if (s.backend == "auto" && shm_whole_node(p, comm)) {
+    c->gather = make("shm");
+    report(p, comm, k, label, "auto: one node: shm plan built");
+  } else if (s.backend == "auto") {
     const ModelParams model = ModelParams::load();
     auto combined = make("combined");
     const double tc = predict_gather(*combined, model, comm);
@@ -425,6 +448,11 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   po.value_bytes = unit % 8 == 0 ? 8 : unit % 4 == 0 ? 4 : 1;
   po.width = static_cast<int>(unit / po.value_bytes);
   auto c = std::make_shared<Choice>();
+  if (s.backend == "auto" && shm_whole_node(p, comm)) {
+    c->halo = make_plan("shm", pat, *p.loc, comm, po);
+    report(p, comm, k, label, "auto: one node: shm plan built");
+    return c;
+  }
   if (s.backend == "auto") {
     const ModelParams model = ModelParams::load();
     auto combined = make_plan("combined", pat, *p.loc, comm, po);

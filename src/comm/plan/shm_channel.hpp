@@ -1,0 +1,123 @@
+#pragma once
+// The shared-memory channel of the `shm` backends (halo: plan/halo/shm.cpp, gather:
+// plan/gather/shm.cpp): the ranks of one node write what their node neighbors need into an
+// MPI-3 shared-memory window, and those read it straight out (Hoefler et al., "MPI+MPI: a
+// new hybrid approach to parallel programming with MPI plus shared memory", Computing 95,
+// 2013). MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gives the real node (Open MPI's notion
+// of host: the emulated cluster's namespaces are separate nodes).
+//
+// Each rank's segment holds a header and two buffers of `area` bytes (double buffering):
+//   header: its epoch (how many exchanges it has published) on one cache line, then one
+//           cache line per reader holding the last epoch that reader has finished copying.
+// Writer, exchange e: begin_write(e) waits until every reader has finished epoch e - 2 (the
+//   last one to use buffer e % 2) and returns that buffer; the writer fills it and calls
+//   publish(e). A writer waits for a slow reader only when it is two exchanges ahead.
+// Reader: ready(k, e) once writer k's epoch reaches e; data(k, e) is its segment; done(k, e)
+//   after copying it out.
+// Ordering (C++ memory model, across processes on the same physical memory): the writer's
+// stores into the buffer happen-before its release store of the epoch; a reader's acquire
+// load that sees e synchronizes with it, so its copy sees the data. The reader's copy
+// happens-before its release store into its slot; the writer's acquire load of that slot
+// before reusing the buffer synchronizes with it, so the writer never overwrites what a
+// reader is still copying. The atomics are lock-free 64-bit (checked at compile time),
+// which makes them address-free: valid through each process's own mapping. MPI's part: one
+// passive-target epoch (MPI_Win_lock_all) for the channel's lifetime, the unified memory
+// model of Open MPI's shared windows. Destruction frees the window: collective over the
+// node, like creation (plans are destroyed in the same order on every rank).
+#ifndef SPARSECOMM_SMPI
+#include <mpi.h>
+#include <sched.h>
+
+#include <atomic>
+#include <map>
+#include <vector>
+
+#include "sparsecomm/core/mpi_util.hpp"
+
+namespace sparsecomm::detail {
+
+class ShmChannel {
+ public:
+  /// Collective over `comm`: the node communicator, and which ranks of `comm` share this
+  /// rank's node (node_rank()).
+  explicit ShmChannel(MPI_Comm comm);
+  ~ShmChannel();
+  ShmChannel(const ShmChannel&) = delete;
+  ShmChannel& operator=(const ShmChannel&) = delete;
+
+  /// The node rank of `rank` of the plan's communicator, or -1 when it is on another node.
+  int node_rank(int rank) const {
+    auto it = node_rank_of_.find(rank);
+    return it == node_rank_of_.end() ? -1 : it->second;
+  }
+
+  /// Collective over the plan's communicator (every rank calls it once, after node_rank()).
+  /// `readers`: the ranks of my node I write to, each with where its segment starts in my
+  /// buffers; `writers`: the ranks of my node I read from (reader k below is writer k here);
+  /// `area`: my buffer size. Fails on every rank alike (NotImplementedError) where the MPI
+  /// cannot allocate a shared window.
+  void connect(const std::vector<int>& readers, const std::vector<int64_t>& offsets, int64_t area,
+               const std::vector<int>& writers);
+
+  /// Writer: waits (calling progress() now and then) until buffer e % 2 is free; returns it.
+  template <class Progress>
+  char* begin_write(uint64_t e, Progress progress) {
+    if (e > 2)
+      spin([&] {
+        for (Epoch* s : slots_)
+          if (s->load(std::memory_order_acquire) < e - 2) return false;
+        return true;
+      }, progress);
+    return buffers_ + static_cast<int64_t>(e % 2) * area_;
+  }
+  void publish(uint64_t e) { epoch_->store(e, std::memory_order_release); }
+  bool has_readers() const { return !slots_.empty(); }
+
+  /// Reader side, writer k (in connect()'s order).
+  bool ready(size_t k, uint64_t e) const { return in_[k].epoch->load(std::memory_order_acquire) >= e; }
+  template <class Progress>
+  void wait_ready(size_t k, uint64_t e, Progress progress) const {
+    spin([&] { return ready(k, e); }, progress);
+  }
+  const char* data(size_t k, uint64_t e) const {
+    return in_[k].buffers + static_cast<int64_t>(e % 2) * in_[k].area + in_[k].offset;
+  }
+  void done(size_t k, uint64_t e) { in_[k].slot->store(e, std::memory_order_release); }
+  size_t writers() const { return in_.size(); }
+
+ private:
+  using Epoch = std::atomic<uint64_t>;
+  static_assert(Epoch::is_always_lock_free, "shm needs lock-free 64-bit atomics (address-free across processes)");
+  static constexpr int64_t kLine = 64;  // one cache line per flag
+  static constexpr int kTag = 14;
+
+  // Waits until ready(), calling progress() every 64 checks and yielding the core after 256
+  // (ranks are often oversubscribed).
+  template <class Ready, class Progress>
+  static void spin(Ready ready, Progress progress) {
+    for (int i = 0; !ready(); ++i) {
+      if (i % 64 == 63) progress();
+      if (i >= 256) sched_yield();
+    }
+  }
+
+  struct In {
+    Epoch* epoch = nullptr;        // the writer's epoch
+    Epoch* slot = nullptr;         // my slot in the writer's header
+    const char* buffers = nullptr; // the writer's first buffer
+    int64_t area = 0, offset = 0;  // its buffer size, my segment's start
+  };
+  MPI_Comm comm_;
+  Comm node_;
+  std::map<int, int> node_rank_of_;
+  std::vector<int> node_to_rank_;
+  MPI_Win win_ = MPI_WIN_NULL;
+  Epoch* epoch_ = nullptr;
+  std::vector<Epoch*> slots_;
+  char* buffers_ = nullptr;
+  int64_t area_ = 0;
+  std::vector<In> in_;
+};
+
+}  // namespace sparsecomm::detail
+#endif  // SPARSECOMM_SMPI
