@@ -333,6 +333,7 @@ std::string block_label(int64_t bytes) { return std::to_string(bytes) + "-byte b
 // where it measured 0.7-0.95x of Open MPI's own, while the cases where combining paid
 // (Moore 2,3 at 4-64 B on the emulated cluster: 1.3-1.6x) predict 1.5x and more.
 constexpr double kAutoMargin = 1.3;
+constexpr long long kShmAlltoallMax = 16384;  // see build_halo
 
 // Collective. Whether every rank of comm shares one node (the same answer on every rank),
 // and the shm backends exist: then auto takes them (every transfer one copy into a shared
@@ -448,10 +449,22 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   po.value_bytes = unit % 8 == 0 ? 8 : unit % 4 == 0 ? 4 : 1;
   po.width = static_cast<int>(unit / po.value_bytes);
   auto c = std::make_shared<Choice>();
+  // On one node the shm halo plan beat Open MPI's own alltoall up to 4 KiB blocks (1.6-2.8x)
+  // but not at 64 KiB (0.71-0.74x: its pack, window and unpack copies against Open MPI's
+  // single-copy path for large messages; experiments/pmpi/README.md): auto takes it for
+  // blocks up to kShmAlltoallMax bytes, the largest block over all ranks (agreed).
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
-    c->halo = make_plan("shm", pat, *p.loc, comm, po);
-    report(p, comm, k, label, "auto: one node: shm plan built");
-    return c;
+    long long largest = 0, agreed = 0;
+    for (size_t j = 0; j < p.nb.destinations.size(); ++j)
+      largest = std::max<long long>(largest, static_cast<long long>(scounts[j]) * unit);
+    PMPI_Allreduce(&largest, &agreed, 1, MPI_LONG_LONG, MPI_MAX, comm);
+    if (agreed <= kShmAlltoallMax) {
+      c->halo = make_plan("shm", pat, *p.loc, comm, po);
+      report(p, comm, k, label, "auto: one node: shm plan built");
+      return c;
+    }
+    report(p, comm, k, label, "auto: one node, blocks above " + std::to_string(kShmAlltoallMax) + " bytes: MPI's own");
+    return nullptr;
   }
   if (s.backend == "auto") {
     const ModelParams model = ModelParams::load();
