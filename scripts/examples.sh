@@ -63,21 +63,34 @@ for np in 1 4; do
     check "petsc_ksp.np$np" run $np "$work/petsc_ksp/petsc_ksp" -sparsecomm_backend aggregated_dedup
   fi
 done
+# An unmodified program run as it is and through an installed interposition library:
+#   same_result LABEL NP KEY PROOF DESC PROGRAM-AS-IS... -- PROGRAM-THROUGH-SPARSECOMM...
+# KEY is a sed expression printing the result (it must be equal in both runs), PROOF a
+# pattern the second run's output must show (it did go through sparsecomm).
+same_result() {
+  local label=$1 np=$2 key=$3 proof=$4 desc=$5 ref_cmd=() ref got k_ref k_got
+  shift 5
+  while [ "$1" != "--" ]; do ref_cmd+=("$1"); shift; done
+  shift
+  ref=$(run "$np" "${ref_cmd[@]}" 2>&1) || { echo "$ref"; failed=1; return; }
+  got=$(run "$np" "$@" 2>&1) || { echo "$got"; failed=1; return; }
+  k_ref=$(echo "$ref" | sed -n "$key")
+  k_got=$(echo "$got" | sed -n "$key")
+  if [ -n "$k_ref" ] && [ "$k_ref" = "$k_got" ] && echo "$got" | grep -q "$proof"; then
+    echo "$label np $np: $k_got $desc, verified"
+  else
+    echo "examples: $label np $np FAILED:"; echo "$ref"; echo "$got"; failed=1
+  fi
+}
 # PETSc with no source change, through the INSTALLED plugin.
 if pkg-config --exists PETSc && [ -f "$prefix/lib/libsparsecomm_petsc.so" ]; then
   mpicc -Wall examples/petsc_plugin/poisson.c $(pkg-config --cflags --libs PETSc) -o "$work/poisson" ||
     { echo "examples: building petsc_plugin FAILED"; exit 1; }
   for np in 1 4; do
-    ref=$(run $np "$work/poisson" -sf_type basic 2>&1) || { echo "$ref"; failed=1; continue; }
-    got=$(run $np "$work/poisson" -dll_append "$prefix/lib/libsparsecomm_petsc.so" -sf_type sparsecomm 2>&1) ||
-      { echo "$got"; failed=1; continue; }
-    its_ref=$(echo "$ref" | sed -n 's/^poisson: \([0-9]*\) CG.*/\1/p')
-    its_got=$(echo "$got" | sed -n 's/^poisson: \([0-9]*\) CG.*/\1/p')
-    if [ -n "$its_ref" ] && [ "$its_ref" = "$its_got" ] && echo "$got" | grep -q "scatters of type sparsecomm"; then
-      echo "petsc_plugin np $np: $its_got CG iterations with -sf_type basic and through the installed plugin, verified"
-    else
-      echo "examples: petsc_plugin np $np FAILED:"; echo "$ref"; echo "$got"; failed=1
-    fi
+    same_result petsc_plugin $np 's/^poisson: \([0-9]*\) CG.*/\1/p' "scatters of type sparsecomm" \
+      "CG iterations with -sf_type basic and through the installed plugin" \
+      "$work/poisson" -sf_type basic -- \
+      "$work/poisson" -dll_append "$prefix/lib/libsparsecomm_petsc.so" -sf_type sparsecomm
   done
 fi
 # Hypre with no source change, through the INSTALLED hook.
@@ -85,16 +98,10 @@ if [ -f /usr/include/hypre/HYPRE.h ] && [ -f "$prefix/lib/libsparsecomm_hypre_ho
   mpicc -O2 -Wall -I/usr/include/hypre examples/hypre_amg/amg_solve.c -lHYPRE -lm -o "$work/amg_solve" ||
     { echo "examples: building hypre_amg FAILED"; exit 1; }
   for np in 1 4; do
-    ref=$(run $np "$work/amg_solve" -n 64 2>&1) || { echo "$ref"; failed=1; continue; }
-    got=$(run $np -x LD_PRELOAD="$prefix/lib/libsparsecomm_hypre_hook.so" -x SPARSECOMM_HYPRE_VERBOSE=1 \
-      "$work/amg_solve" -n 64 2>&1) || { echo "$got"; failed=1; continue; }
-    key_ref=$(echo "$ref" | sed -n 's/.*\(iterations [0-9]* final relative residual [^ ]*\).*/\1/p')
-    key_got=$(echo "$got" | sed -n 's/.*\(iterations [0-9]* final relative residual [^ ]*\).*/\1/p')
-    if [ -n "$key_ref" ] && [ "$key_ref" = "$key_got" ] && echo "$got" | grep -q "exchanges through sparsecomm: [1-9]"; then
-      echo "hypre_amg np $np: $key_got with Hypre's exchange and through the installed hook, verified"
-    else
-      echo "examples: hypre_amg np $np FAILED:"; echo "$ref"; echo "$got"; failed=1
-    fi
+    same_result hypre_amg $np 's/.*\(iterations [0-9]* final relative residual [^ ]*\).*/\1/p' \
+      "exchanges through sparsecomm: [1-9]" "with Hypre's exchange and through the installed hook" \
+      "$work/amg_solve" -n 64 -- \
+      -x LD_PRELOAD="$prefix/lib/libsparsecomm_hypre_hook.so" -x SPARSECOMM_HYPRE_VERBOSE=1 "$work/amg_solve" -n 64
   done
 fi
 "$prefix/bin/sparsecomm" --version

@@ -8,20 +8,20 @@ must agree token by token (integers exactly, reals to a relative 1e-10; wall-clo
 usage: compare.py MPIEXEC HOOK NP BACKENDS PREFIX REGIONS -- PROGRAM [ARGS...]
 (MPIEXEC may be a command with arguments, split on spaces: tests/hypre_hook/cluster_mpiexec.sh 2 2)
 """
+import os
 import re
-import subprocess
 import sys
 
-TIME = re.compile(r"[-+0-9.eE]+ s\b")
-SUMMARY = re.compile(r"exchanges through sparsecomm: (\d+) matvec, (\d+) transpose; passed to Hypre: (\d+) of other jobs")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from interop_compare import run as run_cmd, same  # noqa: E402
 
 
 def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-    if p.returncode != 0:
-        sys.stdout.write(p.stdout[-6000:])
-        raise SystemExit("FAILED (exit %d): %s" % (p.returncode, " ".join(cmd)))
-    return p.stdout
+    return run_cmd(cmd, 900)
+
+
+TIME = re.compile(r"[-+0-9.eE]+ s\b")
+SUMMARY = re.compile(r"exchanges through sparsecomm: (\d+) matvec, (\d+) transpose; passed to Hypre: (\d+) of other jobs")
 
 
 def results(out, prefix):
@@ -29,18 +29,6 @@ def results(out, prefix):
     if not lines:
         raise SystemExit("no '%s' lines in:\n%s" % (prefix, out[-3000:]))
     return lines
-
-
-def same(a, b):
-    if a == b:
-        return True
-    try:
-        x, y = float(a), float(b)
-    except ValueError:
-        return False
-    if re.fullmatch(r"-?\d+", a) and re.fullmatch(r"-?\d+", b):
-        return False
-    return abs(x - y) <= 1e-10 * max(abs(x), abs(y))
 
 
 def main():

@@ -7,17 +7,16 @@ the type at work: -log_view lists its SFscStart event with a non-zero count.
 
 usage: compare.py MPIEXEC PROGRAM PLUGIN NP BACKEND[,BACKEND...] [-- extra program options]
 """
+import os
 import re
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from interop_compare import run as run_cmd, same  # noqa: E402
 
 
 def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-    if p.returncode != 0:
-        sys.stdout.write(p.stdout[-6000:])
-        raise SystemExit("FAILED (exit %d): %s" % (p.returncode, " ".join(cmd)))
-    return p.stdout
+    return run_cmd(cmd, 600)
 
 
 def results(out):
@@ -29,13 +28,6 @@ def results(out):
     if not r:
         raise SystemExit("no RESULT lines in:\n" + out[-3000:])
     return r
-
-
-def same(a, b):
-    if re.fullmatch(r"-?\d+", a) and re.fullmatch(r"-?\d+", b):
-        return a == b
-    x, y = float(a), float(b)
-    return x == y or abs(x - y) <= 1e-10 * max(abs(x), abs(y))
 
 
 def main():
