@@ -28,10 +28,13 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <vector>
 
+#include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm::detail {
@@ -117,6 +120,67 @@ class ShmChannel {
   char* buffers_ = nullptr;
   int64_t area_ = 0;
   std::vector<In> in_;
+};
+
+// One exchange of a shm backend: this rank's window written and published, the on-node
+// writers' segments read into the receive buffer as they are published, the off-node
+// messages (p2p) beside them. The backends only say what goes where: the reads (add_read,
+// in connect()'s writer order) and what start() writes into the buffer.
+class ShmExchange {
+ public:
+  explicit ShmExchange(MPI_Comm comm) : channel(comm) {}
+  ShmChannel channel;
+  Messages p2p;  ///< the off-node messages (the backend adds them, then init())
+
+  /// Writer k's segment goes to `to` (bytes), in the buffer given to wait()/test().
+  void add_read(int64_t to, int64_t bytes) {
+    reads_.push_back({to, bytes});
+    done_.push_back(0);
+  }
+  /// Posts the off-node messages and, where this rank has on-node readers, waits for its
+  /// buffer, lets write(buffer) fill it and publishes it.
+  template <class Write>
+  void start(Write write) {
+    const uint64_t e = ++epoch_;
+    p2p.start();
+    if (channel.has_readers()) {
+      write(channel.begin_write(e, [&] { p2p.test(); }));
+      channel.publish(e);
+    }
+    std::fill(done_.begin(), done_.end(), 0);
+  }
+  /// Every on-node segment copied into `recv` and every off-node message complete.
+  void wait(char* recv) {
+    for (size_t k = 0; k < reads_.size(); ++k)
+      if (!done_[k]) {
+        channel.wait_ready(k, epoch_, [&] { p2p.test(); });
+        read(k, recv);
+      }
+    p2p.wait();
+  }
+  /// wait() without blocking: copies what is published; true once everything is in.
+  bool test(char* recv) {
+    bool all = true;
+    for (size_t k = 0; k < reads_.size(); ++k)
+      if (!done_[k]) {
+        if (channel.ready(k, epoch_)) read(k, recv);
+        else all = false;
+      }
+    return p2p.test() && all;
+  }
+
+ private:
+  void read(size_t k, char* recv) {
+    std::memcpy(recv + reads_[k].to, channel.data(k, epoch_), static_cast<size_t>(reads_[k].bytes));
+    channel.done(k, epoch_);
+    done_[k] = 1;
+  }
+  struct Read {
+    int64_t to, bytes;
+  };
+  std::vector<Read> reads_;
+  std::vector<char> done_;
+  uint64_t epoch_ = 0;
 };
 
 }  // namespace sparsecomm::detail

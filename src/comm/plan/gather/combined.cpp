@@ -11,6 +11,7 @@
 
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "comm/plan/two_stage.hpp"
 #include "sparsecomm/comm/messages.hpp"
 
 namespace sparsecomm {
@@ -38,34 +39,26 @@ class CombinedGather final : public GatherPlan {
     final_recv_.start();
     send1_.start();
     direct_.start();
-    phase_ = 0;
+    phases_.reset();
   }
   void do_wait() override { advance(true); }
   bool do_test() override { return advance(false); }
 
  private:
-  // The schedule as phases, so that test() can stop between them: 0 waits for stage 1 and
-  // starts stage 2, 1 waits for the final receives and scatters them, 2 waits for the sends.
+  // The schedule as phases (detail::TwoStagePhases), so that test() can stop between them.
   bool advance(bool block) {
-    const auto done = [block](Messages& m) {
-      if (block) m.wait();
-      return block || m.test();
-    };
-    if (phase_ == 0) {
-      if (!done(recv1_)) return false;
-      for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-      for (const auto& cp : pack_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-      combined_.start();
-      for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-      phase_ = 1;
-    }
-    if (phase_ == 1) {
-      if (!done(final_recv_)) return false;
-      for (const auto& cp : scatter_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-      phase_ = 2;
-    }
-    return done(send1_) && done(direct_) && done(combined_);
+    return phases_.advance(
+        block, recv1_,
+        [&] {
+          for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+          for (const auto& cp : pack_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+          combined_.start();
+          for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+        },
+        final_recv_, [&] { for (const auto& cp : scatter_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes)); },
+        {&send1_, &direct_, &combined_});
   }
+
 
   void setup(const Topology& t, const Locality& l, const GatherOptions& o) {
     Stats& st = setup_stats_mut();
@@ -168,7 +161,7 @@ class CombinedGather final : public GatherPlan {
   std::vector<char> staging1_, staging2_;
   std::vector<std::vector<char>> out_bufs_;
   std::vector<Copy> pack_, scatter_, self_, self1_;
-  int phase_ = 0;
+  detail::TwoStagePhases phases_;
 };
 
 }  // namespace

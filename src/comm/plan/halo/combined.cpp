@@ -8,6 +8,7 @@
 #include <map>
 
 #include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "comm/plan/two_stage.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 
@@ -39,33 +40,25 @@ class CombinedPlan final : public Plan {
     recv1_.start();
     direct_.start();
     recv2_.start();
-    phase_ = 0;
+    phases_.reset();
   }
   void do_wait() override { advance(true); }
   bool do_test() override { return advance(false); }
   bool supports_test() const override { return true; }
 
-  // The schedule as phases, so that test() can stop between them: 0 waits for stage 1 and
-  // starts stage 2, 1 waits for the final receives and scatters them, 2 waits for the sends.
+  // The schedule as phases (detail::TwoStagePhases), so that test() can stop between them.
   bool advance(bool block) {
-    const auto done = [block](Messages& m) {
-      if (block) m.wait();
-      return block || m.test();
-    };
-    if (phase_ == 0) {
-      if (!done(recv1_)) return false;
-      for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-      for (const auto& c : pack2_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-      send2_.start();
-      phase_ = 1;
-    }
-    if (phase_ == 1) {
-      if (!done(recv2_)) return false;
-      for (const auto& c : scatter_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-      phase_ = 2;
-    }
-    return done(send1_) && done(direct_) && done(send2_);
+    return phases_.advance(
+        block, recv1_,
+        [&] {
+          for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+          for (const auto& c : pack2_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+          send2_.start();
+        },
+        recv2_, [&] { for (const auto& c : scatter_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes)); },
+        {&send1_, &direct_, &send2_});
   }
+
 
  private:
   void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
@@ -189,7 +182,7 @@ class CombinedPlan final : public Plan {
   // Stage-1 sends and receives, direct stage-2 sends, all stage-2 receives (started at
   // start()), combined stage-2 sends (started once stage 1 is in).
   Messages send1_, recv1_, direct_, recv2_, send2_;
-  int phase_ = 0;
+  detail::TwoStagePhases phases_;
   std::vector<std::vector<char>> out1_, in1_, out2_, in2_;
   std::vector<Copy> pack1_, pack2_, scatter_, self1_;
 };

@@ -12,7 +12,6 @@
 #include <cstring>
 
 #include "comm/plan/shm_channel.hpp"
-#include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 
@@ -22,7 +21,7 @@ namespace {
 class ShmPlan final : public Plan {
  public:
   ShmPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-      : Plan("shm", p, loc, comm, opt), ch_(this->comm()) {
+      : Plan("shm", p, loc, comm, opt), x_(this->comm()) {
     const auto& s = p.send();
     const auto& r = p.recv();
     const int64_t eb = elem_bytes();
@@ -33,8 +32,8 @@ class ShmPlan final : public Plan {
     for (int i = 0; i < s.num_neighbors(); ++i) {
       const int64_t bytes = s.count(i) * eb;
       count_send("direct", s.ranks[i], bytes);
-      if (ch_.node_rank(s.ranks[i]) < 0) {
-        p2p_.add(true, send_buf() + s.offsets[i] * eb, bytes, s.ranks[i], kTag);
+      if (x_.channel.node_rank(s.ranks[i]) < 0) {
+        x_.p2p.add(true, send_buf() + s.offsets[i] * eb, bytes, s.ranks[i], kTag);
         continue;
       }
       readers.push_back(s.ranks[i]);
@@ -45,68 +44,35 @@ class ShmPlan final : public Plan {
     for (int i = 0; i < r.num_neighbors(); ++i) {
       const int64_t bytes = r.count(i) * eb;
       count_recv("direct", r.ranks[i], bytes);
-      if (ch_.node_rank(r.ranks[i]) < 0) {
-        p2p_.add(false, recv_buf() + r.offsets[i] * eb, bytes, r.ranks[i], kTag);
+      if (x_.channel.node_rank(r.ranks[i]) < 0) {
+        x_.p2p.add(false, recv_buf() + r.offsets[i] * eb, bytes, r.ranks[i], kTag);
         continue;
       }
       writers.push_back(r.ranks[i]);
-      reads_.push_back({r.offsets[i] * eb, bytes});
+      x_.add_read(r.offsets[i] * eb, bytes);
     }
-    p2p_.init(this->comm(), opt.persistent_requests);
-    ch_.connect(readers, offsets, at, writers);
-    done_.assign(reads_.size(), 0);
+    x_.p2p.init(this->comm(), opt.persistent_requests);
+    x_.channel.connect(readers, offsets, at, writers);
   }
   ~ShmPlan() override { finish_if_active(); }
   bool supports_test() const override { return true; }
 
  protected:
   void do_start() override {
-    const uint64_t e = ++epoch_;
-    p2p_.start();
-    if (ch_.has_readers()) {
-      char* buf = ch_.begin_write(e, [&] { p2p_.test(); });
+    x_.start([&](char* buf) {
       for (const Copy& c : copies_) std::memcpy(buf + c.at, send_buf() + c.from, static_cast<size_t>(c.bytes));
-      ch_.publish(e);
-    }
-    std::fill(done_.begin(), done_.end(), 0);
+    });
   }
-  void do_wait() override {
-    for (size_t k = 0; k < reads_.size(); ++k)
-      if (!done_[k]) {
-        ch_.wait_ready(k, epoch_, [&] { p2p_.test(); });
-        read(k);
-      }
-    p2p_.wait();
-  }
-  bool do_test() override {
-    bool all = true;
-    for (size_t k = 0; k < reads_.size(); ++k)
-      if (!done_[k]) {
-        if (ch_.ready(k, epoch_)) read(k);
-        else all = false;
-      }
-    return p2p_.test() && all;
-  }
+  void do_wait() override { x_.wait(recv_buf()); }
+  bool do_test() override { return x_.test(recv_buf()); }
 
  private:
-  void read(size_t k) {
-    std::memcpy(recv_buf() + reads_[k].to, ch_.data(k, epoch_), static_cast<size_t>(reads_[k].bytes));
-    ch_.done(k, epoch_);
-    done_[k] = 1;
-  }
   static constexpr int kTag = 12;
   struct Copy {
     int64_t from, at, bytes;  // send_buf() offset, window offset, size
   };
-  struct Read {
-    int64_t to, bytes;  // recv_buf() offset, size
-  };
-  detail::ShmChannel ch_;
-  Messages p2p_;
+  detail::ShmExchange x_;
   std::vector<Copy> copies_;
-  std::vector<Read> reads_;
-  std::vector<char> done_;
-  uint64_t epoch_ = 0;
 };
 
 }  // namespace
