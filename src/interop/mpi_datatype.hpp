@@ -4,6 +4,7 @@
 // and outside the core library: the SMPI build has no use for it.
 #include <mpi.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace sparsecomm::interop {
@@ -31,6 +32,18 @@ inline bool flatten_contiguous(MPI_Datatype t, MPI_Datatype* base, int* count) {
   if (comb2 != MPI_COMBINER_NAMED) MPI_Type_free(&inner);  // get_contents returned a new handle
   *count = (comb == MPI_COMBINER_CONTIGUOUS ? ints[0] : 1) * inner_count;
   return ok;
+}
+
+/// flatten_contiguous() whose named base has no holes either (MPI_DOUBLE_INT has): a run
+/// of count values of `base` with nothing between them. The bytes of one `t`, or -1.
+inline int64_t contiguous_run(MPI_Datatype t, MPI_Datatype* base, int* count) {
+  if (!flatten_contiguous(t, base, count) || *count < 1) return -1;
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0;
+  MPI_Type_size(*base, &size);
+  MPI_Type_get_true_extent(*base, &lb, &extent);
+  if (size <= 0 || lb != 0 || extent != size) return -1;
+  return static_cast<int64_t>(size) * *count;
 }
 
 }  // namespace sparsecomm::interop

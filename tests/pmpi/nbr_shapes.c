@@ -3,7 +3,8 @@
  * Run with and without LD_PRELOAD=libsparsecomm_mpi.so (issue 32's tests).
  *
  * Communicators: distributed graphs (a ring of radius 2 listed in reverse order, random
- * directed edges, duplicate and self edges, empty neighborhoods on rank 0), Cartesian 2-D
+ * directed edges, duplicate and self edges, empty neighborhoods on rank 0, one self edge
+ * beside a one-way ring), Cartesian 2-D
  * periodic and non-periodic and 1-D periodic grids, a graph (MPI_Graph_create), and a
  * distributed graph created with the hint sparsecomm_fixed_counts = true.
  * Calls on each: MPI_Neighbor_allgather with counts that change between calls (3, 5, 0
@@ -80,6 +81,9 @@ static void dist_lists(int kind, int r, Lists *l) {
   } else if (kind == 2) { /* duplicate and self edges */
     const int d[4] = {0, 1, 1, 2};
     for (int i = 0; i < 4; i++) l->dst[l->nd++] = mod(r + d[i]), l->src[l->ns++] = mod(r - d[i]);
+  } else if (kind == 4) { /* one self edge beside a ring: the alltoall's self copy */
+    l->dst[l->nd++] = r, l->src[l->ns++] = r;
+    if (P > 1) l->dst[l->nd++] = mod(r + 1), l->src[l->ns++] = mod(r - 1);
   } else { /* rank 0 alone, the others a ring */
     if (r == 0 || P < 3) return;
     int n = P - 1, k = r - 1;
@@ -486,8 +490,8 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   if (argc > 1 && !strcmp(argv[1], "-break-promise")) return break_promise();
-  const char *names[4] = {"ring", "random", "dup+self", "empty rank 0"};
-  for (int kind = 0; kind < 4; kind++) {
+  const char *names[5] = {"ring", "random", "dup+self", "empty rank 0", "self+ring"};
+  for (int kind = 0; kind < 5; kind++) {
     Lists l;
     dist_lists(kind, me, &l);
     MPI_Comm g;

@@ -81,12 +81,8 @@ bool is_native(MPI_Datatype unit, MPI_Op op, PetscMemType m1, PetscMemType m2, U
     }
   MPI_Datatype base = MPI_DATATYPE_NULL;
   int count = 0;
-  if (!interop::flatten_contiguous(unit, &base, &count) || count < 1) return false;
-  int size = 0;
-  MPI_Aint lb = 0, extent = 0;
-  MPI_Type_size(base, &size);
-  MPI_Type_get_true_extent(base, &lb, &extent);
-  if (size <= 0 || lb != 0 || extent != size) return false;  // a base with holes (MPI_DOUBLE_INT, ...)
+  const int64_t bytes = interop::contiguous_run(unit, &base, &count);  // -1: strided, or a base with holes
+  if (bytes < 0) return false;
   if (base == MPI_DOUBLE) u->base = Base::f64;
   else if (base == MPI_FLOAT) u->base = Base::f32;
   else if (base == MPI_INT || base == MPI_INT32_T) u->base = Base::i32;
@@ -94,7 +90,7 @@ bool is_native(MPI_Datatype unit, MPI_Op op, PetscMemType m1, PetscMemType m2, U
   else u->base = Base::bytes;
   if (u->base == Base::bytes && *k != OpKind::replace) return false;  // arithmetic on an unknown type
   u->count = count;
-  u->bytes = static_cast<size_t>(size) * static_cast<size_t>(count);
+  u->bytes = static_cast<size_t>(bytes);
   u->carrier = u->bytes % 8 == 0 ? 8 : u->bytes % 4 == 0 ? 4 : 1;
   return true;
 }

@@ -144,6 +144,16 @@ struct Neighbors {
   std::vector<int> src_slot;               // MPI's source i: its index in uniq_src, kSelf or kNull
   bool src_identity = true;                // sources == uniq_src: receive in place
   bool pairs_unique = true;                // no rank twice in either list (alltoall pairs by rank)
+  int self_src = -1, self_dst = -1;        // the first self edge in each list (alltoall's copy)
+};
+
+// Counts and displacements of an alltoall(v) side: an alltoallv's arrays, or (null) an
+// alltoall's one unit per edge, edge i at unit i.
+struct Layout {
+  const int* counts = nullptr;
+  const int* displs = nullptr;
+  int count(size_t i) const { return counts ? counts[i] : 1; }
+  int displ(size_t i) const { return displs ? displs[i] : static_cast<int>(i); }
 };
 
 void normalize(Neighbors& nb, int me) {
@@ -169,6 +179,12 @@ void normalize(Neighbors& nb, int me) {
                                                                 nb.uniq_src.begin()));
   nb.src_identity = nb.sources == nb.uniq_src;
   nb.pairs_unique = distinct(nb.sources) && distinct(nb.destinations);
+  const auto first_self = [me](const std::vector<int>& v) {
+    auto it = std::find(v.begin(), v.end(), me);
+    return it == v.end() ? -1 : static_cast<int>(it - v.begin());
+  };
+  nb.self_src = first_self(nb.sources);
+  nb.self_dst = first_self(nb.destinations);
 }
 
 // MPI's neighbor lists of a topology communicator (MPI-3.1 section 7.6): a distributed
@@ -279,18 +295,13 @@ std::shared_ptr<CommPlans> plans_of(Global& g, MPI_Comm comm) {
   return p;
 }
 
-// A run of one named type without holes or offset: its bytes for `count`; -1 otherwise.
+// A run of one named type without holes (interop::contiguous_run): its bytes for `count`;
+// -1 otherwise.
 int64_t contiguous_bytes(MPI_Datatype t, int count) {
   MPI_Datatype base = MPI_DATATYPE_NULL;
   int n = 0;
-  if (count < 0 || !interop::flatten_contiguous(t, &base, &n)) return -1;
-  int size = 0;
-  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
-  PMPI_Type_size(t, &size);
-  PMPI_Type_get_extent(t, &lb, &extent);
-  PMPI_Type_get_true_extent(t, &tlb, &textent);
-  if (lb != 0 || tlb != 0 || extent != size || textent != size) return -1;
-  return static_cast<int64_t>(size) * count;
+  const int64_t one = count < 0 ? -1 : interop::contiguous_run(t, &base, &n);
+  return one < 0 ? -1 : one * count;
 }
 
 // The bad setting of `s`, or "".
@@ -406,11 +417,11 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
 }
 
 // Collective. The agreed choice of an alltoall(v): a halo Pattern with an entry per `unit`
-// bytes of each edge to another rank (destination j: counts[j] units from displs[j] of the
-// send buffer; source i: rcounts[i] units at rdispls[i] of the receive buffer), ids unique
-// per (sender, receiver, unit); self edges are a copy, MPI_PROC_NULL slots nothing.
-std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t unit, const int* scounts,
-                                   const int* sdispls, const int* rcounts, const int* rdispls,
+// bytes of each edge to another rank (destination j: out.count(j) units from out.displ(j)
+// of the send buffer; source i: in.count(i) units at in.displ(i) of the receive buffer),
+// ids unique per (sender, receiver, unit); self edges are a copy, MPI_PROC_NULL slots
+// nothing.
+std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t unit, Layout out, Layout in,
                                    const std::string& label) {
   const Settings& s = p.settings;
   if (s.backend == "mpi") {
@@ -422,7 +433,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   PMPI_Comm_rank(comm, &me);
   PMPI_Comm_size(comm, &np);
   int32_t extent[2] = {0, 0};
-  const auto side = [&](const std::vector<int>& mpi_order, const int* counts, const int* displs, bool send) {
+  const auto side = [&](const std::vector<int>& mpi_order, const Layout& l, bool send) {
     PatternSide ps;
     std::vector<int> order;
     for (size_t i = 0; i < mpi_order.size(); ++i)
@@ -432,18 +443,18 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
       const int r = mpi_order[static_cast<size_t>(i)];
       const int64_t pair = send ? static_cast<int64_t>(me) * np + r : static_cast<int64_t>(r) * np + me;
       ps.ranks.push_back(r);
-      for (int e = 0; e < counts[i]; ++e) {
-        ps.indices.push_back(displs[i] + e);
+      for (int e = 0; e < l.count(static_cast<size_t>(i)); ++e) {
+        ps.indices.push_back(l.displ(static_cast<size_t>(i)) + e);
         ps.global_ids.push_back((pair << 31) + e);
       }
       ps.offsets.push_back(static_cast<int64_t>(ps.indices.size()));
     }
     for (size_t i = 0; i < mpi_order.size(); ++i)
-      extent[send ? 0 : 1] = std::max(extent[send ? 0 : 1], displs[i] + counts[i]);
+      extent[send ? 0 : 1] = std::max(extent[send ? 0 : 1], l.displ(i) + l.count(i));
     return ps;
   };
-  PatternSide send = side(p.nb.destinations, scounts, sdispls, true);
-  PatternSide recv = side(p.nb.sources, rcounts, rdispls, false);
+  PatternSide send = side(p.nb.destinations, out, true);
+  PatternSide recv = side(p.nb.sources, in, false);
   Pattern pat(std::move(send), std::move(recv), extent[0], extent[1]);
   PlanOptions po;
   po.value_bytes = unit % 8 == 0 ? 8 : unit % 4 == 0 ? 4 : 1;
@@ -456,7 +467,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
     long long largest = 0, agreed = 0;
     for (size_t j = 0; j < p.nb.destinations.size(); ++j)
-      largest = std::max<long long>(largest, static_cast<long long>(scounts[j]) * unit);
+      largest = std::max<long long>(largest, static_cast<long long>(out.count(j)) * unit);
     PMPI_Allreduce(&largest, &agreed, 1, MPI_LONG_LONG, MPI_MAX, comm);
     if (agreed <= kShmAlltoallMax) {
       c->halo = make_plan("shm", pat, *p.loc, comm, po);
@@ -491,10 +502,7 @@ std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_
     return c;
   }
   if (k == kAllgather) return build_gather(p, comm, k, bytes, true, block_label(bytes));
-  const size_t n = std::max(p.nb.sources.size(), p.nb.destinations.size());
-  std::vector<int> ones(n, 1), iota(n);
-  for (size_t i = 0; i < n; ++i) iota[i] = static_cast<int>(i);
-  return build_halo(p, comm, k, bytes, ones.data(), iota.data(), ones.data(), iota.data(), block_label(bytes));
+  return build_halo(p, comm, k, bytes, Layout{}, Layout{}, block_label(bytes));
 }
 
 // What decide() and decide_v() share before and during the agreement.
@@ -751,40 +759,26 @@ bool halo_complete(Choice& c, void* recv, bool block) {
   Plan& plan = *c.halo;
   const int vb = plan.options().value_bytes;
   const auto run = [&](auto* typed) {
-    using T = std::remove_pointer_t<decltype(typed)>;
     if (block) {
       plan.wait(typed);
       return true;
     }
-    return plan.test(static_cast<T*>(typed));
+    return plan.test(typed);
   };
   if (vb == 8) return run(static_cast<Block<8>*>(recv));
   if (vb == 4) return run(static_cast<Block<4>*>(recv));
   return run(static_cast<Block<1>*>(recv));
 }
 
-// The self edge of an alltoall(v) (at most one: pairs are unique): destination j's units
-// at sdispls[j] land in source slot i at rdispls[i].
-void copy_self(const Neighbors& nb, const void* send, void* recv, size_t unit, const int* scounts, const int* sdispls,
-               const int* rdispls) {
-  for (size_t i = 0; i < nb.sources.size(); ++i)
-    if (nb.src_slot[i] == kSelf)
-      for (size_t j = 0; j < nb.destinations.size(); ++j)
-        if (nb.destinations[j] == nb.sources[i])
-          std::memcpy(static_cast<char*>(recv) + static_cast<size_t>(rdispls[i]) * unit,
-                      static_cast<const char*>(send) + static_cast<size_t>(sdispls[j]) * unit,
-                      static_cast<size_t>(scounts[j]) * unit);
+// The self edge of an alltoall(v) (at most one: pairs are unique): destination self_dst's
+// units land in source slot self_src (of `in`, only the displacements are read).
+void copy_self(const Neighbors& nb, const void* send, void* recv, size_t unit, Layout out, Layout in) {
+  if (nb.self_src < 0 || nb.self_dst < 0) return;
+  const auto i = static_cast<size_t>(nb.self_src), j = static_cast<size_t>(nb.self_dst);
+  std::memcpy(static_cast<char*>(recv) + static_cast<size_t>(in.displ(i)) * unit,
+              static_cast<const char*>(send) + static_cast<size_t>(out.displ(j)) * unit,
+              static_cast<size_t>(out.count(j)) * unit);
 }
-
-// An alltoall's counts and displacements as an alltoallv's (one unit of B bytes per edge).
-struct UnitLayout {
-  std::vector<int> ones, iota;
-  explicit UnitLayout(const Neighbors& nb) {
-    const size_t n = std::max(nb.sources.size(), nb.destinations.size());
-    ones.assign(n, 1);
-    for (size_t i = 0; i < n; ++i) iota.push_back(static_cast<int>(i));
-  }
-};
 
 // A blocking call on choice c: the operation running on its plan (a request) completes
 // first, then begin and finish.
@@ -906,8 +900,7 @@ int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_
         auto begin = [cp, sendbuf] { halo_begin(*cp, sendbuf); };
         auto finish = [p, cp, sendbuf, recvbuf, B](bool block) {
           if (!halo_complete(*cp, recvbuf, block)) return false;
-          const UnitLayout u(p->nb);
-          copy_self(p->nb, sendbuf, recvbuf, B, u.ones.data(), u.iota.data(), u.iota.data());
+          copy_self(p->nb, sendbuf, recvbuf, B, Layout{}, Layout{});
           return true;
         };
         if (mode == kBlocking) run_blocking(*c, begin, finish);
@@ -984,7 +977,7 @@ int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcoun
         auto c = decide_v(
             comm, kAlltoallv, can, h, mode,
             [&](CommPlans& p) {
-              return build_halo(p, comm, kAlltoallv, unit, sendcounts, sdispls, recvcounts, rdispls,
+              return build_halo(p, comm, kAlltoallv, unit, Layout{sendcounts, sdispls}, Layout{recvcounts, rdispls},
                                 "variable blocks");
             },
             broken);
@@ -999,7 +992,8 @@ int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcoun
         auto begin = [cp, sendbuf] { halo_begin(*cp, sendbuf); };
         auto finish = [p, cp, sendbuf, recvbuf, unit, sc, sd, rd](bool block) {
           if (!halo_complete(*cp, recvbuf, block)) return false;
-          copy_self(p->nb, sendbuf, recvbuf, static_cast<size_t>(unit), sc.data(), sd.data(), rd.data());
+          copy_self(p->nb, sendbuf, recvbuf, static_cast<size_t>(unit), Layout{sc.data(), sd.data()},
+                    Layout{nullptr, rd.data()});
           return true;
         };
         if (mode == kBlocking) run_blocking(*c, begin, finish);
