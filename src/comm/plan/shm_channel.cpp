@@ -17,13 +17,12 @@ ShmChannel::ShmChannel(MPI_Comm comm) : comm_(comm) {
   SPC_MPI(MPI_Comm_group(node_.get(), &g_node));
   SPC_MPI(MPI_Comm_group(comm, &g_all));
   const int nn = node_.size();
-  std::vector<int> node_ranks(static_cast<size_t>(nn));
-  node_to_rank_.assign(static_cast<size_t>(nn), MPI_UNDEFINED);
+  std::vector<int> node_ranks(static_cast<size_t>(nn)), ranks(static_cast<size_t>(nn), MPI_UNDEFINED);
   for (int i = 0; i < nn; ++i) node_ranks[static_cast<size_t>(i)] = i;
-  SPC_MPI(MPI_Group_translate_ranks(g_node, nn, node_ranks.data(), g_all, node_to_rank_.data()));
+  SPC_MPI(MPI_Group_translate_ranks(g_node, nn, node_ranks.data(), g_all, ranks.data()));
   MPI_Group_free(&g_node);
   MPI_Group_free(&g_all);
-  for (int i = 0; i < nn; ++i) node_rank_of_[node_to_rank_[static_cast<size_t>(i)]] = i;
+  for (int i = 0; i < nn; ++i) node_rank_of_[ranks[static_cast<size_t>(i)]] = i;
 }
 
 ShmChannel::~ShmChannel() {

@@ -113,7 +113,6 @@ class ShmChannel {
   MPI_Comm comm_;
   Comm node_;
   std::map<int, int> node_rank_of_;
-  std::vector<int> node_to_rank_;
   MPI_Win win_ = MPI_WIN_NULL;
   Epoch* epoch_ = nullptr;
   std::vector<Epoch*> slots_;
