@@ -28,6 +28,18 @@ namespace {
 
 const std::vector<std::string> kRegions = {"ppn:1", "ppn:2", "ppn:3", "ppn:4", "cyclic:2"};
 
+// Whether every rank of MPI_COMM_WORLD shares one node (the shm window reaches them all).
+bool on_one_node() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int n = 0;
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  int all = 0;
+  MPI_Allreduce(&n, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == test::size();
+}
+
 double xval(int64_t gid, int k, int round) { return std::sin(0.37 * static_cast<double>(gid) + 1.3 * k + 0.11 * round) + 0.01 * k; }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
@@ -206,24 +218,34 @@ TEST(PlanAuto, FollowsTheModel) {
   EXPECT_EQ(p->setup_stats().time("auto.predict." + p->name()), best) << p->name();
   EXPECT_GT(p->setup_stats().timers().count("auto.predict.p2p"), 0u);
   if (test::size() >= 4) {
+    // The regions are emulated on one node, where the shm backend's window carries every
+    // message: priced dear below (shm_dear), so the choices among MPI-based backends show.
+    const std::string shm_dear = "msg_shm 10\nbyte_shm 10\n";
+    auto plan_with_mpi = [&](const std::string& text) { return plan_with(text + shm_dear); };
     // Inter-region messages very expensive: an aggregating backend (one per region pair).
-    EXPECT_EQ(plan_with("alpha_inter 1.0\nbeta_inter 0\n")->name().rfind("aggregated", 0), 0u);
+    EXPECT_EQ(plan_with_mpi("alpha_inter 1.0\nbeta_inter 0\n")->name().rfind("aggregated", 0), 0u);
     // Stages and copies very expensive, inter-region cheap: a one-stage direct backend.
-    auto direct = plan_with("alpha_inter 1e-9\nbeta_inter 0\nstage 1.0\ncopy 1.0\n");
+    auto direct = plan_with_mpi("alpha_inter 1e-9\nbeta_inter 0\nstage 1.0\ncopy 1.0\n");
     EXPECT_TRUE(direct->name() == "p2p" || direct->name() == "neighbor") << direct->name();
     // Stage costs per locality class: aggregation's two extra stages stay inside regions.
     // Free there, it wins even when its inter-region step is not much cheaper; dear there,
     // it loses however dear inter-region stages are.
-    EXPECT_EQ(plan_with("alpha_inter 1.0\nbeta_inter 0\nstage_intra 0\nstage_inter 100\n")->name().rfind("aggregated", 0),
+    EXPECT_EQ(plan_with_mpi("alpha_inter 1.0\nbeta_inter 0\nstage_intra 0\nstage_inter 100\n")->name().rfind("aggregated", 0),
               0u);
-    auto no_agg = plan_with("alpha_inter 1.0\nbeta_inter 0\nstage_intra 100\nstage_inter 100\n");
+    auto no_agg = plan_with_mpi("alpha_inter 1.0\nbeta_inter 0\nstage_intra 100\nstage_inter 100\n");
     EXPECT_NE(no_agg->name().rfind("aggregated", 0), 0u) << no_agg->name();
     // The per-message term is the loaded cost msg_inter; the ping-pong latency alpha_inter
     // only sets stage floors in `calibrate`.
-    EXPECT_EQ(plan_with("alpha_inter 1e-9\nmsg_inter 1.0\nbeta_inter 0\nbyte_inter 0\n")->name().rfind("aggregated", 0),
+    EXPECT_EQ(plan_with_mpi("alpha_inter 1e-9\nmsg_inter 1.0\nbeta_inter 0\nbyte_inter 0\n")->name().rfind("aggregated", 0),
               0u);
-    auto cheap_msgs = plan_with("alpha_inter 1.0\nmsg_inter 1e-9\nbeta_inter 0\nbyte_inter 0\nstage 1.0\ncopy 1.0\n");
+    auto cheap_msgs = plan_with_mpi("alpha_inter 1.0\nmsg_inter 1e-9\nbeta_inter 0\nbyte_inter 0\nstage 1.0\ncopy 1.0\n");
     EXPECT_TRUE(cheap_msgs->name() == "p2p" || cheap_msgs->name() == "neighbor") << cheap_msgs->name();
+    // Messages dear, the window cheap: on one node the shm backend, whose window carries
+    // them all (where it is built).
+    const auto names = backend_names();
+    if (std::find(names.begin(), names.end(), "shm") != names.end() && on_one_node()) {
+      EXPECT_EQ(plan_with("msg_intra 1.0\nmsg_inter 1.0\nmsg_shm 1e-9\nbyte_shm 1e-12\n")->name(), "shm");
+    }
   }
   // The same plan still computes the right SpMV.
   DistSpmv spmv(a, plan_with("", 100));
@@ -538,6 +560,48 @@ TEST(PlanTest, PollingMatchesWait) {
 // overwriting what a slow reader still copies), each rank sleeping a random 0-40 us before
 // some starts and some waits, values changing every time (a torn, stale or overwritten
 // read fails). Every third exchange is completed by polling test().
+// The shm plan's counts are p2p's (one transfer per neighbor); the part its window carries
+// is in window_counts() — on one node all of it — and the model prices that part with the
+// window costs, not as messages.
+TEST(PlanShm, WindowCountsAndTheirPrice) {
+  const auto names = backend_names();
+  if (std::find(names.begin(), names.end(), "shm") == names.end()) GTEST_SKIP() << "no shm backend in this build";
+  auto a = gen::from_spec(MPI_COMM_WORLD, "er:200,0.05,3");
+  const Pattern pat = pattern_from_matrix_reference(a);
+  const Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+  PlanOptions o;
+  o.width = 2;
+  auto shm = make_plan("shm", pat, loc, MPI_COMM_WORLD, o), p2p = make_plan("p2p", pat, loc, MPI_COMM_WORLD, o);
+  const auto &ts = shm->iteration_counts().total(), &tp = p2p->iteration_counts().total();
+  EXPECT_EQ(ts.sent().msgs, tp.sent().msgs);
+  EXPECT_EQ(ts.sent().bytes, tp.sent().bytes);
+  const WindowCounts& w = shm->window_counts();
+  EXPECT_EQ(p2p->window_counts().edges.total().sent().msgs, 0);
+  if (on_one_node()) {
+    EXPECT_EQ(w.edges.total().sent().msgs, tp.sent().msgs);
+    EXPECT_EQ(w.edges.total().recv_intra.bytes + w.edges.total().recv_inter.bytes,
+              tp.recv_intra.bytes + tp.recv_inter.bytes);
+    EXPECT_EQ(w.write_bytes, tp.sent().bytes);  // one copy per reader segment
+    EXPECT_EQ(w.write_bytes, static_cast<int64_t>(pat.send().size()) * 2 * 8);
+  }
+  // Messages free, the window dear: shm predicted dearer than p2p wherever it has window
+  // traffic (and with msg costs dear, the other way round).
+  ModelParams m;
+  m.msg_intra = m.msg_inter = m.byte_intra = m.byte_inter = 0;
+  m.msg_shm = 1e-3;
+  const bool any_window = allreduce_max(MPI_COMM_WORLD, w.edges.total().recv_intra.msgs +
+                                                            w.edges.total().recv_inter.msgs) > 0;
+  const double shm_dear = predict_iteration(*shm, m, MPI_COMM_WORLD), p2p_free = predict_iteration(*p2p, m, MPI_COMM_WORLD);
+  if (any_window) {
+    EXPECT_GT(shm_dear, p2p_free + 1e-4);
+  }
+  m.msg_intra = m.msg_inter = 1e-3;
+  m.msg_shm = 0;
+  if (any_window && on_one_node()) {
+    EXPECT_LT(predict_iteration(*shm, m, MPI_COMM_WORLD), predict_iteration(*p2p, m, MPI_COMM_WORLD) - 1e-4);
+  }
+}
+
 TEST(PlanShm, TenThousandJitteredExchanges) {
   const auto names = backend_names();
   if (std::find(names.begin(), names.end(), "shm") == names.end()) GTEST_SKIP() << "no shm backend in this build";

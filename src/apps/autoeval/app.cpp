@@ -37,8 +37,10 @@ namespace {
 // the stages and the steps with inter-region traffic. Lets one fit other models offline.
 apps::Json load_json(const Plan& plan, MPI_Comm comm) {
   const RankLoad l = rank_load(plan);
-  const std::vector<double> v = {l.msgs_intra, l.msgs_inter, l.bytes_intra, l.bytes_inter, l.copy_bytes};
-  const char* names[] = {"msgs_intra", "msgs_inter", "bytes_intra", "bytes_inter", "copy_bytes"};
+  const std::vector<double> v = {l.msgs_intra,  l.msgs_inter,   l.bytes_intra, l.bytes_inter,
+                                 l.copy_bytes,  l.window_reads, l.window_bytes};
+  const char* names[] = {"msgs_intra", "msgs_inter", "bytes_intra", "bytes_inter",
+                         "copy_bytes", "window_reads", "window_bytes"};
   std::vector<double> region(v.size()), region_max(v.size());
   SPC_MPI(MPI_Allreduce(v.data(), region.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM,
                         plan.locality().local_comm()));

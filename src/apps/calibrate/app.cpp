@@ -10,6 +10,14 @@
 //   stage_intra/_inter        two dependent ring exchanges minus one, inside regions and
 //                             across them (at least that class's latency)
 //   copy                      memcpy bandwidth
+//   msg/byte_shm              the shm backend's window (where it is built), relative to
+//                             p2p: every rank of the node at once exchanges with node
+//                             neighbors, once through shm plans and once through p2p plans
+//                             of the same patterns; per segment, the slope from 1 to up to
+//                             8 neighbors (8 B); per byte, from 4 KiB to 256 KiB (one
+//                             neighbor). The window costs are set so the model's shm slope
+//                             is its own p2p slope plus the measured difference (pack and
+//                             unpack, common to both, cancel)
 // Latency: the 8-byte round trip / 2; per byte: the slope between 4 KiB and 256 KiB.
 // A class that cannot be measured (one region, or regions of one rank) keeps its default.
 //
@@ -24,6 +32,7 @@
 #include <vector>
 
 #include "sparsecomm/comm/plan/model.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/options.hpp"
@@ -177,6 +186,64 @@ double copy_cost(MPI_Comm comm) {
   return allreduce_max(comm, (MPI_Wtime() - t0) / (8.0 * a.size()));
 }
 
+/// Collective. The window costs (msg_shm, byte_shm) from rings inside each node: every
+/// rank sends `values` doubles to each of the next k ranks of its node, through shm and p2p
+/// plans of the same pattern. The model's shm slope is set to its own p2p slope (the ring
+/// and class costs fitted before) plus the measured shm - p2p difference. Keeps the
+/// defaults where the node has one rank or the backend is not built (SMPI).
+void fit_shm(MPI_Comm comm, const Locality& loc, int reps, ModelParams& m) {
+  const auto names = backend_names();
+  if (std::find(names.begin(), names.end(), "shm") == names.end()) return;
+  MPI_Comm node;
+  SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, comm_rank(comm), MPI_INFO_NULL, &node));
+  const int n = comm_size(node), i = comm_rank(node), me = comm_rank(comm);
+  std::vector<int> member(static_cast<size_t>(n));
+  SPC_MPI(MPI_Allgather(&me, 1, MPI_INT, member.data(), 1, MPI_INT, node));
+  MPI_Comm_free(&node);
+  const int nmin = static_cast<int>(-allreduce_max(comm, static_cast<int64_t>(-n)));
+  if (nmin < 2) return;
+  const int kmax = std::min(8, nmin - 1);
+  auto make = [&](const std::string& backend, int k, int values) {
+    PatternSide send, recv;
+    std::vector<std::pair<int, int>> to, from;  // (rank, distance): sides sorted by rank
+    for (int d = 1; d <= k; ++d) to.push_back({member[(i + d) % n], d}), from.push_back({member[(i - d + n) % n], d});
+    std::sort(to.begin(), to.end()), std::sort(from.begin(), from.end());
+    for (auto* side : {&send, &recv})
+      for (const auto& [r, d] : side == &send ? to : from) {
+        side->ranks.push_back(r);
+        for (int v = 0; v < values; ++v) {
+          side->indices.push_back(static_cast<int32_t>(side == &send ? v : side->indices.size()));
+          side->global_ids.push_back(v);
+        }
+        side->offsets.push_back(static_cast<int64_t>(side->indices.size()));
+      }
+    const auto ghosts = static_cast<int32_t>(recv.indices.size());
+    return make_plan(backend, Pattern(std::move(send), std::move(recv), values, ghosts), loc, comm);
+  };
+  // Shapes a -> b: the model's p2p difference plus the measured (shm - p2p) difference,
+  // the four plans timed round-robin in every repetition; median over repetitions.
+  auto shm_extra = [&](int ka, int va, int kb, int vb) {
+    std::unique_ptr<Plan> p[4] = {make("shm", ka, va), make("shm", kb, vb), make("p2p", ka, va), make("p2p", kb, vb)};
+    std::vector<double> x(static_cast<size_t>(std::max(va, vb)), 1.0), g(static_cast<size_t>(kmax) * x.size());
+    std::vector<double> d;
+    for (int rep = 0; rep < reps + 2; ++rep) {
+      double t[4];
+      for (int j = 0; j < 4; ++j) {
+        MPI_Barrier(comm);
+        const double t0 = MPI_Wtime();
+        p[j]->exchange(x.data(), g.data());
+        t[j] = allreduce_max(comm, MPI_Wtime() - t0);
+      }
+      if (rep >= 2) d.push_back((t[1] - t[0]) - (t[3] - t[2]));
+    }
+    std::sort(d.begin(), d.end());
+    return predict_iteration(*p[3], m, comm) - predict_iteration(*p[2], m, comm) + d[d.size() / 2];
+  };
+  // Per neighbor: one segment read; per value: 8 bytes written and 8 read.
+  if (kmax > 1) m.msg_shm = std::max(0.0, shm_extra(1, 1, kmax, 1) / (kmax - 1));
+  m.byte_shm = std::max(0.0, shm_extra(1, 512, 1, 32768) / (2 * (262144.0 - 4096.0)));
+}
+
 }  // namespace
 
 namespace sparsecomm::apps {
@@ -204,6 +271,7 @@ int calibrate_main(int argc, char** argv) {
   }
   fit_rings(comm, loc, reps, intra, inter, m);
   m.copy = copy_cost(comm);
+  fit_shm(comm, loc, reps, m);
   if (rank == 0) {
     m.save(o.get("out"));
     std::cout << "sparsecomm_calibrate: " << comm_size(comm) << " ranks, regions " << loc.describe() << "\n"

@@ -20,7 +20,7 @@ ModelParams ModelParams::load(const std::string& path_in) {
                                          {"alpha_inter", &m.alpha_inter}, {"beta_inter", &m.beta_inter},
                                          {"region_rate", &m.region_rate}, {"stage_intra", &m.stage_intra},
                                          {"stage_inter", &m.stage_inter}, {"stage", nullptr},
-                                         {"copy", &m.copy},
+                                         {"copy", &m.copy}, {"msg_shm", &m.msg_shm}, {"byte_shm", &m.byte_shm},
                                          {"msg_intra", &m.msg_intra}, {"byte_intra", &m.byte_intra},
                                          {"msg_inter", &m.msg_inter}, {"byte_inter", &m.byte_inter}};
   std::map<std::string, bool> seen;
@@ -33,7 +33,7 @@ ModelParams ModelParams::load(const std::string& path_in) {
     if (!(ss >> k >> v) || !keys.count(k) || !(v >= 0))
       throw InputError(path + ":" + std::to_string(ln) + ": expected '<key> <non-negative number>' with a key among "
                        "alpha_intra beta_intra alpha_inter beta_inter msg_intra byte_intra msg_inter byte_inter "
-                       "region_rate stage_intra stage_inter copy (or stage for both)");
+                       "region_rate stage_intra stage_inter copy msg_shm byte_shm (or stage for both)");
     if (keys[k]) *keys[k] = v;
     else m.stage_intra = m.stage_inter = v;  // "stage": one cost for both classes
     seen[k] = true;
@@ -54,7 +54,8 @@ void ModelParams::save(const std::string& path) const {
       << "alpha_intra " << alpha_intra << "\nbeta_intra " << beta_intra << "\nalpha_inter " << alpha_inter
       << "\nbeta_inter " << beta_inter << "\nmsg_intra " << msg_intra << "\nbyte_intra " << byte_intra
       << "\nmsg_inter " << msg_inter << "\nbyte_inter " << byte_inter << "\nregion_rate " << region_rate
-      << "\nstage_intra " << stage_intra << "\nstage_inter " << stage_inter << "\ncopy " << copy << "\n";
+      << "\nstage_intra " << stage_intra << "\nstage_inter " << stage_inter << "\ncopy " << copy
+      << "\nmsg_shm " << msg_shm << "\nbyte_shm " << byte_shm << "\n";
 }
 
 std::string ModelParams::describe() const {
@@ -65,7 +66,8 @@ std::string ModelParams::describe() const {
      << " us + " << gbs(beta_inter) << " GB/s; all ranks at once: intra " << msg_intra * 1e6 << " us/msg + "
      << gbs(byte_intra) << " GB/s, inter " << msg_inter * 1e6 << " us/msg + " << gbs(byte_inter)
      << " GB/s; region injection " << region_rate * 1e-9 << " GB/s; stage " << stage_intra * 1e6 << " us intra, "
-     << stage_inter * 1e6 << " us inter; copy " << gbs(copy) << " GB/s";
+     << stage_inter * 1e6 << " us inter; copy " << gbs(copy) << " GB/s; shared window " << msg_shm * 1e6
+     << " us/segment + " << gbs(byte_shm) << " GB/s";
   return os.str();
 }
 
@@ -102,6 +104,10 @@ RankLoad rank_load(const Plan& plan) {
     l.bytes_inter += static_cast<double>(std::max(k.sent_inter.bytes, k.recv_inter.bytes));
   }
   l.copy_bytes = copied_bytes(plan);
+  const auto& w = plan.window_counts();
+  const auto& wt = w.edges.total();
+  l.window_reads = static_cast<double>(wt.recv_intra.msgs + wt.recv_inter.msgs);
+  l.window_bytes = static_cast<double>(wt.recv_intra.bytes + wt.recv_inter.bytes + w.write_bytes);
   return l;
 }
 
@@ -113,17 +119,41 @@ double step_cost(const ModelParams& m, const CommCounters& k) {
   return std::max(cost(k.sent_intra, k.sent_inter), cost(k.recv_intra, k.recv_inter));
 }
 
+double window_cost(const ModelParams& m, const WindowCounts& w) {
+  const auto& t = w.edges.total();
+  return m.msg_shm * static_cast<double>(t.recv_intra.msgs + t.recv_inter.msgs) +
+         m.byte_shm * static_cast<double>(t.recv_intra.bytes + t.recv_inter.bytes + w.write_bytes);
+}
+
 namespace {
-// The busiest rank's steps plus `copied` bytes, against the busiest region's injection
-// limit, plus the stage term: the body of both predictions below.
-double predict_counts(const Stats& c, double copied, int stages, const Locality& loc, const ModelParams& m,
-                      MPI_Comm comm) {
+MessageCounts minus(MessageCounts a, const MessageCounts& b) {
+  a.msgs -= b.msgs, a.bytes -= b.bytes;
+  return a;
+}
+
+// The busiest rank's steps (their MPI part) and window transfers plus `copied` bytes,
+// against the busiest region's injection limit, plus the stage term: the body of both
+// predictions below.
+double predict_counts(const Stats& c, const WindowCounts& w, double copied, int stages, const Locality& loc,
+                      const ModelParams& m, MPI_Comm comm) {
   const auto& tot = c.total();
-  double t = m.copy * copied;
-  for (const auto& [step, k] : c.steps()) t += step_cost(m, k);
+  double t = m.copy * copied + window_cost(m, w);
+  for (const auto& [step, k] : c.steps()) {
+    const auto ws = w.edges.steps().find(step);
+    if (ws == w.edges.steps().end()) {
+      t += step_cost(m, k);
+      continue;
+    }
+    const CommCounters& x = ws->second;
+    CommCounters mpi;
+    mpi.sent_intra = minus(k.sent_intra, x.sent_intra), mpi.sent_inter = minus(k.sent_inter, x.sent_inter);
+    mpi.recv_intra = minus(k.recv_intra, x.recv_intra), mpi.recv_inter = minus(k.recv_inter, x.recv_inter);
+    t += step_cost(m, mpi);
+  }
   double busiest = 0;
   SPC_MPI(MPI_Allreduce(&t, &busiest, 1, MPI_DOUBLE, MPI_MAX, comm));
-  double inj = static_cast<double>(tot.sent_inter.bytes), region_inj = 0;
+  // Window transfers stay in the node's memory: they inject nothing into the network.
+  double inj = static_cast<double>(tot.sent_inter.bytes - w.edges.total().sent_inter.bytes), region_inj = 0;
   SPC_MPI(MPI_Allreduce(&inj, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
   double inj_t = region_inj / std::max(m.region_rate, 1.0), max_inj = 0;
   SPC_MPI(MPI_Allreduce(&inj_t, &max_inj, 1, MPI_DOUBLE, MPI_MAX, comm));
@@ -133,7 +163,8 @@ double predict_counts(const Stats& c, double copied, int stages, const Locality&
 }  // namespace
 
 double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) {
-  return predict_counts(plan.iteration_counts(), copied_bytes(plan), plan.stages(), plan.locality(), m, comm);
+  return predict_counts(plan.iteration_counts(), plan.window_counts(), copied_bytes(plan), plan.stages(),
+                        plan.locality(), m, comm);
 }
 
 double predict_gather(const GatherPlan& plan, const ModelParams& m, MPI_Comm comm) {
@@ -142,7 +173,8 @@ double predict_gather(const GatherPlan& plan, const ModelParams& m, MPI_Comm com
   const double own = static_cast<double>(plan.my_count()) * static_cast<double>(plan.value_bytes_per_count()) *
                      static_cast<double>(tot.sent_intra.msgs + tot.sent_inter.msgs);
   const double copied = std::max(0.0, static_cast<double>(tot.sent_intra.bytes + tot.sent_inter.bytes) - own);
-  return predict_counts(plan.iteration_counts(), copied, plan.stages(), plan.locality(), m, comm);
+  return predict_counts(plan.iteration_counts(), plan.window_counts(), copied, plan.stages(), plan.locality(), m,
+                        comm);
 }
 
 }  // namespace sparsecomm

@@ -96,6 +96,9 @@ class GatherPlan {
   int64_t recv_total() const { return recv_offsets_.back(); }
   const Stats& setup_stats() const { return setup_; }
   const Stats& iteration_counts() const { return per_iter_; }
+  /// The part of iteration_counts() that moves through a shared-memory window (shm
+  /// backends; empty for the others): the model prices it as copies, not messages.
+  const WindowCounts& window_counts() const { return window_; }
   Stats& exec_stats() { return exec_; }
   int stages() const { return stages_; }
   const Locality& locality() const { return loc_; }
@@ -129,6 +132,17 @@ class GatherPlan {
   void count_recv(const std::string& step, int peer, int64_t bytes) {
     per_iter_.record_recv(step, loc_.same_region(peer), bytes);
   }
+  /// As count_send / count_recv, for a transfer through a shared-memory window.
+  void count_window_send(const std::string& step, int peer, int64_t bytes) {
+    count_send(step, peer, bytes);
+    window_.edges.record_send(step, loc_.same_region(peer), bytes);
+  }
+  void count_window_recv(const std::string& step, int peer, int64_t bytes) {
+    count_recv(step, peer, bytes);
+    window_.edges.record_recv(step, loc_.same_region(peer), bytes);
+  }
+  /// Bytes this rank copies into its window per execution.
+  void count_window_write(int64_t bytes) { window_.write_bytes += bytes; }
   void set_stages(int s) { stages_ = s; }
   void set_groups_led(int g) { groups_led_ = g; }
   Stats& setup_stats_mut() { return setup_; }
@@ -148,6 +162,7 @@ class GatherPlan {
   bool active_ = false;
   int stages_ = 1, groups_led_ = 0;
   Stats setup_, per_iter_, exec_;
+  WindowCounts window_;
 };
 
 using GatherFactory = std::function<std::unique_ptr<GatherPlan>(const Topology&, const Locality&, MPI_Comm, int64_t,

@@ -40,6 +40,11 @@ struct ModelParams {
   double stage_intra = 3.0e-6;   ///< s per extra stage whose messages all stay inside regions
   double stage_inter = 3.0e-6;   ///< s per extra stage with inter-region messages
   double copy = 2.0e-10;         ///< s per byte copied between stages (aggregation, combining)
+  // A transfer through a shared-memory window (the shm backends) is no message: the writer
+  // copies into its window, the reader copies out after an acquire load of the writer's
+  // epoch. Measured with every rank of the node at once, like msg/byte.
+  double msg_shm = 1.0e-7;       ///< s per segment a rank reads out of a window (the handshake)
+  double byte_shm = 6.0e-11;     ///< s per byte a rank copies into or out of a window
 
   /// Documented defaults (above) overridden by `key value` lines of a file written by
   /// `sparsecomm_calibrate`. Path: `path`, else $SPARSECOMM_MODEL; missing file: defaults.
@@ -62,9 +67,11 @@ int64_t inter_steps(const Stats& counts);
 /// What one rank does in one execution of a plan, as the model reads it: per locality class
 /// the messages and bytes summed over the plan's steps (per step the larger of sent and
 /// received: a message costs its sender and its receiver), and the bytes copied between
-/// stages (bytes sent beyond the rank's own send buffer).
+/// stages (bytes sent beyond the rank's own send buffer); the messages and bytes include
+/// the window transfers, which window_reads / window_bytes (read plus written) give apart.
 struct RankLoad {
   double msgs_intra = 0, msgs_inter = 0, bytes_intra = 0, bytes_inter = 0, copy_bytes = 0;
+  double window_reads = 0, window_bytes = 0;
 };
 RankLoad rank_load(const Plan& plan);
 
@@ -72,8 +79,12 @@ RankLoad rank_load(const Plan& plan);
 /// msg per message + byte per byte, per locality class.
 double step_cost(const ModelParams& m, const CommCounters& step);
 
+/// What the window part of an execution costs a rank: msg_shm per segment read, byte_shm
+/// per byte read or written.
+double window_cost(const ModelParams& m, const WindowCounts& w);
+
 /// Collective. Predicted seconds per execution of `plan`: the busiest rank's step_cost
-/// summed over the plan's steps, against the busiest region's injection limit,
+/// (of what moves through MPI) summed over the plan's steps plus its window_cost, against the busiest region's injection limit,
 /// plus the copy costs and stage_cost (S = the plan's stages, I = the most steps with
 /// inter-region traffic on one rank).
 double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm);

@@ -217,6 +217,9 @@ class Plan {
   const Stats& setup_stats() const { return setup_; }
   /// What one execution sends and receives, per step and locality class (deterministic).
   const Stats& iteration_counts() const { return per_iter_; }
+  /// The part of iteration_counts() that moves through a shared-memory window (shm
+  /// backends; empty for the others): the model prices it as copies, not messages.
+  const WindowCounts& window_counts() const { return window_; }
   /// Accumulated execution timers: pack, start, wait, unpack.
   Stats& exec_stats() { return exec_; }
   /// Number of communication steps that follow one another in one execution.
@@ -254,6 +257,17 @@ class Plan {
   void count_recv(const std::string& step, int peer, int64_t bytes) {
     per_iter_.record_recv(step, loc_.same_region(peer), bytes);
   }
+  /// As count_send / count_recv, for a transfer through a shared-memory window.
+  void count_window_send(const std::string& step, int peer, int64_t bytes) {
+    count_send(step, peer, bytes);
+    window_.edges.record_send(step, loc_.same_region(peer), bytes);
+  }
+  void count_window_recv(const std::string& step, int peer, int64_t bytes) {
+    count_recv(step, peer, bytes);
+    window_.edges.record_recv(step, loc_.same_region(peer), bytes);
+  }
+  /// Bytes this rank copies into its window per execution.
+  void count_window_write(int64_t bytes) { window_.write_bytes += bytes; }
   void set_stages(int s) { stages_ = s; }
   Stats& setup_stats_mut() { return setup_; }
 
@@ -306,6 +320,7 @@ class Plan {
   bool test_done_ = false;  ///< test() found the active exchange complete
   int stages_ = 1;
   Stats setup_, per_iter_, exec_;
+  WindowCounts window_;
 };
 
 using PlanFactory =

@@ -19,20 +19,26 @@ class ShmGather final : public GatherPlan {
     const int64_t vb = value_bytes();
     std::vector<int> readers, writers;
     for (size_t i = 0; i < t.sources.size(); ++i) {
-      const int64_t bytes = recv_counts()[i] * vb;
-      count_recv("direct", t.sources[i], bytes);  // one transfer per edge, as p2p
+      const int64_t bytes = recv_counts()[i] * vb;  // one transfer per edge, as p2p
       if (x_.channel.node_rank(t.sources[i]) < 0) {
+        count_recv("direct", t.sources[i], bytes);
         x_.p2p.add(false, recv_buf() + recv_offsets()[i] * vb, bytes, t.sources[i], kTag);
         continue;
       }
+      count_window_recv("direct", t.sources[i], bytes);
       writers.push_back(t.sources[i]);
       x_.add_read(recv_offsets()[i] * vb, bytes);
     }
     for (int d : t.destinations) {
-      count_send("direct", d, my_count() * vb);
-      if (x_.channel.node_rank(d) < 0) x_.p2p.add(true, block_buf(), my_count() * vb, d, kTag);
-      else readers.push_back(d);
+      if (x_.channel.node_rank(d) < 0) {
+        count_send("direct", d, my_count() * vb);
+        x_.p2p.add(true, block_buf(), my_count() * vb, d, kTag);
+      } else {
+        count_window_send("direct", d, my_count() * vb);
+        readers.push_back(d);
+      }
     }
+    if (!readers.empty()) count_window_write(my_count() * vb);  // once, whatever the readers
     x_.p2p.init(comm(), o.persistent_requests);
     x_.channel.connect(readers, std::vector<int64_t>(readers.size(), 0), my_count() * vb, writers);
   }

@@ -22,9 +22,10 @@ void register_auto() {
         // Each rank reads its own file (paths may be node-local); all must agree on it.
         const ModelParams m = agreed(c, [&] { return ModelParams::load(o.backend.get("model", "")); });
         const int64_t iterations = o.backend.get_int("iterations", 0);
-        constexpr int n = 12;
-        double v[n] = {m.alpha_intra, m.beta_intra, m.alpha_inter, m.beta_inter,  m.msg_intra,   m.byte_intra,
-                       m.msg_inter,   m.byte_inter, m.region_rate, m.stage_intra, m.stage_inter, m.copy};
+        constexpr int n = 14;
+        double v[n] = {m.alpha_intra, m.beta_intra,  m.alpha_inter, m.beta_inter, m.msg_intra,
+                       m.byte_intra,  m.msg_inter,   m.byte_inter,  m.region_rate, m.stage_intra,
+                       m.stage_inter, m.copy,        m.msg_shm,     m.byte_shm};
         double lo[n], hi[n];
         SPC_MPI(MPI_Allreduce(v, lo, n, MPI_DOUBLE, MPI_MIN, c));
         SPC_MPI(MPI_Allreduce(v, hi, n, MPI_DOUBLE, MPI_MAX, c));

@@ -31,11 +31,13 @@ class ShmPlan final : public Plan {
     // One transfer per neighbor, as p2p (so the counts are virt::direct_halo_counts').
     for (int i = 0; i < s.num_neighbors(); ++i) {
       const int64_t bytes = s.count(i) * eb;
-      count_send("direct", s.ranks[i], bytes);
       if (x_.channel.node_rank(s.ranks[i]) < 0) {
+        count_send("direct", s.ranks[i], bytes);
         x_.p2p.add(true, send_buf() + s.offsets[i] * eb, bytes, s.ranks[i], kTag);
         continue;
       }
+      count_window_send("direct", s.ranks[i], bytes);
+      count_window_write(bytes);
       readers.push_back(s.ranks[i]);
       offsets.push_back(at);
       copies_.push_back({s.offsets[i] * eb, at, bytes});
@@ -43,11 +45,12 @@ class ShmPlan final : public Plan {
     }
     for (int i = 0; i < r.num_neighbors(); ++i) {
       const int64_t bytes = r.count(i) * eb;
-      count_recv("direct", r.ranks[i], bytes);
       if (x_.channel.node_rank(r.ranks[i]) < 0) {
+        count_recv("direct", r.ranks[i], bytes);
         x_.p2p.add(false, recv_buf() + r.offsets[i] * eb, bytes, r.ranks[i], kTag);
         continue;
       }
+      count_window_recv("direct", r.ranks[i], bytes);
       writers.push_back(r.ranks[i]);
       x_.add_read(r.offsets[i] * eb, bytes);
     }
