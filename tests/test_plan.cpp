@@ -28,18 +28,6 @@ namespace {
 
 const std::vector<std::string> kRegions = {"ppn:1", "ppn:2", "ppn:3", "ppn:4", "cyclic:2"};
 
-// Whether every rank of MPI_COMM_WORLD shares one node (the shm window reaches them all).
-bool on_one_node() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int n = 0;
-  MPI_Comm_size(node, &n);
-  MPI_Comm_free(&node);
-  int all = 0;
-  MPI_Allreduce(&n, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all == test::size();
-}
-
 double xval(int64_t gid, int k, int round) { return std::sin(0.37 * static_cast<double>(gid) + 1.3 * k + 0.11 * round) + 0.01 * k; }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
@@ -243,7 +231,7 @@ TEST(PlanAuto, FollowsTheModel) {
     // Messages dear, the window cheap: on one node the shm backend, whose window carries
     // them all (where it is built).
     const auto names = backend_names();
-    if (std::find(names.begin(), names.end(), "shm") != names.end() && on_one_node()) {
+    if (std::find(names.begin(), names.end(), "shm") != names.end() && Locality::one_node(MPI_COMM_WORLD)) {
       EXPECT_EQ(plan_with("msg_intra 1.0\nmsg_inter 1.0\nmsg_shm 1e-9\nbyte_shm 1e-12\n")->name(), "shm");
     }
   }
@@ -575,29 +563,26 @@ TEST(PlanShm, WindowCountsAndTheirPrice) {
   const auto &ts = shm->iteration_counts().total(), &tp = p2p->iteration_counts().total();
   EXPECT_EQ(ts.sent().msgs, tp.sent().msgs);
   EXPECT_EQ(ts.sent().bytes, tp.sent().bytes);
-  const WindowCounts& w = shm->window_counts();
-  EXPECT_EQ(p2p->window_counts().edges.total().sent().msgs, 0);
-  if (on_one_node()) {
-    EXPECT_EQ(w.edges.total().sent().msgs, tp.sent().msgs);
-    EXPECT_EQ(w.edges.total().recv_intra.bytes + w.edges.total().recv_inter.bytes,
-              tp.recv_intra.bytes + tp.recv_inter.bytes);
-    EXPECT_EQ(w.write_bytes, tp.sent().bytes);  // one copy per reader segment
-    EXPECT_EQ(w.write_bytes, static_cast<int64_t>(pat.send().size()) * 2 * 8);
+  const CommCounters& w = shm->window_counts().total();
+  EXPECT_EQ(p2p->window_counts().total().sent().msgs, 0);
+  if (Locality::one_node(MPI_COMM_WORLD)) {
+    EXPECT_EQ(w.sent().msgs, tp.sent().msgs);
+    EXPECT_EQ(w.sent().bytes, static_cast<int64_t>(pat.send().size()) * 2 * 8);
+    EXPECT_EQ(w.recv_intra.bytes + w.recv_inter.bytes, tp.recv_intra.bytes + tp.recv_inter.bytes);
   }
   // Messages free, the window dear: shm predicted dearer than p2p wherever it has window
   // traffic (and with msg costs dear, the other way round).
   ModelParams m;
   m.msg_intra = m.msg_inter = m.byte_intra = m.byte_inter = 0;
   m.msg_shm = 1e-3;
-  const bool any_window = allreduce_max(MPI_COMM_WORLD, w.edges.total().recv_intra.msgs +
-                                                            w.edges.total().recv_inter.msgs) > 0;
+  const bool any_window = allreduce_max(MPI_COMM_WORLD, w.recv_intra.msgs + w.recv_inter.msgs) > 0;
   const double shm_dear = predict_iteration(*shm, m, MPI_COMM_WORLD), p2p_free = predict_iteration(*p2p, m, MPI_COMM_WORLD);
   if (any_window) {
     EXPECT_GT(shm_dear, p2p_free + 1e-4);
   }
   m.msg_intra = m.msg_inter = 1e-3;
   m.msg_shm = 0;
-  if (any_window && on_one_node()) {
+  if (any_window && Locality::one_node(MPI_COMM_WORLD)) {
     EXPECT_LT(predict_iteration(*shm, m, MPI_COMM_WORLD), predict_iteration(*p2p, m, MPI_COMM_WORLD) - 1e-4);
   }
 }

@@ -74,6 +74,16 @@ Locality Locality::detect(MPI_Comm comm) {
   return build(comm, labels, "node");
 }
 
+bool Locality::one_node(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  const int n = comm_size(node);
+  MPI_Comm_free(&node);
+  int all = 0;
+  SPC_MPI(MPI_Allreduce(&n, &all, 1, MPI_INT, MPI_MIN, comm));
+  return all == comm_size(comm);
+}
+
 Locality Locality::ppn(MPI_Comm comm, int k) {
   std::string canonical;
   auto labels = layout_labels("ppn:" + std::to_string(k), comm_size(comm), &canonical);

@@ -19,6 +19,9 @@ class Locality {
 
   /// Collective. Real detection: ranks sharing memory (MPI_COMM_TYPE_SHARED) form a region.
   static Locality detect(MPI_Comm comm);
+  /// Collective. Whether every rank of `comm` shares one node (MPI_COMM_TYPE_SHARED): then
+  /// emulated regions are not the machine's, and every message stays in its memory.
+  static bool one_node(MPI_Comm comm);
   /// Collective. Emulation: consecutive blocks of k ranks (the last one may be smaller).
   static Locality ppn(MPI_Comm comm, int k);
   /// Collective. Emulation of round-robin placement: rank r is in region r % nregions.

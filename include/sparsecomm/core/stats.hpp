@@ -52,16 +52,6 @@ class Stats {
   std::map<std::string, double> timers_;
 };
 
-/// What one execution of a plan moves through a shared-memory window instead of MPI
-/// messages (the shm backends): `edges` holds the part of the plan's iteration counts that
-/// goes through the window, recorded exactly as those (per edge, step and locality class),
-/// so the MPI part is the difference; `write_bytes` is what this rank copies into its
-/// window (once per reader in the halo shape, once in all in the gather shape).
-struct WindowCounts {
-  Stats edges;
-  int64_t write_bytes = 0;
-};
-
 /// Times a scope with MPI_Wtime (simulated time under SMPI, wall time otherwise).
 class ScopedTimer {
  public:

@@ -239,9 +239,9 @@ void fit_shm(MPI_Comm comm, const Locality& loc, int reps, ModelParams& m) {
     std::sort(d.begin(), d.end());
     return predict_iteration(*p[3], m, comm) - predict_iteration(*p[2], m, comm) + d[d.size() / 2];
   };
-  // Per neighbor: one segment read; per value: 8 bytes written and 8 read.
+  // Per neighbor: one segment read; per value: 8 bytes read (the writer's copy is its pack).
   if (kmax > 1) m.msg_shm = std::max(0.0, shm_extra(1, 1, kmax, 1) / (kmax - 1));
-  m.byte_shm = std::max(0.0, shm_extra(1, 512, 1, 32768) / (2 * (262144.0 - 4096.0)));
+  m.byte_shm = std::max(0.0, shm_extra(1, 512, 1, 32768) / (262144.0 - 4096.0));
 }
 
 }  // namespace

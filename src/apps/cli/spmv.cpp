@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "common/load.hpp"
 #include "common/app_main.hpp"
@@ -66,7 +67,7 @@ struct Measured {
   double setup = 0;
   RoundStats time;           // median and spread over the rounds
   RoundStats exchange;       // the halo exchange alone (DistSpmv::exchange), the same way
-  std::vector<Reduced> red;  // inter msgs, intra msgs, inter bytes, intra bytes, stages
+  std::vector<Reduced> red;  // inter msgs, intra msgs, inter bytes, intra bytes, stages, copied bytes
   bool good = false;
   std::unique_ptr<DistSpmv> spmv;
   std::vector<double> x, y;
@@ -81,6 +82,7 @@ struct Run {
   const Reference& ref;
   int width, reps, rounds;
   std::string sdde;
+  bool one_node;  // every rank on one node: inter-region messages stay in memory too
 };
 
 /// Collective. Plans backend `b` and checks one product against the reference.
@@ -107,7 +109,8 @@ std::unique_ptr<Measured> set_up(const Run& r, const std::string& b, const Backe
   // Deterministic counts per exchange: max and sum over ranks, per locality class.
   const auto& c = plan.iteration_counts().total();
   m->red = reduce_all(r.comm, {double(c.sent_inter.msgs), double(c.sent_intra.msgs), double(c.sent_inter.bytes),
-                               double(c.sent_intra.bytes), double(plan.stages())});
+                               double(c.sent_intra.bytes), double(plan.stages()),
+                               copied_bytes(plan, r.one_node), one_copy_bytes(plan)});
   m->chosen = plan.name();
   m->name = b == m->chosen ? b : b + " -> " + m->chosen;
   return m;
@@ -153,6 +156,8 @@ Json json_record(const Run& r, const std::string& label, const std::string& b, c
     j[std::string(fields[k]) + "_sum"] = red[k].sum;
   }
   j["stages"] = red[4].max;
+  j["copied_bytes_mean"] = red[5].sum / comm_size(r.comm);
+  j["one_copy_bytes_mean"] = red[6].sum / comm_size(r.comm);
   j["verified"] = m.good;
   return j;
 }
@@ -186,7 +191,7 @@ int spmv_main(int argc, char** argv) {
   const Pattern pat = pattern_from_matrix(a, sdde, o.get("sdde"));
   const Reference ref = reference_product(comm, a, o.get("reference"));
   const int reps = o.get_count("reps"), rounds = std::min(o.get_count("rounds"), reps);
-  const Run run{comm, a, pat, loc, ref, w, reps, rounds, o.get("sdde")};
+  const Run run{comm, a, pat, loc, ref, w, reps, rounds, o.get("sdde"), Locality::one_node(comm)};
   std::vector<std::unique_ptr<Measured>> ms;
   bool ok = true;
   const double t0 = MPI_Wtime();
@@ -205,17 +210,22 @@ int spmv_main(int argc, char** argv) {
   const double base = p2p != backends.end() ? ms[p2p - backends.begin()]->time.median : 0;
   const double ebase = p2p != backends.end() ? ms[p2p - backends.begin()]->exchange.median : 0;
   Table t({"backend", "us/SpMV", "spread", "speedup vs p2p", "us/exchange", "spread", "exchange vs p2p", "setup ms",
-           "inter msgs/rank", "verified"});
+           "inter msgs/rank", "copied B/rank", "verified"});
   for (const auto& m : ms)
     t.add({m->name, num("%.1f", m->time.median * 1e6), num("%.0f%%", m->time.spread * 100),
            base > 0 ? num("%.2f", base / m->time.median) : "-", num("%.1f", m->exchange.median * 1e6),
            num("%.0f%%", m->exchange.spread * 100), ebase > 0 ? num("%.2f", ebase / m->exchange.median) : "-",
-           num("%.2f", m->setup * 1e3), num("%.0f", m->red[0].max), m->good ? "yes" : "NO"});
+           num("%.2f", m->setup * 1e3), num("%.0f", m->red[0].max), num("%.0f", m->red[5].sum / comm_size(comm)),
+           m->good ? "yes" : "NO"});
   if (rank == 0)
     std::cout << "SpMV of " << label << " (" << a.global_rows() << " x " << a.global_cols() << ", " << a.global_nnz()
               << " nonzeros), width " << w << ", " << comm_size(comm) << " ranks, regions " << loc.describe() << "\n"
               << "us/SpMV: median over " << rounds << " interleaved rounds of the max over ranks; spread: (max - min) / "
               << "median; speedup: p2p time / backend time (higher is better); us/exchange: the halo exchange alone\n"
+              << "copied B/rank: bytes each rank copies in memory per exchange, mean over ranks (pack, unpack, "
+              << "staging, shared windows, Open MPI's shared-memory transport; model::copied_bytes); one-copy "
+              << "limit (each ghost value read once): "
+              << (ms.empty() ? std::string("-") : num("%.0f", ms.front()->red[6].sum / comm_size(comm))) << " B\n"
               << t.str() << (ok ? "every backend verified (" + ref.kind + " reference)\n" : "VERIFICATION FAILED\n");
   return ok ? 0 : 3;
 }

@@ -87,13 +87,42 @@ int64_t inter_steps(const Stats& counts) {
 
 namespace {
 // Bytes this rank sends beyond its own send buffer: copied between stages.
-double copied_bytes(const Plan& plan) {
+double staged_bytes(const Plan& plan) {
   const auto& tot = plan.iteration_counts().total();
   const double own = static_cast<double>(plan.pattern().send().size()) * plan.options().width *
                      plan.options().value_bytes;
   return std::max(0.0, static_cast<double>(tot.sent_intra.bytes + tot.sent_inter.bytes) - own);
 }
 }  // namespace
+
+double copied_bytes(const Plan& plan, bool inter_on_node) {
+  const double eb = static_cast<double>(plan.options().width) * plan.options().value_bytes;
+  const auto& pat = plan.pattern();
+  const Stats& w = plan.window_counts();
+  const auto& wt = w.total();
+  // No unpack where the receive buffer is the ghost array (wait_in_place, as DistSpmv does).
+  const double unpack = plan.receives_in_ghost_order() ? 0 : static_cast<double>(pat.recv().size());
+  double c = eb * (static_cast<double>(pat.send().size()) + unpack) + staged_bytes(plan) +
+             static_cast<double>(wt.recv_intra.bytes + wt.recv_inter.bytes);
+  constexpr double kEager = 4096;  // Open MPI 4.1 btl_vader_eager_limit
+  auto mpi = [&](const MessageCounts& all, const MessageCounts& win, bool sender) {
+    const double msgs = static_cast<double>(all.msgs - win.msgs), bytes = static_cast<double>(all.bytes - win.bytes);
+    if (msgs <= 0) return 0.0;
+    return bytes / msgs <= kEager || !sender ? bytes : 0.0;  // eager: both copy; CMA: the receiver reads once
+  };
+  for (const auto& [step, k] : plan.iteration_counts().steps()) {
+    CommCounters x;
+    const auto ws = w.steps().find(step);
+    if (ws != w.steps().end()) x = ws->second;
+    c += mpi(k.sent_intra, x.sent_intra, true) + mpi(k.recv_intra, x.recv_intra, false);
+    if (inter_on_node) c += mpi(k.sent_inter, x.sent_inter, true) + mpi(k.recv_inter, x.recv_inter, false);
+  }
+  return c;
+}
+
+double one_copy_bytes(const Plan& plan) {
+  return static_cast<double>(plan.pattern().recv().size()) * plan.options().width * plan.options().value_bytes;
+}
 
 RankLoad rank_load(const Plan& plan) {
   RankLoad l;
@@ -103,11 +132,10 @@ RankLoad rank_load(const Plan& plan) {
     l.bytes_intra += static_cast<double>(std::max(k.sent_intra.bytes, k.recv_intra.bytes));
     l.bytes_inter += static_cast<double>(std::max(k.sent_inter.bytes, k.recv_inter.bytes));
   }
-  l.copy_bytes = copied_bytes(plan);
-  const auto& w = plan.window_counts();
-  const auto& wt = w.edges.total();
+  l.copy_bytes = staged_bytes(plan);
+  const auto& wt = plan.window_counts().total();
   l.window_reads = static_cast<double>(wt.recv_intra.msgs + wt.recv_inter.msgs);
-  l.window_bytes = static_cast<double>(wt.recv_intra.bytes + wt.recv_inter.bytes + w.write_bytes);
+  l.window_bytes = static_cast<double>(wt.recv_intra.bytes + wt.recv_inter.bytes);
   return l;
 }
 
@@ -119,10 +147,10 @@ double step_cost(const ModelParams& m, const CommCounters& k) {
   return std::max(cost(k.sent_intra, k.sent_inter), cost(k.recv_intra, k.recv_inter));
 }
 
-double window_cost(const ModelParams& m, const WindowCounts& w) {
-  const auto& t = w.edges.total();
+double window_cost(const ModelParams& m, const Stats& w) {
+  const auto& t = w.total();
   return m.msg_shm * static_cast<double>(t.recv_intra.msgs + t.recv_inter.msgs) +
-         m.byte_shm * static_cast<double>(t.recv_intra.bytes + t.recv_inter.bytes + w.write_bytes);
+         m.byte_shm * static_cast<double>(t.recv_intra.bytes + t.recv_inter.bytes);
 }
 
 namespace {
@@ -134,13 +162,13 @@ MessageCounts minus(MessageCounts a, const MessageCounts& b) {
 // The busiest rank's steps (their MPI part) and window transfers plus `copied` bytes,
 // against the busiest region's injection limit, plus the stage term: the body of both
 // predictions below.
-double predict_counts(const Stats& c, const WindowCounts& w, double copied, int stages, const Locality& loc,
+double predict_counts(const Stats& c, const Stats& w, double copied, int stages, const Locality& loc,
                       const ModelParams& m, MPI_Comm comm) {
   const auto& tot = c.total();
   double t = m.copy * copied + window_cost(m, w);
   for (const auto& [step, k] : c.steps()) {
-    const auto ws = w.edges.steps().find(step);
-    if (ws == w.edges.steps().end()) {
+    const auto ws = w.steps().find(step);
+    if (ws == w.steps().end()) {
       t += step_cost(m, k);
       continue;
     }
@@ -153,7 +181,7 @@ double predict_counts(const Stats& c, const WindowCounts& w, double copied, int 
   double busiest = 0;
   SPC_MPI(MPI_Allreduce(&t, &busiest, 1, MPI_DOUBLE, MPI_MAX, comm));
   // Window transfers stay in the node's memory: they inject nothing into the network.
-  double inj = static_cast<double>(tot.sent_inter.bytes - w.edges.total().sent_inter.bytes), region_inj = 0;
+  double inj = static_cast<double>(tot.sent_inter.bytes - w.total().sent_inter.bytes), region_inj = 0;
   SPC_MPI(MPI_Allreduce(&inj, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
   double inj_t = region_inj / std::max(m.region_rate, 1.0), max_inj = 0;
   SPC_MPI(MPI_Allreduce(&inj_t, &max_inj, 1, MPI_DOUBLE, MPI_MAX, comm));
@@ -163,7 +191,7 @@ double predict_counts(const Stats& c, const WindowCounts& w, double copied, int 
 }  // namespace
 
 double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) {
-  return predict_counts(plan.iteration_counts(), plan.window_counts(), copied_bytes(plan), plan.stages(),
+  return predict_counts(plan.iteration_counts(), plan.window_counts(), staged_bytes(plan), plan.stages(),
                         plan.locality(), m, comm);
 }
 

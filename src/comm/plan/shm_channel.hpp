@@ -75,6 +75,8 @@ class ShmChannel {
   }
   void publish(uint64_t e) { epoch_->store(e, std::memory_order_release); }
   bool has_readers() const { return !slots_.empty(); }
+  /// My buffer `parity` (0 or 1), after connect().
+  char* buffer(int parity) const { return buffers_ + static_cast<int64_t>(parity) * area_; }
 
   /// Reader side, writer k (in connect()'s order).
   bool ready(size_t k, uint64_t e) const { return in_[k].epoch->load(std::memory_order_acquire) >= e; }
@@ -123,39 +125,65 @@ class ShmChannel {
 
 // One exchange of a shm backend: this rank's window written and published, the on-node
 // writers' segments read into the receive buffer as they are published, the off-node
-// messages (p2p) beside them. The backends only say what goes where: the reads (add_read,
-// in connect()'s writer order) and what start() writes into the buffer.
+// messages beside them. The backends only say what goes where: the reads (add_read, in
+// connect()'s writer order), the off-node receives and sends (add_recv, add_send), and what
+// they write into the area begin() returns.
+//
+// The area a writer fills is its window's buffer e % 2 when it has on-node readers (so the
+// plan packs straight into shared memory: one copy by the writer, one by each reader), else
+// its private area. Off-node sends go out of the same area at their offsets: with a window,
+// one set of requests per buffer; buffer e % 2 is reused only at e + 2, after wait(e)
+// completed those sends.
 class ShmExchange {
  public:
   explicit ShmExchange(MPI_Comm comm) : channel(comm) {}
   ShmChannel channel;
-  Messages p2p;  ///< the off-node messages (the backend adds them, then init())
 
   /// Writer k's segment goes to `to` (bytes), in the buffer given to wait()/test().
   void add_read(int64_t to, int64_t bytes) {
     reads_.push_back({to, bytes});
     done_.push_back(0);
   }
-  /// Posts the off-node messages and, where this rank has on-node readers, waits for its
-  /// buffer, lets write(buffer) fill it and publishes it.
-  template <class Write>
-  void start(Write write) {
-    const uint64_t e = ++epoch_;
-    p2p.start();
-    if (channel.has_readers()) {
-      write(channel.begin_write(e, [&] { p2p.test(); }));
-      channel.publish(e);
+  /// An off-node receive into `buf`; an off-node send of the written area's [offset, offset
+  /// + bytes). Before init().
+  void add_recv(char* buf, int64_t bytes, int peer, int tag) { recvs_.add(false, buf, bytes, peer, tag); }
+  void add_send(int64_t offset, int64_t bytes, int peer, int tag) { sends_out_.push_back({offset, bytes, peer, tag}); }
+  /// After channel.connect(): fixes the messages. `own`: the private area (used when this
+  /// rank has no on-node readers).
+  void init(MPI_Comm comm, bool persistent, const char* own) {
+    const int sets = channel.has_readers() ? 2 : 1;
+    for (int p = 0; p < sets; ++p) {
+      const char* area = channel.has_readers() ? channel.buffer(p) : own;
+      for (const Send& m : sends_out_) sends_[p].add(true, area + m.offset, m.bytes, m.peer, m.tag);
+      sends_[p].init(comm, persistent);
     }
+    recvs_.init(comm, persistent);
+  }
+
+  /// Begins the next exchange: posts the receives and returns the area to fill — the
+  /// window's buffer (after waiting, only if this rank is two exchanges ahead of a reader)
+  /// or nullptr: fill the private area.
+  char* begin() {
+    const uint64_t e = ++epoch_;
+    recvs_.start();
     std::fill(done_.begin(), done_.end(), 0);
+    return channel.has_readers() ? channel.begin_write(e, [&] { recvs_.test(); }) : nullptr;
+  }
+  /// Publishes the filled area and posts the off-node sends.
+  void publish() {
+    if (channel.has_readers()) channel.publish(epoch_);
+    sending_ = &sends_[channel.has_readers() ? epoch_ % 2 : 0];
+    sending_->start();
   }
   /// Every on-node segment copied into `recv` and every off-node message complete.
   void wait(char* recv) {
     for (size_t k = 0; k < reads_.size(); ++k)
       if (!done_[k]) {
-        channel.wait_ready(k, epoch_, [&] { p2p.test(); });
+        channel.wait_ready(k, epoch_, [&] { progress(); });
         read(k, recv);
       }
-    p2p.wait();
+    recvs_.wait();
+    sending_->wait();
   }
   /// wait() without blocking: copies what is published; true once everything is in.
   bool test(char* recv) {
@@ -165,10 +193,15 @@ class ShmExchange {
         if (channel.ready(k, epoch_)) read(k, recv);
         else all = false;
       }
-    return p2p.test() && all;
+    const bool msgs = recvs_.test();
+    return sending_->test() && msgs && all;
   }
 
  private:
+  void progress() {
+    recvs_.test();
+    sending_->test();
+  }
   void read(size_t k, char* recv) {
     std::memcpy(recv + reads_[k].to, channel.data(k, epoch_), static_cast<size_t>(reads_[k].bytes));
     channel.done(k, epoch_);
@@ -177,8 +210,15 @@ class ShmExchange {
   struct Read {
     int64_t to, bytes;
   };
+  struct Send {
+    int64_t offset, bytes;
+    int peer, tag;
+  };
   std::vector<Read> reads_;
+  std::vector<Send> sends_out_;
   std::vector<char> done_;
+  Messages recvs_, sends_[2];
+  Messages* sending_ = &sends_[0];
   uint64_t epoch_ = 0;
 };
 

@@ -50,7 +50,8 @@ class GatherPlan {
     check(sizeof(T));
     if (active_) throw Error("GatherPlan(" + name_ + "): start() called twice without wait()");
     ScopedTimer t(&exec_, "start");
-    if (!block_.empty()) std::memcpy(block_.data(), block, block_.size());  // memcpy of 0 bytes from null is UB
+    char* to = do_block_target();
+    if (!block_.empty()) std::memcpy(to ? to : block_.data(), block, block_.size());  // memcpy of 0 bytes from null is UB
     do_start();
     active_ = true;
   }
@@ -96,9 +97,11 @@ class GatherPlan {
   int64_t recv_total() const { return recv_offsets_.back(); }
   const Stats& setup_stats() const { return setup_; }
   const Stats& iteration_counts() const { return per_iter_; }
-  /// The part of iteration_counts() that moves through a shared-memory window (shm
-  /// backends; empty for the others): the model prices it as copies, not messages.
-  const WindowCounts& window_counts() const { return window_; }
+  /// The part of iteration_counts() that moves through a shared-memory window instead of
+  /// MPI messages (shm backends; empty for the others), recorded like those (per edge, step
+  /// and locality class): the model prices it as the reader's copy, not as messages. (The
+  /// writer's copy into the window is the pack every backend does.)
+  const Stats& window_counts() const { return window_; }
   Stats& exec_stats() { return exec_; }
   int stages() const { return stages_; }
   const Locality& locality() const { return loc_; }
@@ -112,7 +115,10 @@ class GatherPlan {
   /// opt.same_count).
   GatherPlan(std::string name, const Topology& topo, const Locality& loc, MPI_Comm comm, int64_t my_count,
              const GatherOptions& opt);
-  virtual void do_start() = 0;  ///< send block_buf()
+  virtual void do_start() = 0;  ///< send block_buf() (or what do_block_target() returned)
+  /// Where start() copies the caller's block, or nullptr: block_buf(). Called right before
+  /// that copy; do_start() follows (the shm backend writes straight into its window).
+  virtual char* do_block_target() { return nullptr; }
   virtual void do_wait() = 0;   ///< fill recv_buf()
   /// do_wait() without blocking: true once recv_buf() is filled.
   virtual bool do_test();
@@ -135,14 +141,12 @@ class GatherPlan {
   /// As count_send / count_recv, for a transfer through a shared-memory window.
   void count_window_send(const std::string& step, int peer, int64_t bytes) {
     count_send(step, peer, bytes);
-    window_.edges.record_send(step, loc_.same_region(peer), bytes);
+    window_.record_send(step, loc_.same_region(peer), bytes);
   }
   void count_window_recv(const std::string& step, int peer, int64_t bytes) {
     count_recv(step, peer, bytes);
-    window_.edges.record_recv(step, loc_.same_region(peer), bytes);
+    window_.record_recv(step, loc_.same_region(peer), bytes);
   }
-  /// Bytes this rank copies into its window per execution.
-  void count_window_write(int64_t bytes) { window_.write_bytes += bytes; }
   void set_stages(int s) { stages_ = s; }
   void set_groups_led(int g) { groups_led_ = g; }
   Stats& setup_stats_mut() { return setup_; }
@@ -162,7 +166,7 @@ class GatherPlan {
   bool active_ = false;
   int stages_ = 1, groups_led_ = 0;
   Stats setup_, per_iter_, exec_;
-  WindowCounts window_;
+  Stats window_;  ///< window_counts()
 };
 
 using GatherFactory = std::function<std::unique_ptr<GatherPlan>(const Topology&, const Locality&, MPI_Comm, int64_t,

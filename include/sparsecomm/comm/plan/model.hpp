@@ -41,10 +41,10 @@ struct ModelParams {
   double stage_inter = 3.0e-6;   ///< s per extra stage with inter-region messages
   double copy = 2.0e-10;         ///< s per byte copied between stages (aggregation, combining)
   // A transfer through a shared-memory window (the shm backends) is no message: the writer
-  // copies into its window, the reader copies out after an acquire load of the writer's
-  // epoch. Measured with every rank of the node at once, like msg/byte.
+  // packs into its window (the pack every backend does), the reader copies out after an
+  // acquire load of the writer's epoch. Measured with every rank of the node at once.
   double msg_shm = 1.0e-7;       ///< s per segment a rank reads out of a window (the handshake)
-  double byte_shm = 6.0e-11;     ///< s per byte a rank copies into or out of a window
+  double byte_shm = 1.0e-10;     ///< s per byte a rank copies out of a window
 
   /// Documented defaults (above) overridden by `key value` lines of a file written by
   /// `sparsecomm_calibrate`. Path: `path`, else $SPARSECOMM_MODEL; missing file: defaults.
@@ -68,20 +68,34 @@ int64_t inter_steps(const Stats& counts);
 /// the messages and bytes summed over the plan's steps (per step the larger of sent and
 /// received: a message costs its sender and its receiver), and the bytes copied between
 /// stages (bytes sent beyond the rank's own send buffer); the messages and bytes include
-/// the window transfers, which window_reads / window_bytes (read plus written) give apart.
+/// the window transfers, which window_reads / window_bytes (read) give apart.
 struct RankLoad {
   double msgs_intra = 0, msgs_inter = 0, bytes_intra = 0, bytes_inter = 0, copy_bytes = 0;
   double window_reads = 0, window_bytes = 0;
 };
 RankLoad rank_load(const Plan& plan);
 
+/// Bytes this rank copies in memory per execution of `plan`, estimated from its counts: its
+/// pack and unpack (none where it receives in ghost order: wait_in_place()), the copies between stages (RankLoad::copy_bytes), every byte it reads
+/// out of a shared-memory window, and for each MPI message between ranks of
+/// one node what Open MPI's shared-memory transport (vader) does: the sender copies into
+/// the shared segment and the receiver out of it, or, above its 4 KiB eager limit, the
+/// receiver reads once from the sender's buffer (single-copy CMA) — per step and class at
+/// the step's mean message size. Intra-region messages count as on-node (regions lie
+/// within nodes); inter-region ones only with `inter_on_node` (regions emulated on one
+/// node); off-node messages cross the network and count no memory copy here.
+double copied_bytes(const Plan& plan, bool inter_on_node);
+/// The one-copy limit of `plan`'s exchange on this rank: each received value read once,
+/// by the rank that needs it.
+double one_copy_bytes(const Plan& plan);
+
 /// What one step costs a rank: the larger of its sending and its receiving cost, each
 /// msg per message + byte per byte, per locality class.
 double step_cost(const ModelParams& m, const CommCounters& step);
 
-/// What the window part of an execution costs a rank: msg_shm per segment read, byte_shm
-/// per byte read or written.
-double window_cost(const ModelParams& m, const WindowCounts& w);
+/// What the window part of an execution (Plan::window_counts()) costs a rank: msg_shm per
+/// segment read, byte_shm per byte read.
+double window_cost(const ModelParams& m, const Stats& w);
 
 /// Collective. Predicted seconds per execution of `plan`: the busiest rank's step_cost
 /// (of what moves through MPI) summed over the plan's steps plus its window_cost, against the busiest region's injection limit,

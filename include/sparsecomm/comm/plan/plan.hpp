@@ -63,7 +63,7 @@ class Plan {
   void start(const T* owned) {
     check_type(sizeof(T), "start");
     if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
-    pack(owned);
+    pack(owned, do_pack_target());
     start_packed();
   }
 
@@ -159,13 +159,15 @@ class Plan {
     check_type(sizeof(T), "start_into");
     if (active_) throw Error("Plan(" + name_ + "): start_into() called twice without wait_into()");
     const bool send_direct = send_identity_, recv_direct = recv_identity_;
-    if (!send_direct) pack(owned);
+    // A backend with a pack target of its own (shm) starts with do_start(), never directly.
+    char* target = send_direct ? nullptr : do_pack_target();
+    if (!send_direct) pack(owned, target);
     ScopedTimer t(&exec_, "start");
-    const bool direct = (send_direct || recv_direct) &&
+    const bool direct = !target && (send_direct || recv_direct) &&
                         do_start_direct(send_direct ? reinterpret_cast<const char*>(owned) : nullptr,
                                         recv_direct ? reinterpret_cast<char*>(ghost) : nullptr);
     if (!direct) {
-      if (send_direct) pack(owned);
+      if (send_direct) pack(owned, do_pack_target());
       do_start();
     }
     direct_ = direct && recv_direct;
@@ -217,9 +219,11 @@ class Plan {
   const Stats& setup_stats() const { return setup_; }
   /// What one execution sends and receives, per step and locality class (deterministic).
   const Stats& iteration_counts() const { return per_iter_; }
-  /// The part of iteration_counts() that moves through a shared-memory window (shm
-  /// backends; empty for the others): the model prices it as copies, not messages.
-  const WindowCounts& window_counts() const { return window_; }
+  /// The part of iteration_counts() that moves through a shared-memory window instead of
+  /// MPI messages (shm backends; empty for the others), recorded like those (per edge, step
+  /// and locality class): the model prices it as the reader's copy, not as messages. (The
+  /// writer's copy into the window is the pack every backend does.)
+  const Stats& window_counts() const { return window_; }
   /// Accumulated execution timers: pack, start, wait, unpack.
   Stats& exec_stats() { return exec_; }
   /// Number of communication steps that follow one another in one execution.
@@ -240,6 +244,10 @@ class Plan {
   /// instead of recv_buf() when it is not null; do_wait() then completes it. false (the
   /// default): not supported, nothing started (start_into() packs and copies instead).
   virtual bool do_start_direct(const char* /*send*/, char* /*recv*/) { return false; }
+  /// Where the next pack writes (laid out like send_buf()), or nullptr: send_buf(). Called
+  /// right before each pack of start() / start_into(), and do_start() always follows that
+  /// pack (the shm backend packs straight into its shared window this way).
+  virtual char* do_pack_target() { return nullptr; }
   /// Derived destructors call this first: an exchange still in flight is completed
   /// (a request is never freed behind the user's back); failures are reported on stderr.
   void finish_if_active() noexcept;
@@ -260,14 +268,12 @@ class Plan {
   /// As count_send / count_recv, for a transfer through a shared-memory window.
   void count_window_send(const std::string& step, int peer, int64_t bytes) {
     count_send(step, peer, bytes);
-    window_.edges.record_send(step, loc_.same_region(peer), bytes);
+    window_.record_send(step, loc_.same_region(peer), bytes);
   }
   void count_window_recv(const std::string& step, int peer, int64_t bytes) {
     count_recv(step, peer, bytes);
-    window_.edges.record_recv(step, loc_.same_region(peer), bytes);
+    window_.record_recv(step, loc_.same_region(peer), bytes);
   }
-  /// Bytes this rank copies into its window per execution.
-  void count_window_write(int64_t bytes) { window_.write_bytes += bytes; }
   void set_stages(int s) { stages_ = s; }
   Stats& setup_stats_mut() { return setup_; }
 
@@ -276,12 +282,13 @@ class Plan {
                                          const PlanOptions&);
   friend void detail::register_auto();
   void check_type(size_t value_size, const char* call) const;
-  /// Packs owned[pattern.send.indices[k]] (width values each) into the send buffer.
+  /// Packs owned[pattern.send.indices[k]] (width values each) into `to` (a pack target), or
+  /// the send buffer when null.
   template <class T>
-  void pack(const T* owned) {
+  void pack(const T* owned, char* to) {
     ScopedTimer t(&exec_, "pack");
     const auto& s = pattern_.send();
-    T* buf = reinterpret_cast<T*>(send_buf_.data());
+    T* buf = reinterpret_cast<T*>(to ? to : send_buf_.data());
     const int w = opt_.width;
     const int32_t* idx = s.indices.data();
     if (w == 1) {  // the common case, as a plain gather loop the compiler can unroll
@@ -320,7 +327,7 @@ class Plan {
   bool test_done_ = false;  ///< test() found the active exchange complete
   int stages_ = 1;
   Stats setup_, per_iter_, exec_;
-  WindowCounts window_;
+  Stats window_;  ///< window_counts()
 };
 
 using PlanFactory =

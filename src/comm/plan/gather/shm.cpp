@@ -1,6 +1,7 @@
-// shm (allgather shape): this rank's block written once into its MPI-3 shared-memory
-// window, and read from there by every destination on the node (one copy in, one copy out
-// per reader, however many readers); destinations and sources off the node point-to-point.
+// shm (allgather shape): start() copies the caller's block straight into this rank's MPI-3
+// shared-memory window (one copy, however many readers), and every destination on the node
+// reads it from there (one copy each); destinations and sources off the node
+// point-to-point, the sends out of the same window buffer.
 // The protocol and its memory-model argument: comm/plan/shm_channel.hpp.
 #ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
 #include <cstring>
@@ -22,7 +23,7 @@ class ShmGather final : public GatherPlan {
       const int64_t bytes = recv_counts()[i] * vb;  // one transfer per edge, as p2p
       if (x_.channel.node_rank(t.sources[i]) < 0) {
         count_recv("direct", t.sources[i], bytes);
-        x_.p2p.add(false, recv_buf() + recv_offsets()[i] * vb, bytes, t.sources[i], kTag);
+        x_.add_recv(recv_buf() + recv_offsets()[i] * vb, bytes, t.sources[i], kTag);
         continue;
       }
       count_window_recv("direct", t.sources[i], bytes);
@@ -32,22 +33,20 @@ class ShmGather final : public GatherPlan {
     for (int d : t.destinations) {
       if (x_.channel.node_rank(d) < 0) {
         count_send("direct", d, my_count() * vb);
-        x_.p2p.add(true, block_buf(), my_count() * vb, d, kTag);
+        x_.add_send(0, my_count() * vb, d, kTag);
       } else {
-        count_window_send("direct", d, my_count() * vb);
+        count_window_send("direct", d, my_count() * vb);  // start() writes it: no copy of its own
         readers.push_back(d);
       }
     }
-    if (!readers.empty()) count_window_write(my_count() * vb);  // once, whatever the readers
-    x_.p2p.init(comm(), o.persistent_requests);
     x_.channel.connect(readers, std::vector<int64_t>(readers.size(), 0), my_count() * vb, writers);
+    x_.init(comm(), o.persistent_requests, block_buf());
   }
   ~ShmGather() override { finish_if_active(); }
 
  protected:
-  void do_start() override {
-    x_.start([&](char* buf) { std::memcpy(buf, block_buf(), static_cast<size_t>(my_count() * value_bytes())); });
-  }
+  char* do_block_target() override { return x_.begin(); }
+  void do_start() override { x_.publish(); }
   void do_wait() override { x_.wait(recv_buf()); }
   bool do_test() override { return x_.test(recv_buf()); }
 

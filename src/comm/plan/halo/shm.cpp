@@ -2,12 +2,14 @@
 // point-to-point (as p2p). The protocol (per-writer epoch, per-reader slots, double
 // buffering) and its memory-model argument: comm/plan/shm_channel.hpp.
 //
-// start(): the plan has packed its send buffer; the on-node segments are copied into this
-// rank's window buffer (one copy) and published; the off-node messages are posted.
-// wait():  each on-node writer's segment for this rank is copied straight from its window
-// into the receive buffer (one copy) as soon as it is published; then the off-node messages.
+// The window holds this rank's whole send buffer (twice: double buffering) when it has
+// on-node readers, and start() packs straight into it: each value is copied once by its
+// owner (the pack, which every backend does) and once by the rank that needs it, out of
+// the window into the receive buffer (which wait_in_place() hands out as the ghost array).
+// The off-node messages are sent from the window too (comm/plan/shm_channel.hpp).
 // Against Open MPI's shared-memory transport for the same on-node message: no copy into
-// and out of its segment per message, no matching.
+// and out of its segment per message (or, above 4 KiB, no single-copy CMA read through the
+// kernel), no matching.
 #ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
 #include <cstring>
 
@@ -27,55 +29,55 @@ class ShmPlan final : public Plan {
     const int64_t eb = elem_bytes();
     std::vector<int> readers, writers;
     std::vector<int64_t> offsets;
-    int64_t at = 0;
     // One transfer per neighbor, as p2p (so the counts are virt::direct_halo_counts').
     for (int i = 0; i < s.num_neighbors(); ++i) {
       const int64_t bytes = s.count(i) * eb;
       if (x_.channel.node_rank(s.ranks[i]) < 0) {
         count_send("direct", s.ranks[i], bytes);
-        x_.p2p.add(true, send_buf() + s.offsets[i] * eb, bytes, s.ranks[i], kTag);
+        x_.add_send(s.offsets[i] * eb, bytes, s.ranks[i], kTag);
         continue;
       }
-      count_window_send("direct", s.ranks[i], bytes);
-      count_window_write(bytes);
+      count_window_send("direct", s.ranks[i], bytes);  // the pack writes it: no copy of its own
       readers.push_back(s.ranks[i]);
-      offsets.push_back(at);
-      copies_.push_back({s.offsets[i] * eb, at, bytes});
-      at += bytes;
+      offsets.push_back(s.offsets[i] * eb);
     }
     for (int i = 0; i < r.num_neighbors(); ++i) {
       const int64_t bytes = r.count(i) * eb;
       if (x_.channel.node_rank(r.ranks[i]) < 0) {
         count_recv("direct", r.ranks[i], bytes);
-        x_.p2p.add(false, recv_buf() + r.offsets[i] * eb, bytes, r.ranks[i], kTag);
+        x_.add_recv(recv_buf() + r.offsets[i] * eb, bytes, r.ranks[i], kTag);
         continue;
       }
       count_window_recv("direct", r.ranks[i], bytes);
       writers.push_back(r.ranks[i]);
       x_.add_read(r.offsets[i] * eb, bytes);
     }
-    x_.p2p.init(this->comm(), opt.persistent_requests);
-    x_.channel.connect(readers, offsets, at, writers);
+    x_.channel.connect(readers, offsets, readers.empty() ? 0 : send_bytes(), writers);
+    x_.init(this->comm(), opt.persistent_requests, send_buf());
   }
   ~ShmPlan() override { finish_if_active(); }
   bool supports_test() const override { return true; }
 
  protected:
+  char* do_pack_target() override {
+    begun_ = true;
+    return x_.begin();
+  }
   void do_start() override {
-    x_.start([&](char* buf) {
-      for (const Copy& c : copies_) std::memcpy(buf + c.at, send_buf() + c.from, static_cast<size_t>(c.bytes));
-    });
+    if (!begun_) {  // start_packed(): the caller filled send_buf()
+      char* area = x_.begin();
+      if (area && send_bytes() > 0) std::memcpy(area, send_buf(), static_cast<size_t>(send_bytes()));
+    }
+    begun_ = false;
+    x_.publish();
   }
   void do_wait() override { x_.wait(recv_buf()); }
   bool do_test() override { return x_.test(recv_buf()); }
 
  private:
   static constexpr int kTag = 12;
-  struct Copy {
-    int64_t from, at, bytes;  // send_buf() offset, window offset, size
-  };
   detail::ShmExchange x_;
-  std::vector<Copy> copies_;
+  bool begun_ = false;  ///< do_pack_target() began the exchange
 };
 
 }  // namespace
