@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -183,6 +187,63 @@ TEST(Model, LoadedCostsDefaultToPingPong) {
   k.sent_intra.add(100), k.sent_intra.add(100);
   k.recv_inter.add(10);
   EXPECT_DOUBLE_EQ(step_cost(back, k), std::max(2 * 4e-7 + 200 * back.byte_intra, back.msg_inter + 10 * 5e-10));
+}
+
+// Without a model file, auto measures the machine on first use and caches it: the second
+// use reads back exactly what the first measured (every rank the same values), a damaged
+// cache is measured again and rewritten, "builtin" gives the documented defaults, and a
+// cache keyed for another layout is not used.
+TEST(Model, MeasuredOnFirstUseAndCached) {
+  const std::string cache = test::temp_dir() + "/xdg";
+  const char* before = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = before ? before : "";
+  setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  unsetenv("SPARSECOMM_MODEL");
+  const Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+  auto same_everywhere = [](const ModelParams& m) {
+    double lo[ModelParams::kFields], hi[ModelParams::kFields];
+    MPI_Allreduce(&m, lo, ModelParams::kFields, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&m, hi, ModelParams::kFields, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return std::memcmp(lo, hi, sizeof lo) == 0;
+  };
+  auto files = [&] {
+    std::vector<std::string> f;
+    if (std::filesystem::exists(cache + "/sparsecomm"))
+      for (const auto& e : std::filesystem::directory_iterator(cache + "/sparsecomm")) f.push_back(e.path().string());
+    return f;
+  };
+  const ModelParams first = ModelParams::resolve(MPI_COMM_WORLD, loc, "");
+  EXPECT_TRUE(same_everywhere(first));
+  if (test::rank() == 0) {
+    ASSERT_EQ(files().size(), 1u);
+    std::ifstream in(files()[0]);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line.rfind("# key: v1 host ", 0), 0u) << line;
+  }
+  const ModelParams second = machine_model(MPI_COMM_WORLD, loc);
+  EXPECT_EQ(std::memcmp(&first, &second, sizeof first), 0);
+  // Damaged: measured again (a valid file afterwards).
+  if (test::rank() == 0) std::ofstream(files()[0]) << "# key: nonsense\nalpha_intra banana\n";
+  MPI_Barrier(MPI_COMM_WORLD);
+  const ModelParams third = machine_model(MPI_COMM_WORLD, loc);
+  EXPECT_TRUE(same_everywhere(third));
+  if (test::rank() == 0) {
+    std::ifstream in(files()[0]);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line.rfind("# key: v1 host ", 0), 0u) << line;
+  }
+  // Another layout (at one rank, "single" is ppn:2's): a second cache file.
+  machine_model(MPI_COMM_WORLD, Locality::parse(MPI_COMM_WORLD, "single"));
+  if (test::rank() == 0) {
+    EXPECT_EQ(files().size(), test::size() >= 2 ? 2u : 1u);
+  }
+  // builtin: the defaults, measured nothing.
+  const ModelParams builtin = ModelParams::resolve(MPI_COMM_WORLD, loc, "builtin"), defaults;
+  EXPECT_EQ(std::memcmp(&builtin, &defaults, sizeof defaults), 0);
+  if (before) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else unsetenv("XDG_CACHE_HOME");
 }
 
 // auto: picks the candidate with the lowest predicted cost, and the model steers it.

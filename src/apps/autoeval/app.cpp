@@ -186,7 +186,7 @@ int autoeval_main(int argc, char** argv) {
                         {{"matrices", {"all", "names/paths/generator specs (gen:...) separated by ',' (or by ';' or "
                                               "spaces when a spec has commas); 'all' = every shared matrix and "
                                               "gen:rotate:256,256"}},
-                         {"model", {"", "model parameter file (default: $SPARSECOMM_MODEL or built-in)"}},
+                         {"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured on first use and cached)"}},
                          {"rounds", {"5", "interleaved rounds: each times every backend once; median over rounds"}},
                          {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}}},
                         {{"reps", "200"}}),
@@ -201,7 +201,7 @@ int autoeval_main(int argc, char** argv) {
   Settings st;
   st.loc = Locality::parse(comm, o.get("regions"));
   st.model_file = o.get("model");
-  st.model = agreed(comm, [&] { return ModelParams::load(st.model_file); });
+  st.model = ModelParams::resolve(comm, st.loc, st.model_file);  // what auto itself uses
   st.rounds = o.get_count("rounds");
   if (st.rounds < 1 || o.get_count("reps") < st.rounds)
     throw InputError("autoeval: need --rounds >= 1 and --reps >= --rounds");

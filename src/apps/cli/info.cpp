@@ -18,7 +18,7 @@ int info_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), p = comm_size(comm);
   Options o(with_common({"matrix", "gen", "ordering", "regions", "sdde"},
-                        {{"model", {"", "model parameters (default: $SPARSECOMM_MODEL or built-in)"}},
+                        {{"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured on first use and cached)"}},
                          {"iterations", {"0", "expected exchanges, for the setup-inclusive choice"}}}),
             "usage: mpirun -np P sparsecomm info [options]\n"
             "example: mpirun -np 8 sparsecomm info --matrix HB/bcsstk13 --regions ppn:4");
@@ -49,7 +49,7 @@ int info_main(int argc, char** argv) {
   po.backend.set("iterations", iterations);
   po.sdde = o.get("sdde");
   auto chosen = make_plan("auto", pat, loc, comm, po);
-  const ModelParams m = ModelParams::load(o.get("model"));
+  const ModelParams m = ModelParams::resolve(comm, loc, o.get("model"));  // what auto itself used
   if (rank == 0) {
     std::cout << "matrix " << label << ": " << a.global_rows() << " x " << a.global_cols() << ", " << a.global_nnz()
               << " nonzeros; " << p << " ranks, regions " << loc.describe() << "\n"

@@ -46,10 +46,11 @@ ModelParams ModelParams::load(const std::string& path_in) {
   return m;
 }
 
-void ModelParams::save(const std::string& path) const {
+void ModelParams::save(const std::string& path, const std::string& first_line) const {
   std::ofstream out(path);
   if (!out) throw InputError("cannot write model parameters to " + path);
-  out.precision(6);
+  out.precision(17);  // round trip exact: a cached model reads back what was measured
+  if (!first_line.empty()) out << "# " << first_line << "\n";
   out << "# sparsecomm performance model (seconds, bytes); written by sparsecomm_calibrate\n"
       << "alpha_intra " << alpha_intra << "\nbeta_intra " << beta_intra << "\nalpha_inter " << alpha_inter
       << "\nbeta_inter " << beta_inter << "\nmsg_intra " << msg_intra << "\nbyte_intra " << byte_intra

@@ -51,9 +51,30 @@ struct ModelParams {
   /// A malformed file is an InputError naming the line. Files of earlier versions: the key
   /// `stage` sets both stage costs, and a class's msg/byte default to its alpha/beta.
   static ModelParams load(const std::string& path = "");
-  void save(const std::string& path) const;
+  /// Collective. The parameters `auto` uses, the same on every rank: `source` is a file
+  /// (load(); ranks that read different values: InputError on every rank), "builtin" (the
+  /// defaults above), or empty: $SPARSECOMM_MODEL (a file or "builtin"), else
+  /// machine_model() — measured on first use, cached.
+  static ModelParams resolve(MPI_Comm comm, const Locality& loc, const std::string& source);
+  /// The number of parameters (every member is one double, in declaration order).
+  static constexpr int kFields = 14;
+  /// Writes every parameter; `first_line`, if given, as a leading "# " comment.
+  void save(const std::string& path, const std::string& first_line = "") const;
   std::string describe() const;
 };
+
+/// Collective over `comm`. Measures the parameters on `loc` (src/comm/plan/calibrate.cpp says
+/// what and how), `reps` repetitions per measurement (median); what cannot be measured here
+/// (one region, regions of one rank, no shm backend) keeps its default. `sparsecomm
+/// calibrate` writes the result to a file.
+ModelParams calibrate_model(MPI_Comm comm, const Locality& loc, int reps);
+
+/// Collective over `comm`. calibrate_model() once per machine and layout: the result is
+/// cached in $XDG_CACHE_HOME/sparsecomm (else ~/.cache/sparsecomm) under a key of the host
+/// name, the number of ranks, of nodes and ranks per node, and `loc`'s layout; later calls
+/// (any process) read it back. Takes a fraction of a second on first use; a cache that
+/// cannot be written only costs that again next time. Under SimGrid's SMPI: the defaults.
+ModelParams machine_model(MPI_Comm comm, const Locality& loc);
 
 /// The stage term: of `stages` stages the first is free; of the others, those with
 /// inter-region messages cost stage_inter and the rest stage_intra, with `inter_stages` the

@@ -19,18 +19,8 @@ void register_auto() {
   register_backend(
       "auto", "model-based choice among the other backends (see sparsecomm_calibrate)",
       [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) -> std::unique_ptr<Plan> {
-        // Each rank reads its own file (paths may be node-local); all must agree on it.
-        const ModelParams m = agreed(c, [&] { return ModelParams::load(o.backend.get("model", "")); });
+        const ModelParams m = ModelParams::resolve(c, l, o.backend.get("model", ""));
         const int64_t iterations = o.backend.get_int("iterations", 0);
-        constexpr int n = 14;
-        double v[n] = {m.alpha_intra, m.beta_intra,  m.alpha_inter, m.beta_inter, m.msg_intra,
-                       m.byte_intra,  m.msg_inter,   m.byte_inter,  m.region_rate, m.stage_intra,
-                       m.stage_inter, m.copy,        m.msg_shm,     m.byte_shm};
-        double lo[n], hi[n];
-        SPC_MPI(MPI_Allreduce(v, lo, n, MPI_DOUBLE, MPI_MIN, c));
-        SPC_MPI(MPI_Allreduce(v, hi, n, MPI_DOUBLE, MPI_MAX, c));
-        for (int i = 0; i < n; ++i)
-          if (lo[i] != hi[i]) throw InputError("auto: ranks loaded different performance model parameters");
         // Candidates in order of setup complexity (each backend's BackendHooks::setup_rank,
         // then its name): a tie goes to the simpler one, so the choice is deterministic
         // (with iterations > 0 it also weighs measured setup times, which vary
@@ -67,7 +57,8 @@ void register_auto() {
         h.chooses_among_others = true;
         using K = OptionSpec::Kind;
         // The model file's path may be node-local: ranks agree on the parameters read, not the path.
-        OptionSpec model{"model", K::text, "", "performance model parameter file (default: $SPARSECOMM_MODEL or built-in)"};
+        OptionSpec model{"model", K::text, "", "performance model: a parameter file, builtin, or empty: $SPARSECOMM_MODEL, else measured on first use "
+                          "and cached (machine_model)"};
         model.per_rank = true;
         h.options = {model,
                      {"iterations", K::integer, "0",
