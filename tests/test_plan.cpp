@@ -246,6 +246,41 @@ TEST(Model, MeasuredOnFirstUseAndCached) {
   else unsetenv("XDG_CACHE_HOME");
 }
 
+// auto predicts every candidate from its counts hook without building it: the prediction
+// equals predict_iteration() on the plan that candidate builds, for every built-in backend
+// (shm's window part included), and only the chosen plan is built (one auto.setup entry);
+// with iterations > 0 every candidate is built (its setup is measured).
+TEST(PlanAuto, PredictsWithoutBuilding) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "er:240,0.06,5");
+  const Pattern pat = pattern_from_matrix_reference(a);
+  for (const std::string regions : {"ppn:2", "cyclic:2", "ppn:3"}) {
+    const Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
+    PlanOptions o;
+    o.width = 2;
+    o.backend.set("model", "builtin");
+    auto chosen = make_plan("auto", pat, loc, MPI_COMM_WORLD, o);
+    const ModelParams m;
+    int candidates = 0, setups = 0;
+    for (const auto& [k, v] : chosen->setup_stats().timers()) setups += k.rfind("auto.setup.", 0) == 0;
+    for (const auto& b : backend_names()) {
+      if (backend_hooks(b).chooses_among_others) continue;
+      ++candidates;
+      PlanOptions co;
+      co.width = 2;
+      const double real = predict_iteration(*make_plan(b, pat, loc, MPI_COMM_WORLD, co), m, MPI_COMM_WORLD);
+      const double virt = chosen->setup_stats().time("auto.predict." + b);
+      EXPECT_NEAR(virt, real, 1e-9 * real) << b << " " << regions;
+    }
+    EXPECT_EQ(setups, 1) << regions;
+    EXPECT_GT(chosen->setup_stats().timers().count("auto.setup." + chosen->name()), 0u);
+    o.backend.set("iterations", 10);
+    auto weighed = make_plan("auto", pat, loc, MPI_COMM_WORLD, o);
+    setups = 0;
+    for (const auto& [k, v] : weighed->setup_stats().timers()) setups += k.rfind("auto.setup.", 0) == 0;
+    EXPECT_EQ(setups, candidates) << regions;
+  }
+}
+
 // auto: picks the candidate with the lowest predicted cost, and the model steers it.
 TEST(PlanAuto, FollowsTheModel) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:300,0.1,7");  // many inter-region neighbors

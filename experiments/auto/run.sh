@@ -40,14 +40,26 @@ matrices=${MATRICES:-all}
 # Relative level paths resolve against the levels directory.
 levels=$(echo "$levels" | tr ',' '\n' | sed "s|^\([^/]\)|$out/levels/\1|" | paste -sd, -)
 
+# MODEL: calibrate (default: `sparsecomm calibrate` first, auto reads that file), machine
+# (no calibration run: auto measures on first use into a fresh cache, $out/cache, as a user's
+# first run would) or builtin (the documented defaults).
+model_mode=${MODEL:-calibrate}
 run_setting() {  # name, launcher..., -- np regions
   local name=$1 np=$2 regions=$3
   shift 3
-  say "$name, $np ranks: calibrate"
-  "$@" "$cli" calibrate --regions "$regions" --out "$out/model_${name}_np$np.txt" > "$out/calibrate_${name}_np$np.txt"
-  say "$name, $np ranks: autoeval over every matrix and AMG level"
+  local model_args=()
+  case $model_mode in
+    calibrate)
+      say "$name, $np ranks: calibrate"
+      "$@" "$cli" calibrate --regions "$regions" --out "$out/model_${name}_np$np.txt" > "$out/calibrate_${name}_np$np.txt"
+      model_args=(--model "$out/model_${name}_np$np.txt") ;;
+    machine) rm -rf "$out/cache"; export XDG_CACHE_HOME=$out/cache ;;
+    builtin) model_args=(--model builtin) ;;
+    *) echo "run.sh: MODEL must be calibrate, machine or builtin"; exit 2 ;;
+  esac
+  say "$name, $np ranks: autoeval over every matrix and AMG level (model: $model_mode)"
   "$@" "$cli" autoeval --matrices "$matrices,$levels" --regions "$regions" --reps "$reps" \
-    --model "$out/model_${name}_np$np.txt" --label "$name" --json "$out/autoeval.jsonl" \
+    "${model_args[@]}" --label "$name" --json "$out/autoeval.jsonl" \
     > "$out/autoeval_${name}_np$np.txt"
   tail -1 "$out/autoeval_${name}_np$np.txt"
 }

@@ -50,6 +50,7 @@ int info_main(int argc, char** argv) {
   po.sdde = o.get("sdde");
   auto chosen = make_plan("auto", pat, loc, comm, po);
   const ModelParams m = ModelParams::resolve(comm, loc, o.get("model"));  // what auto itself used
+  const double auto_setup = allreduce_max(comm, chosen->setup_stats().time("setup.backend"));
   if (rank == 0) {
     std::cout << "matrix " << label << ": " << a.global_rows() << " x " << a.global_cols() << ", " << a.global_nnz()
               << " nonzeros; " << p << " ranks, regions " << loc.describe() << "\n"
@@ -66,9 +67,16 @@ int info_main(int argc, char** argv) {
     for (const auto& [k, v] : chosen->setup_stats().timers())
       if (k.rfind("auto.predict.", 0) == 0) {
         const std::string b = k.substr(13);
-        pr.add({b, num("%.2f", v * 1e6), num("%.2f", chosen->setup_stats().time("auto.setup." + b) * 1e3)});
+        const bool built = chosen->setup_stats().timers().count("auto.setup." + b) > 0;
+        pr.add({b, num("%.2f", v * 1e6), built ? num("%.2f", chosen->setup_stats().time("auto.setup." + b) * 1e3) : "-"});
       }
-    std::cout << pr.str() << "auto chooses: " << chosen->name()
+    std::cout << pr.str() << "setup: '-' where auto predicted from the counts without building the plan; "
+              << "auto's own setup " << num("%.2f", auto_setup * 1e3)
+              << " ms (choosing " << num("%.2f", chosen->setup_stats().time("auto.choose") * 1e3) << " ms: model "
+              << num("%.2f", chosen->setup_stats().time("auto.choose.model") * 1e3) << ", pattern to rank 0 "
+              << num("%.2f", chosen->setup_stats().time("auto.choose.gather") * 1e3) << ", counting "
+              << num("%.2f", chosen->setup_stats().time("auto.choose.count") * 1e3) << " on rank 0)\n"
+              << "auto chooses: " << chosen->name()
               << (iterations > 0 ? " (setup + " + o.get("iterations") + " exchanges)" : " (per exchange)")
               << "\n";
   }

@@ -159,35 +159,62 @@ MessageCounts minus(MessageCounts a, const MessageCounts& b) {
   a.msgs -= b.msgs, a.bytes -= b.bytes;
   return a;
 }
+}  // namespace
 
-// The busiest rank's steps (their MPI part) and window transfers plus `copied` bytes,
-// against the busiest region's injection limit, plus the stage term: the body of both
-// predictions below.
-double predict_counts(const Stats& c, const Stats& w, double copied, int stages, const Locality& loc,
-                      const ModelParams& m, MPI_Comm comm) {
-  const auto& tot = c.total();
-  double t = m.copy * copied + window_cost(m, w);
+RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, const ModelParams& m) {
+  RankTerms r;
+  r.busy = m.copy * copied + window_cost(m, w);
   for (const auto& [step, k] : c.steps()) {
     const auto ws = w.steps().find(step);
     if (ws == w.steps().end()) {
-      t += step_cost(m, k);
+      r.busy += step_cost(m, k);
       continue;
     }
-    const CommCounters& x = ws->second;
+    const CommCounters& x = ws->second;  // the window's part is no message
     CommCounters mpi;
     mpi.sent_intra = minus(k.sent_intra, x.sent_intra), mpi.sent_inter = minus(k.sent_inter, x.sent_inter);
     mpi.recv_intra = minus(k.recv_intra, x.recv_intra), mpi.recv_inter = minus(k.recv_inter, x.recv_inter);
-    t += step_cost(m, mpi);
+    r.busy += step_cost(m, mpi);
   }
-  double busiest = 0;
-  SPC_MPI(MPI_Allreduce(&t, &busiest, 1, MPI_DOUBLE, MPI_MAX, comm));
   // Window transfers stay in the node's memory: they inject nothing into the network.
-  double inj = static_cast<double>(tot.sent_inter.bytes - w.total().sent_inter.bytes), region_inj = 0;
-  SPC_MPI(MPI_Allreduce(&inj, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
+  r.injected = static_cast<double>(c.total().sent_inter.bytes - w.total().sent_inter.bytes);
+  r.stages = stages;
+  r.inter_steps = inter_steps(c);
+  return r;
+}
+
+double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m) {
+  double busiest = 0;
+  int64_t stages = 0, inter = 0;
+  std::vector<double> region_inj;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    busiest = std::max(busiest, ranks[r].busy);
+    stages = std::max<int64_t>(stages, ranks[r].stages);
+    inter = std::max(inter, ranks[r].inter_steps);
+    const auto g = static_cast<size_t>(region[r]);
+    if (region_inj.size() <= g) region_inj.resize(g + 1, 0.0);
+    region_inj[g] += ranks[r].injected;
+  }
+  double max_inj = 0;
+  for (double x : region_inj) max_inj = std::max(max_inj, x / std::max(m.region_rate, 1.0));
+  return std::max(busiest, max_inj) + stage_cost(m, stages, inter);
+}
+
+namespace {
+
+// The body of both collective predictions below: this rank's terms, reduced over ranks as
+// predict_from_terms() does over a vector of them.
+double predict_counts(const Stats& c, const Stats& w, double copied, int stages, const Locality& loc,
+                      const ModelParams& m, MPI_Comm comm) {
+  const RankTerms t = rank_terms(c, w, copied, stages, m);
+  double busiest = 0;
+  SPC_MPI(MPI_Allreduce(&t.busy, &busiest, 1, MPI_DOUBLE, MPI_MAX, comm));
+  double region_inj = 0;
+  SPC_MPI(MPI_Allreduce(&t.injected, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
   double inj_t = region_inj / std::max(m.region_rate, 1.0), max_inj = 0;
   SPC_MPI(MPI_Allreduce(&inj_t, &max_inj, 1, MPI_DOUBLE, MPI_MAX, comm));
-  const int64_t all_stages = allreduce_max(comm, static_cast<int64_t>(stages));
-  return std::max(busiest, max_inj) + stage_cost(m, all_stages, allreduce_max(comm, inter_steps(c)));
+  const int64_t all_stages = allreduce_max(comm, static_cast<int64_t>(t.stages));
+  return std::max(busiest, max_inj) + stage_cost(m, all_stages, allreduce_max(comm, t.inter_steps));
 }
 }  // namespace
 

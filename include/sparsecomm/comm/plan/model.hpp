@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
@@ -117,6 +118,22 @@ double step_cost(const ModelParams& m, const CommCounters& step);
 /// What the window part of an execution (Plan::window_counts()) costs a rank: msg_shm per
 /// segment read, byte_shm per byte read.
 double window_cost(const ModelParams& m, const Stats& w);
+
+/// One rank's part of a prediction, before the reductions over ranks: its busy time (the
+/// MPI part of its steps, its window reads, its staged copies), the bytes it injects into
+/// the network (inter-region, not through a window), its stages and its steps with
+/// inter-region traffic.
+struct RankTerms {
+  double busy = 0, injected = 0;
+  int stages = 1;
+  int64_t inter_steps = 0;
+};
+RankTerms rank_terms(const Stats& counts, const Stats& window, double staged_bytes, int stages, const ModelParams& m);
+/// The prediction from every rank's terms (region[r]: rank r's region): the busiest rank
+/// against the busiest region's injection limit, plus stage_cost. predict_iteration() is
+/// this over the ranks of a real plan; auto also evaluates it on counts computed without
+/// building plans (virt::halo_counts).
+double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m);
 
 /// Collective. Predicted seconds per execution of `plan`: the busiest rank's step_cost
 /// (of what moves through MPI) summed over the plan's steps plus its window_cost, against the busiest region's injection limit,

@@ -360,6 +360,10 @@ struct BackendHooks {
   /// The backend chooses among the others (auto): it is no candidate of such a choice, and
   /// evaluations that time every backend against it (sparsecomm autoeval) leave it out.
   bool chooses_among_others = false;
+  /// Every transfer between two ranks of one node moves through a shared-memory window
+  /// (shm): `counts` on the pattern restricted to such edges is the plan's window_counts(),
+  /// which auto prices as window reads.
+  bool node_window = false;
 };
 
 /// Adds a backend under `name` (replacing one of the same name), with its hooks. Built-in

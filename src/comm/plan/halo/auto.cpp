@@ -1,25 +1,121 @@
-// auto: model-based choice of the backend. Builds every other registered backend's plan
-// for the pattern, predicts each one's cost per execution from its deterministic counts
-// (comm/model.hpp), and returns the plan with the lowest predicted cost — with
-// its option iterations = N > 0, the lowest setup + N x execution cost, where
-// setup is each backend's own measured setup time (max over ranks). Auto's own setup is
-// therefore the sum of the candidates' setups; the returned plan keeps its backend's name,
-// and its setup_stats() hold "auto.predict.<backend>" and "auto.setup.<backend>" (seconds)
-// for every candidate, which `sparsecomm info` prints.
+// auto: model-based choice of the backend. Predicts each other registered backend's cost
+// per execution from its deterministic counts (comm/model.hpp) and returns the plan of the
+// lowest prediction, its name kept; setup_stats() hold "auto.predict.<backend>" (seconds,
+// every candidate), "auto.setup.<backend>" (every candidate it built), "auto.choose" (the
+// time to choose) and "setup.backend" (auto's whole setup), which `sparsecomm info` prints.
+//
+// Counts without plans: a backend's counts hook (BackendHooks::counts, the one plan
+// statistics use and tests/test_plan_stats.cpp checks rank by rank against real plans)
+// gives every rank's counts from the whole pattern. Rank 0 gathers the pattern's send
+// side (every rank's destinations and global ids: the memory of one rank's share of the
+// halo times P, on rank 0 only), evaluates every candidate's counts and the model's
+// prediction (predict_from_terms, the same formula predict_iteration reduces over real
+// ranks), and broadcasts the predictions. Only the chosen plan is built. A backend
+// without a counts hook (one registered outside the library) is built and predicted from
+// its real counts, as before. So auto's setup is its chosen backend's plus one gather of
+// the pattern and rank 0's counting; the counting of message-combining candidates grows
+// with P (combining_schedules) and dominates at thousands of ranks.
+//
+// With the option iterations = N > 0 the choice weighs setup + N x execution cost, and a
+// setup time is only known by building: then every candidate is built and its measured
+// setup (max over ranks) used, as before.
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/comm/virt/plan_stats.hpp"
 
 namespace sparsecomm {
+
+namespace {
+
+// Collective: every rank's send side (destinations and their global ids) on rank 0 as a
+// virtual pattern; the other ranks get an empty one.
+virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p) {
+  const auto& s = p.send();
+  std::vector<int64_t> mine;  // [neighbors, (rank, count, ids...) ...]
+  mine.push_back(s.num_neighbors());
+  for (int i = 0; i < s.num_neighbors(); ++i) {
+    mine.push_back(s.ranks[i]);
+    mine.push_back(s.count(i));
+    mine.insert(mine.end(), s.global_ids.begin() + s.offsets[i], s.global_ids.begin() + s.offsets[i + 1]);
+  }
+  const int P = comm_size(c), me = comm_rank(c);
+  const int n = static_cast<int>(mine.size());  // one rank's share: below 2^31 entries
+  std::vector<int> counts(me == 0 ? P : 0), displs(me == 0 ? P + 1 : 0, 0);
+  SPC_MPI(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c));
+  std::vector<int64_t> all;
+  if (me == 0) {
+    int64_t total = 0;
+    for (int r = 0; r < P; ++r) total += counts[r];
+    if (total > std::numeric_limits<int>::max()) throw InputError("auto: the pattern is too large to count on one rank");
+    for (int r = 0; r < P; ++r) displs[r + 1] = displs[r] + counts[r];
+    all.resize(static_cast<size_t>(total));
+  }
+  SPC_MPI(MPI_Gatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, 0, c));
+  virt::HaloPattern h;
+  if (me != 0) return h;
+  h.p = P;
+  h.send.resize(static_cast<size_t>(P));
+  for (int r = 0; r < P; ++r) {
+    size_t at = static_cast<size_t>(displs[r]);
+    const int64_t nb = all[at++];
+    for (int64_t i = 0; i < nb; ++i) {
+      const int dest = static_cast<int>(all[at++]);
+      const auto cnt = static_cast<size_t>(all[at++]);
+      h.send[r].push_back({dest, std::vector<int64_t>(all.begin() + static_cast<std::ptrdiff_t>(at),
+                                                      all.begin() + static_cast<std::ptrdiff_t>(at + cnt))});
+      at += cnt;
+    }
+  }
+  return h;
+}
+
+// The edges of `h` whose two ends share a node (node[r]: rank r's node).
+virt::HaloPattern on_node(const virt::HaloPattern& h, const std::vector<int>& node) {
+  virt::HaloPattern o;
+  o.p = h.p;
+  o.send.resize(h.send.size());
+  for (size_t r = 0; r < h.send.size(); ++r)
+    for (const auto& seg : h.send[r])
+      if (node[static_cast<size_t>(seg.first)] == node[r]) o.send[r].push_back(seg);
+  return o;
+}
+
+// Rank 0: the prediction of backend `name` from its counts hook, as predict_iteration
+// would make it on the plan that backend builds.
+double predict_virtual(const std::string& name, const virt::HaloPattern& h, const std::vector<int>& region,
+                       const std::vector<int>& node, const PlanOptions& co, const ModelParams& m) {
+  const BackendHooks& hooks = backend_hooks(name);
+  const std::vector<virt::RankCounts> c = virt::halo_counts(name, h, region, co);
+  std::vector<virt::RankCounts> w;
+  if (hooks.node_window) w = virt::halo_counts(name, on_node(h, node), region, co);
+  const double eb = static_cast<double>(co.width) * co.value_bytes;
+  std::vector<RankTerms> terms(c.size());
+  const Stats none;
+  for (size_t r = 0; r < c.size(); ++r) {
+    double own = 0;
+    for (const auto& seg : h.send[r]) own += static_cast<double>(seg.second.size()) * eb;
+    const auto& t = c[r].counts.total();
+    const double staged = std::max(0.0, static_cast<double>(t.sent_intra.bytes + t.sent_inter.bytes) - own);
+    terms[r] = rank_terms(c[r].counts, w.empty() ? none : w[r].counts, staged, c[r].stages, m);
+  }
+  return predict_from_terms(terms, region, m);
+}
+
+}  // namespace
 
 namespace detail {
 void register_auto() {
   register_backend(
       "auto", "model-based choice among the other backends (see sparsecomm_calibrate)",
       [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) -> std::unique_ptr<Plan> {
+        const double t0 = MPI_Wtime();
         const ModelParams m = ModelParams::resolve(c, l, o.backend.get("model", ""));
+        const double t_model = MPI_Wtime() - t0;
+        double t_gather = 0, t_count = 0;
         const int64_t iterations = o.backend.get_int("iterations", 0);
         // Candidates in order of setup complexity (each backend's BackendHooks::setup_rank,
         // then its name): a tie goes to the simpler one, so the choice is deterministic
@@ -31,39 +127,86 @@ void register_auto() {
         std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
           return backend_hooks(a).setup_rank < backend_hooks(b).setup_rank;
         });
-        std::unique_ptr<Plan> best;
-        double best_cost = std::numeric_limits<double>::infinity();
-        std::vector<std::pair<std::string, std::pair<double, double>>> seen;
-        for (const auto& name : order) {
+        auto options_of = [&](const std::string& name) {
           PlanOptions co = o;  // each candidate gets the options it declares (k for combined, ...)
           co.backend = o.backend.only(backend_option_specs(name));
-          auto plan = make_plan(name, p, l, c, co);
-          const double setup = allreduce_max(c, plan->setup_stats().time("setup.backend"));
-          const double iter = predict_iteration(*plan, m, c);
-          const double cost = iterations > 0 ? setup + static_cast<double>(iterations) * iter : iter;
-          seen.push_back({name, {iter, setup}});
+          return co;
+        };
+        // Predictions from counts, on rank 0, for the candidates with a counts hook.
+        std::vector<double> predicted(order.size(), -1.0);
+        if (iterations == 0) {
+          bool windows = false;
+          for (const auto& n : order) windows = windows || backend_hooks(n).node_window;
+          std::vector<int> node;
+          if (windows) {  // the real node of every rank (shm's windows follow it, not emulated regions)
+            const Locality nodes = Locality::detect(c);
+            for (int r = 0; r < l.size(); ++r) node.push_back(nodes.region_of(r));
+          }
+          const double tg = MPI_Wtime();
+          const virt::HaloPattern h = gather_pattern(c, p);
+          t_gather = MPI_Wtime() - tg;
+          std::vector<int> region;
+          for (int r = 0; r < l.size(); ++r) region.push_back(l.region_of(r));
+          const double tc = MPI_Wtime();
+          agreed(c, [&] {
+            if (comm_rank(c) != 0) return 0;
+            for (size_t i = 0; i < order.size(); ++i)
+              if (backend_hooks(order[i]).counts)
+                predicted[i] = predict_virtual(order[i], h, region, node, options_of(order[i]), m);
+            return 0;
+          });
+          SPC_MPI(MPI_Bcast(predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, 0, c));
+          t_count = MPI_Wtime() - tc;
+        }
+        // The others are built and predicted from their real counts (all of them with
+        // iterations > 0, where measured setup times enter the cost).
+        std::map<std::string, std::unique_ptr<Plan>> built;
+        std::vector<double> setup(order.size(), 0.0);
+        for (size_t i = 0; i < order.size(); ++i) {
+          if (predicted[i] >= 0) continue;
+          auto plan = make_plan(order[i], p, l, c, options_of(order[i]));
+          setup[i] = allreduce_max(c, plan->setup_stats().time("setup.backend"));
+          predicted[i] = predict_iteration(*plan, m, c);
+          built[order[i]] = std::move(plan);
+        }
+        size_t best = 0;
+        double best_cost = std::numeric_limits<double>::infinity();
+        for (size_t i = 0; i < order.size(); ++i) {
+          const double cost = iterations > 0 ? setup[i] + static_cast<double>(iterations) * predicted[i] : predicted[i];
           // Strictly cheaper only (combining that found no groups ties with p2p and loses);
-          // inputs are reduced over ranks, so every rank decides the same.
-          if (cost < best_cost * (1 - 1e-9)) best_cost = cost, best = std::move(plan);
+          // the inputs are the same on every rank, so every rank decides the same.
+          if (cost < best_cost * (1 - 1e-9)) best_cost = cost, best = i;
         }
-        for (const auto& [name, v] : seen) {
-          best->setup_stats_mut().add_time("auto.predict." + name, v.first);
-          best->setup_stats_mut().add_time("auto.setup." + name, v.second);
+        const std::string& name = order[best];
+        std::unique_ptr<Plan> chosen =
+            built.count(name) ? std::move(built[name]) : make_plan(name, p, l, c, options_of(name));
+        if (!built.count(name)) setup[best] = allreduce_max(c, chosen->setup_stats().time("setup.backend"));
+        for (size_t i = 0; i < order.size(); ++i) {
+          chosen->setup_stats_mut().add_time("auto.predict." + order[i], predicted[i]);
+          if (built.count(order[i]) || i == best) chosen->setup_stats_mut().add_time("auto.setup." + order[i], setup[i]);
         }
-        return best;
+        chosen->setup_stats_mut().add_time("auto.choose", MPI_Wtime() - t0 - setup[best]);
+        chosen->setup_stats_mut().add_time("auto.choose.model", t_model);
+        chosen->setup_stats_mut().add_time("auto.choose.gather", t_gather);
+        chosen->setup_stats_mut().add_time("auto.choose.count", t_count);
+        // make_plan adds auto's whole time to "setup.backend": the chosen backend's own
+        // share, in it already, is taken out so the timer is auto's setup, counted once.
+        chosen->setup_stats_mut().add_time("setup.backend", -chosen->setup_stats().time("setup.backend"));
+        return chosen;
       },
       [] {
         BackendHooks h;  // no counts hook: what it runs depends on measured costs
         h.chooses_among_others = true;
         using K = OptionSpec::Kind;
         // The model file's path may be node-local: ranks agree on the parameters read, not the path.
-        OptionSpec model{"model", K::text, "", "performance model: a parameter file, builtin, or empty: $SPARSECOMM_MODEL, else measured on first use "
-                          "and cached (machine_model)"};
+        OptionSpec model{"model", K::text, "",
+                         "performance model: a parameter file, builtin, or empty: $SPARSECOMM_MODEL, else measured on "
+                         "first use and cached (machine_model)"};
         model.per_rank = true;
         h.options = {model,
                      {"iterations", K::integer, "0",
-                      "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost, 0 by "
-                      "execution cost alone",
+                      "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost (building "
+                      "every candidate to measure its setup), 0 by execution cost alone (building only the choice)",
                       0}};
         return h;
       }());

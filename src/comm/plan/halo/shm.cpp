@@ -90,7 +90,11 @@ void register_shm() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new ShmPlan(p, l, c, o));
                    },
-                   BackendHooks{virt::direct_halo_counts, {}, 1});
+                   [] {
+                     BackendHooks h{virt::direct_halo_counts, {}, 1};
+                     h.node_window = true;
+                     return h;
+                   }());
 }
 }  // namespace detail
 
