@@ -212,30 +212,46 @@ TEST(Model, MeasuredOnFirstUseAndCached) {
       for (const auto& e : std::filesystem::directory_iterator(cache + "/sparsecomm")) f.push_back(e.path().string());
     return f;
   };
-  const ModelParams first = ModelParams::resolve(MPI_COMM_WORLD, loc, "");
+  const ModelParams first = machine_model_uncached(MPI_COMM_WORLD, loc);  // measured: no cache here yet
   EXPECT_TRUE(same_everywhere(first));
+  EXPECT_TRUE(same_everywhere(ModelParams::resolve(MPI_COMM_WORLD, loc, "")));
   if (test::rank() == 0) {
     ASSERT_EQ(files().size(), 1u);
     std::ifstream in(files()[0]);
     std::string line;
     std::getline(in, line);
-    EXPECT_EQ(line.rfind("# key: v1 host ", 0), 0u) << line;
+    EXPECT_EQ(line.rfind("# key: v2 host ", 0), 0u) << line;
   }
-  const ModelParams second = machine_model(MPI_COMM_WORLD, loc);
+  // Read back from the file (another process's view), and from the communicator.
+  const ModelParams second = machine_model_uncached(MPI_COMM_WORLD, loc);
   EXPECT_EQ(std::memcmp(&first, &second, sizeof first), 0);
+  // On a fresh communicator: read from the file once, then remembered on it.
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  const ModelParams from_file = machine_model(dup, loc);
+  EXPECT_EQ(std::memcmp(&first, &from_file, sizeof first), 0);
+  if (test::rank() == 0) std::filesystem::remove(files()[0]);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const ModelParams remembered = machine_model(dup, loc);  // no file, no measurement: the same values
+  EXPECT_EQ(std::memcmp(&first, &remembered, sizeof first), 0);
+  MPI_Comm_free(&dup);
+  if (test::rank() == 0) {
+    EXPECT_TRUE(files().empty());
+  }
+  machine_model_uncached(MPI_COMM_WORLD, loc);  // written again
   // Damaged: measured again (a valid file afterwards).
   if (test::rank() == 0) std::ofstream(files()[0]) << "# key: nonsense\nalpha_intra banana\n";
   MPI_Barrier(MPI_COMM_WORLD);
-  const ModelParams third = machine_model(MPI_COMM_WORLD, loc);
+  const ModelParams third = machine_model_uncached(MPI_COMM_WORLD, loc);
   EXPECT_TRUE(same_everywhere(third));
   if (test::rank() == 0) {
     std::ifstream in(files()[0]);
     std::string line;
     std::getline(in, line);
-    EXPECT_EQ(line.rfind("# key: v1 host ", 0), 0u) << line;
+    EXPECT_EQ(line.rfind("# key: v2 host ", 0), 0u) << line;
   }
   // Another layout (at one rank, "single" is ppn:2's): a second cache file.
-  machine_model(MPI_COMM_WORLD, Locality::parse(MPI_COMM_WORLD, "single"));
+  machine_model_uncached(MPI_COMM_WORLD, Locality::parse(MPI_COMM_WORLD, "single"));
   if (test::rank() == 0) {
     EXPECT_EQ(files().size(), test::size() >= 2 ? 2u : 1u);
   }

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <sys/stat.h>
 #include <vector>
@@ -228,14 +229,17 @@ void fit_shm(MPI_Comm comm, const Locality& loc, int reps, ModelParams& m) {
   auto shm_extra = [&](int ka, int va, int kb, int vb) {
     std::unique_ptr<Plan> p[4] = {make("shm", ka, va), make("shm", kb, vb), make("p2p", ka, va), make("p2p", kb, vb)};
     std::vector<double> x(static_cast<size_t>(std::max(va, vb)), 1.0), g(static_cast<size_t>(kmax) * x.size());
+    // Each timing is a burst of exchanges (the differences sought are a few microseconds,
+    // a barrier's jitter on an oversubscribed node is more), at least 30 repetitions.
+    constexpr int kBurst = 8;
     std::vector<double> d;
-    for (int rep = 0; rep < reps + 2; ++rep) {
+    for (int rep = 0; rep < std::max(reps, 30) + 2; ++rep) {
       double t[4];
       for (int j = 0; j < 4; ++j) {
         MPI_Barrier(comm);
         const double t0 = MPI_Wtime();
-        p[j]->exchange(x.data(), g.data());
-        t[j] = allreduce_max(comm, MPI_Wtime() - t0);
+        for (int b = 0; b < kBurst; ++b) p[j]->exchange(x.data(), g.data());
+        t[j] = allreduce_max(comm, MPI_Wtime() - t0) / kBurst;
       }
       if (rep >= 2) d.push_back((t[1] - t[0]) - (t[3] - t[2]));
     }
@@ -266,7 +270,9 @@ ModelParams calibrate_model(MPI_Comm comm, const Locality& loc, int reps) {
 namespace {
 static_assert(sizeof(ModelParams) == ModelParams::kFields * sizeof(double), "ModelParams: kFields doubles");
 
-// The cache key: what the parameters depend on. The host name of rank 0 stands for the
+#ifndef SPARSECOMM_SMPI
+// The cache key: what the parameters depend on, and a version (raised whenever the
+// measurements change, so older caches are measured again). The host name of rank 0 stands for the
 // machine; ranks per node for oversubscription; the layout for the locality classes.
 std::string cache_key(MPI_Comm comm, const Locality& loc) {
   MPI_Comm node = MPI_COMM_NULL;
@@ -282,7 +288,7 @@ std::string cache_key(MPI_Comm comm, const Locality& loc) {
   SPC_MPI(MPI_Bcast(&len, 1, MPI_INT, 0, comm));
   SPC_MPI(MPI_Bcast(host, len + 1, MPI_CHAR, 0, comm));
   std::ostringstream k;
-  k << "v1 host " << host << " ranks " << comm_size(comm) << " nodes " << nodes << " per_node " << least << "-"
+  k << "v2 host " << host << " ranks " << comm_size(comm) << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
   for (int r = 0; r < comm_size(comm); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
@@ -329,9 +335,70 @@ void write_cache(const std::string& dir, const std::string& path, const std::str
   }
   std::rename(tmp.c_str(), path.c_str());  // atomic: concurrent first uses write whole files
 }
+#endif  // SPARSECOMM_SMPI
 }  // namespace
 
+namespace {
+// What machine_model() and node_labels() learned about a communicator, kept on it as an
+// MPI attribute (freed with it, not copied to duplicates): a program that builds many
+// plans on one communicator (every level of an AMG hierarchy) pays the collectives once.
+// Every rank stores the same entries, since both calls are collective.
+struct CommFacts {
+  std::map<std::vector<int>, ModelParams> model_by_layout;  // region of every rank -> model
+  std::vector<int> node;                                     // node label of every rank
+};
+
+int facts_keyval() {
+  static int keyval = [] {
+    int k = MPI_KEYVAL_INVALID;
+    SPC_MPI(MPI_Comm_create_keyval(
+        MPI_COMM_NULL_COPY_FN,
+        [](MPI_Comm, int, void* v, void*) {
+          delete static_cast<CommFacts*>(v);
+          return MPI_SUCCESS;
+        },
+        &k, nullptr));
+    return k;
+  }();
+  return keyval;
+}
+
+CommFacts& facts(MPI_Comm comm) {
+  void* v = nullptr;
+  int found = 0;
+  SPC_MPI(MPI_Comm_get_attr(comm, facts_keyval(), &v, &found));
+  if (found) return *static_cast<CommFacts*>(v);
+  auto* f = new CommFacts;
+  SPC_MPI(MPI_Comm_set_attr(comm, facts_keyval(), f));
+  return *f;
+}
+
+std::vector<int> layout_of(const Locality& loc) {
+  std::vector<int> r(static_cast<size_t>(loc.size()));
+  for (int i = 0; i < loc.size(); ++i) r[static_cast<size_t>(i)] = loc.region_of(i);
+  return r;
+}
+}  // namespace
+
+const std::vector<int>& node_labels(MPI_Comm comm) {
+  CommFacts& f = facts(comm);
+  if (f.node.empty()) {
+    const Locality nodes = Locality::detect(comm);
+    f.node = layout_of(nodes);
+  }
+  return f.node;
+}
+
 ModelParams machine_model(MPI_Comm comm, const Locality& loc) {
+  CommFacts& f = facts(comm);
+  const auto known = f.model_by_layout.find(layout_of(loc));
+  if (known != f.model_by_layout.end()) return known->second;
+  const ModelParams m = machine_model_uncached(comm, loc);
+  f.model_by_layout[layout_of(loc)] = m;
+  return m;
+}
+
+ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
 #ifdef SPARSECOMM_SMPI
   (void)comm, (void)loc;
   return ModelParams{};  // the simulated platform: measuring it would cost simulated minutes
@@ -362,8 +429,9 @@ ModelParams ModelParams::resolve(MPI_Comm comm, const Locality& loc, const std::
     if (const char* e = std::getenv("SPARSECOMM_MODEL")) src = e;
   // Every rank reads its own file (paths may be node-local); all must agree on the values.
   const int kind = src.empty() ? 0 : src == "builtin" ? 1 : 2;
-  if (allreduce_max(comm, static_cast<int64_t>(kind)) != -allreduce_max(comm, static_cast<int64_t>(-kind)))
-    throw InputError("model: ranks disagree on the parameter source (file, builtin or measured)");
+  int k[2] = {kind, -kind}, mx[2];
+  SPC_MPI(MPI_Allreduce(k, mx, 2, MPI_INT, MPI_MAX, comm));
+  if (mx[0] != -mx[1]) throw InputError("model: ranks disagree on the parameter source (file, builtin or measured)");
   if (kind == 0) return machine_model(comm, loc);
   if (kind == 1) return ModelParams{};
   const ModelParams m = agreed(comm, [&] { return ModelParams::load(src); });

@@ -73,9 +73,16 @@ ModelParams calibrate_model(MPI_Comm comm, const Locality& loc, int reps);
 /// Collective over `comm`. calibrate_model() once per machine and layout: the result is
 /// cached in $XDG_CACHE_HOME/sparsecomm (else ~/.cache/sparsecomm) under a key of the host
 /// name, the number of ranks, of nodes and ranks per node, and `loc`'s layout; later calls
-/// (any process) read it back. Takes a fraction of a second on first use; a cache that
+/// (any process) read it back, and later calls on the same communicator and layout take it
+/// from the communicator (an MPI attribute) without any collective. Takes a fraction of a second on first use; a cache that
 /// cannot be written only costs that again next time. Under SimGrid's SMPI: the defaults.
 ModelParams machine_model(MPI_Comm comm, const Locality& loc);
+/// machine_model() without the communicator's memory: reads the file cache or measures.
+ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc);
+/// Collective on the first call per communicator (remembered on it, as machine_model()'s
+/// result is): the node of every rank (ranks sharing MPI_COMM_TYPE_SHARED memory), labelled
+/// as Locality::detect labels its regions.
+const std::vector<int>& node_labels(MPI_Comm comm);
 
 /// The stage term: of `stages` stages the first is free; of the others, those with
 /// inter-region messages cost stage_inter and the rest stage_intra, with `inter_stages` the

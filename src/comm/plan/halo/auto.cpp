@@ -138,10 +138,7 @@ void register_auto() {
           bool windows = false;
           for (const auto& n : order) windows = windows || backend_hooks(n).node_window;
           std::vector<int> node;
-          if (windows) {  // the real node of every rank (shm's windows follow it, not emulated regions)
-            const Locality nodes = Locality::detect(c);
-            for (int r = 0; r < l.size(); ++r) node.push_back(nodes.region_of(r));
-          }
+          if (windows) node = node_labels(c);  // shm's windows follow the real node, not emulated regions
           const double tg = MPI_Wtime();
           const virt::HaloPattern h = gather_pattern(c, p);
           t_gather = MPI_Wtime() - tg;
