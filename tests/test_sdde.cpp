@@ -249,9 +249,14 @@ TEST(SddeErrors, BadInputOnOneRankThrowsEverywhere) {
   SparseMessages<int64_t> none;
   expect_all_throw_same([&] { sdde.exchange(none, "carrier_pigeon"); }, "valid strategies: personalized, nbx, rma");
   expect_all_throw_same([&] { sdde.exchange(none, "rma"); }, "fixed-size messages only");
-  if (p > 1)
-    expect_all_throw_same([&] { sdde.exchange(none, me == bad ? "nbx" : "personalized"); },
+  // Different strategies on different ranks (a collective-argument mismatch, like two ops
+  // in one MPI_Allreduce) are detected only with the check on: one allreduce per call.
+  if (p > 1) {
+    Sdde checked(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
+    checked.set_check_collective_args(true);
+    expect_all_throw_same([&] { checked.exchange(none, me == bad ? "nbx" : "personalized"); },
                           "different strategies");
+  }
 }
 
 }  // namespace

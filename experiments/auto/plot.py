@@ -76,6 +76,29 @@ def main():
           f"goal: within 10% in >= 90% ({100.0 * within_all / total:.0f}% here; within the run's noise:"
           f" {100.0 * tied_all / total:.0f}%)\n")
 
+    # The held-out cases (heldout.txt beside this script): auto's record on them alone.
+    held_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "heldout.txt")
+    held = set()
+    if os.path.exists(held_path):
+        held = {ln.strip() for ln in open(held_path) if ln.strip() and not ln.startswith("#")}
+    if held:
+        print("held out of all tuning (heldout.txt): auto within 10% of the best / cases, worst regret")
+        h_total = h_within = 0
+        for (label, ranks), lst in settings.items():
+            rg = []
+            for matrix, c in lst:
+                if matrix not in held:
+                    continue
+                meas = {b: v[0] for b, v in c["b"].items()}
+                rg.append(meas[c["auto"]] / min(meas.values()))
+            if rg:
+                w = sum(r <= 1.10 for r in rg)
+                h_total += len(rg)
+                h_within += w
+                print(f"  {label:<10}{ranks:>6}  {w}/{len(rg)}  worst {max(rg):.2f}")
+        if h_total:
+            print(f"  all: {h_within}/{h_total} ({100.0 * h_within / h_total:.0f}%)\n")
+
     print("model error per backend (predicted / measured per exchange):")
     print(f"{'setting':<10}{'ranks':>6}  {'backend':<20}{'median |err|':>13}{'worst |err|':>12}{'median ratio':>13}")
     for (label, ranks), lst in settings.items():

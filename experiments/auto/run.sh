@@ -12,7 +12,8 @@
 #
 # Environment: BUILD (default build), OUT (default results/eval_auto), RANKS (default "8 16"),
 # REPS (exchanges timed per backend, default 100), NX/NY (AMG problem, default 512x512),
-# CLUSTER=0 to skip the emulated cluster, MATRICES (default: all shared ones).
+# CLUSTER=0 to skip the emulated cluster, MATRICES (';'-separated; default: all shared ones,
+# gen:rotate:256,256 and the held-out generators of heldout.txt), MODEL (below).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -36,9 +37,12 @@ say "1. AMG hierarchy (Hypre BoomerAMG, rotated anisotropic ${NX:-512}x${NY:-512
 # Levels with at least 64 rows (coarser ones leave most of 16 ranks without rows).
 levels=$(awk -F'\t' '$1 ~ /^[0-9]+$/ && $2 >= 64 { printf "%s%s", sep, $4; sep = "," }' "$out/levels/levels.tsv")
 [ -n "$levels" ] || { echo "eval_auto.sh: no AMG level written (see $out/levels.log)"; exit 1; }
-matrices=${MATRICES:-all}
+# Default: every shared matrix, gen:rotate:256,256 (what "all" means) and the held-out
+# generators of heldout.txt. A list is separated by ';' (generator specs hold commas).
+held_gens=$(grep '^gen:' "$here/heldout.txt" | paste -sd';' -)
+matrices=${MATRICES:-all;$held_gens}
 # Relative level paths resolve against the levels directory.
-levels=$(echo "$levels" | tr ',' '\n' | sed "s|^\([^/]\)|$out/levels/\1|" | paste -sd, -)
+levels=$(echo "$levels" | tr ',' '\n' | sed "s|^\([^/]\)|$out/levels/\1|" | paste -sd';' -)
 
 # MODEL: calibrate (default: `sparsecomm calibrate` first, auto reads that file), machine
 # (no calibration run: auto measures on first use into a fresh cache, $out/cache, as a user's
@@ -58,7 +62,7 @@ run_setting() {  # name, launcher..., -- np regions
     *) echo "run.sh: MODEL must be calibrate, machine or builtin"; exit 2 ;;
   esac
   say "$name, $np ranks: autoeval over every matrix and AMG level (model: $model_mode)"
-  "$@" "$cli" autoeval --matrices "$matrices,$levels" --regions "$regions" --reps "$reps" \
+  "$@" "$cli" autoeval --matrices "$matrices;$levels" --regions "$regions" --reps "$reps" \
     "${model_args[@]}" --label "$name" --json "$out/autoeval.jsonl" \
     > "$out/autoeval_${name}_np$np.txt"
   tail -1 "$out/autoeval_${name}_np$np.txt"

@@ -9,7 +9,7 @@
 #   experiments/shm/run.sh         (results in results/shm/)
 #
 # Environment: BUILD (build), OUT (results/shm), NP (8), REPS (1000), ROUNDS (5),
-# BACKENDS (p2p,shm,neighbor), MATRICES (below).
+# BACKENDS (p2p,shm,neighbor,auto), MATRICES (below).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -18,7 +18,7 @@ out=${OUT:-$root/results/shm}
 np=${NP:-8}
 reps=${REPS:-1000}
 rounds=${ROUNDS:-5}
-backends=${BACKENDS:-p2p,shm,neighbor}
+backends=${BACKENDS:-p2p,shm,neighbor,auto}
 read -r -a matrices <<< "${MATRICES:-vanHeukelum_cage11 GHS_psdef_wathen100 HB_bcsstk18 AMD_G2_circuit DIMACS10_delaunay_n16 Oberwolfach_gyro_m HB_can_1054 FIDAP_ex40 Pothen_bodyy5 DIMACS10_rgg_n_2_15_s0}"
 cli=$build/src/apps/cli/sparsecomm
 [ -x "$cli" ] || { echo "run.sh: build first ($cli)"; exit 1; }

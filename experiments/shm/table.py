@@ -41,3 +41,22 @@ for b in backends:
     s = ratios[b]["spmv"]
     line += f" {statistics.median(e) if e else float('nan'):14.2f} {statistics.median(s) if s else float('nan'):14.2f}"
 print(line)
+print()
+print("bytes copied per exchange per rank (mean over ranks; sparsecomm spmv's copied B/rank) against the one-copy limit")
+hdr = f"{'matrix':28} {'limit':>9} {'p2p':>9}" + "".join(f" {b:>9}" for b in backends)
+print(hdr)
+for m, rec in sorted(rows.items()):
+    if "p2p" not in rec or "copied_bytes_mean" not in rec["p2p"]:
+        continue
+    p = rec["p2p"]
+    line = f"{m[:28]:28} {p['one_copy_bytes_mean']:9.0f} {p['copied_bytes_mean']:9.0f}"
+    for b in backends:
+        line += f" {rec[b]['copied_bytes_mean']:9.0f}" if b in rec else f" {'-':>9}"
+    print(line)
+chosen = defaultdict(int)
+for m, rec in rows.items():
+    if "auto" in rec:
+        chosen[rec["auto"]["chosen"]] += 1
+if chosen:
+    print()
+    print("auto chose: " + ", ".join(f"{b} {n}x" for b, n in sorted(chosen.items())))

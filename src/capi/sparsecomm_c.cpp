@@ -362,17 +362,24 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
   if (a.recvvals) *a.recvvals = nullptr;
 
   const int p = comm_size(comm);
-  Options opt;
+  // 1. Collective arguments (options, strategy): the same on every rank by contract, so a
+  //    bad one fails on every rank alike, here, without communication. Whether ranks really
+  //    passed the same is checked (two allreduces) only when SPARSECOMM_CHECK_COLLECTIVE_ARGS
+  //    is set (docs/architecture.md, "SDDE agreement").
+  Options opt = os.resolve();
+  if (opt.sdde.empty()) opt.sdde = "personalized";
+  check_names("SDDE strategy", opt.sdde, Sdde::strategies());
+  if (!a.fixed && Sdde::fixed_size_only(opt.sdde))
+    fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde +
+                                 "' handles fixed-size messages only (use it with Alltoall_crs)");
+  // 2. This rank's own arguments: a failure travels inside the exchange's own collectives
+  //    (Sdde::exchange_bytes' caller_error) and every rank returns it; the success path
+  //    adds no collective. The messages are gathered into one buffer (the one copy the
+  //    call makes of them; the SDDE sends from it).
   int64_t ssz = 0, rsz = 0, fixed_bytes = -1;
-  SparseMessages<char> send;
-  // 1. Local checks, agreed.
-  agreed(comm, [&] {
-    opt = os.resolve();
-    if (opt.sdde.empty()) opt.sdde = "personalized";
-    check_names("SDDE strategy", opt.sdde, Sdde::strategies());
-    if (!a.fixed && Sdde::fixed_size_only(opt.sdde))
-      fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde +
-                                   "' handles fixed-size messages only (use it with Alltoall_crs)");
+  detail::ByteMessages send;
+  std::string err;
+  try {
     if (!a.recv_nnz || !a.src || !a.recvvals || (!a.fixed && (!a.recv_size || !a.recvcounts || !a.rdispls)))
       fail(SPC_ERR_ARG, "an output pointer (recv_nnz, src, recvcounts, rdispls, recv_size, recvvals) is NULL");
     ssz = contiguous_size(a.sendtype, "sendtype");
@@ -389,6 +396,11 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
       seen[d] = 1;
     }
     const char* vals = static_cast<const char*>(a.sendvals);
+    auto add = [&](int dest, const char* from, int64_t bytes) {
+      send.ranks.push_back(dest);
+      send.bytes.insert(send.bytes.end(), from, from + bytes);
+      send.offsets.push_back(static_cast<int64_t>(send.bytes.size()));
+    };
     if (a.fixed) {
       if (a.sendcount < 0 || a.recvcount < 0) fail(MPI_ERR_COUNT, "sendcount or recvcount is negative");
       fixed_bytes = a.sendcount * ssz;
@@ -396,7 +408,8 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
         fail(SPC_ERR_ARG, "recvcount * size(recvtype) = " + std::to_string(a.recvcount * rsz) +
                               " bytes differs from sendcount * size(sendtype) = " + std::to_string(fixed_bytes));
       if (a.send_nnz > 0 && fixed_bytes > 0 && !vals) fail(MPI_ERR_BUFFER, "sendvals is NULL");
-      for (int i = 0; i < a.send_nnz; ++i) send.add(a.dest[i], vals + i * fixed_bytes, static_cast<size_t>(fixed_bytes));
+      send.bytes.reserve(static_cast<size_t>(a.send_nnz * fixed_bytes));
+      for (int i = 0; i < a.send_nnz; ++i) add(a.dest[i], vals + i * fixed_bytes, fixed_bytes);
     } else {
       if (a.send_size < 0) fail(SPC_ERR_ARG, "send_size is negative");
       if (a.send_nnz > 0 && (!a.sendcounts || !a.sdispls)) fail(SPC_ERR_ARG, "sendcounts or sdispls is NULL");
@@ -410,50 +423,62 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
         total += c;
       }
       if (total > 0 && !vals) fail(MPI_ERR_BUFFER, "sendvals is NULL");
-      for (int i = 0; i < a.send_nnz; ++i)
-        send.add(a.dest[i], vals + a.sdispls[i] * ssz, static_cast<size_t>(a.sendcounts[i] * ssz));
+      send.bytes.reserve(static_cast<size_t>(total * ssz));
+      for (int i = 0; i < a.send_nnz; ++i) add(a.dest[i], vals + a.sdispls[i] * ssz, a.sendcounts[i] * ssz);
     }
-  });
-  // 2. Same options (and message size) everywhere.
-  cross_check(comm, opt.canonical() + (a.fixed ? "|fixed bytes=" + std::to_string(fixed_bytes) : "|variable"), 0, 0);
+  } catch (const std::exception& e) {
+    err = e.what();
+    send = detail::ByteMessages{};  // nothing is sent by a rank that failed
+  }
 
-  // 3. The exchange.
   std::unique_ptr<Sdde> own;
   Sdde* sdde = (cached && cached_regions == opt.regions) ? cached : nullptr;
   if (!sdde) {
     own = std::make_unique<Sdde>(comm, make_locality(comm, opt.regions));
     sdde = own.get();
   }
-  const SparseMessages<char> got =
-      a.fixed ? sdde->exchange_fixed(send, fixed_bytes, opt.sdde) : sdde->exchange(send, opt.sdde);
+  if (sdde->check_collective_args())  // opt-in: the options (and message size) everywhere the same
+    cross_check(comm, opt.canonical() + (a.fixed ? "|fixed bytes=" + std::to_string(fixed_bytes) : "|variable"), 0,
+                0);
 
-  // 4. Outputs (library-allocated), agreed: a size check or an allocation may fail anywhere.
-  CBuffer src, counts, displs, vals;
+  // 3. The exchange (raises a failed check of any rank on every rank).
+  const detail::ByteMessages got = sdde->exchange_bytes(send, 1, a.fixed ? fixed_bytes : -1, opt.sdde, nullptr, err);
+
+  // 4. Outputs (library-allocated). A failure here (out of memory; a message that is no
+  //    whole number of recvtype elements, which only ranks that disagree on the datatypes
+  //    produce) is this rank's alone: the exchange is over, nobody waits for it.
+  const int64_t n = static_cast<int64_t>(got.ranks.size());
+  if (a.fixed)
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t bytes = got.offsets[static_cast<size_t>(i) + 1] - got.offsets[static_cast<size_t>(i)];
+      if (bytes != fixed_bytes)
+        fail(SPC_ERR_MISMATCH, "rank " + std::to_string(got.ranks[static_cast<size_t>(i)]) + " sent a message of " +
+                                   std::to_string(bytes) + " bytes, but this rank's recvcount x size(recvtype) is " +
+                                   std::to_string(fixed_bytes) +
+                                   " (ranks disagree on the message size; SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 "
+                                   "makes every rank report it)");
+    }
+  CBuffer src = c_alloc(n * static_cast<int64_t>(sizeof(int))), counts, displs;
+  for (int64_t i = 0; i < n; ++i) static_cast<int*>(src.get())[i] = got.ranks[static_cast<size_t>(i)];
   int64_t total = 0;
-  agreed(comm, [&] {
-    const int64_t n = static_cast<int64_t>(got.size());
-    src = c_alloc(n * static_cast<int64_t>(sizeof(int)));
-    for (int64_t i = 0; i < n; ++i) static_cast<int*>(src.get())[i] = got.ranks[static_cast<size_t>(i)];
-    if (!a.fixed) {
-      counts = c_alloc(n * static_cast<int64_t>(sizeof(int)));
-      displs = c_alloc(n * static_cast<int64_t>(sizeof(int)));
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t bytes = got.count(static_cast<size_t>(i));
-        if (bytes % rsz != 0)
-          fail(SPC_ERR_MISMATCH, "rank " + std::to_string(got.ranks[static_cast<size_t>(i)]) + " sent " +
-                                     std::to_string(bytes) + " bytes, not a multiple of size(recvtype) = " +
-                                     std::to_string(rsz));
-        if (total > INT_MAX) fail(SPC_ERR_ARG, "more than 2^31 elements received");
-        static_cast<int*>(counts.get())[i] = static_cast<int>(bytes / rsz);
-        static_cast<int*>(displs.get())[i] = static_cast<int>(total);
-        total += bytes / rsz;
-      }
+  if (!a.fixed) {
+    counts = c_alloc(n * static_cast<int64_t>(sizeof(int)));
+    displs = c_alloc(n * static_cast<int64_t>(sizeof(int)));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t bytes = got.offsets[static_cast<size_t>(i) + 1] - got.offsets[static_cast<size_t>(i)];
+      if (bytes % rsz != 0)
+        fail(SPC_ERR_MISMATCH, "rank " + std::to_string(got.ranks[static_cast<size_t>(i)]) + " sent " +
+                                   std::to_string(bytes) + " bytes, not a multiple of size(recvtype) = " +
+                                   std::to_string(rsz));
+      static_cast<int*>(counts.get())[i] = static_cast<int>(bytes / rsz);
+      static_cast<int*>(displs.get())[i] = static_cast<int>(total);
+      total += bytes / rsz;
       if (total > INT_MAX) fail(SPC_ERR_ARG, "more than 2^31 elements received");
     }
-    vals = c_alloc(static_cast<int64_t>(got.data.size()));
-    if (!got.data.empty()) std::memcpy(vals.get(), got.data.data(), got.data.size());
-  });
-  *a.recv_nnz = static_cast<int>(got.size());
+  }
+  CBuffer vals = c_alloc(static_cast<int64_t>(got.bytes.size()));
+  if (!got.bytes.empty()) std::memcpy(vals.get(), got.bytes.data(), got.bytes.size());
+  *a.recv_nnz = static_cast<int>(n);
   if (!a.fixed) {
     *a.recv_size = static_cast<int>(total);
     *a.recvcounts = static_cast<int*>(counts.release());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -56,13 +57,22 @@ void receive_probed(const Channel& ch, const MPI_Status& st, std::vector<std::pa
 }
 
 // Personalized exchange: MPI_Reduce_scatter_block over 0/1 flags tells each rank how many
-// messages to expect; then it probes for exactly that many.
-ByteMessages personalized(const Channel& ch, const ByteMessages& send) {
+// messages to expect; then it probes for exactly that many. Each rank's block carries a
+// second entry, its error flag (`err` not empty: its input failed the checks, and it sends
+// nothing): the sum reaches every rank with its count, so before anyone sends, every rank
+// knows whether one failed — and all raise that error (agree: the failure path's own
+// collectives). The success path runs no collective beyond the reduction itself.
+ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std::string& err = "") {
   const int p = comm_size(ch.comm);
-  std::vector<int> flags(p, 0);
-  for (int r : send.ranks) flags[r] = 1;
-  int nrecv = 0;
-  SPC_MPI(MPI_Reduce_scatter_block(flags.data(), &nrecv, 1, MPI_INT, MPI_SUM, ch.comm));
+  std::vector<int> flags(2 * static_cast<size_t>(p), 0);
+  const int failed = err.empty() ? 0 : 1;
+  if (!failed)
+    for (int r : send.ranks) flags[2 * static_cast<size_t>(r)] = 1;
+  for (int r = 0; r < p; ++r) flags[2 * static_cast<size_t>(r) + 1] = failed;
+  int got_flags[2] = {0, 0};
+  SPC_MPI(MPI_Reduce_scatter_block(flags.data(), got_flags, 2, MPI_INT, MPI_SUM, ch.comm));
+  if (got_flags[1] > 0) agree(ch.comm, err);  // throws on every rank
+  const int nrecv = got_flags[0];
   std::vector<MPI_Request> reqs;
   post_sends(ch, send, reqs, false);
   std::vector<std::pair<int, std::vector<char>>> got;
@@ -106,9 +116,14 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send) {
 // NBX (Hoefler, Siebert, Lumsdaine 2010): synchronous sends complete only once matched,
 // so when all of mine are done I enter a non-blocking barrier; when the barrier completes
 // every rank's sends have been matched, hence every message has been received.
-ByteMessages nbx(const Channel& ch, const ByteMessages& send) {
+// A rank whose input failed the checks (`err` not empty) sends nothing and enters the
+// barrier at once with its error flag; the barrier (a non-blocking reduction of the flags,
+// NonblockingBarrier) completes only after every rank's sends were matched, so nobody is
+// left waiting, and then every rank knows whether one failed: all raise that error
+// (agree). The success path runs no collective beyond the barrier itself.
+ByteMessages nbx(const Channel& ch, const ByteMessages& send, const std::string& err = "") {
   std::vector<MPI_Request> reqs;
-  post_sends(ch, send, reqs, true);
+  if (err.empty()) post_sends(ch, send, reqs, true);
   std::vector<std::pair<int, std::vector<char>>> got;
   std::unique_ptr<NonblockingBarrier> barrier;
   while (true) {
@@ -125,32 +140,42 @@ ByteMessages nbx(const Channel& ch, const ByteMessages& send) {
       else SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
       // The barrier's own messages use a tag range of their own (data tags are 1000..3047):
       // never matched by the probe above, nor by a later exchange.
-      if (done) barrier = std::make_unique<NonblockingBarrier>(ch.comm, ch.tag + 4096);
+      if (done) barrier = std::make_unique<NonblockingBarrier>(ch.comm, ch.tag + 4096, err.empty() ? 0 : 1);
     } else if (barrier->test()) {
       break;
     }
   }
+  if (barrier->flag()) agree(ch.comm, err);  // throws on every rank
   return pack_sorted(got);
 }
 
 // One-sided exchange of fixed-size messages: each rank owns a window with one slot per
 // rank (a flag byte + the payload, padded to 8 bytes); senders put into slot [my rank] of
 // the destination between two fences, receivers scan their slots. O(P) memory per rank.
-ByteMessages rma(const Channel& ch, const ByteMessages& send, int64_t fixed_bytes) {
+// The window ends with one more slot, the error flag: a rank whose input failed the checks
+// (`err` not empty) puts no message but sets that flag in every rank's window (P puts, on
+// the failure path only); after the closing fence every rank sees it and all raise that
+// error (agree). The success path runs no collective beyond the window's own.
+ByteMessages rma(const Channel& ch, const ByteMessages& send, int64_t fixed_bytes, const std::string& err = "") {
   const int p = comm_size(ch.comm);
   const int me = comm_rank(ch.comm);
-  const int64_t slot = (1 + fixed_bytes + 7) / 8 * 8;
+  const int64_t slot = (1 + std::max<int64_t>(fixed_bytes, 0) + 7) / 8 * 8;
+  const MPI_Aint error_at = static_cast<MPI_Aint>(slot) * p;
   std::vector<char> stage(static_cast<size_t>(slot) * send.ranks.size(), 0);
   // MPI_Win_allocate rather than MPI_Win_create: Open MPI 4.1's shared-memory osc
   // component only serves windows whose memory MPI allocates itself.
   char* base = nullptr;
   MPI_Win win;
-  SPC_MPI(MPI_Win_allocate(static_cast<MPI_Aint>(slot) * p, 1, MPI_INFO_NULL, ch.comm, &base, &win));
+  SPC_MPI(MPI_Win_allocate(error_at + 8, 1, MPI_INFO_NULL, ch.comm, &base, &win));
   std::vector<char> window;
+  bool someone_failed = false;
+  const char one = 1;
   try {
-    std::memset(base, 0, static_cast<size_t>(slot) * p);
+    std::memset(base, 0, static_cast<size_t>(error_at + 8));
     SPC_MPI(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
-    for (size_t i = 0; i < send.ranks.size(); ++i) {
+    if (!err.empty())
+      for (int r = 0; r < p; ++r) SPC_MPI(MPI_Put(&one, 1, MPI_BYTE, r, error_at, 1, MPI_BYTE, win));
+    for (size_t i = 0; err.empty() && i < send.ranks.size(); ++i) {
       char* s = stage.data() + static_cast<int64_t>(i) * slot;
       s[0] = 1;
       if (fixed_bytes > 0) std::memcpy(s + 1, msg_ptr(send, i), static_cast<size_t>(fixed_bytes));
@@ -159,12 +184,14 @@ ByteMessages rma(const Channel& ch, const ByteMessages& send, int64_t fixed_byte
       if (ch.stats) ch.stats->record_send(ch.step, ch.intra(send.ranks[i]), fixed_bytes);
     }
     SPC_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
-    window.assign(base, base + static_cast<size_t>(slot) * p);
+    someone_failed = base[error_at] != 0;
+    if (!someone_failed) window.assign(base, base + static_cast<size_t>(slot) * p);
   } catch (...) {
     MPI_Win_free(&win);
     throw;
   }
   SPC_MPI(MPI_Win_free(&win));
+  if (someone_failed) agree(ch.comm, err);  // throws on every rank
   ByteMessages out;
   for (int r = 0; r < p; ++r) {
     const char* s = window.data() + static_cast<int64_t>(r) * slot;
@@ -239,16 +266,14 @@ void Sdde::check_strategy(const std::string& s) {
   throw InputError("unknown SDDE strategy '" + s + "'; valid strategies: " + names);
 }
 
-ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t fixed_count,
-                                  const std::string& strategy, Stats* stats) {
+bool Sdde::check_collective_args_default() {
+  const char* e = std::getenv("SPARSECOMM_CHECK_COLLECTIVE_ARGS");
+  return e && *e && std::string(e) != "0";
+}
+
+std::string Sdde::check_messages(const ByteMessages& send, size_t elem, int64_t fixed_count) const {
   const int p = comm_.size();
-  // Validate locally, then agree: bad input on one rank must not leave others waiting.
-  std::string err;
   try {
-    check_strategy(strategy);
-    if (fixed_count < 0 && fixed_size_only(strategy))
-      throw InputError("SDDE strategy '" + strategy +
-                       "' supports fixed-size messages only: use exchange_fixed(), or another strategy");
     if (send.offsets.size() != send.ranks.size() + 1 || send.offsets[0] != 0 ||
         send.offsets.back() != static_cast<int64_t>(send.bytes.size()))
       throw InputError("SDDE: offsets do not match the number of messages and the data size");
@@ -267,27 +292,44 @@ ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t
                          std::to_string(r) + " has " + std::to_string(n / static_cast<int64_t>(elem)));
     }
   } catch (const std::exception& e) {
-    err = e.what();
+    return e.what();
   }
-  // Ranks must also agree on the strategy and on fixed vs variable size.
-  uint64_t h = std::hash<std::string>{}(strategy) ^ (static_cast<uint64_t>(fixed_count + 1) * 0x9e3779b97f4a7c15ull);
-  uint64_t local[3] = {err.empty() ? 0u : 1u, h, ~h}, mx[3];
-  SPC_MPI(MPI_Allreduce(local, mx, 3, MPI_UINT64_T, MPI_MAX, comm_.get()));
-  if (mx[1] != h || mx[2] != ~h) {
-    if (err.empty()) err = "SDDE: ranks called the exchange with different strategies or sizes";
-    mx[0] = 1;
+  return "";
+}
+
+ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t fixed_count,
+                                  const std::string& strategy, Stats* stats, const std::string& caller_error) {
+  // Collective arguments (the strategy, fixed or variable size) are the same on every rank,
+  // as an MPI collective's op or root: checked locally here, which fails on every rank
+  // alike. Whether ranks really passed the same costs one allreduce, made only when
+  // check_collective_args() is on (docs/architecture.md, "SDDE agreement").
+  check_strategy(strategy);
+  if (fixed_count < 0 && fixed_size_only(strategy))
+    throw InputError("SDDE strategy '" + strategy +
+                     "' supports fixed-size messages only: use exchange_fixed(), or another strategy");
+  // Per-rank input (destinations, sizes; the caller's own checks): a failure here travels
+  // inside the strategy's own collective, and every rank raises it.
+  std::string err = caller_error.empty() ? check_messages(send, elem, fixed_count) : caller_error;
+  if (check_args_) {
+    uint64_t h = std::hash<std::string>{}(strategy) ^ (static_cast<uint64_t>(fixed_count + 1) * 0x9e3779b97f4a7c15ull);
+    uint64_t local[3] = {err.empty() ? 0u : 1u, h, ~h}, mx[3];
+    SPC_MPI(MPI_Allreduce(local, mx, 3, MPI_UINT64_T, MPI_MAX, comm_.get()));
+    if (mx[1] != h || mx[2] != ~h) {
+      if (err.empty()) err = "SDDE: ranks called the exchange with different strategies or sizes";
+      mx[0] = 1;
+    }
+    if (mx[0]) agree(comm_.get(), err);  // some rank has a message: every rank throws it
   }
-  if (mx[0]) agree(comm_.get(), err);  // some rank has a message: every rank throws it
 
   // A fresh tag per call keeps consecutive exchanges apart (a fast rank may already be in
   // the next call while a slow one still probes in this one).
   const int tag = 1000 + (calls_++ % 2048);
   ScopedTimer timer(stats, "sdde." + strategy);
   detail::Channel global{comm_.get(), tag, stats, "direct", [this](int r) { return loc_.same_region(r); }};
-  if (strategy == "personalized") return detail::personalized(global, send);
-  if (strategy == "nbx") return detail::nbx(global, send);
-  if (strategy == "rma") return detail::rma(global, send, fixed_count * static_cast<int64_t>(elem));
-  return locality_exchange(send, strategy == "locality_nbx", tag, stats);
+  if (strategy == "personalized") return detail::personalized(global, send, err);
+  if (strategy == "nbx") return detail::nbx(global, send, err);
+  if (strategy == "rma") return detail::rma(global, send, fixed_count * static_cast<int64_t>(elem), err);
+  return locality_exchange(send, strategy == "locality_nbx", tag, stats, err);
 }
 
 // Locality-aware SDDE (Geyko et al. 2023). Three steps:
@@ -298,20 +340,23 @@ ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t
 //  3. redistribute every received record inside the region to its final destination.
 // Steps 2 and 3 are themselves sparse exchanges (personalized or NBX) on the global and
 // the region communicator.
-ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int tag, Stats* stats) {
+// A failed check on some rank (`err`) travels in step 2's collective: that rank bundles
+// nothing, and every rank raises the error there, before step 3.
+ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int tag, Stats* stats,
+                                     const std::string& err) {
   const int me = comm_.rank();
   const int my_region = loc_.region();
   const int my_local = loc_.local_rank();
   std::map<int, std::vector<char>> to_region;  // ordered: deterministic send order
   std::vector<char> mine_local;                 // records for ranks in my own region
-  for (size_t i = 0; i < send.ranks.size(); ++i) {
+  for (size_t i = 0; err.empty() && i < send.ranks.size(); ++i) {
     const int d = send.ranks[i];
     const int rd = loc_.region_of(d);
     auto& buf = (rd == my_region) ? mine_local : to_region[rd];
     detail::append_record(buf, me, d, detail::msg_ptr(send, i), send.offsets[i + 1] - send.offsets[i]);
   }
-  auto run = [&](const detail::Channel& ch, const ByteMessages& m) {
-    return use_nbx ? detail::nbx(ch, m) : detail::personalized(ch, m);
+  auto run = [&](const detail::Channel& ch, const ByteMessages& m, const std::string& e) {
+    return use_nbx ? detail::nbx(ch, m, e) : detail::personalized(ch, m, e);
   };
 
   // Step 2: inter-region bundles.
@@ -323,7 +368,7 @@ ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int
   }
   to_region.clear();
   detail::Channel inter{comm_.get(), tag, stats, "inter", [this](int r) { return loc_.same_region(r); }};
-  ByteMessages inter_recv = run(inter, inter_send);
+  ByteMessages inter_recv = run(inter, inter_send, err);  // raises a failure on every rank
 
   // Step 3: regroup all records for my region by final destination (local index).
   std::map<int, std::vector<char>> to_local;
@@ -345,7 +390,7 @@ ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int
     intra_send.offsets.push_back(static_cast<int64_t>(intra_send.bytes.size()));
   }
   detail::Channel intra{local_comm_.get(), tag, stats, "intra", [](int) { return true; }};
-  ByteMessages intra_recv = run(intra, intra_send);
+  ByteMessages intra_recv = run(intra, intra_send, "");
   for (size_t i = 0; i < intra_recv.ranks.size(); ++i)
     detail::for_each_record(detail::msg_ptr(intra_recv, i), intra_recv.offsets[i + 1] - intra_recv.offsets[i],
                             [&](const detail::RecordHeader& h, const char* payload) {

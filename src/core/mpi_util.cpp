@@ -1,5 +1,6 @@
 #include "sparsecomm/core/mpi_util.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
@@ -88,7 +89,8 @@ int64_t allreduce_min(MPI_Comm comm, int64_t v) {
   return r;
 }
 
-NonblockingBarrier::NonblockingBarrier(MPI_Comm comm, int tag) : comm_(comm), tag_(tag) {
+NonblockingBarrier::NonblockingBarrier(MPI_Comm comm, int tag, int flag)
+    : comm_(comm), tag_(tag), mine_(flag), acc_(flag) {
 #ifdef SPARSECOMM_SMPI
   p_ = comm_size(comm), me_ = comm_rank(comm);
 #endif
@@ -101,15 +103,17 @@ void NonblockingBarrier::post() {
     done_ = true;
     return;
   }
-  SPC_MPI(MPI_Irecv(&in_, 1, MPI_CHAR, ((me_ - dist_) % p_ + p_) % p_, tag_, comm_, &req_[0]));
-  SPC_MPI(MPI_Isend(&out_, 1, MPI_CHAR, (me_ + dist_) % p_, tag_, comm_, &req_[1]));
+  out_ = acc_;
+  SPC_MPI(MPI_Irecv(&in_, 1, MPI_INT, ((me_ - dist_) % p_ + p_) % p_, tag_, comm_, &req_[0]));
+  SPC_MPI(MPI_Isend(&out_, 1, MPI_INT, (me_ + dist_) % p_, tag_, comm_, &req_[1]));
 #else
-  SPC_MPI(MPI_Ibarrier(comm_, &req_[0]));
+  SPC_MPI(MPI_Iallreduce(&mine_, &acc_, 1, MPI_INT, MPI_MAX, comm_, &req_[0]));
 #endif
 }
 
 bool NonblockingBarrier::advance() {
 #ifdef SPARSECOMM_SMPI
+  acc_ = std::max(acc_, in_);
   dist_ *= 2;
   post();
 #else

@@ -1,6 +1,7 @@
 /* Invalid input gives error codes, never a hang or an abort: the same code on every rank
  * for collective calls (also when only one rank is wrong), readable messages through
  * SPC_Error_string, untouched outputs, and a working library afterwards. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "capi_test.h"
 
 static int last_rank(void) { return capi_size - 1; }
@@ -220,9 +221,19 @@ static void test_crs_args(void) {
   CHECK_ALL(rc, SPC_ERR_ARG, "recvcount inconsistent with sendcount");
 
   if (p > 1) {
+    /* The message size is a collective argument (as MPI_Alltoall's count). Unchecked, the
+     * ranks that receive a message of the wrong size report it (no rank waits): here rank
+     * 0 sends 3 ints to rank `dest[0]`. With SPARSECOMM_CHECK_COLLECTIVE_ARGS every rank
+     * reports it, at one allreduce per call. */
     rc = SPC_Alltoall_crs(1, dest, me == 0 ? 3 : 2, MPI_INT, vals, &recv_nnz, &src, me == 0 ? 3 : 2, MPI_INT,
                           (void**)&got, MPI_INFO_NULL, MPI_COMM_WORLD);
-    CHECK_ALL(rc, SPC_ERR_MISMATCH, "fixed message sizes differ between ranks");
+    if (me == 1) CHECK_RC(rc, SPC_ERR_MISMATCH, "the receiver of the odd size (rank 1) reports it");
+    if (rc == SPC_SUCCESS) SPC_Free(src), SPC_Free(got);
+    setenv("SPARSECOMM_CHECK_COLLECTIVE_ARGS", "1", 1);
+    rc = SPC_Alltoall_crs(1, dest, me == 0 ? 3 : 2, MPI_INT, vals, &recv_nnz, &src, me == 0 ? 3 : 2, MPI_INT,
+                          (void**)&got, MPI_INFO_NULL, MPI_COMM_WORLD);
+    unsetenv("SPARSECOMM_CHECK_COLLECTIVE_ARGS");
+    CHECK_ALL(rc, SPC_ERR_MISMATCH, "fixed message sizes differ between ranks (checked)");
   }
 
   rc = SPC_Alltoall_crs(1, dest, 2, MPI_INT, vals, NULL, &src, 2, MPI_INT, (void**)&got, MPI_INFO_NULL,

@@ -95,8 +95,12 @@ class Sdde {
   static void check_strategy(const std::string& strategy);
 
   /// Collective. Variable-size exchange (like MPI Advance's Alltoallv_crs). At most one
-  /// message per destination. Invalid input (rank out of range, repeated destination,
-  /// inconsistent offsets, ranks disagreeing on the strategy) throws on every rank.
+  /// message per destination. Invalid input on any rank (rank out of range, repeated
+  /// destination, inconsistent offsets) throws the same error on every rank, carried by the
+  /// strategy's own collectives (no collective of its own on the success path). The
+  /// strategy is a collective argument, the same on every rank (an unknown name fails
+  /// everywhere alike); ranks that pass different ones are detected (an InputError on every
+  /// rank, one allreduce per call) only with check_collective_args().
   template <class T>
   SparseMessages<T> exchange(const SparseMessages<T>& send, const std::string& strategy, Stats* stats = nullptr) {
     return from_bytes<T>(exchange_bytes(to_bytes(send), sizeof(T), -1, strategy, stats));
@@ -113,10 +117,26 @@ class Sdde {
   MPI_Comm comm() const { return comm_.get(); }
   const Locality& locality() const { return loc_; }
 
- private:
+  /// Whether each call checks that every rank passed the same strategy and fixed/variable
+  /// size (one allreduce). Default: off, unless $SPARSECOMM_CHECK_COLLECTIVE_ARGS is set
+  /// (to anything but 0) — for debugging a program that may pass different ones.
+  bool check_collective_args() const { return check_args_; }
+  void set_check_collective_args(bool on) { check_args_ = on; }
+
+  /// Collective. exchange() on raw bytes (`elem`: bytes per element; fixed_count >= 0: a
+  /// fixed-size exchange of that many elements per message), for callers that check their
+  /// own arguments: a non-empty `caller_error` is this rank's failed check, raised on every
+  /// rank through the exchange's own collectives, as the exchange's own checks are.
   detail::ByteMessages exchange_bytes(const detail::ByteMessages& send, size_t elem, int64_t fixed_count,
-                                      const std::string& strategy, Stats* stats);
-  detail::ByteMessages locality_exchange(const detail::ByteMessages& send, bool nbx, int tag, Stats* stats);
+                                      const std::string& strategy, Stats* stats = nullptr,
+                                      const std::string& caller_error = "");
+
+ private:
+  static bool check_collective_args_default();
+  /// The per-rank checks of `send`: "" or the error.
+  std::string check_messages(const detail::ByteMessages& send, size_t elem, int64_t fixed_count) const;
+  detail::ByteMessages locality_exchange(const detail::ByteMessages& send, bool nbx, int tag, Stats* stats,
+                                         const std::string& err);
 
   template <class T>
   static detail::ByteMessages to_bytes(const SparseMessages<T>& m) {
@@ -143,6 +163,7 @@ class Sdde {
   Comm local_comm_;
   Locality loc_;
   int calls_ = 0;
+  bool check_args_ = check_collective_args_default();
 };
 
 /// The direct answer, for verification only: a dense MPI_Alltoall of counts and an

@@ -100,14 +100,20 @@ class RequestPool {
   std::vector<MPI_Status> tmp_;
 };
 
-/// A non-blocking barrier, entered on construction. MPI_Ibarrier normally; under SimGrid
-/// SMPI 3.32, whose MPI_Ibarrier lets ranks leave early (../shared/simgrid/NOTES.md), a
-/// dissemination barrier (Hensgen, Finkel and Manber 1988) on Isend/Irecv with tag `tag`:
-/// in round k every rank signals rank + 2^k and waits for rank - 2^k; after ceil(log2 P)
-/// rounds everyone has arrived.
+/// A non-blocking barrier, entered on construction, that carries a flag: once complete,
+/// flag() is the maximum of the flags every rank entered with (NBX's barrier carrying an
+/// error flag costs nothing more: the SDDE's agreement rides on it). MPI_Iallreduce (MAX)
+/// normally, which completes only once every rank has entered, as MPI_Ibarrier; under
+/// SimGrid SMPI 3.32, whose non-blocking collectives let ranks leave early
+/// (../shared/simgrid/NOTES.md), a dissemination barrier (Hensgen, Finkel and Manber 1988)
+/// on Isend/Irecv with tag `tag`: in round k every rank sends rank + 2^k the maximum it
+/// has seen and receives rank - 2^k's; after ceil(log2 P) rounds everyone has arrived and
+/// holds the maximum of all (the rounds reach every rank, and max is idempotent).
 class NonblockingBarrier {
  public:
-  NonblockingBarrier(MPI_Comm comm, int tag);
+  NonblockingBarrier(MPI_Comm comm, int tag, int flag = 0);
+  /// The maximum flag over the ranks; valid once test() or wait_with() reported completion.
+  int flag() const { return acc_; }
   NonblockingBarrier(const NonblockingBarrier&) = delete;
   NonblockingBarrier& operator=(const NonblockingBarrier&) = delete;
   /// Polls: true once the barrier has completed.
@@ -123,7 +129,7 @@ class NonblockingBarrier {
   int tag_;
   int p_ = 1, me_ = 0, dist_ = 1;
   bool done_ = false;
-  char in_ = 0, out_ = 0;
+  int mine_ = 0, acc_ = 0, in_ = 0, out_ = 0;
   MPI_Request req_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
 };
 
