@@ -21,17 +21,53 @@ struct Channel {
   std::function<bool(int)> intra;  // peer rank (in `comm`) -> same region as me?
 };
 
-// Sorts received (source, bytes) pairs by source and packs them.
-ByteMessages pack_sorted(std::vector<std::pair<int, std::vector<char>>>& got) {
-  std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  ByteMessages out;
-  for (auto& [src, buf] : got) {
-    out.ranks.push_back(src);
-    out.bytes.insert(out.bytes.end(), buf.begin(), buf.end());
-    out.offsets.push_back(static_cast<int64_t>(out.bytes.size()));
+// What one exchange receives: messages in arrival order in one buffer (no allocation or
+// zero-fill per message; sized once where the total is known), then ordered by source
+// into the result with one copy.
+class Inbox {
+ public:
+  /// Room for `bytes` more (called with the total where it is known in advance).
+  void reserve(int64_t bytes) { grow(used_ + bytes); }
+  /// Where the next message of `n` bytes from `src` goes (valid until the next call).
+  char* append(int src, int64_t n) {
+    grow(used_ + n);
+    got_.push_back({src, used_, n});
+    used_ += n;
+    return buf_.get() + got_.back().at;
   }
-  return out;
-}
+  size_t size() const { return got_.size(); }
+  ByteMessages sorted() {
+    std::stable_sort(got_.begin(), got_.end(), [](const Entry& a, const Entry& b) { return a.src < b.src; });
+    ByteMessages out;
+    out.ranks.reserve(got_.size());
+    out.offsets.reserve(got_.size() + 1);
+    out.bytes.resize(static_cast<size_t>(used_));
+    int64_t at = 0;
+    for (const Entry& e : got_) {
+      if (e.len > 0) std::memcpy(out.bytes.data() + at, buf_.get() + e.at, static_cast<size_t>(e.len));
+      at += e.len;
+      out.ranks.push_back(e.src);
+      out.offsets.push_back(at);
+    }
+    return out;
+  }
+
+ private:
+  struct Entry {
+    int src;
+    int64_t at, len;
+  };
+  void grow(int64_t need) {
+    if (need <= cap_) return;
+    const int64_t cap = std::max(need, 2 * cap_);
+    std::unique_ptr<char[]> b(new char[static_cast<size_t>(cap)]);  // uninitialised: MPI writes it
+    if (used_ > 0) std::memcpy(b.get(), buf_.get(), static_cast<size_t>(used_));
+    buf_ = std::move(b), cap_ = cap;
+  }
+  std::unique_ptr<char[]> buf_;
+  int64_t used_ = 0, cap_ = 0;
+  std::vector<Entry> got_;
+};
 
 int msg_len(const ByteMessages& m, size_t i) { return static_cast<int>(m.offsets[i + 1] - m.offsets[i]); }
 char* msg_ptr(const ByteMessages& m, size_t i) { return const_cast<char*>(m.bytes.data() + m.offsets[i]); }
@@ -47,13 +83,11 @@ void post_sends(const Channel& ch, const ByteMessages& send, std::vector<MPI_Req
   }
 }
 
-void receive_probed(const Channel& ch, const MPI_Status& st, std::vector<std::pair<int, std::vector<char>>>& got) {
+void receive_probed(const Channel& ch, const MPI_Status& st, Inbox& got) {
   int n = 0;
   SPC_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
-  std::vector<char> buf(static_cast<size_t>(n));
-  SPC_MPI(MPI_Recv(buf.data(), n, MPI_BYTE, st.MPI_SOURCE, ch.tag, ch.comm, MPI_STATUS_IGNORE));
+  SPC_MPI(MPI_Recv(got.append(st.MPI_SOURCE, n), n, MPI_BYTE, st.MPI_SOURCE, ch.tag, ch.comm, MPI_STATUS_IGNORE));
   if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(st.MPI_SOURCE), n);
-  got.emplace_back(st.MPI_SOURCE, std::move(buf));
 }
 
 // Personalized exchange: MPI_Reduce_scatter_block over 0/1 flags tells each rank how many
@@ -64,19 +98,22 @@ void receive_probed(const Channel& ch, const MPI_Status& st, std::vector<std::pa
 // collectives). The success path runs no collective beyond the reduction itself.
 ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std::string& err = "") {
   const int p = comm_size(ch.comm);
-  std::vector<int> flags(2 * static_cast<size_t>(p), 0);
-  const int failed = err.empty() ? 0 : 1;
-  if (!failed)
-    for (int r : send.ranks) flags[2 * static_cast<size_t>(r)] = 1;
-  for (int r = 0; r < p; ++r) flags[2 * static_cast<size_t>(r) + 1] = failed;
-  int got_flags[2] = {0, 0};
-  SPC_MPI(MPI_Reduce_scatter_block(flags.data(), got_flags, 2, MPI_INT, MPI_SUM, ch.comm));
-  if (got_flags[1] > 0) agree(ch.comm, err);  // throws on every rank
-  const int nrecv = got_flags[0];
+  // Per destination: [messages, bytes, error flag]; the bytes size the receive buffer once.
+  std::vector<int64_t> flags(3 * static_cast<size_t>(p), 0);
+  const int64_t failed = err.empty() ? 0 : 1;
+  for (size_t i = 0; !failed && i < send.ranks.size(); ++i) {
+    flags[3 * static_cast<size_t>(send.ranks[i])] = 1;
+    flags[3 * static_cast<size_t>(send.ranks[i]) + 1] = msg_len(send, i);
+  }
+  for (int r = 0; r < p; ++r) flags[3 * static_cast<size_t>(r) + 2] = failed;
+  int64_t mine[3] = {0, 0, 0};
+  SPC_MPI(MPI_Reduce_scatter_block(flags.data(), mine, 3, MPI_INT64_T, MPI_SUM, ch.comm));
+  if (mine[2] > 0) agree(ch.comm, err);  // throws on every rank
+  const int nrecv = static_cast<int>(mine[0]);
   std::vector<MPI_Request> reqs;
   post_sends(ch, send, reqs, false);
-  std::vector<std::pair<int, std::vector<char>>> got;
-  got.reserve(static_cast<size_t>(nrecv));
+  Inbox got;
+  got.reserve(mine[1]);
 #ifdef SPARSECOMM_SMPI
   // SimGrid's MPI_Probe is a polling loop (an iprobe plus a simulated sleep per poll), and
   // its host cost grows faster than linearly with the ranks polling at once. So under SMPI
@@ -95,8 +132,8 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std
     int64_t n = 0;
     MPI_Status st;
     SPC_MPI(MPI_Recv(&n, 1, MPI_INT64_T, MPI_ANY_SOURCE, ch.tag + 8192, ch.comm, &st));
-    got.emplace_back(st.MPI_SOURCE, std::vector<char>(static_cast<size_t>(n)));
-    SPC_MPI(MPI_Irecv(got.back().second.data(), static_cast<int>(n), MPI_BYTE, st.MPI_SOURCE, ch.tag, ch.comm,
+    // Reserved above: append() never moves the buffer, so the pending receives stay valid.
+    SPC_MPI(MPI_Irecv(got.append(st.MPI_SOURCE, n), static_cast<int>(n), MPI_BYTE, st.MPI_SOURCE, ch.tag, ch.comm,
                       &rreqs[static_cast<size_t>(k)]));
     if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(st.MPI_SOURCE), n);
   }
@@ -110,7 +147,7 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std
   }
 #endif
   wait_all(reqs);
-  return pack_sorted(got);
+  return got.sorted();
 }
 
 // NBX (Hoefler, Siebert, Lumsdaine 2010): synchronous sends complete only once matched,
@@ -124,7 +161,7 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std
 ByteMessages nbx(const Channel& ch, const ByteMessages& send, const std::string& err = "") {
   std::vector<MPI_Request> reqs;
   if (err.empty()) post_sends(ch, send, reqs, true);
-  std::vector<std::pair<int, std::vector<char>>> got;
+  Inbox got;
   std::unique_ptr<NonblockingBarrier> barrier;
   while (true) {
     int flag = 0;
@@ -146,7 +183,7 @@ ByteMessages nbx(const Channel& ch, const ByteMessages& send, const std::string&
     }
   }
   if (barrier->flag()) agree(ch.comm, err);  // throws on every rank
-  return pack_sorted(got);
+  return got.sorted();
 }
 
 // One-sided exchange of fixed-size messages: each rank owns a window with one slot per
@@ -372,10 +409,14 @@ ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int
 
   // Step 3: regroup all records for my region by final destination (local index).
   std::map<int, std::vector<char>> to_local;
-  std::vector<std::pair<int, std::vector<char>>> got;
+  detail::Inbox got;
+  auto keep = [&](const detail::RecordHeader& h, const char* payload) {
+    if (h.nbytes > 0) std::memcpy(got.append(h.src, h.nbytes), payload, static_cast<size_t>(h.nbytes));
+    else got.append(h.src, 0);
+  };
   auto route = [&](const detail::RecordHeader& h, const char* payload) {
     if (h.dest == me) {
-      got.emplace_back(h.src, std::vector<char>(payload, payload + h.nbytes));
+      keep(h, payload);
     } else {
       detail::append_record(to_local[loc_.local_index_of(h.dest)], h.src, h.dest, payload, h.nbytes);
     }
@@ -393,10 +434,8 @@ ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int
   ByteMessages intra_recv = run(intra, intra_send, "");
   for (size_t i = 0; i < intra_recv.ranks.size(); ++i)
     detail::for_each_record(detail::msg_ptr(intra_recv, i), intra_recv.offsets[i + 1] - intra_recv.offsets[i],
-                            [&](const detail::RecordHeader& h, const char* payload) {
-                              got.emplace_back(h.src, std::vector<char>(payload, payload + h.nbytes));
-                            });
-  return detail::pack_sorted(got);
+                            keep);
+  return got.sorted();
 }
 
 }  // namespace sparsecomm

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Issue 34's anchor table from run.sh's result lines
+(<library> <matrix> <ranks> <algorithm> <median_us> <min_us> <max_us> verified|WRONG):
+per rank count and algorithm, sparsecomm / MPI Advance per matrix (median over the rounds
+of each library's median; < 1: sparsecomm is faster), their geometric mean and worst case.
+
+usage: table.py results/sdde_anchor/results.txt"""
+import math
+import statistics
+import sys
+from collections import defaultdict
+
+t = defaultdict(list)  # (lib, matrix, ranks, alg) -> medians
+wrong = []
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) != 8:
+        continue
+    lib, m, p, alg, med = f[0], f[1], int(f[2]), f[3], float(f[4])
+    t[(lib, m, p, alg)].append(med)
+    if f[7] != "verified":
+        wrong.append(line.strip())
+algs = ["personalized", "nonblocking", "personalized_loc", "nonblocking_loc", "neighbor_init_standard"]
+for p in sorted({k[2] for k in t}):
+    mats = sorted({k[1] for k in t if k[2] == p})
+    print(f"{p} ranks: us per call (median over rounds), sparsecomm / MPI Advance in brackets")
+    print(f"{'matrix':34}" + "".join(f"{a:>30}" for a in algs))
+    ratios = defaultdict(list)
+    for m in mats:
+        row = f"{m[:34]:34}"
+        for a in algs:
+            ma, sc = t.get(("mpi_advance", m, p, a)), t.get(("sparsecomm", m, p, a))
+            if not ma or not sc:
+                row += f"{'-':>30}"
+                continue
+            x, y = statistics.median(ma), statistics.median(sc)
+            r = y / x if x > 0 else float("inf")
+            ratios[a].append(r)
+            row += f"{f'{y:.1f} vs {x:.1f} ({r:.2f})':>30}"
+        print(row)
+    row = f"{'geomean (worst)':34}"
+    for a in algs:
+        r = [x for x in ratios[a] if x > 0 and math.isfinite(x)]
+        row += f"{(f'{math.exp(statistics.mean(map(math.log, r))):.2f} ({max(r):.2f})' if r else '-'):>30}"
+    print(row)
+    best = []
+    for m in mats:
+        ma = [statistics.median(t[("mpi_advance", m, p, a)]) for a in algs[:4] if ("mpi_advance", m, p, a) in t]
+        sc = [statistics.median(t[("sparsecomm", m, p, a)]) for a in algs[:4] if ("sparsecomm", m, p, a) in t]
+        if ma and sc:
+            best.append(min(sc) / min(ma))
+    if best:
+        print(f"best SDDE / best SDDE: geomean {math.exp(statistics.mean(map(math.log, best))):.2f}, worst {max(best):.2f}")
+    print()
+if wrong:
+    print("NOT VERIFIED:")
+    print("\n".join(wrong))
