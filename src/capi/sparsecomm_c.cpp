@@ -131,6 +131,47 @@ void cross_check(MPI_Comm comm, const std::string& canonical, uint64_t out, uint
          "(or lists it a different number of times)");
 }
 
+// agreed(body) followed by cross_check(canonical(), out, in) in ONE collective: the body's
+// failure flag, the hash of the options and both edge-hash sums travel in one
+// allreduce_max_sum; only when something is wrong do the ranks agree on the message (the
+// failure path's own collectives). `canonical` is called after a successful body.
+template <class Body, class Canonical>
+void checked_and_cross_checked(MPI_Comm comm, Body&& body, Canonical&& canonical, const uint64_t& out,
+                               const uint64_t& in) {
+  std::string err;
+  detail::ErrorKind kind = detail::ErrorKind::input;
+  try {
+    body();
+  } catch (const NotImplementedError& e) {
+    err = e.what(), kind = detail::ErrorKind::not_implemented;
+  } catch (const InputError& e) {
+    err = e.what();
+  } catch (const std::exception& e) {
+    err = e.what(), kind = detail::ErrorKind::generic;
+  }
+  const std::string canon = err.empty() ? canonical() : "";
+  const uint64_t h = fnv(canon);
+  MaxSum mine;
+  mine.max[0] = err.empty() ? 0 : 1, mine.max[1] = h, mine.max[2] = ~h;
+  mine.sum[0] = err.empty() ? out : 0, mine.sum[1] = err.empty() ? in : 0;
+  const MaxSum all = allreduce_max_sum(comm, mine);
+  if (all.max[0] != 0) {  // someone failed in the body: its message, everywhere (the others' checks moot)
+    detail::agree_kind(comm, kind, err);
+    return;
+  }
+  // Alike on every rank (see make_plan): options differ somewhere iff max(h) != h or
+  // max(~h) != ~h here; the sums are the same everywhere.
+  const bool differ = all.max[1] != h || all.max[2] != ~h, lists = all.sum[0] != all.sum[1];
+  if (!differ && !lists) return;
+  if (differ)
+    err = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) + "]] ranks passed different sparsecomm_* " +
+          "options or datatype sizes (rank " + std::to_string(comm_rank(comm)) + ": " + canon + ")";
+  else
+    err = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) + "]] inconsistent neighbor lists: some rank " +
+          "lists a destination that does not list it as a source (or lists it a different number of times)";
+  agree(comm, err);
+}
+
 // Neighbors of a distributed graph communicator.
 void graph_neighbors(MPI_Comm comm, std::vector<int>& sources, std::vector<int>& destinations) {
   int status = MPI_UNDEFINED;
@@ -526,8 +567,8 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
   std::vector<SPC_Request_s::Copy> self_copies;
   uint64_t hash_out = 0, hash_in = 0;
 
-  // 1. Local checks, agreed.
-  agreed(comm, [&] {
+  // 1. Local checks; with 2., one collective (checked_and_cross_checked).
+  const auto local_checks = [&] {
     opt = resolve_neighborhood(a, os, comm, out, "backend", backend_names(), srcs, dsts, esz);
     const int indeg = static_cast<int>(srcs.size()), outdeg = static_cast<int>(dsts.size());
     if (outdeg > 0 && (!a.sendcounts || !a.sdispls)) fail(SPC_ERR_ARG, "sendcounts or sdispls is NULL");
@@ -579,18 +620,19 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
       if (a.sendcounts[i] > 0)
         self_copies.push_back({a.sdispls[i] * esz, a.rdispls[j] * esz, a.sendcounts[i] * esz, true});
     }
-  });
+  };
   // 2. Same options everywhere, consistent neighbor lists.
-  cross_check(comm,
-              opt.canonical() + "|alltoallv|esz=" + std::to_string(esz) + (a.ext ? "|ext" : "|positions"),
-              hash_out, hash_in);
+  checked_and_cross_checked(
+      comm, local_checks,
+      [&] { return opt.canonical() + "|alltoallv|esz=" + std::to_string(esz) + (a.ext ? "|ext" : "|positions"); },
+      hash_out, hash_in);
 
   // 3. Setup messages on a duplicate (never matches user traffic): per peer, the edge
   //    counts and the ids of the values (ext: a hash of them; else their positions in the
   //    sender's buffer, which become the ids).
   std::map<int, std::vector<int64_t>> inbox;
   {
-    Comm setup(comm);
+    const MPI_Comm setup = library_comm(comm);  // duplicated once per communicator
     std::vector<std::vector<int64_t>> outbox;
     std::vector<MPI_Request> reqs;
     outbox.reserve(out_edges.size());
@@ -608,16 +650,16 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
       outbox.push_back(std::move(m));
       reqs.emplace_back(MPI_REQUEST_NULL);
       SPC_MPI(MPI_Isend(outbox.back().data(), static_cast<int>(outbox.back().size()), MPI_INT64_T, d, kTagSetup,
-                        setup.get(), &reqs.back()));
+                        setup, &reqs.back()));
     }
     for (const auto& [s, edges] : in_edges) {
       MPI_Status st;
-      SPC_MPI(MPI_Probe(s, kTagSetup, setup.get(), &st));
+      SPC_MPI(MPI_Probe(s, kTagSetup, setup, &st));
       int n = 0;
       SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
       auto& m = inbox[s];
       m.resize(static_cast<size_t>(n));
-      SPC_MPI(MPI_Recv(m.data(), n, MPI_INT64_T, s, kTagSetup, setup.get(), MPI_STATUS_IGNORE));
+      SPC_MPI(MPI_Recv(m.data(), n, MPI_INT64_T, s, kTagSetup, setup, MPI_STATUS_IGNORE));
     }
     wait_all(reqs);
   }
@@ -626,9 +668,11 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
   //    recvbuf positions; peers ascending, edges of one peer concatenated in list order
   //    (how MPI matches repeated edges). Peers with nothing to exchange are left out on
   //    both sides (their counts are known to agree).
+  //    A failed check here rides make_plan's own collective (its caller_error).
   PatternSide send, recv;
   int32_t owned = 0, ghost = 0;
-  agreed(comm, [&] {
+  std::string pattern_error;
+  try {
     for (const auto& [s, edges] : in_edges) {
       const auto& m = inbox[s];
       const std::string who = "rank " + std::to_string(s) + " -> rank " + std::to_string(me) + ": ";
@@ -682,7 +726,11 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
         }
       send.offsets.push_back(static_cast<int64_t>(send.indices.size()));
     }
-  });
+  } catch (const std::exception& e) {
+    pattern_error = e.what();
+    send = recv = PatternSide{};
+    owned = ghost = 0;
+  }
   const Pattern pattern(std::move(send), std::move(recv), owned, ghost);
 
   // 5. The plan (collective; its errors are agreed by make_plan).
@@ -693,7 +741,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
   popt.sdde = opt.sdde;
   popt.backend = opt.backend_options_for(backend_names(), opt.backend, backend_option_specs);
   auto req = std::make_unique<SPC_Request_s>();
-  req->plan = make_plan(opt.backend, pattern, loc, comm, popt);
+  req->plan = make_plan(opt.backend, pattern, loc, comm, popt, pattern_error);
   req->sendbuf = a.sendbuf;
   req->recvbuf = a.recvbuf;
   req->esz = esz;
@@ -714,7 +762,7 @@ void allgatherv_init(const AllgatherArgs& a, const OptionSource& os, MPI_Comm co
   uint64_t hash_out = 0, hash_in = 0;
   Topology topo;
 
-  agreed(comm, [&] {
+  const auto local_checks = [&] {
     opt = resolve_neighborhood(a, os, comm, out, "gather backend", gather_backend_names(), srcs, dsts, esz);
     const int indeg = static_cast<int>(srcs.size());
     if (a.sendcount < 0) fail(MPI_ERR_COUNT, "sendcount is negative");
@@ -752,8 +800,10 @@ void allgatherv_init(const AllgatherArgs& a, const OptionSource& os, MPI_Comm co
       std::sort(v->begin(), v->end());
       v->erase(std::unique(v->begin(), v->end()), v->end());
     }
-  });
-  cross_check(comm, opt.canonical() + "|allgather|esz=" + std::to_string(esz), hash_out, hash_in);
+  };
+  checked_and_cross_checked(
+      comm, local_checks, [&] { return opt.canonical() + "|allgather|esz=" + std::to_string(esz); }, hash_out,
+      hash_in);
 
   const Locality loc = make_locality(comm, opt.regions);
   GatherOptions gopt;

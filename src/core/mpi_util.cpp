@@ -89,6 +89,61 @@ int64_t allreduce_min(MPI_Comm comm, int64_t v) {
   return r;
 }
 
+namespace {
+void max_sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const MaxSum*>(in);
+  auto* b = static_cast<MaxSum*>(inout);
+  for (int k = 0; k < *len; ++k)
+    for (int i = 0; i < 4; ++i) {
+      b[k].max[i] = std::max(a[k].max[i], b[k].max[i]);
+      b[k].sum[i] += a[k].sum[i];
+    }
+}
+}  // namespace
+
+MPI_Comm library_comm(MPI_Comm comm) {
+  static int keyval = [] {
+    int k = MPI_KEYVAL_INVALID;
+    SPC_MPI(MPI_Comm_create_keyval(
+        MPI_COMM_NULL_COPY_FN,
+        [](MPI_Comm, int, void* v, void*) {
+          auto* dup = static_cast<MPI_Comm*>(v);
+          MPI_Comm_free(dup);
+          delete dup;
+          return MPI_SUCCESS;
+        },
+        &k, nullptr));
+    return k;
+  }();
+  void* v = nullptr;
+  int found = 0;
+  SPC_MPI(MPI_Comm_get_attr(comm, keyval, &v, &found));
+  if (found) return *static_cast<MPI_Comm*>(v);
+  auto* dup = new MPI_Comm(MPI_COMM_NULL);
+  SPC_MPI(MPI_Comm_dup(comm, dup));
+  SPC_MPI(MPI_Comm_set_attr(comm, keyval, dup));
+  return *dup;
+}
+
+MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine) {
+  static_assert(sizeof(MaxSum) == 8 * sizeof(uint64_t), "MaxSum: 8 uint64, no padding");
+  // Created once per process, after MPI_Init (the first call), kept until MPI_Finalize.
+  static MPI_Datatype type = [] {
+    MPI_Datatype t;
+    SPC_MPI(MPI_Type_contiguous(8, MPI_UINT64_T, &t));
+    SPC_MPI(MPI_Type_commit(&t));
+    return t;
+  }();
+  static MPI_Op op = [] {
+    MPI_Op o;
+    SPC_MPI(MPI_Op_create(max_sum_op, 1, &o));
+    return o;
+  }();
+  MaxSum out;
+  SPC_MPI(MPI_Allreduce(&mine, &out, 1, type, op, comm));
+  return out;
+}
+
 NonblockingBarrier::NonblockingBarrier(MPI_Comm comm, int tag, int flag)
     : comm_(comm), tag_(tag), mine_(flag), acc_(flag) {
 #ifdef SPARSECOMM_SMPI

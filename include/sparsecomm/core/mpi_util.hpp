@@ -100,6 +100,26 @@ class RequestPool {
   std::vector<MPI_Status> tmp_;
 };
 
+/// Collective on the first call per communicator: a duplicate of `comm`, kept on it (an
+/// MPI attribute; not copied to its duplicates), for the library's own setup messages so
+/// they never match the program's; later calls return it without communication. Its users
+/// are collective calls made in the same order on every rank, whose messages between two
+/// ranks are received in the order sent (MPI's non-overtaking rule keeps one call's
+/// messages ahead of the next's).
+MPI_Comm library_comm(MPI_Comm comm);
+
+/// What one allreduce_max_sum() reduces: the maximum of `max` and the sum (modulo 2^64) of
+/// `sum` over the ranks.
+struct MaxSum {
+  uint64_t max[4] = {0, 0, 0, 0};
+  uint64_t sum[4] = {0, 0, 0, 0};
+};
+/// Collective: both reductions in one MPI_Allreduce (a user-defined operation on one
+/// element of 8 uint64, so no implementation splits it): agreement checks that need a
+/// maximum (did anyone fail, do all hashes agree: max(h) and max(~h)) and a sum (edge
+/// hashes from both ends) cost one collective.
+MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine);
+
 /// A non-blocking barrier, entered on construction, that carries a flag: once complete,
 /// flag() is the maximum of the flags every rank entered with (NBX's barrier carrying an
 /// error flag costs nothing more: the SDDE's agreement rides on it). MPI_Iallreduce (MAX)

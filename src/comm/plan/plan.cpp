@@ -77,10 +77,12 @@ std::vector<OptionSpec> backend_option_specs(const std::string& name) {
 }
 
 std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
-                                const PlanOptions& opt) {
-  std::string err;
+                                const PlanOptions& opt, const std::string& caller_error) {
+  std::string err = caller_error;
   const auto* entry = registry().find(backend);
-  if (!entry) {
+  if (!err.empty()) {
+    // the caller's failure: reported below, with the others'
+  } else if (!entry) {
     err = registry().unknown(backend);
   } else if (std::string why = validate_backend_options(backend, backend_option_specs(backend), opt.backend);
              !why.empty()) {
@@ -101,17 +103,30 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
                             opt.backend.canonical(entry ? backend_option_specs(backend) : std::vector<OptionSpec>{});
   const uint64_t h = std::hash<std::string>{}(canon);
   const int me = comm_rank(comm);
-  uint64_t sums[2] = {0, 0}, tot[2];
-  for (int i = 0; i < pattern.send().num_neighbors(); ++i) sums[0] += detail::edge_hash(me, pattern.send().ranks[i], pattern.send().count(i));
-  for (int i = 0; i < pattern.recv().num_neighbors(); ++i) sums[1] += detail::edge_hash(pattern.recv().ranks[i], me, pattern.recv().count(i));
-  uint64_t v[2] = {h, ~h}, mx[2];
-  SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
-  SPC_MPI(MPI_Allreduce(sums, tot, 2, MPI_UINT64_T, MPI_SUM, comm));
-  if (err.empty() && (mx[0] != h || mx[1] != ~h)) err = "make_plan: ranks asked for different backends or options";
-  if (err.empty() && tot[0] != tot[1])
+  // One collective for all three checks: max of (failed, h, ~h), sum of the edge hashes.
+  MaxSum mine;
+  mine.max[0] = err.empty() ? 0 : 1, mine.max[1] = h, mine.max[2] = ~h, mine.max[3] = caller_error.empty() ? 0 : 1;
+  for (int i = 0; i < pattern.send().num_neighbors(); ++i)
+    mine.sum[0] += detail::edge_hash(me, pattern.send().ranks[i], pattern.send().count(i));
+  for (int i = 0; i < pattern.recv().num_neighbors(); ++i)
+    mine.sum[1] += detail::edge_hash(pattern.recv().ranks[i], me, pattern.recv().count(i));
+  const MaxSum all = allreduce_max_sum(comm, mine);
+  // A caller's failure explains whatever else looks wrong (its pattern was not built):
+  // the callers' messages alone are reported.
+  if (all.max[3] != 0) agree(comm, caller_error);
+  // Every rank decides alike from the reduced values (a rank whose hash differs makes
+  // max(h) or max(~h) differ from some rank's own; that rank reports it, the others join).
+  const bool options_differ = all.max[1] != h || all.max[2] != ~h;
+  if (err.empty() && options_differ) err = "make_plan: ranks asked for different backends or options";
+  if (err.empty() && all.sum[0] != all.sum[1])
     err = "make_plan: inconsistent pattern (a rank's send count to a neighbor differs from what that neighbor "
           "expects to receive, or one side does not list the other)";
-  agree(comm, err);
+  // Whether anyone failed must be known alike everywhere: a failure flag, a pattern
+  // mismatch (the sums are the same on every rank), or options that differ somewhere
+  // (then max(h) != min(h), i.e. max(h) != h or max(~h) != ~h on at least one rank — and
+  // on every rank max(h) == h and max(~h) == ~h only if all hashes are equal).
+  const bool anyone = all.max[0] != 0 || all.sum[0] != all.sum[1] || options_differ;
+  if (anyone) agree(comm, err);  // failure path: every rank joins and throws the same error
   const double t0 = MPI_Wtime();
   std::unique_ptr<Plan> plan = agreed(comm, [&] { return entry->factory(pattern, loc, comm, opt); });
   plan->setup_stats_mut().add_time("setup.backend", MPI_Wtime() - t0);

@@ -279,7 +279,7 @@ class Plan {
 
  private:
   friend std::unique_ptr<Plan> make_plan(const std::string&, const Pattern&, const Locality&, MPI_Comm,
-                                         const PlanOptions&);
+                                         const PlanOptions&, const std::string&);
   friend void detail::register_auto();
   void check_type(size_t value_size, const char* call) const;
   /// Packs owned[pattern.send.indices[k]] (width values each) into `to` (a pack target), or
@@ -384,7 +384,9 @@ std::string backend_description(const std::string& name);
 /// Collective over `comm`. Builds the named backend's Plan for `pattern`; the setup time
 /// goes into plan->setup_stats() ("setup.backend"). An unknown name, or ranks that
 /// disagree on the name or options, raise InputError on every rank (listing valid names).
+/// Its checks cost one collective. `caller_error`: a failed check of the caller's own on
+/// this rank (then `pattern` is not used), raised on every rank within that collective.
 std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
-                                const PlanOptions& opt = {});
+                                const PlanOptions& opt = {}, const std::string& caller_error = "");
 
 }  // namespace sparsecomm
