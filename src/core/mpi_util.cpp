@@ -106,7 +106,7 @@ MPI_Comm library_comm(MPI_Comm comm) {
     int k = MPI_KEYVAL_INVALID;
     SPC_MPI(MPI_Comm_create_keyval(
         MPI_COMM_NULL_COPY_FN,
-        [](MPI_Comm, int, void* v, void*) {
+        [](MPI_Comm, int, void* v, void*) -> int {  // int: SMPI's MPI_SUCCESS is an enum
           auto* dup = static_cast<MPI_Comm*>(v);
           MPI_Comm_free(dup);
           delete dup;

@@ -353,7 +353,7 @@ int facts_keyval() {
     int k = MPI_KEYVAL_INVALID;
     SPC_MPI(MPI_Comm_create_keyval(
         MPI_COMM_NULL_COPY_FN,
-        [](MPI_Comm, int, void* v, void*) {
+        [](MPI_Comm, int, void* v, void*) -> int {  // int: SMPI's MPI_SUCCESS is an enum
           delete static_cast<CommFacts*>(v);
           return MPI_SUCCESS;
         },
