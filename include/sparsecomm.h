@@ -57,7 +57,8 @@
  * registered backend is SPC_ERR_INFO_KEY; a malformed value is SPC_ERR_INFO_VALUE; an unknown backend
  * or strategy name is SPC_ERR_NOT_FOUND (the message lists the valid names). Keys that do
  * not start with "sparsecomm_" are ignored, as MPI implementations ignore unknown keys.
- * Every rank must pass the same sparsecomm_* options (checked: SPC_ERR_MISMATCH).
+ * Every rank must pass the same sparsecomm_* options (checked: SPC_ERR_MISMATCH; for the
+ * CRS exchanges only with SPARSECOMM_CHECK_COLLECTIVE_ARGS=1, see below).
  *
  * Errors. Every call returns SPC_SUCCESS (== MPI_SUCCESS) or an error code: either an MPI
  * error class where one fits (MPI_ERR_TYPE, MPI_ERR_TOPOLOGY, MPI_ERR_COMM, MPI_ERR_BUFFER,
@@ -65,7 +66,14 @@
  * SPC_Error_string() gives a readable message. The collective calls (everything except
  * SPC_Start, SPC_Wait, SPC_Request_free, SPC_Free, SPC_Error_string) check their arguments
  * on every rank and agree before anyone proceeds: bad input on one rank returns the same
- * code, with the message of the lowest failing rank, on every rank, and nobody hangs.
+ * code, with the message of the lowest failing rank, on every rank, and nobody hangs. The
+ * agreement rides the call's own collectives where it has some (the CRS exchanges carry
+ * the error flag in their exchange; the inits in one reduction with the option checks).
+ * The CRS exchanges' collective arguments (options, sendcount/recvcount sizes) must be the
+ * same on every rank, as an MPI collective's count: unchecked by default (a receiver of a
+ * message of the wrong fixed size returns SPC_ERR_MISMATCH on its own); with the
+ * environment variable SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 every rank checks them, at one
+ * more collective per call.
  * SPC_Start/SPC_Wait errors are local. No C++ exception ever leaves this API. The library
  * never calls MPI_Abort and never changes the user's error handlers; its own traffic runs
  * on duplicated communicators with MPI_ERRORS_RETURN.
