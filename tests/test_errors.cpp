@@ -88,3 +88,46 @@ TEST(MpiErrors, FailingMpiCallThrowsWithMpiErrorString) {
 }
 
 }  // namespace
+
+namespace {
+
+// The agreement helpers the setup paths use: one reduction for a maximum and a sum, a
+// barrier that carries a flag, a communicator for the library's setup traffic.
+TEST(AgreementHelpers, MaxAndSumInOneCollective) {
+  const int me = test::rank(), p = test::size();
+  MaxSum mine;
+  mine.max[0] = static_cast<uint64_t>(me);
+  mine.max[1] = me == p - 1 ? 1 : 0;
+  mine.sum[0] = static_cast<uint64_t>(me) + 1;
+  mine.sum[1] = ~uint64_t{0};  // sums wrap modulo 2^64
+  const MaxSum all = allreduce_max_sum(MPI_COMM_WORLD, mine);
+  EXPECT_EQ(all.max[0], static_cast<uint64_t>(p - 1));
+  EXPECT_EQ(all.max[1], 1u);
+  EXPECT_EQ(all.sum[0], static_cast<uint64_t>(p) * (p + 1) / 2);
+  EXPECT_EQ(all.sum[1], uint64_t{0} - static_cast<uint64_t>(p));
+}
+
+TEST(AgreementHelpers, BarrierCarriesTheLargestFlag) {
+  const int me = test::rank(), p = test::size();
+  for (int flagged = -1; flagged < p; ++flagged) {  // -1: nobody raises it
+    NonblockingBarrier b(MPI_COMM_WORLD, 9000 + flagged + 1, me == flagged ? 3 : 0);
+    while (!b.test()) {
+    }
+    EXPECT_EQ(b.flag(), flagged >= 0 ? 3 : 0) << "flag raised by rank " << flagged;
+  }
+}
+
+TEST(AgreementHelpers, LibraryCommIsOneDuplicatePerCommunicator) {
+  const MPI_Comm a = library_comm(MPI_COMM_WORLD), b = library_comm(MPI_COMM_WORLD);
+  EXPECT_EQ(a, b);  // made once, then taken from the communicator
+  int cmp = MPI_UNEQUAL;
+  MPI_Comm_compare(a, MPI_COMM_WORLD, &cmp);
+  EXPECT_EQ(cmp, MPI_CONGRUENT);  // same group and order, another context: no message crosses
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  const MPI_Comm c = library_comm(dup);
+  EXPECT_NE(c, a);  // not inherited by duplicates
+  MPI_Comm_free(&dup);  // frees c with it (the attribute's delete callback)
+}
+
+}  // namespace
