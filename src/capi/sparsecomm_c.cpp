@@ -391,6 +391,36 @@ Locality make_locality(MPI_Comm comm, const std::string& spec) {
 
 // ---- SDDE (CRS shape) -------------------------------------------------------------------
 
+// Collective on the first call per communicator and regions: the SDDE context of the plain
+// SPC_ CRS calls, kept on the communicator (an MPI attribute, freed with it; not copied to
+// duplicates), so a program that rediscovers its pattern every step pays the context's
+// collectives (communicator duplicates, the region split) once, as MPIL_Comm callers do.
+Sdde* comm_sdde(MPI_Comm comm, const std::string& regions) {
+  using Map = std::map<std::string, std::unique_ptr<Sdde>>;
+  static int keyval = [] {
+    int k = MPI_KEYVAL_INVALID;
+    SPC_MPI(MPI_Comm_create_keyval(
+        MPI_COMM_NULL_COPY_FN,
+        [](MPI_Comm, int, void* v, void*) -> int {
+          delete static_cast<Map*>(v);
+          return MPI_SUCCESS;
+        },
+        &k, nullptr));
+    return k;
+  }();
+  void* v = nullptr;
+  int found = 0;
+  SPC_MPI(MPI_Comm_get_attr(comm, keyval, &v, &found));
+  if (!found) {
+    v = new Map;
+    SPC_MPI(MPI_Comm_set_attr(comm, keyval, v));
+  }
+  auto& m = *static_cast<Map*>(v);
+  auto& sdde = m[regions];
+  if (!sdde) sdde = std::make_unique<Sdde>(comm, make_locality(comm, regions));
+  return sdde.get();
+}
+
 void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde* cached,
                   const std::string& cached_regions) {
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
@@ -472,12 +502,7 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
     send = detail::ByteMessages{};  // nothing is sent by a rank that failed
   }
 
-  std::unique_ptr<Sdde> own;
-  Sdde* sdde = (cached && cached_regions == opt.regions) ? cached : nullptr;
-  if (!sdde) {
-    own = std::make_unique<Sdde>(comm, make_locality(comm, opt.regions));
-    sdde = own.get();
-  }
+  Sdde* sdde = (cached && cached_regions == opt.regions) ? cached : comm_sdde(comm, opt.regions);
   if (sdde->check_collective_args())  // opt-in: the options (and message size) everywhere the same
     cross_check(comm, opt.canonical() + (a.fixed ? "|fixed bytes=" + std::to_string(fixed_bytes) : "|variable"), 0,
                 0);

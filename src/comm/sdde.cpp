@@ -347,7 +347,7 @@ ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t
   // Per-rank input (destinations, sizes; the caller's own checks): a failure here travels
   // inside the strategy's own collective, and every rank raises it.
   std::string err = caller_error.empty() ? check_messages(send, elem, fixed_count) : caller_error;
-  if (check_args_) {
+  if (check_collective_args()) {
     uint64_t h = std::hash<std::string>{}(strategy) ^ (static_cast<uint64_t>(fixed_count + 1) * 0x9e3779b97f4a7c15ull);
     uint64_t local[3] = {err.empty() ? 0u : 1u, h, ~h}, mx[3];
     SPC_MPI(MPI_Allreduce(local, mx, 3, MPI_UINT64_T, MPI_MAX, comm_.get()));

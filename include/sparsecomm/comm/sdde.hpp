@@ -118,9 +118,10 @@ class Sdde {
   const Locality& locality() const { return loc_; }
 
   /// Whether each call checks that every rank passed the same strategy and fixed/variable
-  /// size (one allreduce). Default: off, unless $SPARSECOMM_CHECK_COLLECTIVE_ARGS is set
-  /// (to anything but 0) — for debugging a program that may pass different ones.
-  bool check_collective_args() const { return check_args_; }
+  /// size (one allreduce): when set_check_collective_args(true) was called, or while
+  /// $SPARSECOMM_CHECK_COLLECTIVE_ARGS is set (to anything but 0; read at each call) — for
+  /// debugging a program that may pass different ones. Default: off.
+  bool check_collective_args() const { return check_args_ || check_collective_args_default(); }
   void set_check_collective_args(bool on) { check_args_ = on; }
 
   /// Collective. exchange() on raw bytes (`elem`: bytes per element; fixed_count >= 0: a
@@ -163,7 +164,7 @@ class Sdde {
   Comm local_comm_;
   Locality loc_;
   int calls_ = 0;
-  bool check_args_ = check_collective_args_default();
+  bool check_args_ = false;
 };
 
 /// The direct answer, for verification only: a dense MPI_Alltoall of counts and an
