@@ -396,26 +396,7 @@ Locality make_locality(MPI_Comm comm, const std::string& spec) {
 // duplicates), so a program that rediscovers its pattern every step pays the context's
 // collectives (communicator duplicates, the region split) once, as MPIL_Comm callers do.
 Sdde* comm_sdde(MPI_Comm comm, const std::string& regions) {
-  using Map = std::map<std::string, std::unique_ptr<Sdde>>;
-  static int keyval = [] {
-    int k = MPI_KEYVAL_INVALID;
-    SPC_MPI(MPI_Comm_create_keyval(
-        MPI_COMM_NULL_COPY_FN,
-        [](MPI_Comm, int, void* v, void*) -> int {
-          delete static_cast<Map*>(v);
-          return MPI_SUCCESS;
-        },
-        &k, nullptr));
-    return k;
-  }();
-  void* v = nullptr;
-  int found = 0;
-  SPC_MPI(MPI_Comm_get_attr(comm, keyval, &v, &found));
-  if (!found) {
-    v = new Map;
-    SPC_MPI(MPI_Comm_set_attr(comm, keyval, v));
-  }
-  auto& m = *static_cast<Map*>(v);
+  auto& m = comm_attached<std::map<std::string, std::unique_ptr<Sdde>>>(comm);
   auto& sdde = m[regions];
   if (!sdde) sdde = std::make_unique<Sdde>(comm, make_locality(comm, regions));
   return sdde.get();

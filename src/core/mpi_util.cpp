@@ -101,28 +101,19 @@ void max_sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
 }
 }  // namespace
 
+namespace {
+struct LibraryComm {  // comm_attached: freed with the communicator it duplicates
+  MPI_Comm dup = MPI_COMM_NULL;
+  ~LibraryComm() {
+    if (dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
+  }
+};
+}  // namespace
+
 MPI_Comm library_comm(MPI_Comm comm) {
-  static int keyval = [] {
-    int k = MPI_KEYVAL_INVALID;
-    SPC_MPI(MPI_Comm_create_keyval(
-        MPI_COMM_NULL_COPY_FN,
-        [](MPI_Comm, int, void* v, void*) -> int {  // int: SMPI's MPI_SUCCESS is an enum
-          auto* dup = static_cast<MPI_Comm*>(v);
-          MPI_Comm_free(dup);
-          delete dup;
-          return MPI_SUCCESS;
-        },
-        &k, nullptr));
-    return k;
-  }();
-  void* v = nullptr;
-  int found = 0;
-  SPC_MPI(MPI_Comm_get_attr(comm, keyval, &v, &found));
-  if (found) return *static_cast<MPI_Comm*>(v);
-  auto* dup = new MPI_Comm(MPI_COMM_NULL);
-  SPC_MPI(MPI_Comm_dup(comm, dup));
-  SPC_MPI(MPI_Comm_set_attr(comm, keyval, dup));
-  return *dup;
+  LibraryComm& l = comm_attached<LibraryComm>(comm);
+  if (l.dup == MPI_COMM_NULL) SPC_MPI(MPI_Comm_dup(comm, &l.dup));
+  return l.dup;
 }
 
 MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine) {

@@ -100,6 +100,34 @@ class RequestPool {
   std::vector<MPI_Status> tmp_;
 };
 
+namespace detail {
+template <class T>
+int delete_attached(MPI_Comm, int, void* v, void*) {  // int, not auto: SMPI's MPI_SUCCESS is an enum
+  delete static_cast<T*>(v);
+  return MPI_SUCCESS;
+}
+}  // namespace detail
+
+/// The object of type T kept on `comm` (an MPI attribute under T's own key): made T{} on
+/// the first use on that communicator, deleted with it, not copied to its duplicates.
+/// Local (no communication); what the caller builds into it on first use may be
+/// collective, then every rank must reach that first use alike.
+template <class T>
+T& comm_attached(MPI_Comm comm) {
+  static const int keyval = [] {
+    int k = MPI_KEYVAL_INVALID;
+    SPC_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &detail::delete_attached<T>, &k, nullptr));
+    return k;
+  }();
+  void* v = nullptr;
+  int found = 0;
+  SPC_MPI(MPI_Comm_get_attr(comm, keyval, &v, &found));
+  if (found) return *static_cast<T*>(v);
+  auto* t = new T{};
+  SPC_MPI(MPI_Comm_set_attr(comm, keyval, t));
+  return *t;
+}
+
 /// Collective on the first call per communicator: a duplicate of `comm`, kept on it (an
 /// MPI attribute; not copied to its duplicates), for the library's own setup messages so
 /// they never match the program's; later calls return it without communication. Its users

@@ -348,30 +348,7 @@ struct CommFacts {
   std::vector<int> node;                                     // node label of every rank
 };
 
-int facts_keyval() {
-  static int keyval = [] {
-    int k = MPI_KEYVAL_INVALID;
-    SPC_MPI(MPI_Comm_create_keyval(
-        MPI_COMM_NULL_COPY_FN,
-        [](MPI_Comm, int, void* v, void*) -> int {  // int: SMPI's MPI_SUCCESS is an enum
-          delete static_cast<CommFacts*>(v);
-          return MPI_SUCCESS;
-        },
-        &k, nullptr));
-    return k;
-  }();
-  return keyval;
-}
-
-CommFacts& facts(MPI_Comm comm) {
-  void* v = nullptr;
-  int found = 0;
-  SPC_MPI(MPI_Comm_get_attr(comm, facts_keyval(), &v, &found));
-  if (found) return *static_cast<CommFacts*>(v);
-  auto* f = new CommFacts;
-  SPC_MPI(MPI_Comm_set_attr(comm, facts_keyval(), f));
-  return *f;
-}
+CommFacts& facts(MPI_Comm comm) { return comm_attached<CommFacts>(comm); }
 
 std::vector<int> layout_of(const Locality& loc) {
   std::vector<int> r(static_cast<size_t>(loc.size()));
