@@ -91,29 +91,34 @@ void receive_probed(const Channel& ch, const MPI_Status& st, Inbox& got) {
 }
 
 // Personalized exchange: MPI_Reduce_scatter_block over 0/1 flags tells each rank how many
-// messages to expect; then it probes for exactly that many. Each rank's block carries a
-// second entry, its error flag (`err` not empty: its input failed the checks, and it sends
-// nothing): the sum reaches every rank with its count, so before anyone sends, every rank
-// knows whether one failed — and all raise that error (agree: the failure path's own
-// collectives). The success path runs no collective beyond the reduction itself.
+// messages to expect; then it probes for exactly that many. The same single counter per
+// rank carries the error flag (`err` not empty: this rank's input failed the checks, and it
+// sends nothing): a failed rank adds P + 1 to every rank's counter, so the sum v tells every
+// rank, before anyone sends, both v mod (P + 1) messages to expect and v / (P + 1) failed
+// ranks — and all raise that error (agree: the failure path's own collectives). The success
+// path runs no collective beyond the reduction, whose payload stays one counter per rank
+// (the simulated cost at thousands of ranks grows with it).
 ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std::string& err = "") {
   const int p = comm_size(ch.comm);
-  // Per destination: [messages, bytes, error flag]; the bytes size the receive buffer once.
-  std::vector<int64_t> flags(3 * static_cast<size_t>(p), 0);
-  const int64_t failed = err.empty() ? 0 : 1;
-  for (size_t i = 0; !failed && i < send.ranks.size(); ++i) {
-    flags[3 * static_cast<size_t>(send.ranks[i])] = 1;
-    flags[3 * static_cast<size_t>(send.ranks[i]) + 1] = msg_len(send, i);
+  const int64_t base = static_cast<int64_t>(p) + 1;
+  const bool failed = !err.empty();
+  int64_t v = 0;
+  if (static_cast<int64_t>(p) * base + p <= INT_MAX) {  // int counters, as long as the sum fits
+    std::vector<int> flags(static_cast<size_t>(p), failed ? static_cast<int>(base) : 0);
+    for (size_t i = 0; !failed && i < send.ranks.size(); ++i) flags[static_cast<size_t>(send.ranks[i])] = 1;
+    int mine = 0;
+    SPC_MPI(MPI_Reduce_scatter_block(flags.data(), &mine, 1, MPI_INT, MPI_SUM, ch.comm));
+    v = mine;
+  } else {
+    std::vector<int64_t> flags(static_cast<size_t>(p), failed ? base : 0);
+    for (size_t i = 0; !failed && i < send.ranks.size(); ++i) flags[static_cast<size_t>(send.ranks[i])] = 1;
+    SPC_MPI(MPI_Reduce_scatter_block(flags.data(), &v, 1, MPI_INT64_T, MPI_SUM, ch.comm));
   }
-  for (int r = 0; r < p; ++r) flags[3 * static_cast<size_t>(r) + 2] = failed;
-  int64_t mine[3] = {0, 0, 0};
-  SPC_MPI(MPI_Reduce_scatter_block(flags.data(), mine, 3, MPI_INT64_T, MPI_SUM, ch.comm));
-  if (mine[2] > 0) agree(ch.comm, err);  // throws on every rank
-  const int nrecv = static_cast<int>(mine[0]);
+  if (v / base > 0) agree(ch.comm, err);  // throws on every rank
+  const int nrecv = static_cast<int>(v % base);
   std::vector<MPI_Request> reqs;
   post_sends(ch, send, reqs, false);
   Inbox got;
-  got.reserve(mine[1]);
 #ifdef SPARSECOMM_SMPI
   // SimGrid's MPI_Probe is a polling loop (an iprobe plus a simulated sleep per poll), and
   // its host cost grows faster than linearly with the ranks polling at once. So under SMPI
@@ -127,18 +132,25 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std
     sizes[i] = msg_len(send, i);
     SPC_MPI(MPI_Isend(&sizes[i], 1, MPI_INT64_T, send.ranks[i], ch.tag + 8192, ch.comm, &hreqs[i]));
   }
+  // Each receive is posted as soon as its header arrives, into a buffer of its own (the
+  // Inbox may move while receives are pending), then collected.
   std::vector<MPI_Request> rreqs(static_cast<size_t>(nrecv));
+  std::vector<std::pair<int, std::vector<char>>> pending;
+  pending.reserve(static_cast<size_t>(nrecv));
   for (int k = 0; k < nrecv; ++k) {
     int64_t n = 0;
     MPI_Status st;
     SPC_MPI(MPI_Recv(&n, 1, MPI_INT64_T, MPI_ANY_SOURCE, ch.tag + 8192, ch.comm, &st));
-    // Reserved above: append() never moves the buffer, so the pending receives stay valid.
-    SPC_MPI(MPI_Irecv(got.append(st.MPI_SOURCE, n), static_cast<int>(n), MPI_BYTE, st.MPI_SOURCE, ch.tag, ch.comm,
+    pending.emplace_back(st.MPI_SOURCE, std::vector<char>(static_cast<size_t>(n)));
+    SPC_MPI(MPI_Irecv(pending.back().second.data(), static_cast<int>(n), MPI_BYTE, st.MPI_SOURCE, ch.tag, ch.comm,
                       &rreqs[static_cast<size_t>(k)]));
     if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(st.MPI_SOURCE), n);
   }
   wait_all(nrecv, rreqs.data());
   wait_all(hreqs);
+  for (auto& [src, buf] : pending)
+    if (!buf.empty()) std::memcpy(got.append(src, static_cast<int64_t>(buf.size())), buf.data(), buf.size());
+    else got.append(src, 0);
 #else
   for (int k = 0; k < nrecv; ++k) {
     MPI_Status st;
