@@ -69,6 +69,14 @@
  * code, with the message of the lowest failing rank, on every rank, and nobody hangs. The
  * agreement rides the call's own collectives where it has some (the CRS exchanges carry
  * the error flag in their exchange; the inits in one reduction with the option checks).
+ * One exception, for set-up as cheap as creating point-to-point requests: the
+ * SPC_Neighbor_alltoallv_init family with backend p2p (the default) posts its agreement
+ * without waiting for it. A rank whose own arguments fail returns the error at init; the
+ * other ranks return a request and get the same code and message from its first SPC_Start
+ * (again from every later start, and from SPC_Request_free if it was never started);
+ * mismatched counts or lists are reported by every rank there. Nobody hangs: the check
+ * completes before any message is posted. SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 agrees at
+ * init instead (and names a mismatched edge).
  * The CRS exchanges' collective arguments (options, sendcount/recvcount sizes) must be the
  * same on every rank, as an MPI collective's count: unchecked by default (a receiver of a
  * message of the wrong fixed size returns SPC_ERR_MISMATCH on its own); with the
@@ -177,11 +185,13 @@ typedef struct SPC_Request_s* SPC_Request;
  * MPI_Dist_graph_neighbors. MPI_Neighbor_alltoallv_init semantics (MPI-4): block i of
  * sendbuf (sendcounts[i] elements at sdispls[i]) goes to the i-th destination, block j
  * of recvbuf (recvcounts[j] at rdispls[j]) comes from the j-th source; repeated edges
- * are matched in list order, self-loops are copied locally. sendbuf is read between
- * SPC_Start and SPC_Wait; recvbuf is written by SPC_Wait. Positions of recvbuf outside the
- * blocks are never written. Counts must match those the peer passes (checked at setup:
- * SPC_ERR_MISMATCH), which also makes every backend deliver the same result.
- * Backend: sparsecomm_backend (default p2p). For aggregated / aggregated_dedup /
+ * are matched in list order, self-loops are copied locally (p2p: a message to itself).
+ * sendbuf is read between SPC_Start and SPC_Wait; recvbuf is written by SPC_Wait.
+ * Positions of recvbuf outside the blocks are never written. Counts must match those the
+ * peer passes (checked: SPC_ERR_MISMATCH, at init, or with p2p at the first SPC_Start, see
+ * "Errors"), which also makes every backend deliver the same result.
+ * Backend: sparsecomm_backend (default p2p: one message per edge straight between sendbuf
+ * and recvbuf, set up without communication). For aggregated / aggregated_dedup /
  * aggregated_2step the library identifies a value by (sender, its position in the
  * sender's sendbuf) and sends these ids to the receivers once at setup; duplicate removal
  * then removes values that a sender lists for several destinations in the same region
@@ -237,7 +247,9 @@ int SPC_Neighbor_allgatherv_init_lists(int indegree, const int sources[], int ou
 
 /* Starts one execution. Every rank of the communicator must start it (as for MPI's
  * persistent collectives). SPC_ERR_REQUEST if the request is null or already active.
- * Local error reporting. */
+ * Local error reporting, except that the first start of a p2p neighborhood alltoallv
+ * request waits for its init's agreement and returns the init's error if any rank's
+ * failed (see "Errors"). */
 int SPC_Start(SPC_Request* request);
 
 /* Completes the execution started by SPC_Start: recvbuf holds the received values

@@ -10,7 +10,9 @@
 //      the sender's counts (and the ids of the values): every backend then delivers the
 //      same result, and a count mismatch is an error instead of a truncation.
 // Then the C++ layer (Sdde, make_plan, make_gather_plan) does the work; its own errors
-// are agreed there.
+// are agreed there. The neighborhood alltoallv with backend p2p skips step 3 and the plan:
+// its steps 1 and 2 go into one non-blocking reduction that the first start completes
+// (Agreement below; docs/architecture.md, "Deferred agreement").
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -22,10 +24,119 @@
 #include "core/hash.hpp"
 #include "core/parse.hpp"
 #include "capi_internal.hpp"
+#include "sparsecomm/comm/messages.hpp"
+
+namespace sparsecomm::capi {
+namespace {
+constexpr const char* kTagOpen = "[[spc:";
+}  // namespace
+}  // namespace sparsecomm::capi
+
+namespace sparsecomm::capi {
+
+// The agreement of a neighborhood alltoallv init, posted without waiting
+// (docs/architecture.md, "Deferred agreement"). Every rank posts one non-blocking
+// reduction (iallreduce_max_sum) on the communicator's library duplicate: the lowest rank
+// that failed its local checks, the hash of the options (max of h and of ~h), and the sums
+// of the edge hashes from both ends (neighbor lists; and per edge its count and ids). A
+// rank that failed, or takes a path that needs agreement before going on, settles at once;
+// a rank on the direct path settles at its first start (or at free). Settling a failure
+// hands the lowest failing rank's coded message to every rank (that rank sends it to each
+// of the others, on the request's tag), so every rank reports the same error: the failing
+// ranks at init, the others at the first SPC_Start (or at SPC_Request_free). Nobody waits
+// in a collective that another rank has left: each rank posts the reduction exactly once,
+// whatever path it takes.
+class Agreement {
+ public:
+  struct Local {
+    std::string error;  // "" or this rank's coded message ("[[spc:N]] text")
+    uint64_t options = 0;
+    uint64_t lists_out = 0, lists_in = 0;  // edge hashes of the neighbor lists
+    uint64_t exact_out = 0, exact_in = 0;  // ... with each edge's count and ids (direct path)
+  };
+  Agreement(MPI_Comm lib, int tag, Local mine) : lib_(lib), tag_(tag), error_(std::move(mine.error)) {
+    me_ = comm_rank(lib), p_ = comm_size(lib);
+    h_ = mine.options;
+    mine_.max[0] = error_.empty() ? 0 : static_cast<uint64_t>(p_ - me_);  // max: the lowest failing rank
+    mine_.max[1] = h_, mine_.max[2] = ~h_;
+    mine_.sum[0] = mine.lists_out, mine_.sum[1] = mine.lists_in;
+    mine_.sum[2] = mine.exact_out, mine_.sum[3] = mine.exact_in;
+    iallreduce_max_sum(lib_, &mine_, &all_, &req_);
+  }
+  Agreement(const Agreement&) = delete;
+  Agreement& operator=(const Agreement&) = delete;
+  ~Agreement() {
+    if (settled_) return;
+    try {  // never leave the reduction (or a message for this rank) behind
+      settle();
+    } catch (...) {
+    }
+  }
+  // Completes the agreement (blocking, once); throws the agreed error, again at every later
+  // call once it failed. `exact`: the counts and ids are compared too.
+  void settle(bool exact = true) {
+    if (!settled_) {
+      settled_ = true;
+      SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE));
+      if (all_.max[0] != 0) {
+        error_ = lowest_failure(p_ - static_cast<int>(all_.max[0]));
+      } else if (all_.max[1] != h_ || all_.max[2] != ~h_) {  // alike everywhere, see make_plan
+        error_ = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) +
+                 "]] ranks passed different sparsecomm_* options (backend, regions, SDDE, ...) or datatype sizes";
+      } else if (all_.sum[0] != all_.sum[1]) {
+        error_ = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) +
+                 "]] inconsistent neighbor lists: some rank lists a destination that does not list it as a source "
+                 "(or lists it a different number of times)";
+      } else if (exact && all_.sum[2] != all_.sum[3]) {
+        error_ = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) +
+                 "]] inconsistent counts: on some edge the sender's sendcounts differ from the receiver's recvcounts "
+                 "(or, _ext, the global ids sent differ from those expected, in value or order); "
+                 "SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 names the edge";
+      }
+    }
+    if (!error_.empty()) throw InputError(error_);
+  }
+
+ private:
+  // The lowest failing rank's message, on every rank.
+  std::string lowest_failure(int lowest) {
+    if (me_ == lowest) {
+      std::vector<MPI_Request> reqs(static_cast<size_t>(p_ - 1), MPI_REQUEST_NULL);
+      for (int r = 0, k = 0; r < p_; ++r)
+        if (r != me_)
+          SPC_MPI(MPI_Isend(error_.data(), static_cast<int>(error_.size()), MPI_CHAR, r, tag_, lib_,
+                            &reqs[static_cast<size_t>(k++)]));
+      wait_all(reqs);
+      return error_;
+    }
+    MPI_Status st;
+    SPC_MPI(MPI_Probe(lowest, tag_, lib_, &st));
+    int n = 0;
+    SPC_MPI(MPI_Get_count(&st, MPI_CHAR, &n));
+    std::string m(static_cast<size_t>(n), '\0');
+    SPC_MPI(MPI_Recv(m.data(), n, MPI_CHAR, lowest, tag_, lib_, MPI_STATUS_IGNORE));
+    return m;
+  }
+
+  MPI_Comm lib_;
+  int tag_, me_ = 0, p_ = 1;
+  uint64_t h_ = 0;
+  std::string error_;
+  MaxSum mine_, all_;
+  MPI_Request req_ = MPI_REQUEST_NULL;
+  bool settled_ = false;
+};
+
+}  // namespace sparsecomm::capi
 
 // The object behind SPC_Request (declared in sparsecomm.h, global namespace).
 struct SPC_Request_s {
   bool gather = false;
+  // The direct path of the neighborhood alltoallv (backend p2p): one message per edge
+  // straight between the caller's buffers, on the communicator's library duplicate with
+  // this request's own tag; its agreement settles at the first start.
+  std::unique_ptr<sparsecomm::Messages> direct_msgs;
+  std::unique_ptr<sparsecomm::capi::Agreement> agreement;
   std::unique_ptr<sparsecomm::Plan> plan;          // alltoallv-shaped
   std::unique_ptr<sparsecomm::GatherPlan> gplan;   // allgather-shaped
   const void* sendbuf = nullptr;
@@ -48,7 +159,6 @@ namespace sparsecomm {
 namespace capi {
 namespace {
 
-constexpr const char* kTagOpen = "[[spc:";
 constexpr int kTagSetup = 77;
 
 thread_local int tl_code = SPC_SUCCESS;
@@ -182,14 +292,18 @@ void graph_neighbors(MPI_Comm comm, std::vector<int>& sources, std::vector<int>&
          "use the _lists form for explicit neighbor lists");
   int indeg = 0, outdeg = 0, weighted = 0;
   SPC_MPI(MPI_Dist_graph_neighbors_count(comm, &indeg, &outdeg, &weighted));
-  std::vector<int> s(static_cast<size_t>(std::max(indeg, 1))), d(static_cast<size_t>(std::max(outdeg, 1)));
-  std::vector<int> sw(s.size()), dw(d.size());
-  if (weighted)
-    SPC_MPI(MPI_Dist_graph_neighbors(comm, indeg, s.data(), sw.data(), outdeg, d.data(), dw.data()));
-  else
-    SPC_MPI(MPI_Dist_graph_neighbors(comm, indeg, s.data(), MPI_UNWEIGHTED, outdeg, d.data(), MPI_UNWEIGHTED));
-  sources.assign(s.begin(), s.begin() + indeg);
-  destinations.assign(d.begin(), d.begin() + outdeg);
+  // Room for at least one entry each: MPI may write through the pointers even for degree 0.
+  sources.resize(static_cast<size_t>(std::max(indeg, 1)));
+  destinations.resize(static_cast<size_t>(std::max(outdeg, 1)));
+  if (weighted) {
+    std::vector<int> sw(sources.size()), dw(destinations.size());
+    SPC_MPI(MPI_Dist_graph_neighbors(comm, indeg, sources.data(), sw.data(), outdeg, destinations.data(), dw.data()));
+  } else {
+    SPC_MPI(MPI_Dist_graph_neighbors(comm, indeg, sources.data(), MPI_UNWEIGHTED, outdeg, destinations.data(),
+                                     MPI_UNWEIGHTED));
+  }
+  sources.resize(static_cast<size_t>(indeg));
+  destinations.resize(static_cast<size_t>(outdeg));
 }
 
 // Neighbor lists from the graph or from the arguments, checked.
@@ -541,13 +655,14 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
 // their defaults, valid names, the neighbor lists, equal element sizes of both datatypes.
 template <class Args>
 Options resolve_neighborhood(const Args& a, const OptionSource& os, MPI_Comm comm, SPC_Request* out,
-                             const char* backend_kind, const std::vector<std::string>& backends,
-                             std::vector<int>& srcs, std::vector<int>& dsts, int64_t& esz) {
+                             const char* backend_kind, bool (*registered)(const std::string&),
+                             std::vector<std::string> (*names)(), std::vector<int>& srcs, std::vector<int>& dsts,
+                             int64_t& esz) {
   if (!out) fail(SPC_ERR_REQUEST, "request is NULL");
   Options opt = os.resolve();
   if (opt.backend.empty()) opt.backend = "p2p";
   if (opt.sdde.empty()) opt.sdde = "nbx";
-  check_names(backend_kind, opt.backend, backends);
+  if (!registered(opt.backend)) check_names(backend_kind, opt.backend, names());  // the list: on failure only
   check_names("SDDE strategy", opt.sdde, Sdde::strategies());
   if (Sdde::fixed_size_only(opt.sdde))
     fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde + "' handles fixed-size messages only");
@@ -560,22 +675,69 @@ Options resolve_neighborhood(const Args& a, const OptionSource& os, MPI_Comm com
   return opt;
 }
 
+// The tag of the persistent request made by the `sequence`-th alltoallv init on a
+// communicator (library_comm's count, the same on every rank): its direct messages and
+// its agreement's failure message. Above the setup tag; wraps within MPI_TAG_UB.
+int request_tag(uint64_t sequence) {
+  static const int ub = [] {
+    void* v = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &found);
+    return found ? *static_cast<int*>(v) : 32767;
+  }();
+  constexpr int kFirst = 1000;
+  return kFirst + static_cast<int>(sequence % static_cast<uint64_t>(ub - kFirst + 1));
+}
+
+// Per edge, its position among the edges between the same two ranks (list order): the
+// k-th edge i -> j of the sender is the k-th edge i -> j of the receiver (MPI's matching).
+std::vector<int> repeat_index(const std::vector<int>& peers) {
+  std::vector<int> k(peers.size(), 0);
+  if (peers.size() < 2) return k;
+  if (peers.size() <= 64) {  // a scan is cheaper than sorting at the degrees of a halo
+    for (size_t i = 1; i < peers.size(); ++i)
+      for (size_t j = i; j-- > 0;)
+        if (peers[j] == peers[i]) {
+          k[i] = k[j] + 1;
+          break;
+        }
+    return k;
+  }
+  std::vector<int> order(peers.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return peers[x] < peers[y]; });
+  for (size_t i = 1; i < order.size(); ++i)
+    if (peers[order[i]] == peers[order[i - 1]]) k[order[i]] = k[order[i - 1]] + 1;
+  return k;
+}
+
+// One edge's term of the exact sums: its ends, repeat index, count and (ext) ids' hash.
+uint64_t exact_edge(int from, int to, int k, int64_t count, uint64_t ids) {
+  return fmix64(edge_hash(from, to, count) ^ fmix64(static_cast<uint64_t>(k) * 0xc2b2ae3d27d4eb4full + ids));
+}
+
 void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm comm, const Locality* cached,
                     const std::string& cached_regions, SPC_Request* out) {
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   if (out) *out = SPC_REQUEST_NULL;
   const int me = comm_rank(comm);
+  // Collective on the first init per communicator only (the duplicate is kept on it).
+  uint64_t sequence = 0;
+  const MPI_Comm lib = library_comm(comm, sequence);
+  const int tag = request_tag(sequence);
   Options opt;
   std::vector<int> srcs, dsts;
   int64_t esz = 0;
-  // Edges per peer (other than me), peers ascending, edges in list order.
-  std::map<int, std::vector<int>> out_edges, in_edges;
-  std::vector<SPC_Request_s::Copy> self_copies;
-  uint64_t hash_out = 0, hash_in = 0;
+  // The direct path: backend p2p, unless SPARSECOMM_CHECK_COLLECTIVE_ARGS asks for the
+  // setup messages that name a mismatched edge.
+  bool direct = false;
+  Agreement::Local mine;
 
-  // 1. Local checks; with 2., one collective (checked_and_cross_checked).
-  const auto local_checks = [&] {
-    opt = resolve_neighborhood(a, os, comm, out, "backend", backend_names(), srcs, dsts, esz);
+  // 1. Local checks (no communication); their outcome, the options' hash and the edge
+  //    hashes go into the agreement.
+  try {
+    opt = resolve_neighborhood(a, os, comm, out, "backend", backend_registered, backend_names, srcs, dsts, esz);
+    direct = opt.backend == "p2p" && !Sdde::check_collective_args_default();
     const int indeg = static_cast<int>(srcs.size()), outdeg = static_cast<int>(dsts.size());
     if (outdeg > 0 && (!a.sendcounts || !a.sdispls)) fail(SPC_ERR_ARG, "sendcounts or sdispls is NULL");
     if (indeg > 0 && (!a.recvcounts || !a.rdispls)) fail(SPC_ERR_ARG, "recvcounts or rdispls is NULL");
@@ -584,6 +746,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
       if (c < 0) fail(MPI_ERR_COUNT, std::string(counts) + "[" + std::to_string(i) + "] is negative");
       if (d < 0) fail(SPC_ERR_ARG, std::string(displs) + "[" + std::to_string(i) + "] is negative");
       if (d + c > INT_MAX) fail(SPC_ERR_ARG, std::string("a block beyond 2^31 elements (") + displs + ")");
+      if (c * esz > INT_MAX) fail(SPC_ERR_ARG, std::string("a message of more than 2^31 bytes (") + counts + ")");
     };
     for (int i = 0; i < outdeg; ++i) {
       check_block("sendcounts", "sdispls", i, a.sendcounts[i], a.sdispls[i]);
@@ -597,18 +760,12 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
     if (recv_total > 0 && !a.recvbuf) fail(MPI_ERR_BUFFER, "recvbuf is NULL");
     if (a.ext && ((send_total > 0 && !a.gsend) || (recv_total > 0 && !a.grecv)))
       fail(SPC_ERR_ARG, "global_sindices or global_rindices is NULL");
-    std::vector<int> self_out, self_in;
-    for (int i = 0; i < outdeg; ++i) {
-      hash_out += edge_hash(me, dsts[i]);
-      if (dsts[i] == me) self_out.push_back(i);
-      else out_edges[dsts[i]].push_back(i);
-    }
-    for (int j = 0; j < indeg; ++j) {
-      hash_in += edge_hash(srcs[j], me);
-      if (srcs[j] == me) self_in.push_back(j);
-      else in_edges[srcs[j]].push_back(j);
-    }
     // Self-loops: the k-th to myself is the k-th from myself (MPI's matching order).
+    std::vector<int> self_out, self_in;
+    for (int i = 0; i < outdeg; ++i)
+      if (dsts[i] == me) self_out.push_back(i);
+    for (int j = 0; j < indeg; ++j)
+      if (srcs[j] == me) self_in.push_back(j);
     if (self_out.size() != self_in.size())
       fail(SPC_ERR_MISMATCH, "rank " + std::to_string(me) + " lists itself " + std::to_string(self_out.size()) +
                                  " times as a destination but " + std::to_string(self_in.size()) + " times as a source");
@@ -623,15 +780,76 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
           if (a.gsend[a.sdispls[i] + e] != a.grecv[a.rdispls[j] + e])
             fail(SPC_ERR_MISMATCH, "self-loop of rank " + std::to_string(me) +
                                        ": global_sindices and global_rindices differ");
+    }
+    for (int i = 0; i < outdeg; ++i) mine.lists_out += edge_hash(me, dsts[i]);
+    for (int j = 0; j < indeg; ++j) mine.lists_in += edge_hash(srcs[j], me);
+    if (direct) {  // what the setup messages would check, as sums: every edge's count (and ids)
+      const std::vector<int> kout = repeat_index(dsts), kin = repeat_index(srcs);
+      auto ids = [&](const int64_t* g, int64_t from, int64_t n) {
+        SeqHash h;
+        if (a.ext)
+          for (int64_t e = 0; e < n; ++e) h.add(g[from + e]);
+        return h.h;
+      };
+      for (int i = 0; i < outdeg; ++i)
+        mine.exact_out += exact_edge(me, dsts[i], kout[i], a.sendcounts[i], ids(a.gsend, a.sdispls[i], a.sendcounts[i]));
+      for (int j = 0; j < indeg; ++j)
+        mine.exact_in += exact_edge(srcs[j], me, kin[j], a.recvcounts[j], ids(a.grecv, a.rdispls[j], a.recvcounts[j]));
+    }
+    mine.options = fnv(opt.canonical() + "|alltoallv|esz=" + std::to_string(esz) + (a.ext ? "|ext" : "|positions"));
+  } catch (...) {
+    const int code = record_current_exception();
+    mine.error = std::string(kTagOpen) + std::to_string(code) + "]] " + tl_message;
+    direct = false;
+  }
+
+  // 2. The agreement: posted by every rank; settled now unless this rank takes the direct
+  //    path and passed its checks (then at the first start).
+  auto agreement = std::make_unique<Agreement>(lib, tag, std::move(mine));
+  if (!direct) agreement->settle(false);
+
+  if (direct) {
+    // One message per edge with data, straight from sendbuf / into recvbuf, receives first
+    // (edges with nothing are left out on both sides: the agreement compares the counts
+    // before anything is sent). Fresh requests at every start (Messages' default).
+    auto req = std::make_unique<SPC_Request_s>();
+    req->direct_msgs = std::make_unique<Messages>();
+    Messages& m = *req->direct_msgs;
+    m.reserve(srcs.size() + dsts.size());
+    char* rb = static_cast<char*>(a.recvbuf);
+    const char* sb = static_cast<const char*>(a.sendbuf);
+    for (size_t j = 0; j < srcs.size(); ++j)
+      if (a.recvcounts[j] > 0) m.add(false, rb + a.rdispls[j] * esz, a.recvcounts[j] * esz, srcs[j], tag);
+    for (size_t i = 0; i < dsts.size(); ++i)
+      if (a.sendcounts[i] > 0) m.add(true, sb + a.sdispls[i] * esz, a.sendcounts[i] * esz, dsts[i], tag);
+    m.init(lib, kPersistentRequestsDefault);
+    req->sendbuf = a.sendbuf;
+    req->recvbuf = a.recvbuf;
+    req->esz = esz;
+    req->agreement = std::move(agreement);
+    *out = req.release();
+    return;
+  }
+
+  // Edges per peer (other than me), peers ascending, edges in list order.
+  std::map<int, std::vector<int>> out_edges, in_edges;
+  std::vector<SPC_Request_s::Copy> self_copies;
+  {
+    std::vector<int> self_out, self_in;
+    for (size_t i = 0; i < dsts.size(); ++i) {
+      if (dsts[i] == me) self_out.push_back(static_cast<int>(i));
+      else out_edges[dsts[i]].push_back(static_cast<int>(i));
+    }
+    for (size_t j = 0; j < srcs.size(); ++j) {
+      if (srcs[j] == me) self_in.push_back(static_cast<int>(j));
+      else in_edges[srcs[j]].push_back(static_cast<int>(j));
+    }
+    for (size_t k = 0; k < self_out.size(); ++k) {
+      const int i = self_out[k], j = self_in[k];
       if (a.sendcounts[i] > 0)
         self_copies.push_back({a.sdispls[i] * esz, a.rdispls[j] * esz, a.sendcounts[i] * esz, true});
     }
-  };
-  // 2. Same options everywhere, consistent neighbor lists.
-  checked_and_cross_checked(
-      comm, local_checks,
-      [&] { return opt.canonical() + "|alltoallv|esz=" + std::to_string(esz) + (a.ext ? "|ext" : "|positions"); },
-      hash_out, hash_in);
+  }
 
   // 3. Setup messages on a duplicate (never matches user traffic): per peer, the edge
   //    counts and the ids of the values (ext: a hash of them; else their positions in the
@@ -769,7 +987,8 @@ void allgatherv_init(const AllgatherArgs& a, const OptionSource& os, MPI_Comm co
   Topology topo;
 
   const auto local_checks = [&] {
-    opt = resolve_neighborhood(a, os, comm, out, "gather backend", gather_backend_names(), srcs, dsts, esz);
+    opt = resolve_neighborhood(a, os, comm, out, "gather backend", gather_backend_registered, gather_backend_names, srcs,
+                               dsts, esz);
     const int indeg = static_cast<int>(srcs.size());
     if (a.sendcount < 0) fail(MPI_ERR_COUNT, "sendcount is negative");
     if (a.uniform) {
@@ -1052,7 +1271,13 @@ int SPC_Start(SPC_Request* request) {
     SPC_Request_s& r = **request;
     if (r.active) fail(SPC_ERR_REQUEST, "SPC_Start: the request is already active (SPC_Wait for it first)");
     static const unsigned char nothing = 0;
-    if (r.gather) {
+    if (r.agreement) {  // the first start of a direct request: its init's agreement first
+      r.agreement->settle();
+      r.agreement.reset();
+    }
+    if (r.direct_msgs) {
+      r.direct_msgs->start();
+    } else if (r.gather) {
       r.gplan->start(r.sendbuf ? static_cast<const unsigned char*>(r.sendbuf) : &nothing);
     } else {
       sparsecomm::capi::with_unit(r.unit, [&](auto tag) {
@@ -1071,7 +1296,9 @@ int SPC_Wait(SPC_Request* request, MPI_Status* status) {
     SPC_Request_s& r = **request;
     if (!r.active) return;  // inactive persistent request: returns at once (MPI semantics)
     r.active = false;
-    if (r.gather) {
+    if (r.direct_msgs) {
+      r.direct_msgs->wait();
+    } else if (r.gather) {
       if (r.direct && r.recvbuf) {
         r.gplan->wait(static_cast<unsigned char*>(r.recvbuf));
       } else {
@@ -1095,6 +1322,10 @@ int SPC_Request_free(SPC_Request* request) {
   }
   int rc = SPC_SUCCESS;
   if ((*request)->active) rc = SPC_Wait(request, MPI_STATUS_IGNORE);  // complete, never drop
+  if ((*request)->agreement) {  // never started: its init's agreement is settled here
+    const int settled = guarded([&] { (*request)->agreement->settle(); });
+    if (rc == SPC_SUCCESS) rc = settled;
+  }
   delete *request;
   *request = SPC_REQUEST_NULL;
   return rc;
@@ -1104,7 +1335,7 @@ int SPC_Request_backend(SPC_Request request, char* name, int* resultlen) {
   return guarded([&] {
     if (!request) fail(SPC_ERR_REQUEST, "SPC_Request_backend: the request is null");
     if (!name || !resultlen) fail(SPC_ERR_ARG, "SPC_Request_backend: name or resultlen is NULL");
-    std::string n = request->gather ? request->gplan->name() : request->plan->name();
+    std::string n = request->direct_msgs ? "p2p" : request->gather ? request->gplan->name() : request->plan->name();
     if (n.size() > 63) n.resize(63);
     std::memcpy(name, n.c_str(), n.size() + 1);
     *resultlen = static_cast<int>(n.size());

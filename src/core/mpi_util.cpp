@@ -104,6 +104,7 @@ void max_sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
 namespace {
 struct LibraryComm {  // comm_attached: freed with the communicator it duplicates
   MPI_Comm dup = MPI_COMM_NULL;
+  uint64_t calls = 0;  // library_comm(comm, sequence) calls so far
   ~LibraryComm() {
     if (dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
   }
@@ -116,23 +117,49 @@ MPI_Comm library_comm(MPI_Comm comm) {
   return l.dup;
 }
 
-MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine) {
+MPI_Comm library_comm(MPI_Comm comm, uint64_t& sequence) {
+  LibraryComm& l = comm_attached<LibraryComm>(comm);
+  if (l.dup == MPI_COMM_NULL) SPC_MPI(MPI_Comm_dup(comm, &l.dup));
+  sequence = l.calls++;
+  return l.dup;
+}
+
+namespace {
+// The MaxSum datatype and operation: created once per process, after MPI_Init (the first
+// call), kept until MPI_Finalize.
+MPI_Datatype max_sum_type() {
   static_assert(sizeof(MaxSum) == 8 * sizeof(uint64_t), "MaxSum: 8 uint64, no padding");
-  // Created once per process, after MPI_Init (the first call), kept until MPI_Finalize.
   static MPI_Datatype type = [] {
     MPI_Datatype t;
     SPC_MPI(MPI_Type_contiguous(8, MPI_UINT64_T, &t));
     SPC_MPI(MPI_Type_commit(&t));
     return t;
   }();
+  return type;
+}
+MPI_Op max_sum() {
   static MPI_Op op = [] {
     MPI_Op o;
     SPC_MPI(MPI_Op_create(max_sum_op, 1, &o));
     return o;
   }();
+  return op;
+}
+}  // namespace
+
+MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine) {
   MaxSum out;
-  SPC_MPI(MPI_Allreduce(&mine, &out, 1, type, op, comm));
+  SPC_MPI(MPI_Allreduce(&mine, &out, 1, max_sum_type(), max_sum(), comm));
   return out;
+}
+
+void iallreduce_max_sum(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_Request* req) {
+#ifdef SPARSECOMM_SMPI
+  (void)comm, (void)mine, (void)out, (void)req;
+  throw NotImplementedError("iallreduce_max_sum: not in the SMPI build");
+#else
+  SPC_MPI(MPI_Iallreduce(mine, out, 1, max_sum_type(), max_sum(), comm, req));
+#endif
 }
 
 NonblockingBarrier::NonblockingBarrier(MPI_Comm comm, int tag, int flag)

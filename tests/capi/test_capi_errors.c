@@ -44,6 +44,18 @@ static MPI_Comm ring(void) {
   return g;
 }
 
+/* What a persistent alltoallv init reports on this rank: its own code, or -- where the
+ * init returned a request (the direct p2p path settles its agreement at the first start,
+ * docs/architecture.md "Deferred agreement") -- the code of the first SPC_Start (then of
+ * the wait). The request is freed. */
+static int outcome(int rc, SPC_Request* req) {
+  if (rc != SPC_SUCCESS || !req || *req == SPC_REQUEST_NULL) return rc;
+  int s = SPC_Start(req);
+  if (s == SPC_SUCCESS) s = SPC_Wait(req, MPI_STATUS_IGNORE);
+  const int f = SPC_Request_free(req);
+  return s != SPC_SUCCESS ? s : f;
+}
+
 /* Neighbor alltoallv on the ring with `info`, 3 doubles each way unless told otherwise. */
 static int ring_init(MPI_Comm g, MPI_Info info, int scount, int rcount, MPI_Datatype st, MPI_Datatype rt,
                      double* s, double* r, SPC_Request* req) {
@@ -58,7 +70,7 @@ static void test_names_and_info(MPI_Comm g) {
 
   info = capi_info("sparsecomm_backend", "nope", NULL, NULL, NULL, NULL);
   int rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, SPC_ERR_NOT_FOUND, "unknown backend");
+  CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_NOT_FOUND, "unknown backend");
   CHECK(message_has(rc, "nope") && message_has(rc, "aggregated_dedup") && message_has(rc, "p2p"),
         "the message names the bad backend and lists the valid ones");
   CHECK(req == SPC_REQUEST_NULL, "no request on error");
@@ -66,14 +78,13 @@ static void test_names_and_info(MPI_Comm g) {
 
   info = capi_info("sparsecomm_bogus", "1", NULL, NULL, NULL, NULL);
   rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, SPC_ERR_INFO_KEY, "unknown sparsecomm_ key");
+  CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_INFO_KEY, "unknown sparsecomm_ key");
   CHECK(message_has(rc, "sparsecomm_bogus"), "the message names the key");
   MPI_Info_free(&info);
 
   info = capi_info("foo_unrelated", "whatever", "sparsecomm_backend", " aggregated ", NULL, NULL);
   rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, SPC_SUCCESS, "foreign keys are ignored, values trimmed");
-  if (rc == SPC_SUCCESS) SPC_Request_free(&req);
+  CHECK_ALL(outcome(rc, &req), SPC_SUCCESS, "foreign keys are ignored, values trimmed");
   MPI_Info_free(&info);
 
   const char* bad[][2] = {{"sparsecomm_k", "abc"}, {"sparsecomm_k", "1"},          {"sparsecomm_theta", "0"},
@@ -86,20 +97,20 @@ static void test_names_and_info(MPI_Comm g) {
     rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
     char what[100];
     snprintf(what, sizeof what, "bad value %s=%s", bad[i][0], bad[i][1]);
-    CHECK_ALL(rc, SPC_ERR_INFO_VALUE, what);
+    CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_INFO_VALUE, what);
     MPI_Info_free(&info);
   }
 
   info = capi_info("sparsecomm_sdde", "rma", NULL, NULL, NULL, NULL);
   rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, SPC_ERR_INFO_VALUE, "rma as the setup SDDE of a neighborhood call");
+  CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_INFO_VALUE, "rma as the setup SDDE of a neighborhood call");
   MPI_Info_free(&info);
 
   /* A bad key on the last rank only: every rank fails with the same code and message. */
   info = capi_rank == last_rank() ? capi_info("sparsecomm_typo", "1", NULL, NULL, NULL, NULL)
                                   : capi_info("sparsecomm_backend", "p2p", NULL, NULL, NULL, NULL);
   rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, SPC_ERR_INFO_KEY, "bad key on one rank");
+  CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_INFO_KEY, "bad key on one rank");
   CHECK(same_message_everywhere(rc), "the same message on every rank");
   MPI_Info_free(&info);
 
@@ -107,7 +118,7 @@ static void test_names_and_info(MPI_Comm g) {
   if (capi_size > 1) {
     info = capi_info("sparsecomm_backend", capi_rank == 0 ? "p2p" : "neighbor", NULL, NULL, NULL, NULL);
     rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
-    CHECK_ALL(rc, SPC_ERR_MISMATCH, "different backends on different ranks");
+    CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_MISMATCH, "different backends on different ranks");
     MPI_Info_free(&info);
   }
 }
@@ -118,20 +129,19 @@ static void test_neighbor_args(MPI_Comm g) {
   const int me = capi_rank, p = capi_size;
 
   int rc = ring_init(MPI_COMM_WORLD, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, MPI_ERR_TOPOLOGY, "not a graph communicator");
+  CHECK_ALL(rc = outcome(rc, &req), MPI_ERR_TOPOLOGY, "not a graph communicator");
   rc = ring_init(MPI_COMM_NULL, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
   CHECK_RC(rc, MPI_ERR_COMM, "MPI_COMM_NULL");
 
   /* Counts that do not match between sender and receiver (rank 0 sends 2, 3 expected). */
   rc = ring_init(g, MPI_INFO_NULL, me == 0 ? 2 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, SPC_ERR_MISMATCH, "count mismatch between sender and receiver");
-  CHECK(req == SPC_REQUEST_NULL, "no request on error");
+  CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_MISMATCH, "count mismatch between sender and receiver");
 
   rc = ring_init(g, MPI_INFO_NULL, me == last_rank() ? -1 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, MPI_ERR_COUNT, "negative count on one rank");
+  CHECK_ALL(rc = outcome(rc, &req), MPI_ERR_COUNT, "negative count on one rank");
 
   rc = ring_init(g, MPI_INFO_NULL, 3, 3, MPI_INT, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, MPI_ERR_TYPE, "sendtype and recvtype of different sizes");
+  CHECK_ALL(rc = outcome(rc, &req), MPI_ERR_TYPE, "sendtype and recvtype of different sizes");
 
   MPI_Datatype vec, resized;
   MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
@@ -139,31 +149,31 @@ static void test_neighbor_args(MPI_Comm g) {
   MPI_Type_create_resized(MPI_DOUBLE, 0, 16, &resized);
   MPI_Type_commit(&resized);
   rc = ring_init(g, MPI_INFO_NULL, 1, 1, vec, vec, s, r, &req);
-  CHECK_ALL(rc, MPI_ERR_TYPE, "non-contiguous datatype");
+  CHECK_ALL(rc = outcome(rc, &req), MPI_ERR_TYPE, "non-contiguous datatype");
   CHECK(message_has(rc, "contiguous"), "the message says why");
   rc = ring_init(g, MPI_INFO_NULL, 1, 1, resized, resized, s, r, &req);
-  CHECK_ALL(rc, MPI_ERR_TYPE, "datatype with extent > size");
+  CHECK_ALL(rc = outcome(rc, &req), MPI_ERR_TYPE, "datatype with extent > size");
   rc = ring_init(g, MPI_INFO_NULL, 1, 1, MPI_DATATYPE_NULL, MPI_DOUBLE, s, r, &req);
-  CHECK_ALL(rc, MPI_ERR_TYPE, "MPI_DATATYPE_NULL");
+  CHECK_ALL(rc = outcome(rc, &req), MPI_ERR_TYPE, "MPI_DATATYPE_NULL");
   MPI_Type_free(&vec);
   MPI_Type_free(&resized);
 
   rc = ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, me == 0 ? NULL : s, r, &req);
-  CHECK_ALL(rc, MPI_ERR_BUFFER, "NULL sendbuf with data to send");
+  CHECK_ALL(rc = outcome(rc, &req), MPI_ERR_BUFFER, "NULL sendbuf with data to send");
 
   rc = ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, me == last_rank() ? NULL : &req);
-  CHECK_ALL(rc, SPC_ERR_REQUEST, "NULL request pointer on one rank");
+  CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_REQUEST, "NULL request pointer on one rank");
 
   /* Inconsistent explicit lists: rank 0 sends to rank 1 % p, nobody expects it. */
   {
     int dst = 1 % p, cnt = 1, dsp = 0;
     rc = SPC_Neighbor_alltoallv_init_lists(0, NULL, me == 0 ? 1 : 0, &dst, s, &cnt, &dsp, NULL, MPI_DOUBLE, r, NULL,
                                            NULL, NULL, MPI_DOUBLE, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
-    CHECK_ALL(rc, SPC_ERR_MISMATCH, "inconsistent neighbor lists");
+    CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_MISMATCH, "inconsistent neighbor lists");
     int bad = p + 3;
     rc = SPC_Neighbor_alltoallv_init_lists(0, NULL, me == 0 ? 1 : 0, &bad, s, &cnt, &dsp, NULL, MPI_DOUBLE, r, NULL,
                                            NULL, NULL, MPI_DOUBLE, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
-    CHECK_ALL(rc, MPI_ERR_RANK, "destination out of range");
+    CHECK_ALL(rc = outcome(rc, &req), MPI_ERR_RANK, "destination out of range");
   }
   /* _ext: the ids the receiver expects differ from the ids sent. */
   {
@@ -174,10 +184,10 @@ static void test_neighbor_args(MPI_Comm g) {
     gr[1] = left * 10 + (me == 0 ? 0 : 1); /* rank 0 expects them swapped */
     rc = SPC_Neighbor_alltoallv_init_ext(s, &cnt, &dsp, gs, MPI_DOUBLE, r, &cnt, &dsp, gr, MPI_DOUBLE, g,
                                          MPI_INFO_NULL, &req);
-    CHECK_ALL(rc, SPC_ERR_MISMATCH, "ext ids in a different order");
+    CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_MISMATCH, "ext ids in a different order");
     rc = SPC_Neighbor_alltoallv_init_ext(s, &cnt, &dsp, NULL, MPI_DOUBLE, r, &cnt, &dsp, gr, MPI_DOUBLE, g,
                                          MPI_INFO_NULL, &req);
-    CHECK_ALL(rc, SPC_ERR_ARG, "ext without global_sindices");
+    CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_ARG, "ext without global_sindices");
   }
   /* Allgather: wrong recvcounts, and a halo backend name. */
   {
@@ -190,6 +200,71 @@ static void test_neighbor_args(MPI_Comm g) {
     CHECK(message_has(rc, "combined"), "lists the gather backends");
     MPI_Info_free(&info);
   }
+}
+
+/* The direct path's deferred agreement, step by step: a failure on one rank is that rank's
+ * error at init and everyone else's at the first start (same code, same message), again at
+ * every later start and at free; an init that is never started reports it at free; with
+ * SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 every rank reports a mismatch at init, naming the edge. */
+static void test_deferred_agreement(MPI_Comm g) {
+  double s[8] = {0}, r[8] = {0};
+  SPC_Request req = SPC_REQUEST_NULL;
+  const int me = capi_rank, p = capi_size;
+  if (p < 2) return; /* one rank: the ring is a self-loop, checked locally at init */
+
+  int rc = ring_init(g, MPI_INFO_NULL, me == last_rank() ? -1 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  if (me == last_rank()) {
+    CHECK_RC(rc, MPI_ERR_COUNT, "the failing rank reports at init");
+    CHECK(req == SPC_REQUEST_NULL, "and returns no request");
+  } else {
+    CHECK_RC(rc, SPC_SUCCESS, "the others' init returns a request");
+    CHECK(req != SPC_REQUEST_NULL, "a request");
+    rc = SPC_Start(&req);
+    CHECK_RC(rc, MPI_ERR_COUNT, "their first start reports the failing rank's error");
+  }
+  CHECK(message_has(rc, "sendcounts[0] is negative"), "the failing rank's message, on every rank");
+  CHECK(same_message_everywhere(rc), "the same message everywhere");
+  if (me != last_rank()) {
+    CHECK_RC(SPC_Start(&req), MPI_ERR_COUNT, "and again at the next start");
+    CHECK_RC(SPC_Request_free(&req), MPI_ERR_COUNT, "and at free");
+    CHECK(req == SPC_REQUEST_NULL, "which frees the request all the same");
+  }
+
+  /* Counts that differ on one edge, every request freed without a start: free reports it. */
+  rc = ring_init(g, MPI_INFO_NULL, me == 0 ? 2 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc, SPC_SUCCESS, "a count mismatch passes every rank's local checks");
+  rc = SPC_Request_free(&req);
+  CHECK_ALL(rc, SPC_ERR_MISMATCH, "free of a never-started request reports the mismatch");
+  CHECK(message_has(rc, "inconsistent counts"), "says what");
+
+  /* Two requests in flight on one communicator (each on its own tag), started in
+   * opposite orders: each delivers its own values. */
+  {
+    double s2[3], r2[3] = {0, 0, 0};
+    SPC_Request a = SPC_REQUEST_NULL, b = SPC_REQUEST_NULL;
+    for (int i = 0; i < 3; ++i) s[i] = me * 10 + i, s2[i] = -(me * 10 + i);
+    CHECK_ALL(ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &a), SPC_SUCCESS, "request a");
+    CHECK_ALL(ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s2, r2, &b), SPC_SUCCESS, "request b");
+    if (me % 2) {
+      SPC_Start(&b), SPC_Start(&a);
+    } else {
+      SPC_Start(&a), SPC_Start(&b);
+    }
+    CHECK_RC(SPC_Wait(&b, MPI_STATUS_IGNORE), SPC_SUCCESS, "wait b");
+    CHECK_RC(SPC_Wait(&a, MPI_STATUS_IGNORE), SPC_SUCCESS, "wait a");
+    const int left = (me - 1 + p) % p;
+    CHECK(r[0] == left * 10 && r[2] == left * 10 + 2 && r2[0] == -(left * 10) && r2[2] == -(left * 10 + 2),
+          "each request got its own values");
+    SPC_Request_free(&a), SPC_Request_free(&b);
+  }
+
+  /* The optional checks: the mismatch at init on every rank, with the edge named. */
+  setenv("SPARSECOMM_CHECK_COLLECTIVE_ARGS", "1", 1);
+  rc = ring_init(g, MPI_INFO_NULL, me == 0 ? 2 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  unsetenv("SPARSECOMM_CHECK_COLLECTIVE_ARGS");
+  CHECK_ALL(rc, SPC_ERR_MISMATCH, "SPARSECOMM_CHECK_COLLECTIVE_ARGS=1: the mismatch at init");
+  if (me == 1) CHECK(message_has(rc, "edge 0 sends 2 values"), "the receiver names the edge");
+  CHECK(req == SPC_REQUEST_NULL, "no request on error");
 }
 
 static void test_crs_args(void) {
@@ -328,6 +403,7 @@ int main(int argc, char** argv) {
   MPI_Comm g = ring();
   test_names_and_info(g);
   test_neighbor_args(g);
+  test_deferred_agreement(g);
   test_crs_args();
   test_requests(g);
   test_error_strings();

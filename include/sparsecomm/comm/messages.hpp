@@ -36,6 +36,8 @@ class Messages {
   Messages(const Messages&) = delete;
   Messages& operator=(const Messages&) = delete;
 
+  /// Room for n messages (before add()).
+  void reserve(size_t n) { msgs_.reserve(n); }
   /// Adds a message (before init()); returns its index. `buf` must stay valid.
   size_t add(bool send, const void* buf, int64_t bytes, int peer, int tag);
   /// Fixes the set. persistent: the requests are created now.

@@ -123,6 +123,8 @@ class Sdde {
   /// debugging a program that may pass different ones. Default: off.
   bool check_collective_args() const { return check_args_ || check_collective_args_default(); }
   void set_check_collective_args(bool on) { check_args_ = on; }
+  /// Whether $SPARSECOMM_CHECK_COLLECTIVE_ARGS asks for the optional checks (read at each call).
+  static bool check_collective_args_default();
 
   /// Collective. exchange() on raw bytes (`elem`: bytes per element; fixed_count >= 0: a
   /// fixed-size exchange of that many elements per message), for callers that check their
@@ -133,7 +135,6 @@ class Sdde {
                                       const std::string& caller_error = "");
 
  private:
-  static bool check_collective_args_default();
   /// The per-rank checks of `send`: "" or the error.
   std::string check_messages(const detail::ByteMessages& send, size_t elem, int64_t fixed_count) const;
   detail::ByteMessages locality_exchange(const detail::ByteMessages& send, bool nbx, int tag, Stats* stats,

@@ -135,6 +135,11 @@ T& comm_attached(MPI_Comm comm) {
 /// ranks are received in the order sent (MPI's non-overtaking rule keeps one call's
 /// messages ahead of the next's).
 MPI_Comm library_comm(MPI_Comm comm);
+/// library_comm(comm), and the number of earlier calls of this form on `comm` (0, 1, 2, ...
+/// per communicator, local): callers that are collective and made in the same order on
+/// every rank get the same number everywhere without communicating, e.g. to give each
+/// persistent request its own message tag.
+MPI_Comm library_comm(MPI_Comm comm, uint64_t& sequence);
 
 /// What one allreduce_max_sum() reduces: the maximum of `max` and the sum (modulo 2^64) of
 /// `sum` over the ranks.
@@ -147,6 +152,10 @@ struct MaxSum {
 /// maximum (did anyone fail, do all hashes agree: max(h) and max(~h)) and a sum (edge
 /// hashes from both ends) cost one collective.
 MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine);
+/// The same reduction, non-blocking (MPI_Iallreduce): `mine` and `out` must stay in place
+/// until *req completes. Not in the SMPI build (its non-blocking collectives let ranks
+/// leave early, see NonblockingBarrier).
+void iallreduce_max_sum(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_Request* req);
 
 /// A non-blocking barrier, entered on construction, that carries a flag: once complete,
 /// flag() is the maximum of the flags every rank entered with (NBX's barrier carrying an

@@ -57,6 +57,8 @@ void register_gather_backend(const std::string& name, const std::string& descrip
 
 std::vector<std::string> backend_names() { return halo_registry().names(); }
 std::vector<std::string> gather_backend_names() { return gather_registry().names(); }
+bool backend_registered(const std::string& name) { return halo_registry().find(name) != nullptr; }
+bool gather_backend_registered(const std::string& name) { return gather_registry().find(name) != nullptr; }
 
 const BackendHooks& backend_hooks(const std::string& name) { return halo_registry().hooks(name); }
 const GatherBackendHooks& gather_backend_hooks(const std::string& name) {

@@ -193,6 +193,8 @@ void register_gather_backend(const std::string& name, const std::string& descrip
 /// The hooks registered with gather backend `name`; InputError (listing the names) if unknown.
 const GatherBackendHooks& gather_backend_hooks(const std::string& name);
 std::vector<std::string> gather_backend_names();
+/// Whether `name` is a registered gather backend (no list built).
+bool gather_backend_registered(const std::string& name);
 /// The options make_gather_plan accepts for `name`; InputError if unknown.
 std::vector<OptionSpec> gather_backend_option_specs(const std::string& name);
 /// One-line description of a gather backend.

@@ -375,6 +375,8 @@ void register_backend(const std::string& name, const std::string& description, P
 const BackendHooks& backend_hooks(const std::string& name);
 /// Names of every registered backend, sorted.
 std::vector<std::string> backend_names();
+/// Whether `name` is a registered backend (no list built).
+bool backend_registered(const std::string& name);
 /// The options make_plan accepts for `name`: its own, and for a backend that chooses among
 /// the others (auto) theirs too, which it hands on to each candidate. InputError if unknown.
 std::vector<OptionSpec> backend_option_specs(const std::string& name);
