@@ -539,11 +539,10 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
     fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde +
                                  "' handles fixed-size messages only (use it with Alltoall_crs)");
   // 2. This rank's own arguments: a failure travels inside the exchange's own collectives
-  //    (Sdde::exchange_bytes' caller_error) and every rank returns it; the success path
-  //    adds no collective. The messages are gathered into one buffer (the one copy the
-  //    call makes of them; the SDDE sends from it).
+  //    (Sdde::exchange_into's caller_error) and every rank returns it; the success path
+  //    adds no collective. The messages are sent from where they lie in sendvals.
   int64_t ssz = 0, rsz = 0, fixed_bytes = -1;
-  detail::ByteMessages send;
+  detail::Outbox send;
   std::string err;
   try {
     if (!a.recv_nnz || !a.src || !a.recvvals || (!a.fixed && (!a.recv_size || !a.recvcounts || !a.rdispls)))
@@ -562,11 +561,8 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
       seen[d] = 1;
     }
     const char* vals = static_cast<const char*>(a.sendvals);
-    auto add = [&](int dest, const char* from, int64_t bytes) {
-      send.ranks.push_back(dest);
-      send.bytes.insert(send.bytes.end(), from, from + bytes);
-      send.offsets.push_back(static_cast<int64_t>(send.bytes.size()));
-    };
+    send.reserve(static_cast<size_t>(a.send_nnz));
+    auto add = [&](int dest, const char* from, int64_t bytes) { send.add(dest, from, bytes); };
     if (a.fixed) {
       if (a.sendcount < 0 || a.recvcount < 0) fail(MPI_ERR_COUNT, "sendcount or recvcount is negative");
       fixed_bytes = a.sendcount * ssz;
@@ -574,7 +570,6 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
         fail(SPC_ERR_ARG, "recvcount * size(recvtype) = " + std::to_string(a.recvcount * rsz) +
                               " bytes differs from sendcount * size(sendtype) = " + std::to_string(fixed_bytes));
       if (a.send_nnz > 0 && fixed_bytes > 0 && !vals) fail(MPI_ERR_BUFFER, "sendvals is NULL");
-      send.bytes.reserve(static_cast<size_t>(a.send_nnz * fixed_bytes));
       for (int i = 0; i < a.send_nnz; ++i) add(a.dest[i], vals + i * fixed_bytes, fixed_bytes);
     } else {
       if (a.send_size < 0) fail(SPC_ERR_ARG, "send_size is negative");
@@ -589,12 +584,11 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
         total += c;
       }
       if (total > 0 && !vals) fail(MPI_ERR_BUFFER, "sendvals is NULL");
-      send.bytes.reserve(static_cast<size_t>(total * ssz));
       for (int i = 0; i < a.send_nnz; ++i) add(a.dest[i], vals + a.sdispls[i] * ssz, a.sendcounts[i] * ssz);
     }
   } catch (const std::exception& e) {
     err = e.what();
-    send = detail::ByteMessages{};  // nothing is sent by a rank that failed
+    send = detail::Outbox{};  // nothing is sent by a rank that failed
   }
 
   Sdde* sdde = (cached && cached_regions == opt.regions) ? cached : comm_sdde(comm, opt.regions);
@@ -602,8 +596,16 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
     cross_check(comm, opt.canonical() + (a.fixed ? "|fixed bytes=" + std::to_string(fixed_bytes) : "|variable"), 0,
                 0);
 
-  // 3. The exchange (raises a failed check of any rank on every rank).
-  const detail::ByteMessages got = sdde->exchange_bytes(send, 1, a.fixed ? fixed_bytes : -1, opt.sdde, nullptr, err);
+  // 3. The exchange (raises a failed check of any rank on every rank), received straight
+  //    into the output array the caller frees (ordered by source; the personalized
+  //    strategy receives there directly, the others copy each message once).
+  CBuffer vals;
+  detail::Delivery got;
+  got.allocate = [&vals](int64_t bytes) {
+    vals = c_alloc(bytes);
+    return static_cast<char*>(vals.get());
+  };
+  sdde->exchange_into(send, 1, a.fixed ? fixed_bytes : -1, opt.sdde, got, nullptr, err);
 
   // 4. Outputs (library-allocated). A failure here (out of memory; a message that is no
   //    whole number of recvtype elements, which only ranks that disagree on the datatypes
@@ -637,8 +639,6 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
       if (total > INT_MAX) fail(SPC_ERR_ARG, "more than 2^31 elements received");
     }
   }
-  CBuffer vals = c_alloc(static_cast<int64_t>(got.bytes.size()));
-  if (!got.bytes.empty()) std::memcpy(vals.get(), got.bytes.data(), got.bytes.size());
   *a.recv_nnz = static_cast<int>(n);
   if (!a.fixed) {
     *a.recv_size = static_cast<int>(total);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,65 +22,77 @@ struct Channel {
   std::function<bool(int)> intra;  // peer rank (in `comm`) -> same region as me?
 };
 
-// What one exchange receives: messages in arrival order in one buffer (no allocation or
-// zero-fill per message; sized once where the total is known), then ordered by source
-// into the result with one copy.
+// What one exchange receives: messages in arrival order, in chunks that are never moved
+// (no zero-fill per message, no copy when more arrive than the first chunk holds), then
+// delivered ordered by source with one copy each (deliver()).
 class Inbox {
  public:
-  /// Room for `bytes` more (called with the total where it is known in advance).
-  void reserve(int64_t bytes) { grow(used_ + bytes); }
-  /// Where the next message of `n` bytes from `src` goes (valid until the next call).
+  /// Where the next message of `n` bytes from `src` goes (stays valid).
   char* append(int src, int64_t n) {
-    grow(used_ + n);
-    got_.push_back({src, used_, n});
-    used_ += n;
-    return buf_.get() + got_.back().at;
+    if (chunks_.empty() || room_ < n) {
+      const int64_t cap = std::max<int64_t>(n, std::max<int64_t>(kFirst, 2 * last_cap_));
+      chunks_.emplace_back(new char[static_cast<size_t>(cap)]);  // uninitialised: MPI writes it
+      last_cap_ = cap, room_ = cap;
+    }
+    char* at = chunks_.back().get() + (last_cap_ - room_);
+    room_ -= n;
+    got_.push_back({src, at, n});
+    total_ += n;
+    return at;
   }
   size_t size() const { return got_.size(); }
-  ByteMessages sorted() {
+  /// Everything received, ordered by source (stable: messages of one source in arrival
+  /// order), into the memory into.allocate returns.
+  void deliver(Delivery& into) {
     std::stable_sort(got_.begin(), got_.end(), [](const Entry& a, const Entry& b) { return a.src < b.src; });
-    ByteMessages out;
-    out.ranks.reserve(got_.size());
-    out.offsets.reserve(got_.size() + 1);
-    out.bytes.resize(static_cast<size_t>(used_));
+    into.ranks.clear(), into.offsets.assign(1, 0);
+    into.ranks.reserve(got_.size()), into.offsets.reserve(got_.size() + 1);
+    char* out = into.allocate(total_);
     int64_t at = 0;
     for (const Entry& e : got_) {
-      if (e.len > 0) std::memcpy(out.bytes.data() + at, buf_.get() + e.at, static_cast<size_t>(e.len));
+      if (e.len > 0) std::memcpy(out + at, e.at, static_cast<size_t>(e.len));
       at += e.len;
-      out.ranks.push_back(e.src);
-      out.offsets.push_back(at);
+      into.ranks.push_back(e.src);
+      into.offsets.push_back(at);
     }
-    return out;
   }
 
  private:
+  static constexpr int64_t kFirst = 4096;
   struct Entry {
     int src;
-    int64_t at, len;
+    const char* at;
+    int64_t len;
   };
-  void grow(int64_t need) {
-    if (need <= cap_) return;
-    const int64_t cap = std::max(need, 2 * cap_);
-    std::unique_ptr<char[]> b(new char[static_cast<size_t>(cap)]);  // uninitialised: MPI writes it
-    if (used_ > 0) std::memcpy(b.get(), buf_.get(), static_cast<size_t>(used_));
-    buf_ = std::move(b), cap_ = cap;
-  }
-  std::unique_ptr<char[]> buf_;
-  int64_t used_ = 0, cap_ = 0;
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  int64_t last_cap_ = 0, room_ = 0, total_ = 0;
   std::vector<Entry> got_;
 };
 
-int msg_len(const ByteMessages& m, size_t i) { return static_cast<int>(m.offsets[i + 1] - m.offsets[i]); }
-char* msg_ptr(const ByteMessages& m, size_t i) { return const_cast<char*>(m.bytes.data() + m.offsets[i]); }
+// A Delivery into a ByteMessages (internal steps that read the result themselves).
+struct IntoBytes {
+  ByteMessages out;
+  Delivery d;
+  IntoBytes() {
+    d.allocate = [this](int64_t n) {
+      out.bytes.resize(static_cast<size_t>(n));
+      return out.bytes.data();
+    };
+  }
+  ByteMessages take() {
+    out.ranks = std::move(d.ranks), out.offsets = std::move(d.offsets);
+    return std::move(out);
+  }
+};
 
-void post_sends(const Channel& ch, const ByteMessages& send, std::vector<MPI_Request>& reqs, bool synchronous) {
-  reqs.assign(send.ranks.size(), MPI_REQUEST_NULL);
-  for (size_t i = 0; i < send.ranks.size(); ++i) {
-    if (synchronous)
-      SPC_MPI(MPI_Issend(msg_ptr(send, i), msg_len(send, i), MPI_BYTE, send.ranks[i], ch.tag, ch.comm, &reqs[i]));
-    else
-      SPC_MPI(MPI_Isend(msg_ptr(send, i), msg_len(send, i), MPI_BYTE, send.ranks[i], ch.tag, ch.comm, &reqs[i]));
-    if (ch.stats) ch.stats->record_send(ch.step, ch.intra(send.ranks[i]), msg_len(send, i));
+void post_sends(const Channel& ch, const Outbox& send, std::vector<MPI_Request>& reqs, bool synchronous) {
+  reqs.assign(send.size(), MPI_REQUEST_NULL);
+  for (size_t i = 0; i < send.size(); ++i) {
+    char* p = const_cast<char*>(send.ptr[i]);
+    const int n = static_cast<int>(send.len[i]);
+    if (synchronous) SPC_MPI(MPI_Issend(p, n, MPI_BYTE, send.ranks[i], ch.tag, ch.comm, &reqs[i]));
+    else SPC_MPI(MPI_Isend(p, n, MPI_BYTE, send.ranks[i], ch.tag, ch.comm, &reqs[i]));
+    if (ch.stats) ch.stats->record_send(ch.step, ch.intra(send.ranks[i]), send.len[i]);
   }
 }
 
@@ -91,45 +104,49 @@ void receive_probed(const Channel& ch, const MPI_Status& st, Inbox& got) {
 }
 
 // Personalized exchange: MPI_Reduce_scatter_block over 0/1 flags tells each rank how many
-// messages to expect; then it probes for exactly that many. The same single counter per
+// messages to expect; then it takes exactly that many with matched probes and receives
+// them straight into the caller's result (Delivery), in source order. The same single counter per
 // rank carries the error flag (`err` not empty: this rank's input failed the checks, and it
 // sends nothing): a failed rank adds P + 1 to every rank's counter, so the sum v tells every
 // rank, before anyone sends, both v mod (P + 1) messages to expect and v / (P + 1) failed
 // ranks — and all raise that error (agree: the failure path's own collectives). The success
 // path runs no collective beyond the reduction, whose payload stays one counter per rank
 // (the simulated cost at thousands of ranks grows with it).
-ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std::string& err = "") {
+void personalized(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into) {
   const int p = comm_size(ch.comm);
   const int64_t base = static_cast<int64_t>(p) + 1;
   const bool failed = !err.empty();
   int64_t v = 0;
   if (static_cast<int64_t>(p) * base + p <= INT_MAX) {  // int counters, as long as the sum fits
     std::vector<int> flags(static_cast<size_t>(p), failed ? static_cast<int>(base) : 0);
-    for (size_t i = 0; !failed && i < send.ranks.size(); ++i) flags[static_cast<size_t>(send.ranks[i])] = 1;
+    for (size_t i = 0; !failed && i < send.size(); ++i) flags[static_cast<size_t>(send.ranks[i])] = 1;
     int mine = 0;
     SPC_MPI(MPI_Reduce_scatter_block(flags.data(), &mine, 1, MPI_INT, MPI_SUM, ch.comm));
     v = mine;
   } else {
     std::vector<int64_t> flags(static_cast<size_t>(p), failed ? base : 0);
-    for (size_t i = 0; !failed && i < send.ranks.size(); ++i) flags[static_cast<size_t>(send.ranks[i])] = 1;
+    for (size_t i = 0; !failed && i < send.size(); ++i) flags[static_cast<size_t>(send.ranks[i])] = 1;
     SPC_MPI(MPI_Reduce_scatter_block(flags.data(), &v, 1, MPI_INT64_T, MPI_SUM, ch.comm));
   }
   if (v / base > 0) agree(ch.comm, err);  // throws on every rank
   const int nrecv = static_cast<int>(v % base);
   std::vector<MPI_Request> reqs;
   post_sends(ch, send, reqs, false);
-  Inbox got;
+  // The sends complete whatever happens here (a failed allocation is this rank's own error,
+  // raised after its part of the exchange).
+  std::exception_ptr failure;
 #ifdef SPARSECOMM_SMPI
+  Inbox got;
   // SimGrid's MPI_Probe is a polling loop (an iprobe plus a simulated sleep per poll), and
   // its host cost grows faster than linearly with the ranks polling at once. So under SMPI
   // each message is announced by its size (one int64, tag + 8192; the data tags are
   // 1000..3047 and the barrier's 5096..7143): a blocking receive from MPI_ANY_SOURCE waits
   // without polling. These headers are real simulated messages but are not counted in
   // Stats, which describe the exchange itself (the same in both builds).
-  std::vector<int64_t> sizes(send.ranks.size());
-  std::vector<MPI_Request> hreqs(send.ranks.size());
-  for (size_t i = 0; i < send.ranks.size(); ++i) {
-    sizes[i] = msg_len(send, i);
+  std::vector<int64_t> sizes(send.size());
+  std::vector<MPI_Request> hreqs(send.size());
+  for (size_t i = 0; i < send.size(); ++i) {
+    sizes[i] = send.len[i];
     SPC_MPI(MPI_Isend(&sizes[i], 1, MPI_INT64_T, send.ranks[i], ch.tag + 8192, ch.comm, &hreqs[i]));
   }
   // Each receive is posted as soon as its header arrives, into a buffer of its own (the
@@ -151,15 +168,48 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std
   for (auto& [src, buf] : pending)
     if (!buf.empty()) std::memcpy(got.append(src, static_cast<int64_t>(buf.size())), buf.data(), buf.size());
     else got.append(src, 0);
-#else
-  for (int k = 0; k < nrecv; ++k) {
-    MPI_Status st;
-    SPC_MPI(MPI_Probe(MPI_ANY_SOURCE, ch.tag, ch.comm, &st));
-    receive_probed(ch, st, got);
+  try {
+    got.deliver(into);
+  } catch (...) {
+    failure = std::current_exception();
   }
+#else
+  // Matched probes first (MPI_Mprobe takes each message out of the matching queue with its
+  // source and size), then the total is known: one allocation, and every message is
+  // received straight into its place in source order. No copy of our own.
+  struct Probed {
+    int src;
+    int n;
+    MPI_Message msg;
+  };
+  std::vector<Probed> in(static_cast<size_t>(nrecv));
+  for (auto& m : in) {
+    MPI_Status st;
+    SPC_MPI(MPI_Mprobe(MPI_ANY_SOURCE, ch.tag, ch.comm, &m.msg, &st));
+    SPC_MPI(MPI_Get_count(&st, MPI_BYTE, &m.n));
+    m.src = st.MPI_SOURCE;
+    if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(m.src), m.n);
+  }
+  std::stable_sort(in.begin(), in.end(), [](const Probed& a, const Probed& b) { return a.src < b.src; });
+  into.ranks.clear(), into.offsets.assign(1, 0);
+  into.ranks.reserve(in.size()), into.offsets.reserve(in.size() + 1);
+  for (const auto& m : in) into.ranks.push_back(m.src), into.offsets.push_back(into.offsets.back() + m.n);
+  char* out = nullptr;
+  try {
+    out = into.allocate(into.offsets.back());
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  std::vector<MPI_Request> rreqs(in.size(), MPI_REQUEST_NULL);
+  std::vector<std::vector<char>> drain(failure ? in.size() : 0);  // no room: received and dropped
+  for (size_t k = 0; k < in.size(); ++k) {
+    char* at = !failure ? out + into.offsets[k] : (drain[k].resize(static_cast<size_t>(in[k].n)), drain[k].data());
+    SPC_MPI(MPI_Imrecv(at, in[k].n, MPI_BYTE, &in[k].msg, &rreqs[k]));
+  }
+  wait_all(rreqs);
 #endif
   wait_all(reqs);
-  return got.sorted();
+  if (failure) std::rethrow_exception(failure);
 }
 
 // NBX (Hoefler, Siebert, Lumsdaine 2010): synchronous sends complete only once matched,
@@ -170,7 +220,7 @@ ByteMessages personalized(const Channel& ch, const ByteMessages& send, const std
 // NonblockingBarrier) completes only after every rank's sends were matched, so nobody is
 // left waiting, and then every rank knows whether one failed: all raise that error
 // (agree). The success path runs no collective beyond the barrier itself.
-ByteMessages nbx(const Channel& ch, const ByteMessages& send, const std::string& err = "") {
+void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into) {
   std::vector<MPI_Request> reqs;
   if (err.empty()) post_sends(ch, send, reqs, true);
   Inbox got;
@@ -195,7 +245,7 @@ ByteMessages nbx(const Channel& ch, const ByteMessages& send, const std::string&
     }
   }
   if (barrier->flag()) agree(ch.comm, err);  // throws on every rank
-  return got.sorted();
+  got.deliver(into);  // everything is received: a failure here is this rank's alone
 }
 
 // One-sided exchange of fixed-size messages: each rank owns a window with one slot per
@@ -205,12 +255,12 @@ ByteMessages nbx(const Channel& ch, const ByteMessages& send, const std::string&
 // (`err` not empty) puts no message but sets that flag in every rank's window (P puts, on
 // the failure path only); after the closing fence every rank sees it and all raise that
 // error (agree). The success path runs no collective beyond the window's own.
-ByteMessages rma(const Channel& ch, const ByteMessages& send, int64_t fixed_bytes, const std::string& err = "") {
+void rma(const Channel& ch, const Outbox& send, int64_t fixed_bytes, const std::string& err, Delivery& into) {
   const int p = comm_size(ch.comm);
   const int me = comm_rank(ch.comm);
   const int64_t slot = (1 + std::max<int64_t>(fixed_bytes, 0) + 7) / 8 * 8;
   const MPI_Aint error_at = static_cast<MPI_Aint>(slot) * p;
-  std::vector<char> stage(static_cast<size_t>(slot) * send.ranks.size(), 0);
+  std::vector<char> stage(static_cast<size_t>(slot) * send.size(), 0);
   // MPI_Win_allocate rather than MPI_Win_create: Open MPI 4.1's shared-memory osc
   // component only serves windows whose memory MPI allocates itself.
   char* base = nullptr;
@@ -224,10 +274,10 @@ ByteMessages rma(const Channel& ch, const ByteMessages& send, int64_t fixed_byte
     SPC_MPI(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
     if (!err.empty())
       for (int r = 0; r < p; ++r) SPC_MPI(MPI_Put(&one, 1, MPI_BYTE, r, error_at, 1, MPI_BYTE, win));
-    for (size_t i = 0; err.empty() && i < send.ranks.size(); ++i) {
+    for (size_t i = 0; err.empty() && i < send.size(); ++i) {
       char* s = stage.data() + static_cast<int64_t>(i) * slot;
       s[0] = 1;
-      if (fixed_bytes > 0) std::memcpy(s + 1, msg_ptr(send, i), static_cast<size_t>(fixed_bytes));
+      if (fixed_bytes > 0) std::memcpy(s + 1, send.ptr[i], static_cast<size_t>(fixed_bytes));
       SPC_MPI(MPI_Put(s, static_cast<int>(slot), MPI_BYTE, send.ranks[i], static_cast<MPI_Aint>(me) * slot,
                       static_cast<int>(slot), MPI_BYTE, win));
       if (ch.stats) ch.stats->record_send(ch.step, ch.intra(send.ranks[i]), fixed_bytes);
@@ -241,16 +291,18 @@ ByteMessages rma(const Channel& ch, const ByteMessages& send, int64_t fixed_byte
   }
   SPC_MPI(MPI_Win_free(&win));
   if (someone_failed) agree(ch.comm, err);  // throws on every rank
-  ByteMessages out;
-  for (int r = 0; r < p; ++r) {
-    const char* s = window.data() + static_cast<int64_t>(r) * slot;
-    if (!s[0]) continue;
-    out.ranks.push_back(r);
-    out.bytes.insert(out.bytes.end(), s + 1, s + 1 + fixed_bytes);
-    out.offsets.push_back(static_cast<int64_t>(out.bytes.size()));
-    if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(r), fixed_bytes);
-  }
-  return out;
+  into.ranks.clear(), into.offsets.assign(1, 0);
+  for (int r = 0; r < p; ++r)
+    if (window[static_cast<size_t>(static_cast<int64_t>(r) * slot)]) {
+      into.ranks.push_back(r);
+      into.offsets.push_back(into.offsets.back() + fixed_bytes);
+      if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(r), fixed_bytes);
+    }
+  char* out = into.allocate(into.offsets.back());
+  for (size_t k = 0; k < into.ranks.size(); ++k)
+    if (fixed_bytes > 0)
+      std::memcpy(out + into.offsets[k], window.data() + static_cast<int64_t>(into.ranks[k]) * slot + 1,
+                  static_cast<size_t>(fixed_bytes));
 }
 
 // Records inside locality bundles: header then payload padded to 8 bytes.
@@ -320,12 +372,11 @@ bool Sdde::check_collective_args_default() {
   return e && *e && std::string(e) != "0";
 }
 
-std::string Sdde::check_messages(const ByteMessages& send, size_t elem, int64_t fixed_count) const {
+std::string Sdde::check_messages(const detail::Outbox& send, size_t elem, int64_t fixed_count) const {
   const int p = comm_.size();
   try {
-    if (send.offsets.size() != send.ranks.size() + 1 || send.offsets[0] != 0 ||
-        send.offsets.back() != static_cast<int64_t>(send.bytes.size()))
-      throw InputError("SDDE: offsets do not match the number of messages and the data size");
+    if (send.ptr.size() != send.ranks.size() || send.len.size() != send.ranks.size())
+      throw InputError("SDDE: the message list's ranks, pointers and lengths differ in number");
     std::vector<char> seen(static_cast<size_t>(p), 0);
     for (size_t i = 0; i < send.ranks.size(); ++i) {
       const int r = send.ranks[i];
@@ -333,8 +384,9 @@ std::string Sdde::check_messages(const ByteMessages& send, size_t elem, int64_t 
         throw InputError("SDDE: destination rank " + std::to_string(r) + " out of range [0, " + std::to_string(p) + ")");
       if (seen[r]) throw InputError("SDDE: two messages to rank " + std::to_string(r) + " in one exchange");
       seen[r] = 1;
-      const int64_t n = send.offsets[i + 1] - send.offsets[i];
-      if (n < 0) throw InputError("SDDE: offsets must be non-decreasing");
+      const int64_t n = send.len[i];
+      if (n < 0) throw InputError("SDDE: a message of negative length (offsets must be non-decreasing)");
+      if (n > 0 && !send.ptr[i]) throw InputError("SDDE: a message without data");
       if (n > INT_MAX) throw InputError("SDDE: a message of more than 2^31 bytes");
       if (fixed_count >= 0 && n != fixed_count * static_cast<int64_t>(elem))
         throw InputError("SDDE: fixed-size exchange of " + std::to_string(fixed_count) + " elements, but the message to rank " +
@@ -348,6 +400,20 @@ std::string Sdde::check_messages(const ByteMessages& send, size_t elem, int64_t 
 
 ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t fixed_count,
                                   const std::string& strategy, Stats* stats, const std::string& caller_error) {
+  // The layout first: Outbox::of reads the offsets. A bad one is this rank's failed check,
+  // raised on every rank by the exchange.
+  std::string err = caller_error;
+  const bool layout_ok = send.offsets.size() == send.ranks.size() + 1 && send.offsets[0] == 0 &&
+                         send.offsets.back() == static_cast<int64_t>(send.bytes.size());
+  if (err.empty() && !layout_ok) err = "SDDE: offsets do not match the number of messages and the data size";
+  const detail::Outbox out = layout_ok && err.empty() ? detail::Outbox::of(send) : detail::Outbox{};
+  detail::IntoBytes got;
+  exchange_into(out, elem, fixed_count, strategy, got.d, stats, err);
+  return got.take();
+}
+
+void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_count, const std::string& strategy,
+                         detail::Delivery& into, Stats* stats, const std::string& caller_error) {
   // Collective arguments (the strategy, fixed or variable size) are the same on every rank,
   // as an MPI collective's op or root: checked locally here, which fails on every rank
   // alike. Whether ranks really passed the same costs one allreduce, made only when
@@ -375,10 +441,10 @@ ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t
   const int tag = 1000 + (calls_++ % 2048);
   ScopedTimer timer(stats, "sdde." + strategy);
   detail::Channel global{comm_.get(), tag, stats, "direct", [this](int r) { return loc_.same_region(r); }};
-  if (strategy == "personalized") return detail::personalized(global, send, err);
-  if (strategy == "nbx") return detail::nbx(global, send, err);
-  if (strategy == "rma") return detail::rma(global, send, fixed_count * static_cast<int64_t>(elem), err);
-  return locality_exchange(send, strategy == "locality_nbx", tag, stats, err);
+  if (strategy == "personalized") return detail::personalized(global, send, err, into);
+  if (strategy == "nbx") return detail::nbx(global, send, err, into);
+  if (strategy == "rma") return detail::rma(global, send, fixed_count * static_cast<int64_t>(elem), err, into);
+  locality_exchange(send, strategy == "locality_nbx", tag, stats, err, into);
 }
 
 // Locality-aware SDDE (Geyko et al. 2023). Three steps:
@@ -391,8 +457,8 @@ ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t
 // the region communicator.
 // A failed check on some rank (`err`) travels in step 2's collective: that rank bundles
 // nothing, and every rank raises the error there, before step 3.
-ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int tag, Stats* stats,
-                                     const std::string& err) {
+void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, Stats* stats, const std::string& err,
+                             detail::Delivery& into) {
   const int me = comm_.rank();
   const int my_region = loc_.region();
   const int my_local = loc_.local_rank();
@@ -402,11 +468,16 @@ ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int
     const int d = send.ranks[i];
     const int rd = loc_.region_of(d);
     auto& buf = (rd == my_region) ? mine_local : to_region[rd];
-    detail::append_record(buf, me, d, detail::msg_ptr(send, i), send.offsets[i + 1] - send.offsets[i]);
+    detail::append_record(buf, me, d, send.ptr[i], send.len[i]);
   }
   auto run = [&](const detail::Channel& ch, const ByteMessages& m, const std::string& e) {
-    return use_nbx ? detail::nbx(ch, m, e) : detail::personalized(ch, m, e);
+    const detail::Outbox o = detail::Outbox::of(m);
+    detail::IntoBytes got;
+    if (use_nbx) detail::nbx(ch, o, e, got.d);
+    else detail::personalized(ch, o, e, got.d);
+    return got.take();
   };
+  auto msg_ptr = [](const ByteMessages& m, size_t i) { return m.bytes.data() + m.offsets[i]; };
 
   // Step 2: inter-region bundles.
   ByteMessages inter_send;
@@ -435,7 +506,7 @@ ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int
   };
   detail::for_each_record(mine_local.data(), static_cast<int64_t>(mine_local.size()), route);
   for (size_t i = 0; i < inter_recv.ranks.size(); ++i)
-    detail::for_each_record(detail::msg_ptr(inter_recv, i), inter_recv.offsets[i + 1] - inter_recv.offsets[i], route);
+    detail::for_each_record(msg_ptr(inter_recv, i), inter_recv.offsets[i + 1] - inter_recv.offsets[i], route);
   ByteMessages intra_send;
   for (auto& [li, buf] : to_local) {
     intra_send.ranks.push_back(li);
@@ -445,9 +516,9 @@ ByteMessages Sdde::locality_exchange(const ByteMessages& send, bool use_nbx, int
   detail::Channel intra{local_comm_.get(), tag, stats, "intra", [](int) { return true; }};
   ByteMessages intra_recv = run(intra, intra_send, "");
   for (size_t i = 0; i < intra_recv.ranks.size(); ++i)
-    detail::for_each_record(detail::msg_ptr(intra_recv, i), intra_recv.offsets[i + 1] - intra_recv.offsets[i],
+    detail::for_each_record(msg_ptr(intra_recv, i), intra_recv.offsets[i + 1] - intra_recv.offsets[i],
                             keep);
-  return got.sorted();
+  got.deliver(into);
 }
 
 }  // namespace sparsecomm

@@ -2,7 +2,8 @@
 // Sparse dynamic data exchange (SDDE): every rank knows what it sends to whom, nobody
 // knows who sends to it. The strategy is chosen per call by name:
 //
-//   personalized           counts reduced with MPI_Reduce_scatter_block, then probe+receive
+//   personalized           counts reduced with MPI_Reduce_scatter_block, then matched
+//                          probes and receives straight into the result
 //                          (the "personalized" exchange of Hoefler, Siebert and Lumsdaine,
 //                          PPoPP'10; O(P) counts per rank).
 //   nbx                    non-blocking consensus: synchronous sends, probe-receive until the
@@ -17,12 +18,16 @@
 //
 // Every strategy delivers zero-length messages (a receiver learns "nothing from you"),
 // self-messages, and returns received messages sorted by source rank, so results never
-// depend on message timing. Traffic runs on communicators duplicated at construction, with
+// depend on message timing. Messages are sent from where they lie (Outbox) and received
+// into memory the caller chooses (Delivery): the typed exchange() copies nothing of its own,
+// personalized receives in place, the others copy each received message once. Traffic runs on communicators duplicated at construction, with
 // a tag that changes every call, so user messages and back-to-back calls never mix.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +65,40 @@ struct ByteMessages {
   std::vector<int> ranks;
   std::vector<int64_t> offsets{0};
   std::vector<char> bytes;
+};
+
+/// Messages to send where they already lie (no payload copied to build it): message i is
+/// len[i] bytes at ptr[i], for ranks[i].
+struct Outbox {
+  std::vector<int> ranks;
+  std::vector<const char*> ptr;
+  std::vector<int64_t> len;
+  size_t size() const { return ranks.size(); }
+  void reserve(size_t n) {
+    ranks.reserve(n), ptr.reserve(n), len.reserve(n);
+  }
+  void add(int rank, const void* p, int64_t n) {
+    ranks.push_back(rank), ptr.push_back(static_cast<const char*>(p)), len.push_back(n);
+  }
+  /// The messages of `m`, pointing into m.bytes.
+  static Outbox of(const ByteMessages& m) {
+    Outbox o;
+    o.reserve(m.ranks.size());
+    for (size_t i = 0; i < m.ranks.size(); ++i)
+      o.add(m.ranks[i], m.bytes.data() + m.offsets[i], m.offsets[i + 1] - m.offsets[i]);
+    return o;
+  }
+};
+
+/// What an exchange received, ordered by source: message i came from ranks[i] and is bytes
+/// [offsets[i], offsets[i + 1]) of the memory that allocate(total) returned. The exchange
+/// calls allocate exactly once, with the total, before writing any byte there (so the
+/// caller decides where the result lives: a vector, or malloc'd memory for a C caller, with
+/// no copy in between).
+struct Delivery {
+  std::vector<int> ranks;
+  std::vector<int64_t> offsets{0};
+  std::function<char*(int64_t)> allocate;
 };
 }  // namespace detail
 
@@ -103,7 +142,7 @@ class Sdde {
   /// rank, one allreduce per call) only with check_collective_args().
   template <class T>
   SparseMessages<T> exchange(const SparseMessages<T>& send, const std::string& strategy, Stats* stats = nullptr) {
-    return from_bytes<T>(exchange_bytes(to_bytes(send), sizeof(T), -1, strategy, stats));
+    return typed_exchange(send, -1, strategy, stats);
   }
 
   /// Collective. Fixed-size exchange (like Alltoall_crs): every message has `count`
@@ -111,7 +150,7 @@ class Sdde {
   template <class T>
   SparseMessages<T> exchange_fixed(const SparseMessages<T>& send, int64_t count, const std::string& strategy,
                                    Stats* stats = nullptr) {
-    return from_bytes<T>(exchange_bytes(to_bytes(send), sizeof(T), count, strategy, stats));
+    return typed_exchange(send, count, strategy, stats);
   }
 
   MPI_Comm comm() const { return comm_.get(); }
@@ -133,32 +172,51 @@ class Sdde {
   detail::ByteMessages exchange_bytes(const detail::ByteMessages& send, size_t elem, int64_t fixed_count,
                                       const std::string& strategy, Stats* stats = nullptr,
                                       const std::string& caller_error = "");
+  /// Collective. exchange_bytes() without copies of its own: sends straight from where the
+  /// messages lie (`send`), and the received bytes, ordered by source, land in the memory
+  /// `into.allocate` returns (the personalized strategy receives them there directly; the
+  /// others copy each once from where they arrived). If allocate throws, this rank still
+  /// completes its part of the exchange, then rethrows (its own error, after the exchange).
+  void exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_count, const std::string& strategy,
+                     detail::Delivery& into, Stats* stats = nullptr, const std::string& caller_error = "");
 
  private:
   /// The per-rank checks of `send`: "" or the error.
-  std::string check_messages(const detail::ByteMessages& send, size_t elem, int64_t fixed_count) const;
-  detail::ByteMessages locality_exchange(const detail::ByteMessages& send, bool nbx, int tag, Stats* stats,
-                                         const std::string& err);
+  std::string check_messages(const detail::Outbox& send, size_t elem, int64_t fixed_count) const;
+  void locality_exchange(const detail::Outbox& send, bool nbx, int tag, Stats* stats, const std::string& err,
+                         detail::Delivery& into);
 
+  // Typed exchanges: the messages are sent from send.data and received into the result's
+  // data (no conversion copies).
   template <class T>
-  static detail::ByteMessages to_bytes(const SparseMessages<T>& m) {
-    detail::ByteMessages b;
-    b.ranks = m.ranks;
-    b.offsets.resize(m.offsets.size());
-    for (size_t i = 0; i < m.offsets.size(); ++i) b.offsets[i] = m.offsets[i] * static_cast<int64_t>(sizeof(T));
-    b.bytes.resize(m.data.size() * sizeof(T));
-    if (!m.data.empty()) std::memcpy(b.bytes.data(), m.data.data(), b.bytes.size());
-    return b;
-  }
-  template <class T>
-  static SparseMessages<T> from_bytes(const detail::ByteMessages& b) {
-    SparseMessages<T> m;
-    m.ranks = b.ranks;
-    m.offsets.resize(b.offsets.size());
-    for (size_t i = 0; i < b.offsets.size(); ++i) m.offsets[i] = b.offsets[i] / static_cast<int64_t>(sizeof(T));
-    m.data.resize(b.bytes.size() / sizeof(T));
-    if (!m.data.empty()) std::memcpy(m.data.data(), b.bytes.data(), b.bytes.size());
-    return m;
+  SparseMessages<T> typed_exchange(const SparseMessages<T>& send, int64_t fixed_count, const std::string& strategy,
+                                   Stats* stats) {
+    detail::Outbox out;
+    out.reserve(send.ranks.size());
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(send.ranks.size()),
+                                        static_cast<int64_t>(send.offsets.size()) - 1);
+    std::string err;
+    if (n != static_cast<int64_t>(send.ranks.size()) || send.offsets.empty() || send.offsets[0] != 0 ||
+        send.offsets.back() != static_cast<int64_t>(send.data.size()))
+      err = "SDDE: offsets do not match the number of messages and the data size";
+    for (int64_t i = 0; err.empty() && i < n; ++i) {
+      const int64_t c = send.offsets[static_cast<size_t>(i) + 1] - send.offsets[static_cast<size_t>(i)];
+      if (c < 0) err = "SDDE: offsets must be non-decreasing";
+      else out.add(send.ranks[static_cast<size_t>(i)], send.data.data() + send.offsets[static_cast<size_t>(i)],
+                   c * static_cast<int64_t>(sizeof(T)));
+    }
+    if (!err.empty()) out = detail::Outbox{};
+    SparseMessages<T> got;
+    detail::Delivery into;
+    into.allocate = [&got](int64_t bytes) {
+      got.data.resize((static_cast<size_t>(bytes) + sizeof(T) - 1) / sizeof(T));  // whole T's by contract
+      return reinterpret_cast<char*>(got.data.data());
+    };
+    exchange_into(out, sizeof(T), fixed_count, strategy, into, stats, err);
+    got.ranks = std::move(into.ranks);
+    got.offsets.resize(into.offsets.size());
+    for (size_t i = 0; i < into.offsets.size(); ++i) got.offsets[i] = into.offsets[i] / static_cast<int64_t>(sizeof(T));
+    return got;
   }
 
   Comm comm_;
