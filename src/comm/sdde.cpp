@@ -112,7 +112,10 @@ void receive_probed(const Channel& ch, const MPI_Status& st, Inbox& got) {
 // ranks — and all raise that error (agree: the failure path's own collectives). The success
 // path runs no collective beyond the reduction, whose payload stays one counter per rank
 // (the simulated cost at thousands of ranks grows with it).
-void personalized(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into) {
+// `failed_out`: instead of raising a failure, report it there and return (nothing sent or
+// received): the locality-aware exchange carries it on to a second step.
+void personalized(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into,
+                  bool* failed_out = nullptr) {
   const int p = comm_size(ch.comm);
   const int64_t base = static_cast<int64_t>(p) + 1;
   const bool failed = !err.empty();
@@ -128,7 +131,13 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
     for (size_t i = 0; !failed && i < send.size(); ++i) flags[static_cast<size_t>(send.ranks[i])] = 1;
     SPC_MPI(MPI_Reduce_scatter_block(flags.data(), &v, 1, MPI_INT64_T, MPI_SUM, ch.comm));
   }
-  if (v / base > 0) agree(ch.comm, err);  // throws on every rank
+  if (v / base > 0) {
+    if (failed_out) {
+      *failed_out = true;
+      return;
+    }
+    agree(ch.comm, err);  // throws on every rank
+  }
   const int nrecv = static_cast<int>(v % base);
   std::vector<MPI_Request> reqs;
   post_sends(ch, send, reqs, false);
@@ -220,7 +229,8 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
 // NonblockingBarrier) completes only after every rank's sends were matched, so nobody is
 // left waiting, and then every rank knows whether one failed: all raise that error
 // (agree). The success path runs no collective beyond the barrier itself.
-void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into) {
+// `failed_out`: as for personalized() (what arrived is dropped).
+void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into, bool* failed_out = nullptr) {
   std::vector<MPI_Request> reqs;
   if (err.empty()) post_sends(ch, send, reqs, true);
   Inbox got;
@@ -244,7 +254,13 @@ void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery
       break;
     }
   }
-  if (barrier->flag()) agree(ch.comm, err);  // throws on every rank
+  if (barrier->flag()) {
+    if (failed_out) {
+      *failed_out = true;
+      return;
+    }
+    agree(ch.comm, err);  // throws on every rank
+  }
   got.deliver(into);  // everything is received: a failure here is this rank's alone
 }
 
@@ -311,6 +327,9 @@ struct RecordHeader {
   int32_t dest;
   int64_t nbytes;
 };
+
+// Bytes a record of an n-byte message takes in a bundle.
+size_t record_size(int64_t n) { return sizeof(RecordHeader) + static_cast<size_t>((n + 7) / 8 * 8); }
 
 void append_record(std::vector<char>& buf, int src, int dest, const char* p, int64_t n) {
   RecordHeader h{src, dest, n};
@@ -453,68 +472,94 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
 //  2. send each bundle to the rank with my local index (modulo the region's size) in that
 //     region: one inter-region message per (rank, destination region) pair;
 //  3. redistribute every received record inside the region to its final destination.
-// Steps 2 and 3 are themselves sparse exchanges (personalized or NBX) on the global and
-// the region communicator.
+// Only step 2 follows the strategy's name (personalized or NBX); step 3 is always the
+// personalized exchange: inside a region its reduction spans few ranks and costs less than
+// NBX's synchronous sends and barrier (MPI Advance's locality-aware exchanges do the same).
+// Steps 2 and 3 are themselves sparse exchanges (personalized or NBX). When every region
+// has the same size, step 2 runs on the communicator of the ranks with my local index (one
+// per region; its rank is the region's number), so its collective — the reduction or the
+// barrier — spans P / region size ranks instead of P (as MPI Advance's locality-aware
+// exchanges do); otherwise on the global communicator. Step 3 on the region communicator.
 // A failed check on some rank (`err`) travels in step 2's collective: that rank bundles
-// nothing, and every rank raises the error there, before step 3.
+// nothing. On the global communicator every rank raises the error there; on the group
+// communicator only the group learns it, and carries the flag into step 3's collective
+// (every region holds a member of every group), after which all ranks agree on it.
 void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, Stats* stats, const std::string& err,
                              detail::Delivery& into) {
   const int me = comm_.rank();
   const int my_region = loc_.region();
   const int my_local = loc_.local_rank();
-  std::map<int, std::vector<char>> to_region;  // ordered: deterministic send order
-  std::vector<char> mine_local;                 // records for ranks in my own region
-  for (size_t i = 0; err.empty() && i < send.ranks.size(); ++i) {
-    const int d = send.ranks[i];
-    const int rd = loc_.region_of(d);
-    auto& buf = (rd == my_region) ? mine_local : to_region[rd];
-    detail::append_record(buf, me, d, send.ptr[i], send.len[i]);
+  // Bundles per destination region, sized first (one allocation each); sent in region order.
+  std::vector<std::vector<char>> to_region(static_cast<size_t>(loc_.num_regions()));
+  {
+    std::vector<size_t> bytes(to_region.size(), 0);
+    for (size_t i = 0; err.empty() && i < send.size(); ++i)
+      bytes[static_cast<size_t>(loc_.region_of(send.ranks[i]))] += detail::record_size(send.len[i]);
+    for (size_t r = 0; r < bytes.size(); ++r) to_region[r].reserve(bytes[r]);
   }
-  auto run = [&](const detail::Channel& ch, const ByteMessages& m, const std::string& e) {
-    const detail::Outbox o = detail::Outbox::of(m);
+  for (size_t i = 0; err.empty() && i < send.size(); ++i) {
+    const int d = send.ranks[i];
+    detail::append_record(to_region[static_cast<size_t>(loc_.region_of(d))], me, d, send.ptr[i], send.len[i]);
+  }
+  // Steps 2 and 3 send the bundles from where they are (an Outbox over them).
+  auto run = [&](const detail::Channel& ch, const detail::Outbox& o, const std::string& e, bool* failed, bool nbx) {
     detail::IntoBytes got;
-    if (use_nbx) detail::nbx(ch, o, e, got.d);
-    else detail::personalized(ch, o, e, got.d);
+    if (nbx) detail::nbx(ch, o, e, got.d, failed);
+    else detail::personalized(ch, o, e, got.d, failed);
     return got.take();
   };
   auto msg_ptr = [](const ByteMessages& m, size_t i) { return m.bytes.data() + m.offsets[i]; };
 
   // Step 2: inter-region bundles.
-  ByteMessages inter_send;
-  for (auto& [rd, buf] : to_region) {
-    inter_send.ranks.push_back(loc_.member(rd, my_local % loc_.region_size(rd)));
-    inter_send.bytes.insert(inter_send.bytes.end(), buf.begin(), buf.end());
-    inter_send.offsets.push_back(static_cast<int64_t>(inter_send.bytes.size()));
+  if (!group_checked_) {  // once, collectively: every rank decides alike from the locality
+    group_checked_ = true;
+    bool equal = loc_.num_regions() > 1;
+    for (int r = 1; equal && r < loc_.num_regions(); ++r) equal = loc_.region_size(r) == loc_.region_size(0);
+    if (equal) {
+      MPI_Comm g = MPI_COMM_NULL;
+      SPC_MPI(MPI_Comm_split(comm_.get(), my_local, my_region, &g));
+      group_comm_ = Comm::adopt(g);
+    }
   }
-  to_region.clear();
-  detail::Channel inter{comm_.get(), tag, stats, "inter", [this](int r) { return loc_.same_region(r); }};
-  ByteMessages inter_recv = run(inter, inter_send, err);  // raises a failure on every rank
+  const bool grouped = static_cast<bool>(group_comm_);
+  detail::Outbox inter_send;
+  for (size_t r = 0; r < to_region.size(); ++r) {
+    const int rd = static_cast<int>(r);
+    if (rd == my_region || to_region[r].empty()) continue;
+    inter_send.add(grouped ? rd : loc_.member(rd, my_local % loc_.region_size(rd)), to_region[r].data(),
+                   static_cast<int64_t>(to_region[r].size()));
+  }
+  detail::Channel inter = grouped ? detail::Channel{group_comm_.get(), tag, stats, "inter", [](int) { return false; }}
+                                  : detail::Channel{comm_.get(), tag, stats, "inter",
+                                                    [this](int r) { return loc_.same_region(r); }};
+  bool failed_in_group = false;  // grouped: someone in my group failed (ungrouped: raised here)
+  const ByteMessages inter_recv = run(inter, inter_send, err, grouped ? &failed_in_group : nullptr, use_nbx);
 
   // Step 3: regroup all records for my region by final destination (local index).
-  std::map<int, std::vector<char>> to_local;
+  std::vector<std::vector<char>> to_local(static_cast<size_t>(loc_.local_size()));
   detail::Inbox got;
   auto keep = [&](const detail::RecordHeader& h, const char* payload) {
     if (h.nbytes > 0) std::memcpy(got.append(h.src, h.nbytes), payload, static_cast<size_t>(h.nbytes));
     else got.append(h.src, 0);
   };
   auto route = [&](const detail::RecordHeader& h, const char* payload) {
-    if (h.dest == me) {
-      keep(h, payload);
-    } else {
-      detail::append_record(to_local[loc_.local_index_of(h.dest)], h.src, h.dest, payload, h.nbytes);
-    }
+    if (h.dest == me) keep(h, payload);
+    else detail::append_record(to_local[static_cast<size_t>(loc_.local_index_of(h.dest))], h.src, h.dest, payload,
+                               h.nbytes);
   };
+  const std::vector<char>& mine_local = to_region[static_cast<size_t>(my_region)];
   detail::for_each_record(mine_local.data(), static_cast<int64_t>(mine_local.size()), route);
   for (size_t i = 0; i < inter_recv.ranks.size(); ++i)
     detail::for_each_record(msg_ptr(inter_recv, i), inter_recv.offsets[i + 1] - inter_recv.offsets[i], route);
-  ByteMessages intra_send;
-  for (auto& [li, buf] : to_local) {
-    intra_send.ranks.push_back(li);
-    intra_send.bytes.insert(intra_send.bytes.end(), buf.begin(), buf.end());
-    intra_send.offsets.push_back(static_cast<int64_t>(intra_send.bytes.size()));
-  }
+  detail::Outbox intra_send;
+  for (size_t li = 0; li < to_local.size(); ++li)
+    if (!to_local[li].empty())
+      intra_send.add(static_cast<int>(li), to_local[li].data(), static_cast<int64_t>(to_local[li].size()));
   detail::Channel intra{local_comm_.get(), tag, stats, "intra", [](int) { return true; }};
-  ByteMessages intra_recv = run(intra, intra_send, "");
+  bool failed_anywhere = false;
+  const ByteMessages intra_recv =
+      run(intra, intra_send, failed_in_group ? "failed" : "", grouped ? &failed_anywhere : nullptr, false);
+  if (failed_anywhere) agree(comm_.get(), err);  // every rank knows: the failing rank's message everywhere
   for (size_t i = 0; i < intra_recv.ranks.size(); ++i)
     detail::for_each_record(msg_ptr(intra_recv, i), intra_recv.offsets[i + 1] - intra_recv.offsets[i],
                             keep);

@@ -221,6 +221,8 @@ class Sdde {
 
   Comm comm_;
   Comm local_comm_;
+  Comm group_comm_;  ///< the ranks with my local index, one per region (equal regions only; made on first use)
+  bool group_checked_ = false;
   Locality loc_;
   int calls_ = 0;
   bool check_args_ = false;
