@@ -376,6 +376,18 @@ Sdde::Sdde(MPI_Comm comm) : Sdde(comm, Locality::detect(comm)) {}
 
 const std::vector<std::string>& Sdde::strategies() { return strategy_list(); }
 
+void Sdde::prepare(const std::string& strategy) {
+  check_strategy(strategy);
+  if (group_checked_ || strategy.rfind("locality_", 0) != 0) return;
+  group_checked_ = true;  // every rank decides alike, from the locality
+  bool equal = loc_.num_regions() > 1;
+  for (int r = 1; equal && r < loc_.num_regions(); ++r) equal = loc_.region_size(r) == loc_.region_size(0);
+  if (!equal) return;
+  MPI_Comm g = MPI_COMM_NULL;
+  SPC_MPI(MPI_Comm_split(comm_.get(), loc_.local_rank(), loc_.region(), &g));
+  group_comm_ = Comm::adopt(g);
+}
+
 bool Sdde::fixed_size_only(const std::string& s) { return s == "rma"; }
 
 void Sdde::check_strategy(const std::string& s) {
@@ -511,16 +523,7 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
   auto msg_ptr = [](const ByteMessages& m, size_t i) { return m.bytes.data() + m.offsets[i]; };
 
   // Step 2: inter-region bundles.
-  if (!group_checked_) {  // once, collectively: every rank decides alike from the locality
-    group_checked_ = true;
-    bool equal = loc_.num_regions() > 1;
-    for (int r = 1; equal && r < loc_.num_regions(); ++r) equal = loc_.region_size(r) == loc_.region_size(0);
-    if (equal) {
-      MPI_Comm g = MPI_COMM_NULL;
-      SPC_MPI(MPI_Comm_split(comm_.get(), my_local, my_region, &g));
-      group_comm_ = Comm::adopt(g);
-    }
-  }
+  prepare(use_nbx ? "locality_nbx" : "locality_personalized");
   const bool grouped = static_cast<bool>(group_comm_);
   detail::Outbox inter_send;
   for (size_t r = 0; r < to_region.size(); ++r) {

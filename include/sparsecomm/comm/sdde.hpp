@@ -132,6 +132,11 @@ class Sdde {
   static bool fixed_size_only(const std::string& strategy);
   /// Throws InputError listing the valid names when `strategy` is unknown.
   static void check_strategy(const std::string& strategy);
+  /// Collective. Creates now what the first exchange with `strategy` would create (the
+  /// locality-aware strategies: the communicator of the ranks with one local index, when
+  /// the regions have equal sizes), so that a timed first exchange measures the exchange
+  /// alone. Optional; idempotent.
+  void prepare(const std::string& strategy);
 
   /// Collective. Variable-size exchange (like MPI Advance's Alltoallv_crs). At most one
   /// message per destination. Invalid input on any rank (rank out of range, repeated

@@ -91,6 +91,7 @@ Input load_input(const std::string& gen_spec, const std::string& matrix) {
 Row measure(const DistCsr<double>& a, const Locality& loc, const Pattern& reference, const std::string& strategy,
             int warmup, int reps) {
   Sdde sdde(MPI_COMM_WORLD, loc);
+  sdde.prepare(strategy);  // communicators made before the timing, like the constructor's
   Row row;
   row.strategy = strategy;
   std::vector<double> times;
