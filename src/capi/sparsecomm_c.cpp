@@ -219,29 +219,9 @@ struct SeqHash {
   void add(int64_t v) { h = fmix64(h ^ fmix64(static_cast<uint64_t>(v) + 0x632be59bd9b4e019ull)) + 1; }
 };
 
-// Step 2 of the validation: every rank passed the same options (hash of `canonical`) and
-// the neighbor lists are consistent (`out` / `in`: sums of edge hashes; 0 when there are
-// no lists). Every rank sees the same sums, so every rank fails alike.
-void cross_check(MPI_Comm comm, const std::string& canonical, uint64_t out, uint64_t in) {
-  const uint64_t h = fnv(canonical);
-  uint64_t v[2] = {h, ~h}, mx[2];
-  SPC_MPI(MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, comm));
-  uint64_t e[2] = {out, in}, sum[2];
-  SPC_MPI(MPI_Allreduce(e, sum, 2, MPI_UINT64_T, MPI_SUM, comm));
-  const bool differ = mx[0] != h || mx[1] != ~h;
-  // The first agreement makes the message the same everywhere (the lowest rank's).
-  agreed(comm, [&] {
-    if (differ)
-      fail(SPC_ERR_MISMATCH, "ranks passed different sparsecomm_* options or datatype sizes (rank " +
-                                 std::to_string(comm_rank(comm)) + ": " + canonical + ")");
-  });
-  if (sum[0] != sum[1])
-    fail(SPC_ERR_MISMATCH,
-         "inconsistent neighbor lists: some rank lists a destination that does not list it as a source "
-         "(or lists it a different number of times)");
-}
-
-// agreed(body) followed by cross_check(canonical(), out, in) in ONE collective: the body's
+// agreed(body), then the check that every rank passed the same options (hash of
+// `canonical`) and consistent neighbor lists (`out` / `in`: sums of edge hashes, 0 without
+// lists), in ONE collective: the body's
 // failure flag, the hash of the options and both edge-hash sums travel in one
 // allreduce_max_sum; only when something is wrong do the ranks agree on the message (the
 // failure path's own collectives). `canonical` is called after a successful body.
@@ -592,9 +572,13 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
   }
 
   Sdde* sdde = (cached && cached_regions == opt.regions) ? cached : comm_sdde(comm, opt.regions);
-  if (sdde->check_collective_args())  // opt-in: the options (and message size) everywhere the same
-    cross_check(comm, opt.canonical() + (a.fixed ? "|fixed bytes=" + std::to_string(fixed_bytes) : "|variable"), 0,
-                0);
+  if (sdde->check_collective_args()) {  // opt-in: the options (and message size) everywhere the same
+    const uint64_t no_lists = 0;
+    checked_and_cross_checked(
+        comm, [] {},
+        [&] { return opt.canonical() + (a.fixed ? "|fixed bytes=" + std::to_string(fixed_bytes) : "|variable"); },
+        no_lists, no_lists);
+  }
 
   // 3. The exchange (raises a failed check of any rank on every rank), received straight
   //    into the output array the caller frees (ordered by source; the personalized
