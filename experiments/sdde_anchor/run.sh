@@ -10,7 +10,8 @@
 #
 # Environment: BUILD (build), OUT (results/sdde_anchor), WORK (/tmp/mpi_advance), NPS ("8 16"),
 # PPN (4), REPS (50), ROUNDS (2), MATRICES (below), MPI_ADVANCE_SRC (an unpacked source tree
-# instead of cloning).
+# instead of cloning), CLUSTER ("NODES RATE", e.g. "4 1000mbit": every run on the emulated
+# cluster of scripts/cluster.sh with PPN ranks per node, root only; NPS is then NODES x PPN).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -23,6 +24,12 @@ reps=${REPS:-50}
 rounds=${ROUNDS:-2}
 data=${SPARSECOMM_DATA:-$root/../shared/data/suitesparse}
 read -r -a matrices <<< "${MATRICES:-vanHeukelum_cage11 GHS_psdef_wathen100 HB_bcsstk18 AMD_G2_circuit DIMACS10_delaunay_n16 Oberwolfach_gyro_m JGD_Trefethen_Trefethen_20000 Pothen_bodyy5}"
+launch=("$root/scripts/mpirun.sh")
+if [ -n "${CLUSTER:-}" ]; then
+  read -r cnodes crate <<< "$CLUSTER"
+  nps=$((cnodes * ppn))
+  launch=("$root/scripts/cluster.sh" run "$cnodes" "$ppn" --rate "${crate:-1000mbit}" --)
+fi
 mkdir -p "$out" "$work"
 
 # MPI Advance: its own CMake build, CPU only, no tests or benchmarks.
@@ -52,7 +59,9 @@ for np in $nps; do
       order=(bench_mpi_advance bench_sparsecomm)
       [ $((r % 2)) = 0 ] && order=(bench_sparsecomm bench_mpi_advance)
       for b in "${order[@]}"; do
-        timeout 600 "$root/scripts/mpirun.sh" -np "$np" "$work/$b" "$data/$m.mtx" "$ppn" "$reps" >> "$results" \
+        np_args=(-np "$np")
+        [ -n "${CLUSTER:-}" ] && np_args=()
+        timeout 900 "${launch[@]}" "${np_args[@]}" "$work/$b" "$data/$m.mtx" "$ppn" "$reps" >> "$results" \
           2>> "$out/stderr.log" || echo "run.sh: $b on $m at $np ranks failed" | tee -a "$out/stderr.log"
       done
     done

@@ -2,7 +2,8 @@
 """Issue 34's anchor table from run.sh's result lines
 (<library> <matrix> <ranks> <algorithm> <median_us> <min_us> <max_us> verified|WRONG):
 per rank count and algorithm, sparsecomm / MPI Advance per matrix (median over the rounds
-of each library's median; < 1: sparsecomm is faster), their geometric mean and worst case.
+of each library's median; < 1: sparsecomm is faster), their geometric mean, median and worst
+case.
 
 usage: table.py results/sdde_anchor/results.txt"""
 import math
@@ -38,10 +39,11 @@ for p in sorted({k[2] for k in t}):
             ratios[a].append(r)
             row += f"{f'{y:.1f} vs {x:.1f} ({r:.2f})':>30}"
         print(row)
-    row = f"{'geomean (worst)':34}"
+    row = f"{'geomean / median (worst)':34}"
     for a in algs:
         r = [x for x in ratios[a] if x > 0 and math.isfinite(x)]
-        row += f"{(f'{math.exp(statistics.mean(map(math.log, r))):.2f} ({max(r):.2f})' if r else '-'):>30}"
+        s = f"{math.exp(statistics.mean(map(math.log, r))):.2f} / {statistics.median(r):.2f} ({max(r):.2f})" if r else "-"
+        row += f"{s:>30}"
     print(row)
     best = []
     for m in mats:
