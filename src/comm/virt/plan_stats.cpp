@@ -458,9 +458,11 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
 
   // keys[a][S]: the values a sends to region S != region[a] (dedup: distinct ids).
   // recv_count[d][R']: how many values d receives from ranks of R' != region[d].
-  // by_pair[(R, S)][d]: the values ranks of R send to d in S, as (origin, id).
+  // by_pair[(R, S)]: the values ranks of R send to region S as (origin, id), listed only
+  // with dedup (without it only their number, pair_count, matters).
   std::vector<std::map<int, int64_t>> keys(static_cast<size_t>(p)), recv_count(static_cast<size_t>(p));
-  std::map<std::pair<int, int>, std::map<int, std::vector<std::pair<int, int64_t>>>> by_pair;
+  std::map<std::pair<int, int>, std::vector<std::pair<int, int64_t>>> by_pair;
+  std::map<std::pair<int, int>, int64_t> pair_count;
   for (int a = 0; a < p; ++a) {
     std::map<int, std::vector<int64_t>> ids_to;
     for (const auto& [d, ids] : pat.send[a]) {
@@ -471,17 +473,19 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
         continue;
       }
       recv_count[d][region[a]] += static_cast<int64_t>(ids.size());
+      pair_count[{region[a], S}] += static_cast<int64_t>(ids.size());
+      if (!dedup) {
+        keys[a][S] += static_cast<int64_t>(ids.size());
+        continue;
+      }
       auto& v = ids_to[S];
       v.insert(v.end(), ids.begin(), ids.end());
-      auto& w = by_pair[{region[a], S}][d];
+      auto& w = by_pair[{region[a], S}];
       for (int64_t id : ids) w.emplace_back(a, id);
     }
-    for (auto& [S, v] : ids_to) {
-      if (dedup) {
-        std::sort(v.begin(), v.end());
-        v.erase(std::unique(v.begin(), v.end()), v.end());
-      }
-      keys[a][S] = static_cast<int64_t>(v.size());
+    for (auto& [S, v] : ids_to) {  // dedup only
+      std::sort(v.begin(), v.end());
+      keys[a][S] = static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
     }
   }
   // Per region: leaders of the regions it sends to, receivers of those it receives from.
@@ -519,16 +523,13 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
   // Initial: each rank to each leader of its remote regions.
   intra_step("initial", keys, leader, true);
   // Inter: leader of (R -> S) to the receiver of (S <- R), one message per pair.
-  for (const auto& [pair, by_dest] : by_pair) {
+  for (auto& [pair, total] : pair_count) {
     const auto [R, S] = pair;
-    int64_t n = 0;
-    if (dedup) {
-      std::vector<std::pair<int, int64_t>> all;
-      for (const auto& [d, v] : by_dest) all.insert(all.end(), v.begin(), v.end());
+    int64_t n = total;
+    if (dedup) {  // distinct (origin, id) over the region pair's destinations
+      auto& all = by_pair[pair];
       std::sort(all.begin(), all.end());
       n = static_cast<int64_t>(std::unique(all.begin(), all.end()) - all.begin());
-    } else {
-      for (const auto& [d, v] : by_dest) n += static_cast<int64_t>(v.size());
     }
     out[leader[R].at(S)].counts.record_send("inter", false, n * eb);
     out[receiver[S].at(R)].counts.record_recv("inter", false, n * eb);
