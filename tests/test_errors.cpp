@@ -130,4 +130,25 @@ TEST(AgreementHelpers, LibraryCommIsOneDuplicatePerCommunicator) {
   MPI_Comm_free(&dup);  // frees c with it (the attribute's delete callback)
 }
 
+TEST(AgreementHelpers, SharedLibraryCommOutlivesItsCommunicator) {
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  uint64_t s0 = 9, s1 = 9, s2 = 9;
+  const auto a = library_comm_shared(dup, s0);
+  const auto b = library_comm_shared(dup, s1);
+  EXPECT_EQ(a->get(), b->get());
+  EXPECT_EQ(a->get(), library_comm(dup));
+  EXPECT_EQ(s0, 0u);  // the calls are numbered per communicator, alike on every rank
+  EXPECT_EQ(s1, 1u);
+  MPI_Comm_free(&dup);  // the program lets go of its communicator ...
+  int sum = 0, one = 1;  // ... the shared duplicate still works
+  EXPECT_EQ(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, a->get()), MPI_SUCCESS);
+  EXPECT_EQ(sum, test::size());
+  MPI_Comm other;
+  MPI_Comm_dup(MPI_COMM_WORLD, &other);
+  library_comm_shared(other, s2);
+  EXPECT_EQ(s2, 0u);  // another communicator counts from 0
+  MPI_Comm_free(&other);
+}
+
 }  // namespace

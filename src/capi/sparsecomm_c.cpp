@@ -131,6 +131,9 @@ class Agreement {
 
 // The object behind SPC_Request (declared in sparsecomm.h, global namespace).
 struct SPC_Request_s {
+  // The direct path's communicator (declared first: it outlives the messages and the
+  // agreement that use it), kept alive after the program frees its own.
+  std::shared_ptr<const sparsecomm::Comm> lib;
   bool gather = false;
   // The direct path of the neighborhood alltoallv (backend p2p): one message per edge
   // straight between the caller's buffers, on the communicator's library duplicate with
@@ -707,7 +710,8 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
   const int me = comm_rank(comm);
   // Collective on the first init per communicator only (the duplicate is kept on it).
   uint64_t sequence = 0;
-  const MPI_Comm lib = library_comm(comm, sequence);
+  const std::shared_ptr<const Comm> lib_ref = library_comm_shared(comm, sequence);
+  const MPI_Comm lib = lib_ref->get();
   const int tag = request_tag(sequence);
   Options opt;
   std::vector<int> srcs, dsts;
@@ -811,6 +815,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
     req->recvbuf = a.recvbuf;
     req->esz = esz;
     req->agreement = std::move(agreement);
+    req->lib = lib_ref;
     *out = req.release();
     return;
   }

@@ -102,24 +102,21 @@ void max_sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
 }  // namespace
 
 namespace {
-struct LibraryComm {  // comm_attached: freed with the communicator it duplicates
-  MPI_Comm dup = MPI_COMM_NULL;
-  uint64_t calls = 0;  // library_comm(comm, sequence) calls so far
-  ~LibraryComm() {
-    if (dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
-  }
+struct LibraryComm {  // comm_attached: dropped with the communicator it duplicates
+  std::shared_ptr<const Comm> dup;  // shared with what outlives it (persistent requests)
+  uint64_t calls = 0;               // library_comm_shared(comm, sequence) calls so far
 };
 }  // namespace
 
 MPI_Comm library_comm(MPI_Comm comm) {
   LibraryComm& l = comm_attached<LibraryComm>(comm);
-  if (l.dup == MPI_COMM_NULL) SPC_MPI(MPI_Comm_dup(comm, &l.dup));
-  return l.dup;
+  if (!l.dup) l.dup = std::make_shared<const Comm>(comm);
+  return l.dup->get();
 }
 
-MPI_Comm library_comm(MPI_Comm comm, uint64_t& sequence) {
+std::shared_ptr<const Comm> library_comm_shared(MPI_Comm comm, uint64_t& sequence) {
   LibraryComm& l = comm_attached<LibraryComm>(comm);
-  if (l.dup == MPI_COMM_NULL) SPC_MPI(MPI_Comm_dup(comm, &l.dup));
+  if (!l.dup) l.dup = std::make_shared<const Comm>(comm);
   sequence = l.calls++;
   return l.dup;
 }

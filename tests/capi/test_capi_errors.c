@@ -258,6 +258,23 @@ static void test_deferred_agreement(MPI_Comm g) {
     SPC_Request_free(&a), SPC_Request_free(&b);
   }
 
+  /* The program frees its graph communicator; the request keeps working (as MPI's
+   * persistent requests keep theirs). */
+  {
+    MPI_Comm g2;
+    MPI_Comm_dup(g, &g2);
+    for (int i = 0; i < 3; ++i) s[i] = me * 10 + i, r[i] = -1;
+    CHECK_ALL(ring_init(g2, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req), SPC_SUCCESS, "init on g2");
+    MPI_Comm_free(&g2);
+    for (int k = 0; k < 2; ++k) {
+      CHECK_RC(SPC_Start(&req), SPC_SUCCESS, "start after the communicator was freed");
+      CHECK_RC(SPC_Wait(&req, MPI_STATUS_IGNORE), SPC_SUCCESS, "wait after the communicator was freed");
+    }
+    const int left = (me - 1 + p) % p;
+    CHECK(r[0] == left * 10 && r[2] == left * 10 + 2, "the values arrived");
+    CHECK_RC(SPC_Request_free(&req), SPC_SUCCESS, "free");
+  }
+
   /* The optional checks: the mismatch at init on every rank, with the edge named. */
   setenv("SPARSECOMM_CHECK_COLLECTIVE_ARGS", "1", 1);
   rc = ring_init(g, MPI_INFO_NULL, me == 0 ? 2 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);

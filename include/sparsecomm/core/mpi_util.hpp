@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -135,11 +136,13 @@ T& comm_attached(MPI_Comm comm) {
 /// ranks are received in the order sent (MPI's non-overtaking rule keeps one call's
 /// messages ahead of the next's).
 MPI_Comm library_comm(MPI_Comm comm);
-/// library_comm(comm), and the number of earlier calls of this form on `comm` (0, 1, 2, ...
-/// per communicator, local): callers that are collective and made in the same order on
-/// every rank get the same number everywhere without communicating, e.g. to give each
-/// persistent request its own message tag.
-MPI_Comm library_comm(MPI_Comm comm, uint64_t& sequence);
+/// The same duplicate, shared: it stays valid while the returned pointer lives, also after
+/// the program frees `comm` (a persistent request keeps its communicator, as in MPI). And
+/// the number of earlier calls of this form on `comm` (0, 1, 2, ... per communicator,
+/// local): callers that are collective and made in the same order on every rank get the
+/// same number everywhere without communicating, e.g. to give each persistent request its
+/// own message tag.
+std::shared_ptr<const Comm> library_comm_shared(MPI_Comm comm, uint64_t& sequence);
 
 /// What one allreduce_max_sum() reduces: the maximum of `max` and the sum (modulo 2^64) of
 /// `sum` over the ranks.
