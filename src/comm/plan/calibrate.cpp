@@ -279,14 +279,17 @@ std::string cache_key(MPI_Comm comm, const Locality& loc) {
   SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   const int per_node = comm_size(node), node_rank = comm_rank(node);
   MPI_Comm_free(&node);
-  const int64_t nodes = allreduce_sum(comm, static_cast<int64_t>(node_rank == 0));
-  const int64_t most = allreduce_max(comm, static_cast<int64_t>(per_node)),
-                least = -allreduce_max(comm, static_cast<int64_t>(-per_node));
-  char host[256] = {0};
+  // Nodes, most and fewest ranks per node in one reduction (the fewest as a maximum of
+  // its complement).
+  MaxSum mine;
+  mine.max[0] = static_cast<uint64_t>(per_node), mine.max[1] = ~static_cast<uint64_t>(per_node);
+  mine.sum[0] = node_rank == 0 ? 1 : 0;
+  const MaxSum all = allreduce_max_sum(comm, mine);
+  const uint64_t nodes = all.sum[0], most = all.max[0], least = ~all.max[1];
+  char host[256] = {0};  // rank 0's host name, everywhere (one broadcast of the whole buffer)
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
-  int len = static_cast<int>(std::strlen(host));
-  SPC_MPI(MPI_Bcast(&len, 1, MPI_INT, 0, comm));
-  SPC_MPI(MPI_Bcast(host, len + 1, MPI_CHAR, 0, comm));
+  host[sizeof host - 1] = 0;
+  SPC_MPI(MPI_Bcast(host, static_cast<int>(sizeof host), MPI_CHAR, 0, comm));
   std::ostringstream k;
   k << "v2 host " << host << " ranks " << comm_size(comm) << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
@@ -383,11 +386,15 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
   const std::string key = cache_key(comm, loc), dir = cache_dir();
   const std::string path = dir.empty() ? "" : dir + "/" + key_file(key);
   ModelParams m;
-  int found = 0;
-  if (comm_rank(comm) == 0 && !path.empty()) found = read_cache(path, key, m) ? 1 : 0;
-  SPC_MPI(MPI_Bcast(&found, 1, MPI_INT, 0, comm));
-  if (found) {
-    SPC_MPI(MPI_Bcast(&m, ModelParams::kFields, MPI_DOUBLE, 0, comm));
+  // Rank 0's cache entry and whether it found one, in one broadcast.
+  double cached[ModelParams::kFields + 1] = {0};
+  if (comm_rank(comm) == 0 && !path.empty() && read_cache(path, key, m)) {
+    std::memcpy(cached, &m, sizeof(double) * ModelParams::kFields);
+    cached[ModelParams::kFields] = 1;
+  }
+  SPC_MPI(MPI_Bcast(cached, ModelParams::kFields + 1, MPI_DOUBLE, 0, comm));
+  if (cached[ModelParams::kFields] != 0) {
+    std::memcpy(&m, cached, sizeof(double) * ModelParams::kFields);
     return m;
   }
   {
