@@ -458,10 +458,10 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
 
   // keys[a][S]: the values a sends to region S != region[a] (dedup: distinct ids).
   // recv_count[d][R']: how many values d receives from ranks of R' != region[d].
-  // by_pair[(R, S)]: the values ranks of R send to region S as (origin, id), listed only
-  // with dedup (without it only their number, pair_count, matters).
+  // pair_count[(R, S)]: the values the ranks of R send to region S — with dedup the
+  // distinct (origin, id) pairs, i.e. the sum over origins of their distinct ids: the sum
+  // of keys[a][S] over a in R either way.
   std::vector<std::map<int, int64_t>> keys(static_cast<size_t>(p)), recv_count(static_cast<size_t>(p));
-  std::map<std::pair<int, int>, std::vector<std::pair<int, int64_t>>> by_pair;
   std::map<std::pair<int, int>, int64_t> pair_count;
   for (int a = 0; a < p; ++a) {
     std::map<int, std::vector<int64_t>> ids_to;
@@ -473,20 +473,18 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
         continue;
       }
       recv_count[d][region[a]] += static_cast<int64_t>(ids.size());
-      pair_count[{region[a], S}] += static_cast<int64_t>(ids.size());
       if (!dedup) {
         keys[a][S] += static_cast<int64_t>(ids.size());
         continue;
       }
       auto& v = ids_to[S];
       v.insert(v.end(), ids.begin(), ids.end());
-      auto& w = by_pair[{region[a], S}];
-      for (int64_t id : ids) w.emplace_back(a, id);
     }
     for (auto& [S, v] : ids_to) {  // dedup only
       std::sort(v.begin(), v.end());
       keys[a][S] = static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
     }
+    for (const auto& [S, n] : keys[a]) pair_count[{region[a], S}] += n;
   }
   // Per region: leaders of the regions it sends to, receivers of those it receives from.
   std::vector<std::map<int, int>> leader(static_cast<size_t>(nreg)), receiver(static_cast<size_t>(nreg));
@@ -523,14 +521,8 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
   // Initial: each rank to each leader of its remote regions.
   intra_step("initial", keys, leader, true);
   // Inter: leader of (R -> S) to the receiver of (S <- R), one message per pair.
-  for (auto& [pair, total] : pair_count) {
+  for (const auto& [pair, n] : pair_count) {
     const auto [R, S] = pair;
-    int64_t n = total;
-    if (dedup) {  // distinct (origin, id) over the region pair's destinations
-      auto& all = by_pair[pair];
-      std::sort(all.begin(), all.end());
-      n = static_cast<int64_t>(std::unique(all.begin(), all.end()) - all.begin());
-    }
     out[leader[R].at(S)].counts.record_send("inter", false, n * eb);
     out[receiver[S].at(R)].counts.record_recv("inter", false, n * eb);
   }
