@@ -428,6 +428,9 @@ void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
   if (pat.p < 1 || pat.send.size() != static_cast<size_t>(pat.p))
     throw InputError("plan statistics: a halo pattern of " + std::to_string(pat.p) + " ranks with " +
                      std::to_string(pat.send.size()) + " send lists");
+  if (!pat.distinct.empty() && pat.distinct.size() != static_cast<size_t>(pat.p))
+    throw InputError("plan statistics: distinct counts for " + std::to_string(pat.distinct.size()) + " of " +
+                     std::to_string(pat.p) + " ranks");
   if (region.size() != static_cast<size_t>(pat.p))
     throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(pat.p) + " ranks");
   for (int a = 0; a < pat.p; ++a) {
@@ -481,6 +484,10 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
       v.insert(v.end(), ids.begin(), ids.end());
     }
     for (auto& [S, v] : ids_to) {  // dedup only
+      if (!pat.distinct.empty()) {
+        keys[a][S] = pat.distinct[static_cast<size_t>(a)].at(S);
+        continue;
+      }
       std::sort(v.begin(), v.end());
       keys[a][S] = static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
     }
@@ -556,14 +563,17 @@ std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vecto
     }
     for (const auto& [S, segs] : to_region) {
       const auto* v = segs[0];
-      std::vector<int64_t> ids;
-      for (const auto* seg : segs) {
+      for (const auto* seg : segs)
         if (seg->second.size() > v->second.size()) v = seg;  // ascending ranks: ties keep the lowest
-        ids.insert(ids.end(), seg->second.begin(), seg->second.end());
+      int64_t n = static_cast<int64_t>(v->second.size());
+      if (segs.size() > 1 && !pat.distinct.empty()) {
+        n = pat.distinct[static_cast<size_t>(a)].at(S);
+      } else if (segs.size() > 1) {
+        std::vector<int64_t> ids;
+        for (const auto* seg : segs) ids.insert(ids.end(), seg->second.begin(), seg->second.end());
+        std::sort(ids.begin(), ids.end());
+        n = static_cast<int64_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
       }
-      std::sort(ids.begin(), ids.end());
-      const int64_t n = segs.size() == 1 ? static_cast<int64_t>(v->second.size())
-                                         : static_cast<int64_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
       out[a].counts.record_send("inter", false, n * eb);
       out[v->first].counts.record_recv("inter", false, n * eb);
       if (segs.size() > 1)

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,12 @@ struct HaloPattern {
   /// send[a]: (destination, ids) with destinations ascending, unique and != a, and at
   /// least one id each (Pattern never holds an empty segment).
   std::vector<std::vector<std::pair<int, std::vector<int64_t>>>> send;
+  /// Optional: empty, or per rank a, distinct[a][S] = the number of distinct ids a sends to
+  /// the ranks of region S (S other than a's region; regions as the counts are given them).
+  /// Then the duplicate-removing counts (aggregated_dedup, aggregated_2step) take it instead
+  /// of sorting the ids; it must agree with them (auto gathers it, computed on every rank
+  /// in parallel, instead of every id).
+  std::vector<std::map<int, int64_t>> distinct;
   int64_t segments() const;
   /// The allgather shape as a halo pattern: every rank sends the same `count` values
   /// (ids a*count ... a*count+count-1) to each out-neighbor of g. count >= 1.

@@ -7,8 +7,11 @@
 // Counts without plans: a backend's counts hook (BackendHooks::counts, the one plan
 // statistics use and tests/test_plan_stats.cpp checks rank by rank against real plans)
 // gives every rank's counts from the whole pattern. Rank 0 gathers the pattern's send
-// side (every rank's destinations and global ids: the memory of one rank's share of the
-// halo times P, on rank 0 only), evaluates every candidate's counts and the model's
+// side (every rank's destinations and segment sizes, and per remote region the number of
+// distinct ids it sends there, counted by each rank for itself; the ids themselves stay
+// home: rank 0 stands in ids that repeat alike, see gather_pattern — a counts hook that
+// reads more of the ids than their repetition per rank and region would see stand-ins),
+// evaluates every candidate's counts and the model's
 // prediction (predict_from_terms, the same formula predict_iteration reduces over real
 // ranks), and broadcasts the predictions. Only the chosen plan is built. A backend
 // without a counts hook (one registered outside the library) is built and predicted from
@@ -31,19 +34,33 @@ namespace sparsecomm {
 
 namespace {
 
-// Collective: every rank's send side (destinations and their global ids) on rank 0 as a
-// virtual pattern; the other ranks get an empty one.
-virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p) {
+// Collective: every rank's send side on rank 0 as a virtual pattern (the other ranks get
+// an empty one). What the counts need of the ids is, per rank and remote region, how many
+// distinct ids it sends there: every rank counts its own (in parallel) and sends that with
+// its destinations and segment sizes, not the ids. Rank 0 fills each segment with
+// stand-in ids that repeat across one rank's segments to a region exactly as often as the
+// real ones (segment j of a region's segments takes (offset_j + t) mod D, D the distinct
+// count), and records the counts in HaloPattern::distinct.
+virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p, const std::vector<int>& region) {
   const auto& s = p.send();
-  std::vector<int64_t> mine;  // [neighbors, (rank, count, ids...) ...]
+  const int me = comm_rank(c);
+  std::map<int, std::vector<int64_t>> to_region;  // remote region -> my ids for it
+  for (int i = 0; i < s.num_neighbors(); ++i)
+    if (region[static_cast<size_t>(s.ranks[i])] != region[static_cast<size_t>(me)]) {
+      auto& v = to_region[region[static_cast<size_t>(s.ranks[i])]];
+      v.insert(v.end(), s.global_ids.begin() + s.offsets[i], s.global_ids.begin() + s.offsets[i + 1]);
+    }
+  std::vector<int64_t> mine;  // [neighbors, (rank, count) ..., regions, (region, distinct) ...]
+  mine.reserve(2 + 2 * static_cast<size_t>(s.num_neighbors()) + 2 * to_region.size());
   mine.push_back(s.num_neighbors());
-  for (int i = 0; i < s.num_neighbors(); ++i) {
-    mine.push_back(s.ranks[i]);
-    mine.push_back(s.count(i));
-    mine.insert(mine.end(), s.global_ids.begin() + s.offsets[i], s.global_ids.begin() + s.offsets[i + 1]);
+  for (int i = 0; i < s.num_neighbors(); ++i) mine.push_back(s.ranks[i]), mine.push_back(s.count(i));
+  mine.push_back(static_cast<int64_t>(to_region.size()));
+  for (auto& [S, v] : to_region) {
+    std::sort(v.begin(), v.end());
+    mine.push_back(S), mine.push_back(static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin()));
   }
-  const int P = comm_size(c), me = comm_rank(c);
-  const int n = static_cast<int>(mine.size());  // one rank's share: below 2^31 entries
+  const int P = comm_size(c);
+  const int n = static_cast<int>(mine.size());
   std::vector<int> counts(me == 0 ? P : 0), displs(me == 0 ? P + 1 : 0, 0);
   SPC_MPI(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c));
   std::vector<int64_t> all;
@@ -59,15 +76,29 @@ virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p) {
   if (me != 0) return h;
   h.p = P;
   h.send.resize(static_cast<size_t>(P));
+  h.distinct.resize(static_cast<size_t>(P));
   for (int r = 0; r < P; ++r) {
     size_t at = static_cast<size_t>(displs[r]);
     const int64_t nb = all[at++];
+    const size_t seg_at = at;
+    at += 2 * static_cast<size_t>(nb);
+    const int64_t nreg = all[at++];
+    for (int64_t k = 0; k < nreg; ++k, at += 2) h.distinct[static_cast<size_t>(r)][static_cast<int>(all[at])] = all[at + 1];
+    std::map<int, int64_t> offset;  // per remote region: values handed out so far
     for (int64_t i = 0; i < nb; ++i) {
-      const int dest = static_cast<int>(all[at++]);
-      const auto cnt = static_cast<size_t>(all[at++]);
-      h.send[r].push_back({dest, std::vector<int64_t>(all.begin() + static_cast<std::ptrdiff_t>(at),
-                                                      all.begin() + static_cast<std::ptrdiff_t>(at + cnt))});
-      at += cnt;
+      const int dest = static_cast<int>(all[seg_at + 2 * static_cast<size_t>(i)]);
+      const int64_t cnt = all[seg_at + 2 * static_cast<size_t>(i) + 1];
+      std::vector<int64_t> ids(static_cast<size_t>(cnt));
+      const int S = region[static_cast<size_t>(dest)];
+      if (S == region[static_cast<size_t>(r)]) {
+        for (int64_t t = 0; t < cnt; ++t) ids[static_cast<size_t>(t)] = t;
+      } else {
+        const int64_t D = std::max<int64_t>(1, h.distinct[static_cast<size_t>(r)].at(S));
+        int64_t& off = offset[S];
+        for (int64_t t = 0; t < cnt; ++t) ids[static_cast<size_t>(t)] = (off + t) % D;
+        off += cnt;
+      }
+      h.send[static_cast<size_t>(r)].push_back({dest, std::move(ids)});
     }
   }
   return h;
@@ -139,11 +170,11 @@ void register_auto() {
           for (const auto& n : order) windows = windows || backend_hooks(n).node_window;
           std::vector<int> node;
           if (windows) node = node_labels(c);  // shm's windows follow the real node, not emulated regions
-          const double tg = MPI_Wtime();
-          const virt::HaloPattern h = gather_pattern(c, p);
-          t_gather = MPI_Wtime() - tg;
           std::vector<int> region;
           for (int r = 0; r < l.size(); ++r) region.push_back(l.region_of(r));
+          const double tg = MPI_Wtime();
+          const virt::HaloPattern h = gather_pattern(c, p, region);
+          t_gather = MPI_Wtime() - tg;
           const double tc = MPI_Wtime();
           agreed(c, [&] {
             if (comm_rank(c) != 0) return 0;
