@@ -31,6 +31,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <sys/stat.h>
@@ -275,17 +276,13 @@ static_assert(sizeof(ModelParams) == ModelParams::kFields * sizeof(double), "Mod
 // measurements change, so older caches are measured again). The host name of rank 0 stands for the
 // machine; ranks per node for oversubscription; the layout for the locality classes.
 std::string cache_key(MPI_Comm comm, const Locality& loc) {
-  MPI_Comm node = MPI_COMM_NULL;
-  SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  const int per_node = comm_size(node), node_rank = comm_rank(node);
-  MPI_Comm_free(&node);
-  // Nodes, most and fewest ranks per node in one reduction (the fewest as a maximum of
-  // its complement).
-  MaxSum mine;
-  mine.max[0] = static_cast<uint64_t>(per_node), mine.max[1] = ~static_cast<uint64_t>(per_node);
-  mine.sum[0] = node_rank == 0 ? 1 : 0;
-  const MaxSum all = allreduce_max_sum(comm, mine);
-  const uint64_t nodes = all.sum[0], most = all.max[0], least = ~all.max[1];
+  // Nodes, most and fewest ranks per node, from the node labels kept on the communicator
+  // (auto needs them too: one detection serves both).
+  std::map<int, int> per_node;
+  for (int x : node_labels(comm)) ++per_node[x];
+  const size_t nodes = per_node.size();
+  int most = 0, least = std::numeric_limits<int>::max();
+  for (const auto& [node, n] : per_node) most = std::max(most, n), least = std::min(least, n);
   char host[256] = {0};  // rank 0's host name, everywhere (one broadcast of the whole buffer)
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
   host[sizeof host - 1] = 0;
