@@ -29,10 +29,15 @@
 namespace sparsecomm::capi {
 namespace {
 constexpr const char* kTagOpen = "[[spc:";
+// A message carrying its C error code ("[[spc:N]] text"): what fail() throws, and what
+// agreements pass between ranks; classify() takes the code back out.
+std::string coded(int code, const std::string& message) {
+  return std::string(kTagOpen) + std::to_string(code) + "]] " + message;
+}
+const char* const kListsMismatch =
+    "inconsistent neighbor lists: some rank lists a destination that does not list it as a source "
+    "(or lists it a different number of times)";
 }  // namespace
-}  // namespace sparsecomm::capi
-
-namespace sparsecomm::capi {
 
 // The agreement of a neighborhood alltoallv init, posted without waiting
 // (docs/architecture.md, "Deferred agreement"). Every rank posts one non-blocking
@@ -73,25 +78,26 @@ class Agreement {
     }
   }
   // Completes the agreement (blocking, once); throws the agreed error, again at every later
-  // call once it failed. `exact`: the counts and ids are compared too.
-  void settle(bool exact = true) {
+  // call once it failed. The exact sums (counts and ids per edge) are 0 on both sides where
+  // no rank takes the direct path, so comparing them always is right; where ranks disagree
+  // on the path (the environment differs), the sums differ and every rank fails instead of
+  // the others waiting for setup messages.
+  void settle() {
     if (!settled_) {
       settled_ = true;
       SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE));
       if (all_.max[0] != 0) {
         error_ = lowest_failure(p_ - static_cast<int>(all_.max[0]));
       } else if (all_.max[1] != h_ || all_.max[2] != ~h_) {  // alike everywhere, see make_plan
-        error_ = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) +
-                 "]] ranks passed different sparsecomm_* options (backend, regions, SDDE, ...) or datatype sizes";
+        error_ = coded(SPC_ERR_MISMATCH,
+                       "ranks passed different sparsecomm_* options (backend, regions, SDDE, ...) or datatype sizes");
       } else if (all_.sum[0] != all_.sum[1]) {
-        error_ = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) +
-                 "]] inconsistent neighbor lists: some rank lists a destination that does not list it as a source "
-                 "(or lists it a different number of times)";
-      } else if (exact && all_.sum[2] != all_.sum[3]) {
-        error_ = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) +
-                 "]] inconsistent counts: on some edge the sender's sendcounts differ from the receiver's recvcounts "
-                 "(or, _ext, the global ids sent differ from those expected, in value or order); "
-                 "SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 names the edge";
+        error_ = coded(SPC_ERR_MISMATCH, kListsMismatch);
+      } else if (all_.sum[2] != all_.sum[3]) {
+        error_ = coded(SPC_ERR_MISMATCH,
+                       "inconsistent counts: on some edge the sender's sendcounts differ from the receiver's recvcounts "
+                       "(or, _ext, the global ids sent differ from those expected, in value or order); "
+                       "SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 names the edge");
       }
     }
     if (!error_.empty()) throw InputError(error_);
@@ -257,11 +263,10 @@ void checked_and_cross_checked(MPI_Comm comm, Body&& body, Canonical&& canonical
   const bool differ = all.max[1] != h || all.max[2] != ~h, lists = all.sum[0] != all.sum[1];
   if (!differ && !lists) return;
   if (differ)
-    err = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) + "]] ranks passed different sparsecomm_* " +
-          "options or datatype sizes (rank " + std::to_string(comm_rank(comm)) + ": " + canon + ")";
+    err = coded(SPC_ERR_MISMATCH, "ranks passed different sparsecomm_* options or datatype sizes (rank " +
+                                      std::to_string(comm_rank(comm)) + ": " + canon + ")");
   else
-    err = std::string(kTagOpen) + std::to_string(SPC_ERR_MISMATCH) + "]] inconsistent neighbor lists: some rank " +
-          "lists a destination that does not list it as a source (or lists it a different number of times)";
+    err = coded(SPC_ERR_MISMATCH, kListsMismatch);
   agree(comm, err);
 }
 
@@ -356,7 +361,7 @@ void check_names(const std::string& what, const std::string& name, const std::ve
 // ---- errors -----------------------------------------------------------------------------
 
 void fail(int code, const std::string& message) {
-  throw InputError(std::string(kTagOpen) + std::to_string(code) + "]] " + message);
+  throw InputError(coded(code, message));
 }
 
 int record_error(int code, const std::string& message) noexcept {
@@ -720,6 +725,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
   // setup messages that name a mismatched edge.
   bool direct = false;
   Agreement::Local mine;
+  std::vector<int> self_out, self_in;  // positions of my self-loops in dsts / srcs
 
   // 1. Local checks (no communication); their outcome, the options' hash and the edge
   //    hashes go into the agreement.
@@ -749,7 +755,6 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
     if (a.ext && ((send_total > 0 && !a.gsend) || (recv_total > 0 && !a.grecv)))
       fail(SPC_ERR_ARG, "global_sindices or global_rindices is NULL");
     // Self-loops: the k-th to myself is the k-th from myself (MPI's matching order).
-    std::vector<int> self_out, self_in;
     for (int i = 0; i < outdeg; ++i)
       if (dsts[i] == me) self_out.push_back(i);
     for (int j = 0; j < indeg; ++j)
@@ -787,14 +792,14 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
     mine.options = fnv(opt.canonical() + "|alltoallv|esz=" + std::to_string(esz) + (a.ext ? "|ext" : "|positions"));
   } catch (...) {
     const int code = record_current_exception();
-    mine.error = std::string(kTagOpen) + std::to_string(code) + "]] " + tl_message;
+    mine.error = coded(code, tl_message);
     direct = false;
   }
 
   // 2. The agreement: posted by every rank; settled now unless this rank takes the direct
   //    path and passed its checks (then at the first start).
   auto agreement = std::make_unique<Agreement>(lib, tag, std::move(mine));
-  if (!direct) agreement->settle(false);
+  if (!direct) agreement->settle();
 
   if (direct) {
     // One message per edge with data, straight from sendbuf / into recvbuf, receives first
@@ -820,24 +825,17 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
     return;
   }
 
-  // Edges per peer (other than me), peers ascending, edges in list order.
+  // Edges per peer (other than me), peers ascending, edges in list order; self-loops are
+  // copied locally (paired in step 1).
   std::map<int, std::vector<int>> out_edges, in_edges;
+  for (size_t i = 0; i < dsts.size(); ++i)
+    if (dsts[i] != me) out_edges[dsts[i]].push_back(static_cast<int>(i));
+  for (size_t j = 0; j < srcs.size(); ++j)
+    if (srcs[j] != me) in_edges[srcs[j]].push_back(static_cast<int>(j));
   std::vector<SPC_Request_s::Copy> self_copies;
-  {
-    std::vector<int> self_out, self_in;
-    for (size_t i = 0; i < dsts.size(); ++i) {
-      if (dsts[i] == me) self_out.push_back(static_cast<int>(i));
-      else out_edges[dsts[i]].push_back(static_cast<int>(i));
-    }
-    for (size_t j = 0; j < srcs.size(); ++j) {
-      if (srcs[j] == me) self_in.push_back(static_cast<int>(j));
-      else in_edges[srcs[j]].push_back(static_cast<int>(j));
-    }
-    for (size_t k = 0; k < self_out.size(); ++k) {
-      const int i = self_out[k], j = self_in[k];
-      if (a.sendcounts[i] > 0)
-        self_copies.push_back({a.sdispls[i] * esz, a.rdispls[j] * esz, a.sendcounts[i] * esz, true});
-    }
+  for (size_t k = 0; k < self_out.size(); ++k) {
+    const int i = self_out[k], j = self_in[k];
+    if (a.sendcounts[i] > 0) self_copies.push_back({a.sdispls[i] * esz, a.rdispls[j] * esz, a.sendcounts[i] * esz, true});
   }
 
   // 3. Setup messages on a duplicate (never matches user traffic): per peer, the edge

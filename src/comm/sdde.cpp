@@ -45,15 +45,11 @@ class Inbox {
   /// order), into the memory into.allocate returns.
   void deliver(Delivery& into) {
     std::stable_sort(got_.begin(), got_.end(), [](const Entry& a, const Entry& b) { return a.src < b.src; });
-    into.ranks.clear(), into.offsets.assign(1, 0);
-    into.ranks.reserve(got_.size()), into.offsets.reserve(got_.size() + 1);
+    into.restart(got_.size());
     char* out = into.allocate(total_);
-    int64_t at = 0;
     for (const Entry& e : got_) {
-      if (e.len > 0) std::memcpy(out + at, e.at, static_cast<size_t>(e.len));
-      at += e.len;
-      into.ranks.push_back(e.src);
-      into.offsets.push_back(at);
+      if (e.len > 0) std::memcpy(out + into.offsets.back(), e.at, static_cast<size_t>(e.len));
+      into.add(e.src, e.len);
     }
   }
 
@@ -200,9 +196,8 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
     if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(m.src), m.n);
   }
   std::stable_sort(in.begin(), in.end(), [](const Probed& a, const Probed& b) { return a.src < b.src; });
-  into.ranks.clear(), into.offsets.assign(1, 0);
-  into.ranks.reserve(in.size()), into.offsets.reserve(in.size() + 1);
-  for (const auto& m : in) into.ranks.push_back(m.src), into.offsets.push_back(into.offsets.back() + m.n);
+  into.restart(in.size());
+  for (const auto& m : in) into.add(m.src, m.n);
   char* out = nullptr;
   try {
     out = into.allocate(into.offsets.back());
@@ -307,11 +302,10 @@ void rma(const Channel& ch, const Outbox& send, int64_t fixed_bytes, const std::
   }
   SPC_MPI(MPI_Win_free(&win));
   if (someone_failed) agree(ch.comm, err);  // throws on every rank
-  into.ranks.clear(), into.offsets.assign(1, 0);
+  into.restart(0);
   for (int r = 0; r < p; ++r)
     if (window[static_cast<size_t>(static_cast<int64_t>(r) * slot)]) {
-      into.ranks.push_back(r);
-      into.offsets.push_back(into.offsets.back() + fixed_bytes);
+      into.add(r, fixed_bytes);
       if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(r), fixed_bytes);
     }
   char* out = into.allocate(into.offsets.back());

@@ -106,17 +106,19 @@ struct LibraryComm {  // comm_attached: dropped with the communicator it duplica
   std::shared_ptr<const Comm> dup;  // shared with what outlives it (persistent requests)
   uint64_t calls = 0;               // library_comm_shared(comm, sequence) calls so far
 };
+
+// Collective on the first call per communicator: its LibraryComm, duplicate made.
+LibraryComm& library_state(MPI_Comm comm) {
+  LibraryComm& l = comm_attached<LibraryComm>(comm);
+  if (!l.dup) l.dup = std::make_shared<const Comm>(comm);
+  return l;
+}
 }  // namespace
 
-MPI_Comm library_comm(MPI_Comm comm) {
-  LibraryComm& l = comm_attached<LibraryComm>(comm);
-  if (!l.dup) l.dup = std::make_shared<const Comm>(comm);
-  return l.dup->get();
-}
+MPI_Comm library_comm(MPI_Comm comm) { return library_state(comm).dup->get(); }
 
 std::shared_ptr<const Comm> library_comm_shared(MPI_Comm comm, uint64_t& sequence) {
-  LibraryComm& l = comm_attached<LibraryComm>(comm);
-  if (!l.dup) l.dup = std::make_shared<const Comm>(comm);
+  LibraryComm& l = library_state(comm);
   sequence = l.calls++;
   return l.dup;
 }

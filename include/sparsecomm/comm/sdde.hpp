@@ -99,6 +99,13 @@ struct Delivery {
   std::vector<int> ranks;
   std::vector<int64_t> offsets{0};
   std::function<char*(int64_t)> allocate;
+  /// Empties the list, with room for n messages.
+  void restart(size_t n) {
+    ranks.clear(), offsets.assign(1, 0);
+    ranks.reserve(n), offsets.reserve(n + 1);
+  }
+  /// Appends the next message (in source order): `bytes` from `src`.
+  void add(int src, int64_t bytes) { ranks.push_back(src), offsets.push_back(offsets.back() + bytes); }
 };
 }  // namespace detail
 
