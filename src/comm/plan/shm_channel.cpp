@@ -1,5 +1,5 @@
-// The shared-memory channel of the shm backends (shm_channel.hpp: the protocol and its
-// memory-model argument).
+// The shared-memory window of the shm backends and of the aggregation steps between ranks
+// of one node (shm_channel.hpp: the protocol and its memory-model argument).
 #ifndef SPARSECOMM_SMPI
 #include "comm/plan/shm_channel.hpp"
 
@@ -9,7 +9,7 @@
 
 namespace sparsecomm::detail {
 
-ShmChannel::ShmChannel(MPI_Comm comm) : comm_(comm) {
+ShmWindow::ShmWindow(MPI_Comm comm) : comm_(comm) {
   MPI_Comm node = MPI_COMM_NULL;
   SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   node_ = Comm::adopt(node);
@@ -25,30 +25,44 @@ ShmChannel::ShmChannel(MPI_Comm comm) : comm_(comm) {
   for (int i = 0; i < nn; ++i) node_rank_of_[ranks[static_cast<size_t>(i)]] = i;
 }
 
-ShmChannel::~ShmChannel() {
+ShmWindow::~ShmWindow() {
   if (win_ != MPI_WIN_NULL) {
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
   }
 }
 
-void ShmChannel::connect(const std::vector<int>& readers, const std::vector<int64_t>& offsets, int64_t area,
-                         const std::vector<int>& writers) {
-  area_ = (area + kLine - 1) / kLine * kLine;
-  const int64_t header = kLine * (1 + static_cast<int64_t>(readers.size()));
-  // Every writer tells each reader its slot, its segment's offset, its header size and its
-  // area (setup messages on the plan's communicator).
-  std::vector<int64_t> sent(4 * readers.size()), got(4 * writers.size());
+void ShmWindow::connect(const char* who) {
+  if (!try_connect())
+    throw NotImplementedError(std::string(who) + ": MPI_Win_allocate_shared failed on some rank (no shared memory here)");
+}
+
+bool ShmWindow::try_connect() {
+  constexpr int kMeta = 5;
+  // Where each lane starts in my segment.
+  std::vector<int64_t> base(lanes_.size() + 1, 0);
+  for (size_t l = 0; l < lanes_.size(); ++l) base[l + 1] = base[l] + lanes_[l]->bytes();
+  // Every writer tells each reader, per lane: its slot, its segment's offset, where the
+  // lane starts in the writer's segment, the lane's header size and its area (setup messages on
+  // the plan's communicator; a (writer, reader) pair meets at most once per lane).
+  size_t nsent = 0, ngot = 0;
+  for (const auto& c : lanes_) nsent += c->readers_.size(), ngot += c->writers_.size();
+  std::vector<int64_t> sent(kMeta * nsent), got(kMeta * ngot);
   std::vector<MPI_Request> reqs;
-  for (size_t k = 0; k < writers.size(); ++k) {
-    reqs.emplace_back();
-    SPC_MPI(MPI_Irecv(&got[4 * k], 4, MPI_INT64_T, writers[k], kTag, comm_, &reqs.back()));
-  }
-  for (size_t k = 0; k < readers.size(); ++k) {
-    sent[4 * k] = static_cast<int64_t>(k), sent[4 * k + 1] = offsets[k], sent[4 * k + 2] = header,
-    sent[4 * k + 3] = area_;
-    reqs.emplace_back();
-    SPC_MPI(MPI_Isend(&sent[4 * k], 4, MPI_INT64_T, readers[k], kTag, comm_, &reqs.back()));
+  reqs.reserve(nsent + ngot);
+  size_t is = 0, ig = 0;
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    const ShmChannel& c = *lanes_[l];
+    for (size_t k = 0; k < c.writers_.size(); ++k, ++ig) {
+      reqs.emplace_back();
+      SPC_MPI(MPI_Irecv(&got[kMeta * ig], kMeta, MPI_INT64_T, c.writers_[k], kTag + static_cast<int>(l), comm_, &reqs.back()));
+    }
+    for (size_t k = 0; k < c.readers_.size(); ++k, ++is) {
+      int64_t* m = &sent[kMeta * is];
+      m[0] = static_cast<int64_t>(k), m[1] = c.offsets_[k], m[2] = base[l], m[3] = c.header(), m[4] = c.area_;
+      reqs.emplace_back();
+      SPC_MPI(MPI_Isend(m, kMeta, MPI_INT64_T, c.readers_[k], kTag + static_cast<int>(l), comm_, &reqs.back()));
+    }
   }
   wait_all(reqs);
 
@@ -57,31 +71,45 @@ void ShmChannel::connect(const std::vector<int>& readers, const std::vector<int6
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   MPI_Comm_set_errhandler(node_.get(), MPI_ERRORS_RETURN);
-  char* base = nullptr;
-  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(header + 2 * area_), 1, info, node_.get(), &base, &win_);
+  char* mine = nullptr;
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(base.back()), 1, info, node_.get(), &mine, &win_);
   MPI_Info_free(&info);
-  if (allreduce_max(comm_, static_cast<int64_t>(rc != MPI_SUCCESS)))
-    throw NotImplementedError("shm: MPI_Win_allocate_shared failed on some rank (no shared memory here)");
+  if (allreduce_max(comm_, static_cast<int64_t>(rc != MPI_SUCCESS))) {
+    if (rc == MPI_SUCCESS) MPI_Win_free(&win_);
+    win_ = MPI_WIN_NULL;
+    return false;
+  }
   SPC_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_));
-  epoch_ = new (base) Epoch(0);
-  for (size_t k = 0; k < readers.size(); ++k)
-    slots_.push_back(new (base + kLine * (1 + static_cast<int64_t>(k))) Epoch(0));
-  buffers_ = base + header;
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    ShmChannel& c = *lanes_[l];
+    char* at = mine + base[l];
+    c.epoch_ = new (at) ShmChannel::Epoch(0);
+    for (size_t k = 0; k < c.readers_.size(); ++k)
+      c.slots_.push_back(new (at + ShmChannel::kLine * (1 + static_cast<int64_t>(k))) ShmChannel::Epoch(0));
+    c.buffers_ = at + c.header();
+  }
   SPC_MPI(MPI_Win_sync(win_));
   SPC_MPI(MPI_Barrier(node_.get()));  // every header initialised before anyone reads one
-  for (size_t k = 0; k < writers.size(); ++k) {
-    MPI_Aint size = 0;
-    int disp = 1;
-    char* theirs = nullptr;
-    SPC_MPI(MPI_Win_shared_query(win_, node_rank(writers[k]), &size, &disp, &theirs));
-    In w;
-    w.epoch = reinterpret_cast<Epoch*>(theirs);
-    w.slot = reinterpret_cast<Epoch*>(theirs + kLine * (1 + got[4 * k]));
-    w.offset = got[4 * k + 1];
-    w.buffers = theirs + got[4 * k + 2];
-    w.area = got[4 * k + 3];
-    in_.push_back(w);
+  ig = 0;
+  for (auto& lane : lanes_) {
+    ShmChannel& c = *lane;
+    for (size_t k = 0; k < c.writers_.size(); ++k, ++ig) {
+      MPI_Aint size = 0;
+      int disp = 1;
+      char* theirs = nullptr;
+      SPC_MPI(MPI_Win_shared_query(win_, node_rank(c.writers_[k]), &size, &disp, &theirs));
+      const int64_t* g = &got[kMeta * ig];
+      char* lane = theirs + g[2];
+      ShmChannel::In w;
+      w.epoch = reinterpret_cast<ShmChannel::Epoch*>(lane);
+      w.slot = reinterpret_cast<ShmChannel::Epoch*>(lane + ShmChannel::kLine * (1 + g[0]));
+      w.buffers = lane + g[3];
+      w.offset = g[1];
+      w.area = g[4];
+      c.in_.push_back(w);
+    }
   }
+  return true;
 }
 
 }  // namespace sparsecomm::detail

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "sparsecomm/comm/messages.hpp"
@@ -39,28 +40,20 @@
 
 namespace sparsecomm::detail {
 
+class ShmWindow;
+
+/// One lane of a ShmWindow: this rank as a writer to some ranks of its node and as a reader
+/// of others, with its own epochs (a plan with several dependent steps gives each step a
+/// lane, all in one window).
 class ShmChannel {
  public:
-  /// Collective over `comm`: the node communicator, and which ranks of `comm` share this
-  /// rank's node (node_rank()).
-  explicit ShmChannel(MPI_Comm comm);
-  ~ShmChannel();
-  ShmChannel(const ShmChannel&) = delete;
-  ShmChannel& operator=(const ShmChannel&) = delete;
-
-  /// The node rank of `rank` of the plan's communicator, or -1 when it is on another node.
-  int node_rank(int rank) const {
-    auto it = node_rank_of_.find(rank);
-    return it == node_rank_of_.end() ? -1 : it->second;
+  /// Before ShmWindow::connect(). `readers`: the ranks of my node I write to (of the plan's
+  /// communicator), each with where its segment starts in my buffers; `writers`: the ranks
+  /// of my node I read from (reader k below is writer k here); `area`: my buffer size.
+  void declare(std::vector<int> readers, std::vector<int64_t> offsets, int64_t area, std::vector<int> writers) {
+    readers_ = std::move(readers), offsets_ = std::move(offsets), writers_ = std::move(writers);
+    area_ = (area + kLine - 1) / kLine * kLine;
   }
-
-  /// Collective over the plan's communicator (every rank calls it once, after node_rank()).
-  /// `readers`: the ranks of my node I write to, each with where its segment starts in my
-  /// buffers; `writers`: the ranks of my node I read from (reader k below is writer k here);
-  /// `area`: my buffer size. Fails on every rank alike (NotImplementedError) where the MPI
-  /// cannot allocate a shared window.
-  void connect(const std::vector<int>& readers, const std::vector<int64_t>& offsets, int64_t area,
-               const std::vector<int>& writers);
 
   /// Writer: waits (calling progress() now and then) until buffer e % 2 is free; returns it.
   template <class Progress>
@@ -74,11 +67,11 @@ class ShmChannel {
     return buffers_ + static_cast<int64_t>(e % 2) * area_;
   }
   void publish(uint64_t e) { epoch_->store(e, std::memory_order_release); }
-  bool has_readers() const { return !slots_.empty(); }
+  bool has_readers() const { return !readers_.empty(); }
   /// My buffer `parity` (0 or 1), after connect().
   char* buffer(int parity) const { return buffers_ + static_cast<int64_t>(parity) * area_; }
 
-  /// Reader side, writer k (in connect()'s order).
+  /// Reader side, writer k (in declare()'s order).
   bool ready(size_t k, uint64_t e) const { return in_[k].epoch->load(std::memory_order_acquire) >= e; }
   template <class Progress>
   void wait_ready(size_t k, uint64_t e, Progress progress) const {
@@ -88,13 +81,13 @@ class ShmChannel {
     return in_[k].buffers + static_cast<int64_t>(e % 2) * in_[k].area + in_[k].offset;
   }
   void done(size_t k, uint64_t e) { in_[k].slot->store(e, std::memory_order_release); }
-  size_t writers() const { return in_.size(); }
+  size_t writers() const { return writers_.size(); }
 
  private:
+  friend class ShmWindow;
   using Epoch = std::atomic<uint64_t>;
   static_assert(Epoch::is_always_lock_free, "shm needs lock-free 64-bit atomics (address-free across processes)");
   static constexpr int64_t kLine = 64;  // one cache line per flag
-  static constexpr int kTag = 14;
 
   // Waits until ready(), calling progress() every 64 checks and yielding the core after 256
   // (ranks are often oversubscribed).
@@ -105,6 +98,8 @@ class ShmChannel {
       if (i >= 256) sched_yield();
     }
   }
+  int64_t header() const { return kLine * (1 + static_cast<int64_t>(readers_.size())); }
+  int64_t bytes() const { return header() + 2 * area_; }
 
   struct In {
     Epoch* epoch = nullptr;        // the writer's epoch
@@ -112,15 +107,50 @@ class ShmChannel {
     const char* buffers = nullptr; // the writer's first buffer
     int64_t area = 0, offset = 0;  // its buffer size, my segment's start
   };
-  MPI_Comm comm_;
-  Comm node_;
-  std::map<int, int> node_rank_of_;
-  MPI_Win win_ = MPI_WIN_NULL;
+  std::vector<int> readers_, writers_;
+  std::vector<int64_t> offsets_;
   Epoch* epoch_ = nullptr;
   std::vector<Epoch*> slots_;
   char* buffers_ = nullptr;
   int64_t area_ = 0;
   std::vector<In> in_;
+};
+
+/// The node's shared-memory window of one plan: the node communicator, and one segment per
+/// rank holding its lanes one after the other (each: its header, then its two buffers).
+class ShmWindow {
+ public:
+  /// Collective over `comm`: the node communicator, and which ranks of `comm` share this
+  /// rank's node (node_rank()).
+  explicit ShmWindow(MPI_Comm comm);
+  ~ShmWindow();
+  ShmWindow(const ShmWindow&) = delete;
+  ShmWindow& operator=(const ShmWindow&) = delete;
+
+  /// The node rank of `rank` of the plan's communicator, or -1 when it is on another node.
+  int node_rank(int rank) const {
+    auto it = node_rank_of_.find(rank);
+    return it == node_rank_of_.end() ? -1 : it->second;
+  }
+  /// A new lane (before connect(); the reference stays valid).
+  ShmChannel& add_lane() {
+    lanes_.emplace_back(new ShmChannel);
+    return *lanes_.back();
+  }
+  /// Collective over the plan's communicator, after every lane's declare() (every rank has
+  /// the same number of lanes). false, alike on every rank, where the MPI cannot allocate a
+  /// shared window (then no lane may be used).
+  bool try_connect();
+  /// try_connect(), or NotImplementedError on every rank (`who` names the backend).
+  void connect(const char* who);
+
+ private:
+  static constexpr int kTag = 100;  // lane l: kTag + l
+  MPI_Comm comm_;
+  Comm node_;
+  std::map<int, int> node_rank_of_;
+  MPI_Win win_ = MPI_WIN_NULL;
+  std::vector<std::unique_ptr<ShmChannel>> lanes_;
 };
 
 // One exchange of a shm backend: this rank's window written and published, the on-node
@@ -136,8 +166,9 @@ class ShmChannel {
 // completed those sends.
 class ShmExchange {
  public:
-  explicit ShmExchange(MPI_Comm comm) : channel(comm) {}
-  ShmChannel channel;
+  explicit ShmExchange(MPI_Comm comm) : window(comm), channel(window.add_lane()) {}
+  ShmWindow window;
+  ShmChannel& channel;
 
   /// Writer k's segment goes to `to` (bytes), in the buffer given to wait()/test().
   void add_read(int64_t to, int64_t bytes) {
@@ -148,7 +179,7 @@ class ShmExchange {
   /// + bytes). Before init().
   void add_recv(char* buf, int64_t bytes, int peer, int tag) { recvs_.add(false, buf, bytes, peer, tag); }
   void add_send(int64_t offset, int64_t bytes, int peer, int tag) { sends_out_.push_back({offset, bytes, peer, tag}); }
-  /// After channel.connect(): fixes the messages. `own`: the private area (used when this
+  /// After window.connect(): fixes the messages. `own`: the private area (used when this
   /// rank has no on-node readers).
   void init(MPI_Comm comm, bool persistent, const char* own) {
     const int sets = channel.has_readers() ? 2 : 1;

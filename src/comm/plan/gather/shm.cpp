@@ -21,7 +21,7 @@ class ShmGather final : public GatherPlan {
     std::vector<int> readers, writers;
     for (size_t i = 0; i < t.sources.size(); ++i) {
       const int64_t bytes = recv_counts()[i] * vb;  // one transfer per edge, as p2p
-      if (x_.channel.node_rank(t.sources[i]) < 0) {
+      if (x_.window.node_rank(t.sources[i]) < 0) {
         count_recv("direct", t.sources[i], bytes);
         x_.add_recv(recv_buf() + recv_offsets()[i] * vb, bytes, t.sources[i], kTag);
         continue;
@@ -31,7 +31,7 @@ class ShmGather final : public GatherPlan {
       x_.add_read(recv_offsets()[i] * vb, bytes);
     }
     for (int d : t.destinations) {
-      if (x_.channel.node_rank(d) < 0) {
+      if (x_.window.node_rank(d) < 0) {
         count_send("direct", d, my_count() * vb);
         x_.add_send(0, my_count() * vb, d, kTag);
       } else {
@@ -39,7 +39,8 @@ class ShmGather final : public GatherPlan {
         readers.push_back(d);
       }
     }
-    x_.channel.connect(readers, std::vector<int64_t>(readers.size(), 0), my_count() * vb, writers);
+    x_.channel.declare(readers, std::vector<int64_t>(readers.size(), 0), my_count() * vb, writers);
+    x_.window.connect("shm");
     x_.init(comm(), o.persistent_requests, block_buf());
   }
   ~ShmGather() override { finish_if_active(); }

@@ -32,7 +32,7 @@ class ShmPlan final : public Plan {
     // One transfer per neighbor, as p2p (so the counts are virt::direct_halo_counts').
     for (int i = 0; i < s.num_neighbors(); ++i) {
       const int64_t bytes = s.count(i) * eb;
-      if (x_.channel.node_rank(s.ranks[i]) < 0) {
+      if (x_.window.node_rank(s.ranks[i]) < 0) {
         count_send("direct", s.ranks[i], bytes);
         x_.add_send(s.offsets[i] * eb, bytes, s.ranks[i], kTag);
         continue;
@@ -43,7 +43,7 @@ class ShmPlan final : public Plan {
     }
     for (int i = 0; i < r.num_neighbors(); ++i) {
       const int64_t bytes = r.count(i) * eb;
-      if (x_.channel.node_rank(r.ranks[i]) < 0) {
+      if (x_.window.node_rank(r.ranks[i]) < 0) {
         count_recv("direct", r.ranks[i], bytes);
         x_.add_recv(recv_buf() + r.offsets[i] * eb, bytes, r.ranks[i], kTag);
         continue;
@@ -52,7 +52,8 @@ class ShmPlan final : public Plan {
       writers.push_back(r.ranks[i]);
       x_.add_read(r.offsets[i] * eb, bytes);
     }
-    x_.channel.connect(readers, offsets, readers.empty() ? 0 : send_bytes(), writers);
+    x_.channel.declare(readers, offsets, readers.empty() ? 0 : send_bytes(), writers);
+    x_.window.connect("shm");
     x_.init(this->comm(), opt.persistent_requests, send_buf());
   }
   ~ShmPlan() override { finish_if_active(); }
@@ -91,7 +92,7 @@ void register_shm() {
                      return std::unique_ptr<Plan>(new ShmPlan(p, l, c, o));
                    },
                    [] {
-                     BackendHooks h{virt::direct_halo_counts, {}, 1};
+                     BackendHooks h{virt::shm_halo_counts, {}, 1};
                      h.node_window = true;
                      return h;
                    }());
