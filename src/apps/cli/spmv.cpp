@@ -86,7 +86,8 @@ struct Run {
 };
 
 /// Collective. Plans backend `b` and checks one product against the reference.
-std::unique_ptr<Measured> set_up(const Run& r, const std::string& b, const BackendOptions& bo) {
+std::unique_ptr<Measured> set_up(const Run& r, const std::string& entry, const std::string& b,
+                                 const BackendOptions& bo) {
   const int w = r.width;
   const auto& a = r.a;
   auto m = std::make_unique<Measured>();
@@ -112,7 +113,7 @@ std::unique_ptr<Measured> set_up(const Run& r, const std::string& b, const Backe
                                double(c.sent_intra.bytes), double(plan.stages()),
                                copied_bytes(plan, r.one_node), one_copy_bytes(plan)});
   m->chosen = plan.name();
-  m->name = b == m->chosen ? b : b + " -> " + m->chosen;
+  m->name = b == m->chosen ? entry : entry + " -> " + m->chosen;
   return m;
 }
 
@@ -176,7 +177,9 @@ int spmv_main(int argc, char** argv) {
                                                 "(gathered where every node can hold a copy per rank, rows otherwise)"}}},
                         {{"reps", "500"}}),
             "usage: mpirun -np P sparsecomm spmv [options]\n"
-            "example: mpirun -np 8 sparsecomm spmv --matrix Oberwolfach/gyro_m --regions ppn:4 --backend p2p,auto");
+            "example: mpirun -np 8 sparsecomm spmv --matrix Oberwolfach/gyro_m --regions ppn:4 --backend p2p,auto\n"
+            "a --backend entry may carry options of its own, name:key=value[:key=value]: e.g. --backend "
+            "aggregated_dedup,aggregated_dedup:window=false times both in one run");
   if (!o.parse(argc, argv)) {
     if (rank == 0) std::cout << o.help();
     return 0;
@@ -185,7 +188,8 @@ int spmv_main(int argc, char** argv) {
   auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
   Locality loc = Locality::parse(comm, o.get("regions"));
   const int w = o.get_count("width");
-  auto backends = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
+  const auto entries = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
+  auto backends = entries;
   const auto bopts = backend_options_for(o.get("option"), backends);
   Sdde sdde(comm, loc);
   const Pattern pat = pattern_from_matrix(a, sdde, o.get("sdde"));
@@ -196,7 +200,7 @@ int spmv_main(int argc, char** argv) {
   bool ok = true;
   const double t0 = MPI_Wtime();
   for (size_t bi = 0; bi < backends.size(); ++bi) {
-    ms.push_back(set_up(run, backends[bi], bopts[bi]));
+    ms.push_back(set_up(run, entries[bi], backends[bi], bopts[bi]));
     ok = ok && ms.back()->good;
     if (rank == 0)
       std::cerr << "spmv: " << ms.back()->name << " set up and " << (ms.back()->good ? "verified" : "WRONG") << " ("
@@ -205,10 +209,10 @@ int spmv_main(int argc, char** argv) {
   time_all(run, ms);
   if (rank == 0) std::cerr << "spmv: timed in " << rounds << " rounds (" << num("%.1f", MPI_Wtime() - t0) << " s)\n";
   if (auto js = apps::open_json_lines(comm, o.get("json")))
-    for (size_t bi = 0; bi < backends.size(); ++bi) js->write(json_record(run, label, backends[bi], *ms[bi]));
-  const auto p2p = std::find(backends.begin(), backends.end(), "p2p");
-  const double base = p2p != backends.end() ? ms[p2p - backends.begin()]->time.median : 0;
-  const double ebase = p2p != backends.end() ? ms[p2p - backends.begin()]->exchange.median : 0;
+    for (size_t bi = 0; bi < backends.size(); ++bi) js->write(json_record(run, label, entries[bi], *ms[bi]));
+  const auto p2p = std::find(entries.begin(), entries.end(), "p2p");
+  const double base = p2p != entries.end() ? ms[p2p - entries.begin()]->time.median : 0;
+  const double ebase = p2p != entries.end() ? ms[p2p - entries.begin()]->exchange.median : 0;
   Table t({"backend", "us/SpMV", "spread", "speedup vs p2p", "us/exchange", "spread", "exchange vs p2p", "setup ms",
            "inter msgs/rank", "copied B/rank", "verified"});
   for (const auto& m : ms)

@@ -2,6 +2,7 @@
 // --option key=value[,key=value]: backend-owned options (comm/backend_options.hpp) from the
 // command line. Each backend a run uses gets the keys it declares; a key that none of them
 // declares is an error (a typo must not be silently ignored).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -9,17 +10,40 @@
 
 namespace sparsecomm::apps {
 
-/// The backend options of `list` for each of `backends` (halo backends), in order.
-inline std::vector<BackendOptions> backend_options_for(const std::string& list, const std::vector<std::string>& backends) {
+/// One --backend entry: `name` or `name:key=value[:key=value...]` (options for this entry
+/// only, e.g. aggregated_dedup:window=false beside aggregated_dedup in one run). Returns the
+/// backend's name; its own options go into `own`.
+inline std::string split_backend_entry(const std::string& entry, BackendOptions& own) {
+  const size_t colon = entry.find(':');
+  if (colon == std::string::npos) return entry;
+  std::string list = entry.substr(colon + 1);
+  for (auto& c : list)
+    if (c == ':') c = ',';
+  own.set_list(list);
+  return entry.substr(0, colon);
+}
+
+/// The backend options of `list` for each of `backends` (halo backends, entries as
+/// split_backend_entry() reads them), in order; `backends` becomes the plain names.
+inline std::vector<BackendOptions> backend_options_for(const std::string& list, std::vector<std::string>& backends) {
   BackendOptions all;
   all.set_list(list);
   std::vector<BackendOptions> out;
   std::vector<std::string> used;
-  for (const auto& b : backends) {
+  for (auto& b : backends) {
+    BackendOptions own;
+    const std::string entry = b;
+    b = split_backend_entry(entry, own);
     const auto specs = backend_option_specs(b);  // InputError for an unknown name
     out.push_back(all.only(specs));
     for (const auto& k : all.keys())
       if (declares_option(specs, k)) used.push_back(k);
+    for (const auto& k : own.keys()) {
+      if (!declares_option(specs, k))
+        throw InputError("--backend " + entry + ": " + b + " does not declare option " + k +
+                         "; `sparsecomm backends` lists each backend's options");
+      out.back().set(k, own.get(k, ""));
+    }
   }
   for (const auto& k : all.keys())
     if (std::find(used.begin(), used.end(), k) == used.end()) {
