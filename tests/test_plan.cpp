@@ -51,8 +51,14 @@ void check_backends(const DistCsr<double>& a, const std::string& label) {
       for (int width : {1, 3}) {
         PlanOptions opt;
         opt.width = width;
-        // Both ways of posting the messages (comm/messages.hpp): width 3 uses the other one.
-        if (width == 3) opt.persistent_requests = !opt.persistent_requests;
+        // Both ways of posting the messages (comm/messages.hpp): width 3 uses the other one,
+        // and the aggregation backends' transfers between ranks of one node go as messages
+        // there (window=false), through the node's shared window at width 1 (the default).
+        if (width == 3) {
+          opt.persistent_requests = !opt.persistent_requests;
+          for (const auto& spec : backend_option_specs(backend))
+            if (spec.key == "window") opt.backend.set("window", false);
+        }
         DistSpmv spmv(a, make_plan(backend, pat, loc, MPI_COMM_WORLD, opt));
         for (int round = 0; round < 2; ++round) {  // executions reuse the plan
           std::vector<double> x(static_cast<size_t>(a.local_cols()) * width), y(static_cast<size_t>(a.local_rows()) * width);
@@ -303,11 +309,12 @@ TEST(PlanAuto, FollowsTheModel) {
   Pattern pat = pattern_from_matrix_reference(a);
   Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
   const std::string dir = test::temp_dir();
-  auto plan_with = [&](const std::string& model_text, int64_t iters = 0) {
+  auto plan_with = [&](const std::string& model_text, int64_t iters = 0, bool aggregation_windows = true) {
     const std::string path = test::write_file(dir, "model.txt", model_text);
     MPI_Barrier(MPI_COMM_WORLD);
     PlanOptions o;
     o.backend.set("model", path).set("iterations", iters);
+    if (!aggregation_windows) o.backend.set("window", false);
     return make_plan("auto", pat, loc, MPI_COMM_WORLD, o);
   };
   // The chosen backend's prediction is the smallest among the candidates.
@@ -319,9 +326,10 @@ TEST(PlanAuto, FollowsTheModel) {
   EXPECT_GT(p->setup_stats().timers().count("auto.predict.p2p"), 0u);
   if (test::size() >= 4) {
     // The regions are emulated on one node, where the shm backend's window carries every
-    // message: priced dear below (shm_dear), so the choices among MPI-based backends show.
+    // message: priced dear below (shm_dear), and the aggregation backends send messages
+    // (window=false), so the choices among MPI-based backends show.
     const std::string shm_dear = "msg_shm 10\nbyte_shm 10\n";
-    auto plan_with_mpi = [&](const std::string& text) { return plan_with(text + shm_dear); };
+    auto plan_with_mpi = [&](const std::string& text) { return plan_with(text + shm_dear, 0, false); };
     // Inter-region messages very expensive: an aggregating backend (one per region pair).
     EXPECT_EQ(plan_with_mpi("alpha_inter 1.0\nbeta_inter 0\n")->name().rfind("aggregated", 0), 0u);
     // Stages and copies very expensive, inter-region cheap: a one-stage direct backend.
@@ -391,6 +399,46 @@ TEST(PlanCounts, AggregationOneMessagePerRegionPair) {
     // Received counts mirror sent counts.
     EXPECT_EQ(allreduce_sum(MPI_COMM_WORLD, agg->iteration_counts().total().recv_inter.msgs), agg_inter);
     EXPECT_EQ(allreduce_sum(MPI_COMM_WORLD, dd->iteration_counts().total().recv_inter.bytes), dd_bytes);
+  }
+}
+
+// The aggregation and combining backends' transfers between ranks of one node go through
+// the node's shared window by default (window=false: all messages): the same transfers
+// either way, and on one node every one of them in the window counts.
+TEST(PlanCounts, AggregationStepsThroughTheNodeWindow) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:32,32");
+  Pattern pat = pattern_from_matrix_reference(a);
+  const auto flat = [](const Stats& s) {
+    std::vector<int64_t> v;
+    for (const auto& [step, c] : s.steps())
+      for (const MessageCounts* m : {&c.sent_intra, &c.sent_inter, &c.recv_intra, &c.recv_inter})
+        v.insert(v.end(), {m->msgs, m->bytes});
+    return v;
+  };
+#ifdef SPARSECOMM_SMPI
+  const bool windows = false;  // no shared windows under SMPI
+#else
+  const bool windows = Locality::one_node(MPI_COMM_WORLD);
+#endif
+  for (const auto& regions : {"ppn:2", "cyclic:2"}) {
+    Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
+    for (const char* name : {"aggregated", "aggregated_dedup", "aggregated_2step", "combined"}) {
+      PlanOptions no;
+      no.backend.set("window", false);
+      auto win = make_plan(name, pat, loc, MPI_COMM_WORLD), msg = make_plan(name, pat, loc, MPI_COMM_WORLD, no);
+      const std::string what = std::string(name) + " " + regions;
+      EXPECT_EQ(flat(win->iteration_counts()), flat(msg->iteration_counts())) << what;
+      EXPECT_TRUE(flat(msg->window_counts()).empty()) << what;
+      if (windows) {
+        EXPECT_EQ(flat(win->window_counts()), flat(win->iteration_counts())) << what;
+      }
+      // Both compute the same halo.
+      std::vector<double> x(static_cast<size_t>(a.local_cols())), yw(static_cast<size_t>(a.local_rows())), ym = yw;
+      for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = xval(a.col_begin() + i, 0, 1);
+      DistSpmv(a, std::move(win)).apply(x.data(), yw.data());
+      DistSpmv(a, std::move(msg)).apply(x.data(), ym.data());
+      EXPECT_EQ(yw, ym) << what;
+    }
   }
 }
 

@@ -444,6 +444,27 @@ void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
   }
 }
 
+// Records a transfer of `bytes` from rank a to rank b in `step` on both ends; with
+// `windows` (and node labels in the pattern) one between ranks of a node in their window
+// counts too, as the plans' count_transfer() does.
+struct Recorder {
+  std::vector<RankCounts>& out;
+  const std::vector<int>& region;
+  const std::vector<int>* node;  // null: no windows
+  void operator()(const char* step, int a, int b, int64_t bytes) const {
+    const bool intra = region[a] == region[b];
+    out[a].counts.record_send(step, intra, bytes);
+    out[b].counts.record_recv(step, intra, bytes);
+    if (node && (*node)[a] == (*node)[b]) {
+      out[a].window.record_send(step, intra, bytes);
+      out[b].window.record_recv(step, intra, bytes);
+    }
+  }
+};
+const std::vector<int>* window_nodes(const HaloPattern& pat, bool windows) {
+  return windows && !pat.node.empty() ? &pat.node : nullptr;
+}
+
 // Counts of the 3-step aggregation (backends/aggregated.cpp), following its setup step
 // by step: local segments directly; each region's leaders (send side) and receivers
 // (receive side) by LPT over the region's members in rank order; initial messages to
@@ -451,9 +472,10 @@ void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
 // messages from receivers merged per destination. A value is (origin rank, id); with
 // duplicate removal it crosses a region pair once.
 std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
-                                          bool dedup) {
+                                          bool dedup, bool windows) {
   const int p = pat.p;
   std::vector<RankCounts> out(static_cast<size_t>(p));
+  const Recorder rec{out, region, window_nodes(pat, windows)};
   int nreg = 0;
   for (int x : region) nreg = std::max(nreg, x + 1);
   std::vector<std::vector<int>> members(static_cast<size_t>(nreg));
@@ -471,8 +493,7 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
     for (const auto& [d, ids] : pat.send[a]) {
       const int S = region[d];
       if (S == region[a]) {
-        out[a].counts.record_send("local", true, static_cast<int64_t>(ids.size()) * eb);
-        out[d].counts.record_recv("local", true, static_cast<int64_t>(ids.size()) * eb);
+        rec("local", a, d, static_cast<int64_t>(ids.size()) * eb);
         continue;
       }
       recv_count[d][region[a]] += static_cast<int64_t>(ids.size());
@@ -519,10 +540,7 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
         const int peer = role[region[a]].at(X);
         if (peer != a) merged[peer] += n;
       }
-      for (const auto& [peer, n] : merged) {
-        out[a_sends ? a : peer].counts.record_send(step, true, n * eb);
-        out[a_sends ? peer : a].counts.record_recv(step, true, n * eb);
-      }
+      for (const auto& [peer, n] : merged) rec(step, a_sends ? a : peer, a_sends ? peer : a, n * eb);
     }
   };
   // Initial: each rank to each leader of its remote regions.
@@ -530,8 +548,7 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
   // Inter: leader of (R -> S) to the receiver of (S <- R), one message per pair.
   for (const auto& [pair, n] : pair_count) {
     const auto [R, S] = pair;
-    out[leader[R].at(S)].counts.record_send("inter", false, n * eb);
-    out[receiver[S].at(R)].counts.record_recv("inter", false, n * eb);
+    rec("inter", leader[R].at(S), receiver[S].at(R), n * eb);
   }
   // Final: each receiver to each destination of its region, merged over the source
   // regions it receives for.
@@ -546,17 +563,18 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
 // most values (ties: lowest rank) with the distinct ids of all the region's segments, or
 // the segment itself when the region holds one destination; that receiver forwards each
 // other destination's segment, merged per (receiver, destination) over sources.
-std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb) {
+std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
+                                        bool windows) {
   const int p = pat.p;
   std::vector<RankCounts> out(static_cast<size_t>(p));
+  const Recorder rec{out, region, window_nodes(pat, windows)};
   std::map<std::pair<int, int>, int64_t> forwarded;  // (receiver, destination) -> values
   for (int a = 0; a < p; ++a) {
     std::map<int, std::vector<const std::pair<int, std::vector<int64_t>>*>> to_region;
     for (const auto& seg : pat.send[a]) {
       const int d = seg.first;
       if (region[d] == region[a]) {
-        out[a].counts.record_send("local", true, static_cast<int64_t>(seg.second.size()) * eb);
-        out[d].counts.record_recv("local", true, static_cast<int64_t>(seg.second.size()) * eb);
+        rec("local", a, d, static_cast<int64_t>(seg.second.size()) * eb);
       } else {
         to_region[region[d]].push_back(&seg);
       }
@@ -574,18 +592,27 @@ std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vecto
         std::sort(ids.begin(), ids.end());
         n = static_cast<int64_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
       }
-      out[a].counts.record_send("inter", false, n * eb);
-      out[v->first].counts.record_recv("inter", false, n * eb);
+      rec("inter", a, v->first, n * eb);
       if (segs.size() > 1)
         for (const auto* seg : segs)
           if (seg != v) forwarded[{v->first, seg->first}] += static_cast<int64_t>(seg->second.size());
     }
   }
   for (const auto& [pair, n] : forwarded) {
-    out[pair.first].counts.record_send("final", true, n * eb);
-    out[pair.second].counts.record_recv("final", true, n * eb);
+    rec("final", pair.first, pair.second, n * eb);
     out[pair.first].stages = out[pair.second].stages = 2;
   }
+  return out;
+}
+
+// One transfer per segment (p2p, neighbor; shm with windows).
+std::vector<RankCounts> direct_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt,
+                                      bool windows) {
+  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(pat.p));
+  const Recorder rec{out, region, window_nodes(pat, windows)};
+  for (int a = 0; a < pat.p; ++a)
+    for (const auto& [d, ids] : pat.send[a]) rec("direct", a, d, static_cast<int64_t>(ids.size()) * eb);
   return out;
 }
 
@@ -602,25 +629,23 @@ std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPatter
 
 std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
                                            const PlanOptions& opt) {
-  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
-  std::vector<RankCounts> out(static_cast<size_t>(pat.p));
-  for (int a = 0; a < pat.p; ++a)
-    for (const auto& [d, ids] : pat.send[a]) {
-      const int64_t bytes = static_cast<int64_t>(ids.size()) * eb;
-      out[a].counts.record_send("direct", region[a] == region[d], bytes);
-      out[d].counts.record_recv("direct", region[a] == region[d], bytes);
-    }
-  return out;
+  return direct_counts(pat, region, opt, false);
+}
+
+std::vector<RankCounts> shm_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt) {
+  return direct_counts(pat, region, opt, true);
 }
 
 std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
                                                const PlanOptions& opt, bool dedup) {
-  return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup);
+  return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup,
+                           opt.backend.get_bool("window", true));
 }
 
 std::vector<RankCounts> two_step_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
                                              const PlanOptions& opt) {
-  return two_step_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes);
+  return two_step_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes,
+                         opt.backend.get_bool("window", true));
 }
 
 std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
@@ -628,7 +653,13 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
   const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
   const int p = pat.p;
   std::vector<RankCounts> out(static_cast<size_t>(p));
-  auto intra = [&](int a, int b) { return region[a] == region[b]; };
+  const std::vector<int>* node = window_nodes(pat, opt.backend.get_bool("window", true));
+  // One side of a transfer of rank a with `peer` (a window one between ranks of a node).
+  auto side = [&](int a, bool send, const char* step, int peer, int64_t bytes) {
+    const bool intra = region[a] == region[peer];
+    for (Stats* c : {&out[a].counts, node && (*node)[a] == (*node)[peer] ? &out[a].window : nullptr})
+      if (c) send ? c->record_send(step, intra, bytes) : c->record_recv(step, intra, bytes);
+  };
   // backends/combined.cpp: the combining schedule of the pattern's graph; stage 1 carries
   // an origin's segments for the destinations a member covers; stage 2 one message per
   // destination with the segments of its origins; one receive per forwarder.
@@ -642,26 +673,25 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
   const auto sched = combining_schedules(Graph::from_destinations(p, std::move(dest)), region, combining_from(opt.backend, opt.sdde));
   for (int a = 0; a < p; ++a) {
     const auto& s = sched[a];
-    auto& c = out[a].counts;
     for (size_t i = 0; i < s.stage1_send.size(); ++i) {
       int64_t n = 0;
       for (int d : s.stage1_send_dests[i]) n += count[a].at(d);
-      c.record_send("stage1", intra(a, s.stage1_send[i]), n * eb);
+      side(a, true, "stage1", s.stage1_send[i], n * eb);
     }
     for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
       int64_t n = 0;
       for (int d : s.stage1_recv_dests[i]) n += count[s.stage1_recv[i]].at(d);
-      c.record_recv("stage1", intra(a, s.stage1_recv[i]), n * eb);
+      side(a, false, "stage1", s.stage1_recv[i], n * eb);
     }
     for (size_t i = 0; i < s.dest.size(); ++i) {
       int64_t n = 0;
       for (int o : s.dest_origins[i]) n += count[o].at(s.dest[i]);
-      c.record_send("stage2", intra(a, s.dest[i]), n * eb);
+      side(a, true, "stage2", s.dest[i], n * eb);
     }
     for (size_t i = 0; i < s.from.size(); ++i) {
       int64_t n = 0;
       for (int o : s.from_origins[i]) n += count[o].at(a);
-      c.record_recv("stage2", intra(a, s.from[i]), n * eb);
+      side(a, false, "stage2", s.from[i], n * eb);
     }
     out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
     out[a].groups_led = s.groups_led;

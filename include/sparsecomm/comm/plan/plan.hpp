@@ -274,6 +274,11 @@ class Plan {
     count_recv(step, peer, bytes);
     window_.record_recv(step, loc_.same_region(peer), bytes);
   }
+  /// count_send / count_recv (send: which), or their window forms (window).
+  void count_transfer(const std::string& step, bool send, int peer, int64_t bytes, bool window) {
+    if (window) send ? count_window_send(step, peer, bytes) : count_window_recv(step, peer, bytes);
+    else send ? count_send(step, peer, bytes) : count_recv(step, peer, bytes);
+  }
   void set_stages(int s) { stages_ = s; }
   Stats& setup_stats_mut() { return setup_; }
 
@@ -360,9 +365,10 @@ struct BackendHooks {
   /// The backend chooses among the others (auto): it is no candidate of such a choice, and
   /// evaluations that time every backend against it (sparsecomm autoeval) leave it out.
   bool chooses_among_others = false;
-  /// Every transfer between two ranks of one node moves through a shared-memory window
-  /// (shm): `counts` on the pattern restricted to such edges is the plan's window_counts(),
-  /// which auto prices as window reads.
+  /// Transfers between two ranks of one node may move through a shared-memory window (shm,
+  /// the aggregation backends): auto gives `counts` the real nodes (virt::HaloPattern::node),
+  /// and the hook reports in RankCounts::window what the plan's window_counts() will, which
+  /// auto prices as window reads.
   bool node_window = false;
 };
 

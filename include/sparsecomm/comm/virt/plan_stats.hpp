@@ -73,6 +73,9 @@ std::shared_ptr<const CombiningSchedule> scatter_combining_schedules(MPI_Comm co
 /// What one execution of a gather plan sends and receives on one rank.
 struct RankCounts {
   Stats counts;  ///< per step and locality class, as GatherPlan::iteration_counts()
+  /// The part of `counts` that moves through the node's shared-memory window, as
+  /// Plan::window_counts() (only where the pattern gives HaloPattern::node).
+  Stats window;
   int stages = 1;
   int groups_led = 0;      ///< combining groups (hyperedges of size >= 2) this rank leads
   int group_members = 0;   ///< their total size
@@ -98,6 +101,10 @@ struct HaloPattern {
   /// of sorting the ids; it must agree with them (auto gathers it, computed on every rank
   /// in parallel, instead of every id).
   std::vector<std::map<int, int64_t>> distinct;
+  /// Optional: empty, or per rank its node (the real one: MPI_COMM_TYPE_SHARED). Then the
+  /// backends that move transfers between ranks of one node through a shared-memory window
+  /// (shm, the aggregation backends with window=true) count those in RankCounts::window.
+  std::vector<int> node;
   int64_t segments() const;
   /// The allgather shape as a halo pattern: every rank sends the same `count` values
   /// (ids a*count ... a*count+count-1) to each out-neighbor of g. count >= 1.
@@ -120,6 +127,9 @@ std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPatter
 // The counts hooks of the built-in backends (each registered by its backend's file with
 // register_backend / register_gather_backend): regions and options already checked.
 std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt);
+/// As direct_halo_counts, the transfers between ranks of one node (HaloPattern::node) also
+/// in RankCounts::window.
+std::vector<RankCounts> shm_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt);
 std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt);
 std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
                                                const PlanOptions& opt, bool dedup);

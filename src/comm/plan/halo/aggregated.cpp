@@ -17,6 +17,11 @@
 // With duplicate removal a value that several ranks of S need crosses R -> S once
 // (and reaches its leader once).
 //
+// Each step is a detail::Step (comm/plan/step.hpp): its transfers between ranks of one node
+// (the local, initial and final steps when regions are nodes; every step when regions are
+// emulated inside a node) go through the plan's shared-memory window by default, the
+// others as messages; option window=false makes them all messages.
+//
 // Setup talks only to peers it needs: per-region allgathers and alltoallvs on the region
 // communicator, and one SDDE (strategy from PlanOptions::sdde) in which leaders and
 // receivers announce themselves to the first rank of the partner region.
@@ -26,6 +31,7 @@
 
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "comm/plan/halo/aggregation.hpp"
+#include "comm/plan/step.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 
@@ -51,39 +57,36 @@ class AggregatedPlan final : public Plan {
   ~AggregatedPlan() override { finish_if_active(); }
 
  protected:
-  // Every receive is posted at the start; each gathered send as soon as its data is in.
+  // Every receive is posted at the start; each step's sends as soon as their data is in.
   void do_start() override {
-    for (Messages* m : {&initial_recv_, &inter_recv_, &final_recv_, &local_recv_}) m->start();
-    local_send_.start();
-    initial_.start();
+    for (detail::Step* m : {&local_, &initial_, &inter_, &final_}) m->begin();
+    local_.send();
+    initial_.send();
   }
 
   void do_wait() override {
-    // Leaders: once the initial messages are in, build and send the inter-region ones.
-    initial_recv_.wait();
-    inter_.start();
-    // Receivers: once the inter-region messages are in, forward inside the region.
-    inter_recv_.wait();
-    final_.start();
+    // Leaders: once the initial transfers are in, build and send the inter-region ones.
+    initial_.wait_recv();
+    inter_.send();
+    // Receivers: once the inter-region transfers are in, forward inside the region.
+    inter_.wait_recv();
+    final_.send();
     const int64_t eb = elem_bytes();
     for (const auto& [dst, src] : self_final_) std::memcpy(dst, src, static_cast<size_t>(eb));
-    final_recv_.wait();
-    for (const auto& [dst, src] : final_scatter_) std::memcpy(dst, src, static_cast<size_t>(eb));
-    local_recv_.wait();
-    local_send_.wait();
-    for (detail::GatheredSends* m : {&initial_, &inter_, &final_}) m->wait();
+    final_.wait_recv();
+    local_.wait_recv();
+    for (detail::Step* m : {&local_, &initial_, &inter_, &final_}) m->wait_send();
   }
 
  private:
   void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt);
 
   bool dedup_;
-  Messages local_send_, local_recv_;
-  // Gathered sends of the three steps.
-  detail::GatheredSends initial_{elem_bytes()}, inter_{elem_bytes()}, final_{elem_bytes()};
-  Messages initial_recv_, inter_recv_, final_recv_;    // staged receives into r1_/r2_/r3_
-  std::vector<char> r1_, r2_, r3_;  // staging for initial / inter / final receives
-  std::vector<std::pair<char*, const char*>> self_final_, final_scatter_;
+  detail::StepWindow window_;  // the steps' transfers between ranks of one node
+  detail::Step local_{elem_bytes(), kTagLocal}, initial_{elem_bytes(), kTagInitial}, inter_{elem_bytes(), kTagInter},
+      final_{elem_bytes(), kTagFinal};
+  std::vector<char> r1_, r2_;  // where leaders / receivers keep the initial / inter values
+  std::vector<std::pair<char*, const char*>> self_final_;
 };
 
 void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
@@ -102,16 +105,14 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
   std::map<int, std::vector<int>> recv_from_region;  // R' -> my recv segment indices (r ascending)
   for (int i = 0; i < s.num_neighbors(); ++i) {
     if (loc.region_of(s.ranks[i]) == my_region) {
-      local_send_.add(true, send_buf() + s.offsets[i] * eb, s.count(i) * eb, s.ranks[i], kTagLocal);
-      count_send("local", s.ranks[i], s.count(i) * eb);
+      local_.add_send(s.ranks[i], send_buf() + s.offsets[i] * eb, s.count(i));
     } else {
       send_to_region[loc.region_of(s.ranks[i])].push_back(i);
     }
   }
   for (int i = 0; i < r.num_neighbors(); ++i) {
     if (loc.region_of(r.ranks[i]) == my_region) {
-      local_recv_.add(false, recv_buf() + r.offsets[i] * eb, r.count(i) * eb, r.ranks[i], kTagLocal);
-      count_recv("local", r.ranks[i], r.count(i) * eb);
+      local_.add_recv(r.ranks[i], recv_buf() + r.offsets[i] * eb, r.count(i));
     } else {
       recv_from_region[loc.region_of(r.ranks[i])].push_back(i);
     }
@@ -254,24 +255,12 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
     if (V != me)
       for (int i : segs) final_in[V].emplace_back(Rp, i);
   }
-  int64_t n1 = 0, n2 = 0, n3 = 0;
+  int64_t n1 = 0, n2 = 0;
   for (auto& [src, parts] : initial_in)
     for (auto& pr : parts) n1 += static_cast<int64_t>(pr.second.size());
   for (auto& [Rp, g] : inter_in) n2 += static_cast<int64_t>(g.size());
-  for (auto& [V, lst] : final_in)
-    for (auto& pr : lst) n3 += r.count(pr.second);
   r1_.assign(static_cast<size_t>(n1 * eb), 0);
   r2_.assign(static_cast<size_t>(n2 * eb), 0);
-  r3_.assign(static_cast<size_t>(n3 * eb), 0);
-
-  auto post_recv = [&](Messages& v, std::vector<char>& buf, int peer, int64_t off, int64_t n, int tag,
-                       const char* step) {
-    v.add(false, buf.data() + off * eb, n * eb, peer, tag);
-    count_recv(step, peer, n * eb);
-  };
-  auto post_send = [&](detail::GatheredSends& v, int peer, std::vector<const char*> src, const char* step) {
-    count_send(step, peer, v.add(peer, std::move(src)));
-  };
 
   // Where each of my own owned-and-sent values sits in send_buf (any copy will do).
   KeyMap in_send_buf;
@@ -285,14 +274,14 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
       int64_t n = 0;  // position inside this source's message (regions S ascending)
       for (auto& [S, g] : parts)
         for (const Key& key : g) at_leader.emplace(key, r1_.data() + (off + n++) * eb);
-      post_recv(initial_recv_, r1_, src, off, n, kTagInitial, "initial");
+      initial_.add_recv(src, r1_.data() + off * eb, n);
       off += n;
     }
   }
   for (auto& [S, by_src] : lead) {
     std::vector<const char*> src;
     for (const Key& key : inter_from_leader(by_src)) src.push_back(at_leader.at(key));
-    post_send(inter_, receiver_out.at(S), std::move(src), "inter");
+    inter_.add_send(receiver_out.at(S), src);
   }
   // Senders: one initial message per leader (other than me), regions ascending.
   std::map<int, std::vector<const char*>> initial_out;
@@ -301,7 +290,7 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
     if (L == me) continue;
     for (const Key& key : my_keys_for(S)) initial_out[L].push_back(in_send_buf.at(key));
   }
-  for (auto& [L, src] : initial_out) post_send(initial_, L, std::move(src), "initial");
+  for (auto& [L, src] : initial_out) initial_.add_send(L, src);
 
   // Receivers: inter receives into r2_, final sends gathered from r2_.
   KeyMap at_receiver;
@@ -309,7 +298,7 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
     int64_t off = 0;
     for (auto& [Rp, g] : inter_in) {
       for (size_t k = 0; k < g.size(); ++k) at_receiver.emplace(g[k], r2_.data() + (off + static_cast<int64_t>(k)) * eb);
-      post_recv(inter_recv_, r2_, leader_in.at(Rp), off, static_cast<int64_t>(g.size()), kTagInter, "inter");
+      inter_.add_recv(leader_in.at(Rp), r2_.data() + off * eb, static_cast<int64_t>(g.size()));
       off += static_cast<int64_t>(g.size());
     }
   }
@@ -321,7 +310,7 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
           if (d == me) continue;
           final_out[d].push_back(at_receiver.at(Key{src_rank, gid}));
         }
-  for (auto& [d, src] : final_out) post_send(final_, d, std::move(src), "final");
+  for (auto& [d, src] : final_out) final_.add_send(d, src);
   // My own needs from regions I receive for: copy from r2_ into recv_buf.
   for (auto& [Rp, segs] : recv_from_region)
     if (receiver_of[Rp] == me)
@@ -329,23 +318,20 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
         for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k)
           self_final_.emplace_back(recv_buf() + k * eb, at_receiver.at(Key{r.ranks[i], r.global_ids[k]}));
 
-  // Destinations: final receives into r3_, scattered into recv_buf.
-  {
-    int64_t off = 0;
-    for (auto& [V, lst] : final_in) {
-      int64_t n = 0;
-      for (auto& [Rp, i] : lst)
-        for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k, ++n)
-          final_scatter_.emplace_back(recv_buf() + k * eb, r3_.data() + (off + n) * eb);
-      post_recv(final_recv_, r3_, V, off, n, kTagFinal, "final");
-      off += n;
-    }
+  // Destinations: final transfers straight into recv_buf.
+  for (auto& [V, lst] : final_in) {
+    std::vector<char*> dst;
+    for (auto& [Rp, i] : lst)
+      for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k) dst.push_back(recv_buf() + k * eb);
+    final_.add_recv(V, dst);
   }
-  initial_.init(comm(), kTagInitial, opt.persistent_requests);
-  inter_.init(comm(), kTagInter, opt.persistent_requests);
-  final_.init(comm(), kTagFinal, opt.persistent_requests);
-  for (Messages* m : {&local_send_, &local_recv_, &initial_recv_, &inter_recv_, &final_recv_})
-    m->init(comm(), opt.persistent_requests);
+  window_.connect(comm(), opt.backend.get_bool("window", true), opt.persistent_requests,
+                  {&local_, &initial_, &inter_, &final_});
+  for (auto [step, name] : {std::pair<detail::Step*, const char*>{&local_, "local"}, {&initial_, "initial"},
+                            {&inter_, "inter"}, {&final_, "final"}})
+    step->each([&, name = name](bool send, int peer, int64_t bytes, bool window) {
+      count_transfer(name, send, peer, bytes, window);
+    });
   set_stages((send_to_region.empty() && recv_from_region.empty() && leader_of.empty()) ? 1 : 3);
   st.add_time("setup.aggregation", MPI_Wtime() - t0);
 }
@@ -390,16 +376,16 @@ void register_aggregated() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, false));
                    },
-                   BackendHooks{[](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
+                   aggregation_hooks([](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
                      return virt::aggregated_halo_counts(h, r, o, false);
-                   }, {}, 3});
+                   }, 3));
   register_backend("aggregated_dedup", "aggregation with duplicate removal (a value crosses a region pair once)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, true));
                    },
-                   BackendHooks{[](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
+                   aggregation_hooks([](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
                      return virt::aggregated_halo_counts(h, r, o, true);
-                   }, {}, 4});
+                   }, 4));
 }
 }  // namespace detail
 

@@ -21,6 +21,9 @@
 // scheduling round trip per execution; this variant starts every inter-region send at
 // start().
 //
+// Each step is a detail::Step (comm/plan/step.hpp): transfers between ranks of one node go
+// through the plan's shared-memory window by default (window=false: messages).
+//
 // Both ends derive the receiver and every message layout from the pattern alone: the
 // sender from its send segments, the region of S from an allgather of (source, count)
 // pairs. Setup needs no inter-region communication beyond what the pattern implies.
@@ -30,6 +33,7 @@
 
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "comm/plan/halo/aggregation.hpp"
+#include "comm/plan/step.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 
@@ -49,34 +53,31 @@ class TwoStepPlan final : public Plan {
  protected:
   // Every receive and every send that needs no other rank's data is posted at the start.
   void do_start() override {
-    for (Messages* m : {&staged_recv_, &final_recv_, &direct_recv_}) m->start();
-    direct_send_.start();
-    inter_.start();
+    for (detail::Step* m : {&local_, &inter_, &final_}) m->begin();
+    local_.send();
+    inter_.send();
   }
 
   void do_wait() override {
-    // Receivers: once the staged inter-region messages are in, forward inside the region.
-    staged_recv_.wait();
-    final_.start();
+    // Receivers: once the inter-region transfers are in, forward inside the region.
+    inter_.wait_recv();
+    final_.send();
     const size_t eb = static_cast<size_t>(elem_bytes());
     for (const auto& [dst, src] : self_copy_) std::memcpy(dst, src, eb);
-    final_recv_.wait();
-    for (const auto& [dst, src] : final_scatter_) std::memcpy(dst, src, eb);
-    direct_recv_.wait();
-    direct_send_.wait();
-    inter_.wait();
-    final_.wait();
+    final_.wait_recv();
+    local_.wait_recv();
+    for (detail::Step* m : {&local_, &inter_, &final_}) m->wait_send();
   }
 
  private:
   void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt);
 
-  Messages direct_send_, direct_recv_;  // same-region messages, and single-destination inter ones
-  // Inter messages to receivers, and their forwards.
-  detail::GatheredSends inter_{elem_bytes()}, final_{elem_bytes()};
-  Messages staged_recv_, final_recv_;   // into r2_ (at receivers) / r3_ (at destinations)
-  std::vector<char> r2_, r3_;
-  std::vector<std::pair<char*, const char*>> self_copy_, final_scatter_;
+  detail::StepWindow window_;  // the steps' transfers between ranks of one node
+  // Same-region transfers; inter-region ones (single-destination ones straight between the
+  // plan's buffers); their forwards.
+  detail::Step local_{elem_bytes(), kTagLocal}, inter_{elem_bytes(), kTagInter}, final_{elem_bytes(), kTagFinal};
+  std::vector<char> r2_;  // a receiver's staged inter-region values
+  std::vector<std::pair<char*, const char*>> self_copy_;
 };
 
 void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
@@ -92,17 +93,13 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
   // The receiver of a source's values in a region: the destination needing the most of
   // them, ties to the lowest rank. Sender and region compute it from the same counts.
   const auto better = [](int64_t ca, int a, int64_t cb, int b) { return cb < 0 || ca > cb || (ca == cb && a < b); };
-  auto add_gathered = [&](detail::GatheredSends& to, int peer, std::vector<const char*> src, const char* step) {
-    count_send(step, peer, to.add(peer, std::move(src)));
-  };
 
   // --- Send side: same-region segments go directly; the others grouped by region ---------
   std::map<int, std::vector<int>> send_to_region;  // S -> my send segments (ascending)
   for (int i = 0; i < s.num_neighbors(); ++i) {
     if (s.count(i) == 0) continue;
     if (loc.region_of(s.ranks[i]) == my_region) {
-      direct_send_.add(true, send_buf() + s.offsets[i] * eb, s.count(i) * eb, s.ranks[i], kTagLocal);
-      count_send("local", s.ranks[i], s.count(i) * eb);
+      local_.add_send(s.ranks[i], send_buf() + s.offsets[i] * eb, s.count(i));
     } else {
       send_to_region[loc.region_of(s.ranks[i])].push_back(i);
     }
@@ -110,8 +107,7 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
   for (const auto& [S, segs] : send_to_region) {
     if (segs.size() == 1) {  // one destination: its segment, straight from send_buf
       const int i = segs[0];
-      direct_send_.add(true, send_buf() + s.offsets[i] * eb, s.count(i) * eb, s.ranks[i], kTagInter);
-      count_send("inter", s.ranks[i], s.count(i) * eb);
+      inter_.add_send(s.ranks[i], send_buf() + s.offsets[i] * eb, s.count(i));
       continue;
     }
     int V = -1;
@@ -123,7 +119,7 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
     }
     std::vector<const char*> src;
     for (const auto& [gid, where] : vals) src.push_back(where);
-    add_gathered(inter_, V, std::move(src), "inter");
+    inter_.add_send(V, src);
   }
 
   // --- Receive side: who in my region needs how much from each remote source ------------
@@ -132,8 +128,7 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
   for (int i = 0; i < r.num_neighbors(); ++i) {
     if (r.count(i) == 0) continue;
     if (loc.region_of(r.ranks[i]) == my_region) {
-      direct_recv_.add(false, recv_buf() + r.offsets[i] * eb, r.count(i) * eb, r.ranks[i], kTagLocal);
-      count_recv("local", r.ranks[i], r.count(i) * eb);
+      local_.add_recv(r.ranks[i], recv_buf() + r.offsets[i] * eb, r.count(i));
     } else {
       mine.insert(mine.end(), {r.ranks[i], r.count(i)});
       seg_from[r.ranks[i]] = i;
@@ -180,8 +175,7 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
     if (n == 1) {  // a single destination here: its segment, straight into recv_buf
       if (mine_it == seg_from.end()) continue;
       const int i = mine_it->second;
-      direct_recv_.add(false, recv_buf() + r.offsets[i] * eb, r.count(i) * eb, src, kTagInter);
-      count_recv("inter", src, r.count(i) * eb);
+      inter_.add_recv(src, recv_buf() + r.offsets[i] * eb, r.count(i));
       continue;
     }
     if (receiver_of.at(src) != me) continue;
@@ -202,8 +196,7 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
     int64_t off = 0;
     for (const auto& [src, g] : staged) {
       for (size_t k = 0; k < g.size(); ++k) at.emplace(std::make_pair(src, g[k]), r2_.data() + (off + static_cast<int64_t>(k)) * eb);
-      staged_recv_.add(false, r2_.data() + off * eb, static_cast<int64_t>(g.size()) * eb, src, kTagInter);
-      count_recv("inter", src, static_cast<int64_t>(g.size()) * eb);
+      inter_.add_recv(src, r2_.data() + off * eb, static_cast<int64_t>(g.size()));
       off += static_cast<int64_t>(g.size());
       if (auto it = seg_from.find(src); it != seg_from.end())  // my own share
         for (int64_t k = r.offsets[it->second]; k < r.offsets[it->second + 1]; ++k)
@@ -216,33 +209,25 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
   for (const auto& [src, by_dest] : forwarded)
     for (const auto& [d, gids] : by_dest)
       for (int64_t gid : gids) final_out[d].push_back(at.at({src, gid}));
-  for (auto& [d, src] : final_out) add_gathered(final_, d, std::move(src), "final");
+  for (auto& [d, src] : final_out) final_.add_send(d, src);
   std::map<int, std::vector<int>> final_in;  // V -> the sources it forwards to me
-  int64_t n3 = 0;
   for (const auto& [src, i] : seg_from)
-    if (ndest.at(src) > 1 && receiver_of.at(src) != me) {
-      final_in[receiver_of.at(src)].push_back(src);
-      n3 += r.count(i);
+    if (ndest.at(src) > 1 && receiver_of.at(src) != me) final_in[receiver_of.at(src)].push_back(src);
+  for (const auto& [V, srcs] : final_in) {  // straight into recv_buf
+    std::vector<char*> dst;
+    for (int src : srcs) {
+      const int i = seg_from.at(src);
+      for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k) dst.push_back(recv_buf() + k * eb);
     }
-  r3_.assign(static_cast<size_t>(n3 * eb), 0);
-  {
-    int64_t off = 0;
-    for (const auto& [V, srcs] : final_in) {
-      int64_t n = 0;
-      for (int src : srcs) {
-        const int i = seg_from.at(src);
-        for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k)
-          final_scatter_.emplace_back(recv_buf() + k * eb, r3_.data() + (off + n++) * eb);
-      }
-      final_recv_.add(false, r3_.data() + off * eb, n * eb, V, kTagFinal);
-      count_recv("final", V, n * eb);
-      off += n;
-    }
+    final_.add_recv(V, dst);
   }
-  inter_.init(comm(), kTagInter, opt.persistent_requests);
-  final_.init(comm(), kTagFinal, opt.persistent_requests);
-  for (Messages* m : {&direct_send_, &direct_recv_, &staged_recv_, &final_recv_}) m->init(comm(), opt.persistent_requests);
-  set_stages(final_.empty() && final_in.empty() ? 1 : 2);
+  window_.connect(comm(), opt.backend.get_bool("window", true), opt.persistent_requests, {&local_, &inter_, &final_});
+  for (auto [step, name] : {std::pair<detail::Step*, const char*>{&local_, "local"}, {&inter_, "inter"},
+                            {&final_, "final"}})
+    step->each([&, name = name](bool send, int peer, int64_t bytes, bool window) {
+      count_transfer(name, send, peer, bytes, window);
+    });
+  set_stages(final_.empty() ? 1 : 2);
   st.add_time("setup.aggregation", MPI_Wtime() - t0);
 }
 
@@ -256,7 +241,7 @@ void register_aggregated_2step() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new TwoStepPlan(p, l, c, o));
                    },
-                   BackendHooks{virt::two_step_halo_counts, {}, 2});
+                   detail::aggregation_hooks(virt::two_step_halo_counts, 2));
 }
 }  // namespace detail
 

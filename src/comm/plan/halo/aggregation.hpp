@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "sparsecomm/comm/messages.hpp"
+#include "sparsecomm/comm/plan/backend_options.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
+#include "comm/plan/step.hpp"
 
 namespace sparsecomm::detail {
 
@@ -23,6 +26,14 @@ struct KeyHash {
 };
 /// Where each value sits in a plan's buffers.
 using KeyMap = std::unordered_map<Key, const char*, KeyHash>;
+
+/// Hooks of an aggregation backend: its counts, the window option, its setup rank; auto
+/// gives its counts the node labels (BackendHooks::node_window).
+inline BackendHooks aggregation_hooks(decltype(BackendHooks::counts) counts, int setup_rank) {
+  BackendHooks h{std::move(counts), {window_option()}, setup_rank};
+  h.node_window = true;
+  return h;
+}
 
 /// Longest-processing-time assignment (Graham 1969) of partner regions to the `slots`
 /// ranks of a region: regions by decreasing volume (ties: lower region first), each to
@@ -47,45 +58,5 @@ std::vector<std::vector<int64_t>> region_alltoallv(MPI_Comm local, const std::ve
 /// Allgatherv of int64 records inside a region: element i of the result is what local rank
 /// i contributed.
 std::vector<std::vector<int64_t>> region_allgatherv(MPI_Comm local, const std::vector<int64_t>& mine);
-
-/// The sends of one aggregation step: each message's elements (`eb` bytes each) are
-/// gathered at every execution from anywhere in the plan's buffers -- values that arrived
-/// in the previous step or sit in the send buffer -- into the message's own buffer.
-class GatheredSends {
- public:
-  explicit GatheredSends(int64_t eb) : eb_(static_cast<size_t>(eb)) {}
-  /// Before init(). Returns the message's size in bytes.
-  int64_t add(int peer, std::vector<const char*> src) {
-    msgs_.push_back(Msg{peer, std::move(src), {}});
-    msgs_.back().buf.assign(msgs_.back().src.size() * eb_, 0);
-    return static_cast<int64_t>(msgs_.back().buf.size());
-  }
-  /// The set is fixed: the buffers no longer move.
-  void init(MPI_Comm comm, int tag, bool persistent) {
-    for (const auto& m : msgs_) sends_.add(true, m.buf.data(), static_cast<int64_t>(m.buf.size()), m.peer, tag);
-    sends_.init(comm, persistent);
-  }
-  /// Gathers and starts every message, one after the other.
-  void start() {
-    for (size_t i = 0; i < msgs_.size(); ++i) {
-      char* out = msgs_[i].buf.data();
-      const auto& src = msgs_[i].src;
-      for (size_t k = 0; k < src.size(); ++k) std::memcpy(out + k * eb_, src[k], eb_);
-      sends_.start(i);
-    }
-  }
-  void wait() { sends_.wait(); }
-  bool empty() const { return msgs_.empty(); }
-
- private:
-  struct Msg {
-    int peer;
-    std::vector<const char*> src;
-    std::vector<char> buf;
-  };
-  std::vector<Msg> msgs_;
-  Messages sends_;
-  size_t eb_;
-};
 
 }  // namespace sparsecomm::detail

@@ -104,34 +104,19 @@ virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p, const std::vector
   return h;
 }
 
-// The edges of `h` whose two ends share a node (node[r]: rank r's node).
-virt::HaloPattern on_node(const virt::HaloPattern& h, const std::vector<int>& node) {
-  virt::HaloPattern o;
-  o.p = h.p;
-  o.send.resize(h.send.size());
-  for (size_t r = 0; r < h.send.size(); ++r)
-    for (const auto& seg : h.send[r])
-      if (node[static_cast<size_t>(seg.first)] == node[r]) o.send[r].push_back(seg);
-  return o;
-}
-
 // Rank 0: the prediction of backend `name` from its counts hook, as predict_iteration
 // would make it on the plan that backend builds.
 double predict_virtual(const std::string& name, const virt::HaloPattern& h, const std::vector<int>& region,
-                       const std::vector<int>& node, const PlanOptions& co, const ModelParams& m) {
-  const BackendHooks& hooks = backend_hooks(name);
+                       const PlanOptions& co, const ModelParams& m) {
   const std::vector<virt::RankCounts> c = virt::halo_counts(name, h, region, co);
-  std::vector<virt::RankCounts> w;
-  if (hooks.node_window) w = virt::halo_counts(name, on_node(h, node), region, co);
   const double eb = static_cast<double>(co.width) * co.value_bytes;
   std::vector<RankTerms> terms(c.size());
-  const Stats none;
   for (size_t r = 0; r < c.size(); ++r) {
     double own = 0;
     for (const auto& seg : h.send[r]) own += static_cast<double>(seg.second.size()) * eb;
     const auto& t = c[r].counts.total();
     const double staged = std::max(0.0, static_cast<double>(t.sent_intra.bytes + t.sent_inter.bytes) - own);
-    terms[r] = rank_terms(c[r].counts, w.empty() ? none : w[r].counts, staged, c[r].stages, m);
+    terms[r] = rank_terms(c[r].counts, c[r].window, staged, c[r].stages, m);
   }
   return predict_from_terms(terms, region, m);
 }
@@ -166,21 +151,24 @@ void register_auto() {
         // Predictions from counts, on rank 0, for the candidates with a counts hook.
         std::vector<double> predicted(order.size(), -1.0);
         if (iterations == 0) {
+          std::vector<int> node;  // windows follow the real node, not emulated regions
+#ifndef SPARSECOMM_SMPI  // (SMPI has no shared windows: every transfer is a message)
           bool windows = false;
           for (const auto& n : order) windows = windows || backend_hooks(n).node_window;
-          std::vector<int> node;
-          if (windows) node = node_labels(c);  // shm's windows follow the real node, not emulated regions
+          if (windows) node = node_labels(c);
+#endif
           std::vector<int> region;
           for (int r = 0; r < l.size(); ++r) region.push_back(l.region_of(r));
           const double tg = MPI_Wtime();
-          const virt::HaloPattern h = gather_pattern(c, p, region);
+          virt::HaloPattern h = gather_pattern(c, p, region);
+          h.node = std::move(node);
           t_gather = MPI_Wtime() - tg;
           const double tc = MPI_Wtime();
           agreed(c, [&] {
             if (comm_rank(c) != 0) return 0;
             for (size_t i = 0; i < order.size(); ++i)
               if (backend_hooks(order[i]).counts)
-                predicted[i] = predict_virtual(order[i], h, region, node, options_of(order[i]), m);
+                predicted[i] = predict_virtual(order[i], h, region, options_of(order[i]), m);
             return 0;
           });
           SPC_MPI(MPI_Bcast(predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, 0, c));

@@ -4,18 +4,20 @@
 // for it (its share of the group's common destinations); stage 2: every rank sends one
 // message per destination with the segments of every origin it delivers there, in origin
 // order; receivers place each origin's segment at its place in the pattern.
+// Both stages are detail::Steps (comm/plan/step.hpp): a transfer between ranks of one node
+// goes through the plan's shared-memory window by default (window=false: messages).
 #include <cstring>
 #include <map>
 
 #include "sparsecomm/comm/virt/plan_stats.hpp"
-#include "comm/plan/two_stage.hpp"
+#include "comm/plan/step.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 
 namespace sparsecomm {
 namespace {
 
-constexpr int kTagCounts = 61, kTagStage1 = 62, kTagStage2 = 63;
+constexpr int kTagCounts = 61, kTagStage1 = 62, kTagStage2 = 63, kTagDirect = 64;
 
 struct Copy {
   char* dst;
@@ -32,33 +34,40 @@ class CombinedPlan final : public Plan {
   ~CombinedPlan() override { finish_if_active(); }
 
  protected:
-  // Posted at start(): stage-1 sends, stage-1 receives, direct stage-2 sends, stage-2
-  // receives, in that order; the combined stage-2 sends once stage 1 is in.
+  // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
+  // once stage 1 is in.
   void do_start() override {
-    for (const auto& c : pack1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-    send1_.start();
-    recv1_.start();
-    direct_.start();
-    recv2_.start();
-    phases_.reset();
+    for (detail::Step* m : {&stage1_, &direct_, &stage2_}) m->begin();
+    stage1_.send();
+    direct_.send();
+    phase_ = 0;
   }
   void do_wait() override { advance(true); }
   bool do_test() override { return advance(false); }
   bool supports_test() const override { return true; }
 
-  // The schedule as phases (detail::TwoStagePhases), so that test() can stop between them.
+  // The schedule as phases, so that test() can stop between them and resume.
   bool advance(bool block) {
-    return phases_.advance(
-        block, recv1_,
-        [&] {
-          for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-          for (const auto& c : pack2_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-          send2_.start();
-        },
-        recv2_, [&] { for (const auto& c : scatter_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes)); },
-        {&send1_, &direct_, &send2_});
+    const auto in = [block](detail::Step& m) {
+      if (block) m.wait_recv();
+      return block || m.test_recv();
+    };
+    if (phase_ == 0) {
+      if (!in(stage1_)) return false;
+      for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+      stage2_.send();
+      phase_ = 1;
+    }
+    if (phase_ == 1) {
+      if (!in(stage2_) || !in(direct_)) return false;
+      phase_ = 2;
+    }
+    for (detail::Step* m : {&stage1_, &direct_, &stage2_}) {
+      if (block) m->wait_send();
+      else if (!m->test_send()) return false;
+    }
+    return true;
   }
-
 
  private:
   void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
@@ -94,22 +103,14 @@ class CombinedPlan final : public Plan {
       wait_all(r);
     }
     // Where each (origin, destination) segment sits before stage 2.
-    std::map<std::pair<int, int>, std::pair<const char*, int64_t>> seg;
+    using Piece = std::pair<char*, int64_t>;
+    std::map<std::pair<int, int>, Piece> seg;
     for (int i = 0; i < snd.num_neighbors(); ++i) seg[{me, snd.ranks[i]}] = {send_buf() + snd.offsets[i] * eb, snd.count(i) * eb};
-    // Stage 1 buffers.
-    out1_.resize(s.stage1_send.size());
+    // Stage 1: my segments for the destinations each member delivers for me.
     for (size_t i = 0; i < s.stage1_send.size(); ++i) {
-      int64_t bytes = 0;
-      for (int64_t c : out_counts[i]) bytes += c * eb;
-      out1_[i].assign(static_cast<size_t>(bytes), 0);
-      int64_t pos = 0;
-      for (int d : s.stage1_send_dests[i]) {
-        const auto& sg = seg.at({me, d});
-        pack1_.push_back({out1_[i].data() + pos, sg.first, sg.second});
-        pos += sg.second;
-      }
-      send1_.add(true, out1_[i].data(), bytes, s.stage1_send[i], kTagStage1);
-      count_send("stage1", s.stage1_send[i], bytes);
+      detail::Step::Pieces src;
+      for (int d : s.stage1_send_dests[i]) src.push_back(seg.at({me, d}));
+      stage1_.add_send_pieces(s.stage1_send[i], src);
     }
     in1_.resize(s.stage1_recv.size());
     for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
@@ -126,65 +127,45 @@ class CombinedPlan final : public Plan {
         }
         pos += in_counts[i][j] * eb;
       }
-      recv1_.add(false, in1_[i].data(), bytes, s.stage1_recv[i], kTagStage1);
-      count_recv("stage1", s.stage1_recv[i], bytes);
+      stage1_.add_recv_pieces(s.stage1_recv[i], {{in1_[i].data(), bytes}});
     }
-    // Stage 2: one message per destination.
-    out2_.resize(s.dest.size());
+    // Stage 2: one transfer per destination, straight from the send buffer where I deliver
+    // only my own segment (direct_), else gathered from the segments of its origins.
     for (size_t i = 0; i < s.dest.size(); ++i) {
       const int d = s.dest[i];
       const auto& org = s.dest_origins[i];
-      if (org.size() == 1 && org[0] == me) {  // direct: straight from the send buffer
-        const auto& sg = seg.at({me, d});
-        direct_.add(true, sg.first, sg.second, d, kTagStage2);
-        count_send("stage2", d, sg.second);
-        continue;
-      }
-      int64_t bytes = 0;
-      for (int o : org) bytes += seg.at({o, d}).second;
-      out2_[i].assign(static_cast<size_t>(bytes), 0);
-      int64_t pos = 0;
-      for (int o : org) {
-        const auto& sg = seg.at({o, d});
-        pack2_.push_back({out2_[i].data() + pos, sg.first, sg.second});
-        pos += sg.second;
-      }
-      send2_.add(true, out2_[i].data(), bytes, d, kTagStage2);
-      count_send("stage2", d, bytes);
+      detail::Step::Pieces src;
+      for (int o : org) src.push_back(seg.at({o, d}));
+      (org.size() == 1 && org[0] == me ? direct_ : stage2_).add_send_pieces(d, src);
     }
-    // Receive side.
-    in2_.resize(s.from.size());
+    // Receive side: each origin's segment to its place in the receive buffer.
     for (size_t i = 0; i < s.from.size(); ++i) {
       const auto& org = s.from_origins[i];
-      if (org.size() == 1) {
-        const int k = recv_idx.at(org[0]);
-        recv2_.add(false, recv_buf() + rcv.offsets[k] * eb, rcv.count(k) * eb, s.from[i], kTagStage2);
-        count_recv("stage2", s.from[i], rcv.count(k) * eb);
-      } else {
-        int64_t bytes = 0;
-        for (int o : org) bytes += rcv.count(recv_idx.at(o)) * eb;
-        in2_[i].assign(static_cast<size_t>(bytes), 0);
-        int64_t pos = 0;
-        for (int o : org) {
-          const int k = recv_idx.at(o);
-          scatter_.push_back({recv_buf() + rcv.offsets[k] * eb, in2_[i].data() + pos, rcv.count(k) * eb});
-          pos += rcv.count(k) * eb;
-        }
-        recv2_.add(false, in2_[i].data(), bytes, s.from[i], kTagStage2);
-        count_recv("stage2", s.from[i], bytes);
+      detail::Step::Pieces dst;
+      for (int o : org) {
+        const int k = recv_idx.at(o);
+        dst.push_back({recv_buf() + rcv.offsets[k] * eb, rcv.count(k) * eb});
       }
+      (org.size() == 1 && org[0] == s.from[i] ? direct_ : stage2_).add_recv_pieces(s.from[i], dst);
     }
-    for (Messages* m : {&send1_, &recv1_, &direct_, &recv2_, &send2_}) m->init(comm(), opt.persistent_requests);
+    window_.connect(comm(), opt.backend.get_bool("window", true), opt.persistent_requests,
+                    {&stage1_, &direct_, &stage2_});
+    for (auto [step, name] : {std::pair<detail::Step*, const char*>{&stage1_, "stage1"}, {&direct_, "stage2"},
+                              {&stage2_, "stage2"}})
+      step->each([&, name = name](bool send, int peer, int64_t bytes, bool window) {
+        count_transfer(name, send, peer, bytes, window);
+      });
     set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  // Stage-1 sends and receives, direct stage-2 sends, all stage-2 receives (started at
-  // start()), combined stage-2 sends (started once stage 1 is in).
-  Messages send1_, recv1_, direct_, recv2_, send2_;
-  detail::TwoStagePhases phases_;
-  std::vector<std::vector<char>> out1_, in1_, out2_, in2_;
-  std::vector<Copy> pack1_, pack2_, scatter_, self1_;
+  detail::StepWindow window_;  // the stages' transfers between ranks of one node
+  // Stage 1; stage 2 of origins that deliver their own segment (posted at start); the
+  // combined stage 2 (posted once stage 1 is in). A pair of ranks meets in one of the two.
+  detail::Step stage1_{elem_bytes(), kTagStage1}, direct_{elem_bytes(), kTagDirect}, stage2_{elem_bytes(), kTagStage2};
+  int phase_ = 0;
+  std::vector<std::vector<char>> in1_;
+  std::vector<Copy> self1_;
 };
 
 }  // namespace
@@ -195,7 +176,12 @@ void register_combined() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new CombinedPlan(p, l, c, o));
                    },
-                   BackendHooks{virt::combined_halo_counts, combining_option_specs(), 5});
+                   [] {
+                     BackendHooks h{virt::combined_halo_counts, combining_option_specs(), 5};
+                     h.options.push_back(detail::window_option());
+                     h.node_window = true;
+                     return h;
+                   }());
 }
 }  // namespace detail
 

@@ -1,0 +1,136 @@
+#pragma once
+// One step of a multi-step plan (the aggregation backends' local, initial, inter and final
+// steps): sends gathered from anywhere in the plan's buffers, receives scattered to where
+// each value goes.
+//
+// A transfer between two ranks of one node goes through the sender's lane of the plan's
+// MPI-3 shared-memory window (comm/plan/shm_channel.hpp, protocol and memory-model
+// argument): the sender gathers into the window, the receiver copies straight out of it to
+// where each value goes -- one copy on each side, no message matching, no copy into and out
+// of the MPI library's own shared segment. Any other transfer is an MPI message, sent
+// straight from its source when that is one block (else gathered into a buffer of its own)
+// and received straight into its destination when that is one block (else into a staging
+// buffer, scattered on arrival). Without a window (the SMPI build, window=false, or an MPI
+// that cannot allocate one) every transfer is a message.
+//
+// Every rank calls begin() at every execution, with or without transfers of its own in the
+// step: the window's epochs count executions (shm_channel.hpp).
+#include <mpi.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "sparsecomm/comm/messages.hpp"
+#include "sparsecomm/comm/plan/backend_options.hpp"
+
+namespace sparsecomm::detail {
+
+class ShmWindow;
+class ShmChannel;
+
+/// The option `window` of the backends whose steps are Steps (aggregation, combining).
+inline OptionSpec window_option() {
+  return {"window", OptionSpec::Kind::boolean, "true",
+          "transfers between ranks of one node through an MPI-3 shared-memory window instead of messages (every "
+          "step; no effect where the MPI has no shared windows)"};
+}
+
+class Step {
+ public:
+  /// `eb`: bytes per element; `tag`: the step's message tag.
+  Step(int64_t eb, int tag) : eb_(eb), tag_(tag) {}
+  Step(const Step&) = delete;
+  Step& operator=(const Step&) = delete;
+
+  /// Before plan(): a transfer to `peer` whose element k is read from src[k] (at most one
+  /// transfer per peer and direction in a step). Returns its bytes.
+  int64_t add_send(int peer, const std::vector<const char*>& src);
+  /// ... whose n elements are read from one block.
+  int64_t add_send(int peer, const char* block, int64_t n);
+  /// A transfer from `peer` whose element k lands at dst[k].
+  int64_t add_recv(int peer, const std::vector<char*>& dst);
+  /// ... whose n elements land in one block.
+  int64_t add_recv(int peer, char* block, int64_t n);
+  /// Pieces of (address, bytes), one after the other in the transfer.
+  using Pieces = std::vector<std::pair<char*, int64_t>>;
+  int64_t add_send_pieces(int peer, const Pieces& src) { return add(sends_, peer, src); }
+  int64_t add_recv_pieces(int peer, const Pieces& dst) { return add(recvs_, peer, dst); }
+
+  /// Chooses the way of every transfer: through a lane of `win` when both ends are on its
+  /// node (declaring the lane), else a message; null: messages only. Collective in the sense
+  /// that every rank of the plan calls it for the same steps in the same order, before
+  /// win->try_connect().
+  void plan(ShmWindow* win);
+  /// After the window's connect (`windows`: whether it succeeded; false: every transfer is a
+  /// message). Fixes the messages.
+  void init(MPI_Comm comm, bool persistent, bool windows);
+  /// Calls f(send, peer, bytes, through_window) for every transfer (after init()).
+  template <class F>
+  void each(F f) const {
+    for (const Transfer& t : sends_) f(true, t.peer, t.bytes, t.window);
+    for (const Transfer& t : recvs_) f(false, t.peer, t.bytes, t.window);
+  }
+  bool empty() const { return sends_.empty() && recvs_.empty(); }
+
+  /// Execution: begin() posts the receives (every rank, every execution); send() once the
+  /// sources hold this execution's values; wait_recv() once they are all where they go;
+  /// wait_send() before the sources change again.
+  void begin();
+  void send();
+  void wait_recv();
+  void wait_send() { msg_send_.wait(); }
+  /// wait_recv() / wait_send() without blocking: true once done (what has arrived through
+  /// the window is copied out already).
+  bool test_recv();
+  bool test_send() { return msg_send_.test(); }
+
+ private:
+  struct Run {
+    char* at;
+    int64_t bytes;
+  };
+  struct Transfer {
+    int peer = -1;
+    std::vector<Run> runs;  // element order; consecutive addresses merged
+    int64_t bytes = 0;
+    bool window = false;
+    std::vector<char> staging;  // a message that is not one block
+    int64_t offset = 0;         // a window send: where it starts in my area
+  };
+  int64_t add(std::vector<Transfer>& to, int peer, const Pieces& pieces);
+  void read(size_t k);  // window recv k: copy out, tell the writer
+  void unstage();       // the staged messages' values to where they go, once per execution
+  std::vector<char> read_;  // which window recvs are done in this execution
+  bool scattered_ = false;
+  void progress() { msg_recv_.test(); }
+
+  int64_t eb_;
+  int tag_;
+  std::vector<Transfer> sends_, recvs_;
+  ShmChannel* lane_ = nullptr;  // the window's lane (window transfers only)
+  std::vector<size_t> win_sends_, win_recvs_, msg_sends_, staged_recvs_;  // indices into sends_ / recvs_
+  Messages msg_send_, msg_recv_;
+  uint64_t epoch_ = 0;
+};
+
+/// The shared-memory window of a plan's steps (one lane per step).
+class StepWindow {
+ public:
+  StepWindow();
+  ~StepWindow();
+  StepWindow(const StepWindow&) = delete;
+  StepWindow& operator=(const StepWindow&) = delete;
+  /// Collective over `comm` (the plan's): with `window` (and an MPI that has shared windows)
+  /// the steps' transfers between ranks of one node go through one window, the others are
+  /// messages; then every step is fixed (Step::init). Every rank passes the same `window`
+  /// and the same steps in the same order. Returns whether a window is in use.
+  bool connect(MPI_Comm comm, bool window, bool persistent, std::initializer_list<Step*> steps);
+
+ private:
+  std::unique_ptr<ShmWindow> win_;
+};
+
+}  // namespace sparsecomm::detail
