@@ -43,10 +43,13 @@ void check_topology(const Topology& t, const std::string& label, bool quick = fa
             opt.persistent_requests = persistent;
             opt.same_count = !varying && persistent;  // allgather: sizes not exchanged
             if (combined) set_combining(opt.backend, combos[ci]);
+            // Transfers between ranks of one node: through the window (default) with
+            // persistent requests, as messages without.
+            if (combined && !persistent) opt.backend.set("window", false);
             const CombiningOptions co = combining_from(opt.backend, opt.sdde);
             const std::string what = label + " " + backend + " " + regions + " k=" + std::to_string(co.k) +
                                      " theta=" + std::to_string(co.theta) + (co.aware ? " aware" : " agnostic") +
-                                     (persistent ? " persistent" : "") +
+                                     (persistent ? " persistent" : "") + (combined && !persistent ? " window=false" : "") +
                                      (varying ? " allgatherv" : " allgather") + (opt.same_count ? " same_count" : "");
             auto plan = make_gather_plan(backend, t, loc, MPI_COMM_WORLD, count_of(me, varying), opt);
             ASSERT_EQ(plan->recv_counts().size(), t.sources.size());

@@ -9,7 +9,8 @@
 #   experiments/shm/run.sh         (results in results/shm/)
 #
 # Environment: BUILD (build), OUT (results/shm), NP (8), REPS (1000), ROUNDS (5),
-# BACKENDS (p2p,shm,neighbor,auto), MATRICES (below).
+# BACKENDS (p2p,shm,neighbor,auto; an entry may carry options, name:key=value), REGIONS (node;
+# ppn:4 emulates regions of 4 for the aggregation backends), MATRICES (below).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -19,6 +20,7 @@ np=${NP:-8}
 reps=${REPS:-1000}
 rounds=${ROUNDS:-5}
 backends=${BACKENDS:-p2p,shm,neighbor,auto}
+regions=${REGIONS:-node}
 read -r -a matrices <<< "${MATRICES:-vanHeukelum_cage11 GHS_psdef_wathen100 HB_bcsstk18 AMD_G2_circuit DIMACS10_delaunay_n16 Oberwolfach_gyro_m HB_can_1054 FIDAP_ex40 Pothen_bodyy5 DIMACS10_rgg_n_2_15_s0}"
 cli=$build/src/apps/cli/sparsecomm
 [ -x "$cli" ] || { echo "run.sh: build first ($cli)"; exit 1; }
@@ -27,7 +29,7 @@ jsonl=$out/shm.jsonl
 : > "$jsonl"
 t0=$(date +%s)
 for m in "${matrices[@]}"; do
-  "$root/scripts/mpirun.sh" -np "$np" "$cli" spmv --matrix "$m" --backend "$backends" --reps "$reps" --rounds "$rounds" \
+  "$root/scripts/mpirun.sh" -np "$np" "$cli" spmv --matrix "$m" --regions "$regions" --backend "$backends" --reps "$reps" --rounds "$rounds" \
     --json "$jsonl" > "$out/$m.txt" 2>&1 || echo "run.sh: $m failed (see $out/$m.txt)"
   echo "run.sh: $m done ($(( $(date +%s) - t0 )) s)"
 done

@@ -36,6 +36,10 @@ class Stats {
   /// Records a message of `bytes` sent in `step`; `intra` = same region as the peer.
   void record_send(const std::string& step, bool intra, int64_t bytes);
   void record_recv(const std::string& step, bool intra, int64_t bytes);
+  /// record_send (send) or record_recv.
+  void record(const std::string& step, bool send, bool intra, int64_t bytes) {
+    send ? record_send(step, intra, bytes) : record_recv(step, intra, bytes);
+  }
   /// Adds `seconds` to the timer of `phase` (e.g. "setup.sdde", "pack", "wait").
   void add_time(const std::string& phase, double seconds) { timers_[phase] += seconds; }
   void merge(const Stats& o);

@@ -3,6 +3,7 @@
 #include "comm/plan/step.hpp"
 
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #ifndef SPARSECOMM_SMPI
@@ -74,13 +75,20 @@ void Step::plan(ShmWindow* win) {
   std::vector<int> readers, writers;
   std::vector<int64_t> offsets;
   int64_t area = 0;
+  // Window sends of the same pieces (a block several readers need) share one segment: the
+  // writer gathers it once, each reader copies it out.
+  std::map<std::vector<std::pair<char*, int64_t>>, int64_t> segment;
   for (Transfer& t : sends_)
     if (win->node_rank(t.peer) >= 0) {
       t.window = true;
-      t.offset = area;
+      std::vector<std::pair<char*, int64_t>> key;
+      for (const Run& r : t.runs) key.emplace_back(r.at, r.bytes);
+      auto [it, fresh] = segment.emplace(std::move(key), area);
+      t.offset = it->second;
+      t.shared = !fresh;
       readers.push_back(t.peer);
-      offsets.push_back(area);
-      area += t.bytes;
+      offsets.push_back(t.offset);
+      if (fresh) area += t.bytes;
     }
   for (Transfer& t : recvs_)
     if (win->node_rank(t.peer) >= 0) {
@@ -161,7 +169,8 @@ void Step::send() {
 #ifndef SPARSECOMM_SMPI
   if (!win_sends_.empty()) {
     char* area = lane_->begin_write(epoch_, [&] { progress(); });
-    for (size_t i : win_sends_) gather(sends_[i].runs, area + sends_[i].offset);
+    for (size_t i : win_sends_)
+      if (!sends_[i].shared) gather(sends_[i].runs, area + sends_[i].offset);
     lane_->publish(epoch_);
   }
 #endif

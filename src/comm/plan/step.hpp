@@ -99,6 +99,7 @@ class Step {
     bool window = false;
     std::vector<char> staging;  // a message that is not one block
     int64_t offset = 0;         // a window send: where it starts in my area
+    bool shared = false;        // ... written by an earlier window send of the same pieces
   };
   int64_t add(std::vector<Transfer>& to, int peer, const Pieces& pieces);
   void read(size_t k);  // window recv k: copy out, tell the writer

@@ -131,21 +131,19 @@ class GatherPlan {
   const GatherOptions& options() const { return opt_; }
   /// Index of `source` in topology().sources (it must be one).
   size_t source_index(int source) const;
-  /// Backends declare what one execution sends / receives, once at setup.
-  void count_send(const std::string& step, int peer, int64_t bytes) {
-    per_iter_.record_send(step, loc_.same_region(peer), bytes);
+  /// Backends declare what one execution moves, once at setup: a transfer with `peer` in
+  /// `step` (send: which way), through a shared-memory window or as a message.
+  void count_transfer(const std::string& step, bool send, int peer, int64_t bytes, bool window = false) {
+    const bool intra = loc_.same_region(peer);
+    per_iter_.record(step, send, intra, bytes);
+    if (window) window_.record(step, send, intra, bytes);
   }
-  void count_recv(const std::string& step, int peer, int64_t bytes) {
-    per_iter_.record_recv(step, loc_.same_region(peer), bytes);
-  }
+  void count_send(const std::string& step, int peer, int64_t bytes) { count_transfer(step, true, peer, bytes); }
+  void count_recv(const std::string& step, int peer, int64_t bytes) { count_transfer(step, false, peer, bytes); }
   /// As count_send / count_recv, for a transfer through a shared-memory window.
-  void count_window_send(const std::string& step, int peer, int64_t bytes) {
-    count_send(step, peer, bytes);
-    window_.record_send(step, loc_.same_region(peer), bytes);
-  }
+  void count_window_send(const std::string& step, int peer, int64_t bytes) { count_transfer(step, true, peer, bytes, true); }
   void count_window_recv(const std::string& step, int peer, int64_t bytes) {
-    count_recv(step, peer, bytes);
-    window_.record_recv(step, loc_.same_region(peer), bytes);
+    count_transfer(step, false, peer, bytes, true);
   }
   void set_stages(int s) { stages_ = s; }
   void set_groups_led(int g) { groups_led_ = g; }

@@ -258,26 +258,19 @@ class Plan {
   int64_t send_bytes() const { return static_cast<int64_t>(send_buf_.size()); }
   int64_t elem_bytes() const { return elem_bytes_; }
   MPI_Comm comm() const { return comm_.get(); }
-  /// Backends declare what one execution sends / receives, once at setup.
-  void count_send(const std::string& step, int peer, int64_t bytes) {
-    per_iter_.record_send(step, loc_.same_region(peer), bytes);
+  /// Backends declare what one execution moves, once at setup: a transfer with `peer` in
+  /// `step` (send: which way), through a shared-memory window or as a message.
+  void count_transfer(const std::string& step, bool send, int peer, int64_t bytes, bool window = false) {
+    const bool intra = loc_.same_region(peer);
+    per_iter_.record(step, send, intra, bytes);
+    if (window) window_.record(step, send, intra, bytes);
   }
-  void count_recv(const std::string& step, int peer, int64_t bytes) {
-    per_iter_.record_recv(step, loc_.same_region(peer), bytes);
-  }
+  void count_send(const std::string& step, int peer, int64_t bytes) { count_transfer(step, true, peer, bytes); }
+  void count_recv(const std::string& step, int peer, int64_t bytes) { count_transfer(step, false, peer, bytes); }
   /// As count_send / count_recv, for a transfer through a shared-memory window.
-  void count_window_send(const std::string& step, int peer, int64_t bytes) {
-    count_send(step, peer, bytes);
-    window_.record_send(step, loc_.same_region(peer), bytes);
-  }
+  void count_window_send(const std::string& step, int peer, int64_t bytes) { count_transfer(step, true, peer, bytes, true); }
   void count_window_recv(const std::string& step, int peer, int64_t bytes) {
-    count_recv(step, peer, bytes);
-    window_.record_recv(step, loc_.same_region(peer), bytes);
-  }
-  /// count_send / count_recv (send: which), or their window forms (window).
-  void count_transfer(const std::string& step, bool send, int peer, int64_t bytes, bool window) {
-    if (window) send ? count_window_send(step, peer, bytes) : count_window_recv(step, peer, bytes);
-    else send ? count_send(step, peer, bytes) : count_recv(step, peer, bytes);
+    count_transfer(step, false, peer, bytes, true);
   }
   void set_stages(int s) { stages_ = s; }
   Stats& setup_stats_mut() { return setup_; }

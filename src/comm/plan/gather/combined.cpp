@@ -6,18 +6,19 @@
 //   stage 2  send one message per destination carrying every block I deliver there
 //            (messages carrying only my own block leave at start(), without waiting);
 //   receive  possibly-combined messages, copied to the final receive buffer.
+// Both stages are detail::Steps (comm/plan/step.hpp): a transfer between ranks of one node
+// goes through the plan's shared-memory window by default (window=false: messages).
 #include <algorithm>
 #include <cstring>
 
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
-#include "comm/plan/two_stage.hpp"
-#include "sparsecomm/comm/messages.hpp"
+#include "comm/plan/step.hpp"
 
 namespace sparsecomm {
 namespace {
 
-constexpr int kTagStage1 = 51, kTagStage2 = 52, kTagCount = 53;
+constexpr int kTagStage1 = 51, kTagStage2 = 52, kTagCount = 53, kTagDirect = 54;
 
 struct Copy {
   char* dst;
@@ -35,30 +36,38 @@ class CombinedGather final : public GatherPlan {
 
  protected:
   void do_start() override {
-    recv1_.start();
-    final_recv_.start();
-    send1_.start();
-    direct_.start();
-    phases_.reset();
+    for (detail::Step* m : {&stage1_, &direct_, &stage2_}) m->begin();
+    stage1_.send();
+    direct_.send();
+    phase_ = 0;
   }
   void do_wait() override { advance(true); }
   bool do_test() override { return advance(false); }
 
  private:
-  // The schedule as phases (detail::TwoStagePhases), so that test() can stop between them.
+  // The schedule as phases, so that test() can stop between them and resume.
   bool advance(bool block) {
-    return phases_.advance(
-        block, recv1_,
-        [&] {
-          for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-          for (const auto& cp : pack_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-          combined_.start();
-          for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-        },
-        final_recv_, [&] { for (const auto& cp : scatter_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes)); },
-        {&send1_, &direct_, &combined_});
+    const auto in = [block](detail::Step& m) {
+      if (block) m.wait_recv();
+      return block || m.test_recv();
+    };
+    if (phase_ == 0) {
+      if (!in(stage1_)) return false;
+      for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+      stage2_.send();
+      for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+      phase_ = 1;
+    }
+    if (phase_ == 1) {
+      if (!in(stage2_) || !in(direct_)) return false;
+      phase_ = 2;
+    }
+    for (detail::Step* m : {&stage1_, &direct_, &stage2_}) {
+      if (block) m->wait_send();
+      else if (!m->test_send()) return false;
+    }
+    return true;
   }
-
 
   void setup(const Topology& t, const Locality& l, const GatherOptions& o) {
     Stats& st = setup_stats_mut();
@@ -78,30 +87,26 @@ class CombinedGather final : public GatherPlan {
         SPC_MPI(MPI_Isend(&mine, 1, MPI_INT64_T, s.stage1_send[i], kTagCount, comm(), &r[s.stage1_recv.size() + i]));
       wait_all(r);
     }
-    // Stage 1.
+    // Stage 1: my block to the members that forward it; theirs into staging1_.
     int64_t total = 0;
     for (int64_t cnt : member_count) total += cnt;
     staging1_.assign(static_cast<size_t>(total * vb), 0);
-    std::map<int, std::pair<const char*, int64_t>> block_of;  // origin -> (where, bytes)
-    block_of[me] = {block_buf(), my_count() * vb};
+    std::map<int, std::pair<char*, int64_t>> block_of;  // origin -> (where, bytes)
+    block_of[me] = {const_cast<char*>(block_buf()), my_count() * vb};  // only read
     int64_t off = 0;
     for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
       char* at = staging1_.data() + off;
-      recv1_.add(false, at, member_count[i] * vb, s.stage1_recv[i], kTagStage1);
-      count_recv("stage1", s.stage1_recv[i], member_count[i] * vb);
+      stage1_.add_recv_pieces(s.stage1_recv[i], {{at, member_count[i] * vb}});
       block_of[s.stage1_recv[i]] = {at, member_count[i] * vb};
-      // The member's block is also meant for me: copy it from stage 1 (no second message).
+      // The member's block is also meant for me: copy it from stage 1 (no second transfer).
       const auto& dl = s.stage1_recv_dests[i];
       if (std::find(dl.begin(), dl.end(), me) != dl.end())
         self1_.push_back({recv_buf() + recv_offsets()[source_index(s.stage1_recv[i])] * vb, at, member_count[i] * vb});
       off += member_count[i] * vb;
     }
-    for (int m : s.stage1_send) {
-      send1_.add(true, block_buf(), my_count() * vb, m, kTagStage1);
-      count_send("stage1", m, my_count() * vb);
-    }
-    // Stage 2: one message per destination.
-    out_bufs_.resize(s.dest.size());
+    for (int m : s.stage1_send) stage1_.add_send_pieces(m, {block_of.at(me)});
+    // Stage 2: one transfer per destination, at start() where it carries only my block
+    // (direct_), else once stage 1 is in.
     for (size_t i = 0; i < s.dest.size(); ++i) {
       const auto& org = s.dest_origins[i];
       const int d = s.dest[i];
@@ -109,59 +114,38 @@ class CombinedGather final : public GatherPlan {
         self_.push_back({recv_buf() + recv_offsets()[source_index(me)] * vb, block_buf(), my_count() * vb});
         continue;
       }
-      if (org.size() == 1 && org[0] == me) {
-        direct_.add(true, block_buf(), my_count() * vb, d, kTagStage2);
-        count_send("stage2", d, my_count() * vb);
-        continue;
-      }
-      int64_t bytes = 0;
-      for (int x : org) bytes += block_of.at(x).second;
-      out_bufs_[i].assign(static_cast<size_t>(bytes), 0);
-      int64_t pos = 0;
-      for (int x : org) {
-        pack_.push_back({out_bufs_[i].data() + pos, block_of.at(x).first, block_of.at(x).second});
-        pos += block_of.at(x).second;
-      }
-      combined_.add(true, out_bufs_[i].data(), bytes, d, kTagStage2);
-      count_send("stage2", d, bytes);
+      detail::Step::Pieces src;
+      for (int x : org) src.push_back(block_of.at(x));
+      (org.size() == 1 && org[0] == me ? direct_ : stage2_).add_send_pieces(d, src);
     }
-    // Receive side: possibly-combined messages.
-    int64_t stage = 0;
+    // Receive side: each origin's block straight to its receive slot.
     for (size_t i = 0; i < s.from.size(); ++i) {
       if (s.from[i] == me) continue;  // self-loop handled by a copy
       const auto& org = s.from_origins[i];
-      if (org.size() == 1) {
-        const size_t k = source_index(org[0]);
-        final_recv_.add(false, recv_buf() + recv_offsets()[k] * vb, recv_counts()[k] * vb, s.from[i], kTagStage2);
-        count_recv("stage2", s.from[i], recv_counts()[k] * vb);
-        continue;
-      }
-      for (int x : org) stage += recv_counts()[source_index(x)] * vb;
-    }
-    staging2_.assign(static_cast<size_t>(stage), 0);
-    int64_t pos = 0;
-    for (size_t i = 0; i < s.from.size(); ++i) {
-      const auto& org = s.from_origins[i];
-      if (s.from[i] == me || org.size() == 1) continue;
-      const int64_t begin = pos;
+      detail::Step::Pieces dst;
       for (int x : org) {
         const size_t k = source_index(x);
-        scatter_.push_back({recv_buf() + recv_offsets()[k] * vb, staging2_.data() + pos, recv_counts()[k] * vb});
-        pos += recv_counts()[k] * vb;
+        dst.push_back({recv_buf() + recv_offsets()[k] * vb, recv_counts()[k] * vb});
       }
-      final_recv_.add(false, staging2_.data() + begin, pos - begin, s.from[i], kTagStage2);
-      count_recv("stage2", s.from[i], pos - begin);
+      (org.size() == 1 && org[0] == s.from[i] ? direct_ : stage2_).add_recv_pieces(s.from[i], dst);
     }
-    for (Messages* m : {&recv1_, &send1_, &direct_, &combined_, &final_recv_}) m->init(comm(), o.persistent_requests);
+    window_.connect(comm(), o.backend.get_bool("window", true), o.persistent_requests, {&stage1_, &direct_, &stage2_});
+    for (auto [step, name] : {std::pair<detail::Step*, const char*>{&stage1_, "stage1"}, {&direct_, "stage2"},
+                              {&stage2_, "stage2"}})
+      step->each([&, name = name](bool send, int peer, int64_t bytes, bool window) {
+        count_transfer(name, send, peer, bytes, window);
+      });
     set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  Messages recv1_, send1_, direct_, combined_, final_recv_;
-  std::vector<char> staging1_, staging2_;
-  std::vector<std::vector<char>> out_bufs_;
-  std::vector<Copy> pack_, scatter_, self_, self1_;
-  detail::TwoStagePhases phases_;
+  detail::StepWindow window_;  // the stages' transfers between ranks of one node
+  // Stage 1; stage 2 of origins that deliver their own block (at start()); the combined
+  // stage 2 (once stage 1 is in). A pair of ranks meets in one of the two.
+  detail::Step stage1_{1, kTagStage1}, direct_{1, kTagDirect}, stage2_{1, kTagStage2};
+  int phase_ = 0;
+  std::vector<char> staging1_;
+  std::vector<Copy> self_, self1_;
 };
 
 }  // namespace
@@ -172,7 +156,11 @@ void register_gather_combined() {
                           [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
                             return std::unique_ptr<GatherPlan>(new CombinedGather(t, l, c, n, o));
                           },
-                          GatherBackendHooks{virt::combined_gather_counts, combining_option_specs()});
+                          [] {
+                            GatherBackendHooks h{virt::combined_gather_counts, combining_option_specs()};
+                            h.options.push_back(window_option());
+                            return h;
+                          }());
 }
 }  // namespace detail
 
