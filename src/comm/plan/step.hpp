@@ -134,4 +134,56 @@ class StepWindow {
   std::unique_ptr<ShmWindow> win_;
 };
 
+/// The two stages of message combining (the halo and gather `combined` backends): stage 1
+/// and the stage-2 transfers an origin delivers itself (`direct`) leave at start(), the
+/// combined stage 2 once stage 1 is in. A pair of ranks meets in one of direct and stage2.
+class CombiningStages {
+  StepWindow window_;  // (first: outlives the steps)
+  int phase_ = 0;
+
+ public:
+  CombiningStages(int64_t eb, int tag1, int tag_direct, int tag2)
+      : stage1(eb, tag1), direct(eb, tag_direct), stage2(eb, tag2) {}
+  Step stage1, direct, stage2;
+
+  /// After every transfer is added: StepWindow::connect over the three, then
+  /// count(step name, send, peer, bytes, through_window) for every transfer.
+  template <class Count>
+  void connect(MPI_Comm comm, bool window, bool persistent, Count count) {
+    window_.connect(comm, window, persistent, {&stage1, &direct, &stage2});
+    for (auto [step, name] : {std::pair<Step*, const char*>{&stage1, "stage1"}, {&direct, "stage2"}, {&stage2, "stage2"}})
+      step->each([&, name = name](bool send, int peer, int64_t bytes, bool w) { count(name, send, peer, bytes, w); });
+  }
+  void start() {
+    for (Step* m : {&stage1, &direct, &stage2}) m->begin();
+    stage1.send();
+    direct.send();
+    phase_ = 0;
+  }
+  /// Moves the schedule on: `between` runs once stage 1 is in, before the combined stage 2
+  /// leaves. block: until everything is done; else false where it would wait (call again).
+  template <class Between>
+  bool advance(bool block, Between between) {
+    const auto in = [block](Step& m) {
+      if (block) m.wait_recv();
+      return block || m.test_recv();
+    };
+    if (phase_ == 0) {
+      if (!in(stage1)) return false;
+      between();
+      stage2.send();
+      phase_ = 1;
+    }
+    if (phase_ == 1) {
+      if (!in(stage2) || !in(direct)) return false;
+      phase_ = 2;
+    }
+    for (Step* m : {&stage1, &direct, &stage2}) {
+      if (block) m->wait_send();
+      else if (!m->test_send()) return false;
+    }
+    return true;
+  }
+};
+
 }  // namespace sparsecomm::detail

@@ -35,38 +35,18 @@ class CombinedGather final : public GatherPlan {
   ~CombinedGather() override { finish_if_active(); }
 
  protected:
-  void do_start() override {
-    for (detail::Step* m : {&stage1_, &direct_, &stage2_}) m->begin();
-    stage1_.send();
-    direct_.send();
-    phase_ = 0;
-  }
+  // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
+  // once stage 1 is in (detail::CombiningStages, which test() can stop between).
+  void do_start() override { x_.start(); }
   void do_wait() override { advance(true); }
   bool do_test() override { return advance(false); }
 
  private:
-  // The schedule as phases, so that test() can stop between them and resume.
   bool advance(bool block) {
-    const auto in = [block](detail::Step& m) {
-      if (block) m.wait_recv();
-      return block || m.test_recv();
-    };
-    if (phase_ == 0) {
-      if (!in(stage1_)) return false;
+    return x_.advance(block, [&] {
       for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-      stage2_.send();
       for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-      phase_ = 1;
-    }
-    if (phase_ == 1) {
-      if (!in(stage2_) || !in(direct_)) return false;
-      phase_ = 2;
-    }
-    for (detail::Step* m : {&stage1_, &direct_, &stage2_}) {
-      if (block) m->wait_send();
-      else if (!m->test_send()) return false;
-    }
-    return true;
+    });
   }
 
   void setup(const Topology& t, const Locality& l, const GatherOptions& o) {
@@ -96,7 +76,7 @@ class CombinedGather final : public GatherPlan {
     int64_t off = 0;
     for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
       char* at = staging1_.data() + off;
-      stage1_.add_recv_pieces(s.stage1_recv[i], {{at, member_count[i] * vb}});
+      x_.stage1.add_recv_pieces(s.stage1_recv[i], {{at, member_count[i] * vb}});
       block_of[s.stage1_recv[i]] = {at, member_count[i] * vb};
       // The member's block is also meant for me: copy it from stage 1 (no second transfer).
       const auto& dl = s.stage1_recv_dests[i];
@@ -104,9 +84,9 @@ class CombinedGather final : public GatherPlan {
         self1_.push_back({recv_buf() + recv_offsets()[source_index(s.stage1_recv[i])] * vb, at, member_count[i] * vb});
       off += member_count[i] * vb;
     }
-    for (int m : s.stage1_send) stage1_.add_send_pieces(m, {block_of.at(me)});
+    for (int m : s.stage1_send) x_.stage1.add_send_pieces(m, {block_of.at(me)});
     // Stage 2: one transfer per destination, at start() where it carries only my block
-    // (direct_), else once stage 1 is in.
+    // (x_.direct), else once stage 1 is in.
     for (size_t i = 0; i < s.dest.size(); ++i) {
       const auto& org = s.dest_origins[i];
       const int d = s.dest[i];
@@ -116,7 +96,7 @@ class CombinedGather final : public GatherPlan {
       }
       detail::Step::Pieces src;
       for (int x : org) src.push_back(block_of.at(x));
-      (org.size() == 1 && org[0] == me ? direct_ : stage2_).add_send_pieces(d, src);
+      (org.size() == 1 && org[0] == me ? x_.direct : x_.stage2).add_send_pieces(d, src);
     }
     // Receive side: each origin's block straight to its receive slot.
     for (size_t i = 0; i < s.from.size(); ++i) {
@@ -127,23 +107,17 @@ class CombinedGather final : public GatherPlan {
         const size_t k = source_index(x);
         dst.push_back({recv_buf() + recv_offsets()[k] * vb, recv_counts()[k] * vb});
       }
-      (org.size() == 1 && org[0] == s.from[i] ? direct_ : stage2_).add_recv_pieces(s.from[i], dst);
+      (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
     }
-    window_.connect(comm(), o.backend.get_bool("window", true), o.persistent_requests, {&stage1_, &direct_, &stage2_});
-    for (auto [step, name] : {std::pair<detail::Step*, const char*>{&stage1_, "stage1"}, {&direct_, "stage2"},
-                              {&stage2_, "stage2"}})
-      step->each([&, name = name](bool send, int peer, int64_t bytes, bool window) {
-        count_transfer(name, send, peer, bytes, window);
-      });
+    x_.connect(comm(), o.backend.get_bool("window", true), o.persistent_requests,
+               [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
+                 count_transfer(step, send, peer, bytes, window);
+               });
     set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  detail::StepWindow window_;  // the stages' transfers between ranks of one node
-  // Stage 1; stage 2 of origins that deliver their own block (at start()); the combined
-  // stage 2 (once stage 1 is in). A pair of ranks meets in one of the two.
-  detail::Step stage1_{1, kTagStage1}, direct_{1, kTagDirect}, stage2_{1, kTagStage2};
-  int phase_ = 0;
+  detail::CombiningStages x_{1, kTagStage1, kTagDirect, kTagStage2};
   std::vector<char> staging1_;
   std::vector<Copy> self_, self1_;
 };

@@ -35,38 +35,15 @@ class CombinedPlan final : public Plan {
 
  protected:
   // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
-  // once stage 1 is in.
-  void do_start() override {
-    for (detail::Step* m : {&stage1_, &direct_, &stage2_}) m->begin();
-    stage1_.send();
-    direct_.send();
-    phase_ = 0;
-  }
+  // once stage 1 is in (detail::CombiningStages, which test() can stop between).
+  void do_start() override { x_.start(); }
   void do_wait() override { advance(true); }
   bool do_test() override { return advance(false); }
   bool supports_test() const override { return true; }
-
-  // The schedule as phases, so that test() can stop between them and resume.
   bool advance(bool block) {
-    const auto in = [block](detail::Step& m) {
-      if (block) m.wait_recv();
-      return block || m.test_recv();
-    };
-    if (phase_ == 0) {
-      if (!in(stage1_)) return false;
+    return x_.advance(block, [&] {
       for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-      stage2_.send();
-      phase_ = 1;
-    }
-    if (phase_ == 1) {
-      if (!in(stage2_) || !in(direct_)) return false;
-      phase_ = 2;
-    }
-    for (detail::Step* m : {&stage1_, &direct_, &stage2_}) {
-      if (block) m->wait_send();
-      else if (!m->test_send()) return false;
-    }
-    return true;
+    });
   }
 
  private:
@@ -110,7 +87,7 @@ class CombinedPlan final : public Plan {
     for (size_t i = 0; i < s.stage1_send.size(); ++i) {
       detail::Step::Pieces src;
       for (int d : s.stage1_send_dests[i]) src.push_back(seg.at({me, d}));
-      stage1_.add_send_pieces(s.stage1_send[i], src);
+      x_.stage1.add_send_pieces(s.stage1_send[i], src);
     }
     in1_.resize(s.stage1_recv.size());
     for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
@@ -127,16 +104,16 @@ class CombinedPlan final : public Plan {
         }
         pos += in_counts[i][j] * eb;
       }
-      stage1_.add_recv_pieces(s.stage1_recv[i], {{in1_[i].data(), bytes}});
+      x_.stage1.add_recv_pieces(s.stage1_recv[i], {{in1_[i].data(), bytes}});
     }
     // Stage 2: one transfer per destination, straight from the send buffer where I deliver
-    // only my own segment (direct_), else gathered from the segments of its origins.
+    // only my own segment (x_.direct), else gathered from the segments of its origins.
     for (size_t i = 0; i < s.dest.size(); ++i) {
       const int d = s.dest[i];
       const auto& org = s.dest_origins[i];
       detail::Step::Pieces src;
       for (int o : org) src.push_back(seg.at({o, d}));
-      (org.size() == 1 && org[0] == me ? direct_ : stage2_).add_send_pieces(d, src);
+      (org.size() == 1 && org[0] == me ? x_.direct : x_.stage2).add_send_pieces(d, src);
     }
     // Receive side: each origin's segment to its place in the receive buffer.
     for (size_t i = 0; i < s.from.size(); ++i) {
@@ -146,24 +123,17 @@ class CombinedPlan final : public Plan {
         const int k = recv_idx.at(o);
         dst.push_back({recv_buf() + rcv.offsets[k] * eb, rcv.count(k) * eb});
       }
-      (org.size() == 1 && org[0] == s.from[i] ? direct_ : stage2_).add_recv_pieces(s.from[i], dst);
+      (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
     }
-    window_.connect(comm(), opt.backend.get_bool("window", true), opt.persistent_requests,
-                    {&stage1_, &direct_, &stage2_});
-    for (auto [step, name] : {std::pair<detail::Step*, const char*>{&stage1_, "stage1"}, {&direct_, "stage2"},
-                              {&stage2_, "stage2"}})
-      step->each([&, name = name](bool send, int peer, int64_t bytes, bool window) {
-        count_transfer(name, send, peer, bytes, window);
-      });
+    x_.connect(comm(), opt.backend.get_bool("window", true), opt.persistent_requests,
+               [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
+                 count_transfer(step, send, peer, bytes, window);
+               });
     set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  detail::StepWindow window_;  // the stages' transfers between ranks of one node
-  // Stage 1; stage 2 of origins that deliver their own segment (posted at start); the
-  // combined stage 2 (posted once stage 1 is in). A pair of ranks meets in one of the two.
-  detail::Step stage1_{elem_bytes(), kTagStage1}, direct_{elem_bytes(), kTagDirect}, stage2_{elem_bytes(), kTagStage2};
-  int phase_ = 0;
+  detail::CombiningStages x_{elem_bytes(), kTagStage1, kTagDirect, kTagStage2};
   std::vector<std::vector<char>> in1_;
   std::vector<Copy> self1_;
 };
