@@ -9,21 +9,29 @@
 
 namespace sparsecomm::detail {
 
-ShmWindow::ShmWindow(MPI_Comm comm) : comm_(comm) {
+std::shared_ptr<const NodeComm> node_of(MPI_Comm comm) {
+  auto& kept = comm_attached<std::shared_ptr<const NodeComm>>(comm);
+  if (kept) return kept;
+  auto n = std::make_shared<NodeComm>();
   MPI_Comm node = MPI_COMM_NULL;
   SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  node_ = Comm::adopt(node);
+  n->node = Comm::adopt(node);
+  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);  // a failed window allocation is agreed
   MPI_Group g_node, g_all;
-  SPC_MPI(MPI_Comm_group(node_.get(), &g_node));
+  SPC_MPI(MPI_Comm_group(node, &g_node));
   SPC_MPI(MPI_Comm_group(comm, &g_all));
-  const int nn = node_.size();
+  const int nn = n->node.size();
   std::vector<int> node_ranks(static_cast<size_t>(nn)), ranks(static_cast<size_t>(nn), MPI_UNDEFINED);
   for (int i = 0; i < nn; ++i) node_ranks[static_cast<size_t>(i)] = i;
   SPC_MPI(MPI_Group_translate_ranks(g_node, nn, node_ranks.data(), g_all, ranks.data()));
   MPI_Group_free(&g_node);
   MPI_Group_free(&g_all);
-  for (int i = 0; i < nn; ++i) node_rank_of_[ranks[static_cast<size_t>(i)]] = i;
+  for (int i = 0; i < nn; ++i) n->node_rank_of[ranks[static_cast<size_t>(i)]] = i;
+  kept = std::move(n);
+  return kept;
 }
+
+ShmWindow::ShmWindow(MPI_Comm comm, MPI_Comm parent) : comm_(comm), node_(node_of(parent)) {}
 
 ShmWindow::~ShmWindow() {
   if (win_ != MPI_WIN_NULL) {
@@ -33,7 +41,7 @@ ShmWindow::~ShmWindow() {
 }
 
 void ShmWindow::connect(const char* who) {
-  if (!try_connect())
+  if (allreduce_max(comm_, static_cast<int64_t>(!try_connect())))
     throw NotImplementedError(std::string(who) + ": MPI_Win_allocate_shared failed on some rank (no shared memory here)");
 }
 
@@ -42,9 +50,37 @@ bool ShmWindow::try_connect() {
   // Where each lane starts in my segment.
   std::vector<int64_t> base(lanes_.size() + 1, 0);
   for (size_t l = 0; l < lanes_.size(); ++l) base[l + 1] = base[l] + lanes_[l]->bytes();
+
+  // The window: collective over the node; a failure is agreed there (one reduction, which
+  // also orders the allocation before anyone's setup messages below).
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  char* mine = nullptr;
+  const MPI_Comm node = node_->node.get();
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(base.back()), 1, info, node, &mine, &win_);
+  MPI_Info_free(&info);
+  if (allreduce_max(node, static_cast<int64_t>(rc != MPI_SUCCESS))) {
+    if (rc == MPI_SUCCESS) MPI_Win_free(&win_);
+    win_ = MPI_WIN_NULL;
+    return false;
+  }
+  SPC_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_));
+  // My lanes' headers, initialised before the setup messages that let readers find them
+  // (a reader touches a header only after the message; MPI_Win_sync on both sides makes
+  // the stores visible in the unified model): no barrier over the node.
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    ShmChannel& c = *lanes_[l];
+    char* at = mine + base[l];
+    c.epoch_ = new (at) ShmChannel::Epoch(0);
+    for (size_t k = 0; k < c.readers_.size(); ++k)
+      c.slots_.push_back(new (at + ShmChannel::kLine * (1 + static_cast<int64_t>(k))) ShmChannel::Epoch(0));
+    c.buffers_ = at + c.header();
+  }
+  SPC_MPI(MPI_Win_sync(win_));
   // Every writer tells each reader, per lane: its slot, its segment's offset, where the
-  // lane starts in the writer's segment, the lane's header size and its area (setup messages on
-  // the plan's communicator; a (writer, reader) pair meets at most once per lane).
+  // lane starts in the writer's segment, the lane's header size and its area (setup
+  // messages on the plan's communicator; a (writer, reader) pair meets once per lane).
   size_t nsent = 0, ngot = 0;
   for (const auto& c : lanes_) nsent += c->readers_.size(), ngot += c->writers_.size();
   std::vector<int64_t> sent(kMeta * nsent), got(kMeta * ngot);
@@ -65,31 +101,7 @@ bool ShmWindow::try_connect() {
     }
   }
   wait_all(reqs);
-
-  // The window: collective over the node. A failure (no shared memory) is agreed.
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  MPI_Comm_set_errhandler(node_.get(), MPI_ERRORS_RETURN);
-  char* mine = nullptr;
-  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(base.back()), 1, info, node_.get(), &mine, &win_);
-  MPI_Info_free(&info);
-  if (allreduce_max(comm_, static_cast<int64_t>(rc != MPI_SUCCESS))) {
-    if (rc == MPI_SUCCESS) MPI_Win_free(&win_);
-    win_ = MPI_WIN_NULL;
-    return false;
-  }
-  SPC_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_));
-  for (size_t l = 0; l < lanes_.size(); ++l) {
-    ShmChannel& c = *lanes_[l];
-    char* at = mine + base[l];
-    c.epoch_ = new (at) ShmChannel::Epoch(0);
-    for (size_t k = 0; k < c.readers_.size(); ++k)
-      c.slots_.push_back(new (at + ShmChannel::kLine * (1 + static_cast<int64_t>(k))) ShmChannel::Epoch(0));
-    c.buffers_ = at + c.header();
-  }
   SPC_MPI(MPI_Win_sync(win_));
-  SPC_MPI(MPI_Barrier(node_.get()));  // every header initialised before anyone reads one
   ig = 0;
   for (auto& lane : lanes_) {
     ShmChannel& c = *lane;
@@ -99,11 +111,11 @@ bool ShmWindow::try_connect() {
       char* theirs = nullptr;
       SPC_MPI(MPI_Win_shared_query(win_, node_rank(c.writers_[k]), &size, &disp, &theirs));
       const int64_t* g = &got[kMeta * ig];
-      char* lane = theirs + g[2];
+      char* lane_at = theirs + g[2];
       ShmChannel::In w;
-      w.epoch = reinterpret_cast<ShmChannel::Epoch*>(lane);
-      w.slot = reinterpret_cast<ShmChannel::Epoch*>(lane + ShmChannel::kLine * (1 + g[0]));
-      w.buffers = lane + g[3];
+      w.epoch = reinterpret_cast<ShmChannel::Epoch*>(lane_at);
+      w.slot = reinterpret_cast<ShmChannel::Epoch*>(lane_at + ShmChannel::kLine * (1 + g[0]));
+      w.buffers = lane_at + g[3];
       w.offset = g[1];
       w.area = g[4];
       c.in_.push_back(w);

@@ -116,21 +116,31 @@ class ShmChannel {
   std::vector<In> in_;
 };
 
-/// The node's shared-memory window of one plan: the node communicator, and one segment per
-/// rank holding its lanes one after the other (each: its header, then its two buffers).
+/// The ranks of a communicator's node: the node communicator (MPI_COMM_TYPE_SHARED) and
+/// each node rank's rank in the communicator. Kept on the communicator (node_of()).
+struct NodeComm {
+  Comm node;
+  std::map<int, int> node_rank_of;  // rank of the communicator -> node rank
+};
+/// Collective on the first call per communicator (a split), then local: its NodeComm.
+std::shared_ptr<const NodeComm> node_of(MPI_Comm comm);
+
+/// The node's shared-memory window of one plan: one segment per rank holding its lanes one
+/// after the other (each: its header, then its two buffers).
 class ShmWindow {
  public:
-  /// Collective over `comm`: the node communicator, and which ranks of `comm` share this
-  /// rank's node (node_rank()).
-  explicit ShmWindow(MPI_Comm comm);
+  /// `comm`: the plan's communicator (its setup messages); `parent`: the communicator it
+  /// duplicates (same ranks), which keeps the node communicator for every plan on it
+  /// (node_of(); collective on the first plan only).
+  ShmWindow(MPI_Comm comm, MPI_Comm parent);
   ~ShmWindow();
   ShmWindow(const ShmWindow&) = delete;
   ShmWindow& operator=(const ShmWindow&) = delete;
 
   /// The node rank of `rank` of the plan's communicator, or -1 when it is on another node.
   int node_rank(int rank) const {
-    auto it = node_rank_of_.find(rank);
-    return it == node_rank_of_.end() ? -1 : it->second;
+    auto it = node_->node_rank_of.find(rank);
+    return it == node_->node_rank_of.end() ? -1 : it->second;
   }
   /// A new lane (before connect(); the reference stays valid).
   ShmChannel& add_lane() {
@@ -138,8 +148,9 @@ class ShmWindow {
     return *lanes_.back();
   }
   /// Collective over the plan's communicator, after every lane's declare() (every rank has
-  /// the same number of lanes). false, alike on every rank, where the MPI cannot allocate a
-  /// shared window (then no lane may be used).
+  /// the same number of lanes). false, alike on every rank of the node, where the MPI cannot
+  /// allocate a shared window there (then no lane may be used; lanes only join ranks of one
+  /// node, so nodes need not agree).
   bool try_connect();
   /// try_connect(), or NotImplementedError on every rank (`who` names the backend).
   void connect(const char* who);
@@ -147,8 +158,7 @@ class ShmWindow {
  private:
   static constexpr int kTag = 100;  // lane l: kTag + l
   MPI_Comm comm_;
-  Comm node_;
-  std::map<int, int> node_rank_of_;
+  std::shared_ptr<const NodeComm> node_;
   MPI_Win win_ = MPI_WIN_NULL;
   std::vector<std::unique_ptr<ShmChannel>> lanes_;
 };
@@ -166,7 +176,7 @@ class ShmWindow {
 // completed those sends.
 class ShmExchange {
  public:
-  explicit ShmExchange(MPI_Comm comm) : window(comm), channel(window.add_lane()) {}
+  ShmExchange(MPI_Comm comm, MPI_Comm parent) : window(comm, parent), channel(window.add_lane()) {}
   ShmWindow window;
   ShmChannel& channel;
 

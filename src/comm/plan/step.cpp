@@ -19,17 +19,18 @@ class ShmWindow {};  // SimGrid's SMPI has no shared-memory windows: never made
 StepWindow::StepWindow() = default;
 StepWindow::~StepWindow() = default;
 
-bool StepWindow::connect(MPI_Comm comm, bool window, bool persistent, std::initializer_list<Step*> steps) {
+bool StepWindow::connect(MPI_Comm comm, MPI_Comm parent, bool window, bool persistent,
+                         std::initializer_list<Step*> steps) {
   bool ok = false;
 #ifndef SPARSECOMM_SMPI
   if (window) {
-    win_ = std::make_unique<ShmWindow>(comm);
+    win_ = std::make_unique<ShmWindow>(comm, parent);
     for (Step* s : steps) s->plan(win_.get());
     ok = win_->try_connect();
     if (!ok) win_.reset();
   }
 #else
-  (void)window;
+  (void)parent, (void)window;
 #endif
   for (Step* s : steps) s->init(comm, persistent, ok);
   return ok;

@@ -124,11 +124,12 @@ class StepWindow {
   ~StepWindow();
   StepWindow(const StepWindow&) = delete;
   StepWindow& operator=(const StepWindow&) = delete;
-  /// Collective over `comm` (the plan's): with `window` (and an MPI that has shared windows)
-  /// the steps' transfers between ranks of one node go through one window, the others are
-  /// messages; then every step is fixed (Step::init). Every rank passes the same `window`
-  /// and the same steps in the same order. Returns whether a window is in use.
-  bool connect(MPI_Comm comm, bool window, bool persistent, std::initializer_list<Step*> steps);
+  /// Collective over `comm` (the plan's; `parent`: the communicator it duplicates, which
+  /// keeps the node's communicator for all its plans): with `window` (and an MPI that has
+  /// shared windows) the steps' transfers between ranks of one node go through one window,
+  /// the others are messages; then every step is fixed (Step::init). Every rank passes the
+  /// same `window` and the same steps in the same order. Returns whether a window is in use.
+  bool connect(MPI_Comm comm, MPI_Comm parent, bool window, bool persistent, std::initializer_list<Step*> steps);
 
  private:
   std::unique_ptr<ShmWindow> win_;
@@ -149,8 +150,8 @@ class CombiningStages {
   /// After every transfer is added: StepWindow::connect over the three, then
   /// count(step name, send, peer, bytes, through_window) for every transfer.
   template <class Count>
-  void connect(MPI_Comm comm, bool window, bool persistent, Count count) {
-    window_.connect(comm, window, persistent, {&stage1, &direct, &stage2});
+  void connect(MPI_Comm comm, MPI_Comm parent, bool window, bool persistent, Count count) {
+    window_.connect(comm, parent, window, persistent, {&stage1, &direct, &stage2});
     for (auto [step, name] : {std::pair<Step*, const char*>{&stage1, "stage1"}, {&direct, "stage2"}, {&stage2, "stage2"}})
       step->each([&, name = name](bool send, int peer, int64_t bytes, bool w) { count(name, send, peer, bytes, w); });
   }

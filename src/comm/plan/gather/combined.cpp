@@ -30,7 +30,7 @@ class CombinedGather final : public GatherPlan {
  public:
   CombinedGather(const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o)
       : GatherPlan("combined", t, l, c, n, o) {
-    setup(t, l, o);
+    setup(t, l, c, o);
   }
   ~CombinedGather() override { finish_if_active(); }
 
@@ -49,7 +49,7 @@ class CombinedGather final : public GatherPlan {
     });
   }
 
-  void setup(const Topology& t, const Locality& l, const GatherOptions& o) {
+  void setup(const Topology& t, const Locality& l, MPI_Comm parent, const GatherOptions& o) {
     Stats& st = setup_stats_mut();
     const CombiningSchedule s = CombiningSchedule::build(comm(), t, l, combining_from(o.backend, o.sdde), &st);
     const double t0 = MPI_Wtime();
@@ -109,7 +109,7 @@ class CombinedGather final : public GatherPlan {
       }
       (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
     }
-    x_.connect(comm(), o.backend.get_bool("window", true), o.persistent_requests,
+    x_.connect(comm(), parent, o.backend.get_bool("window", true), o.persistent_requests,
                [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
                  count_transfer(step, send, peer, bytes, window);
                });

@@ -16,7 +16,7 @@ namespace {
 class ShmGather final : public GatherPlan {
  public:
   ShmGather(const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o)
-      : GatherPlan("shm", t, l, c, n, o), x_(comm()) {
+      : GatherPlan("shm", t, l, c, n, o), x_(comm(), c) {
     const int64_t vb = value_bytes();
     std::vector<int> readers, writers;
     for (size_t i = 0; i < t.sources.size(); ++i) {

@@ -52,7 +52,7 @@ class AggregatedPlan final : public Plan {
  public:
   AggregatedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt, bool dedup)
       : Plan(dedup ? "aggregated_dedup" : "aggregated", p, loc, comm, opt), dedup_(dedup) {
-    setup(p, loc, opt);
+    setup(p, loc, comm, opt);
   }
   ~AggregatedPlan() override { finish_if_active(); }
 
@@ -79,7 +79,7 @@ class AggregatedPlan final : public Plan {
   }
 
  private:
-  void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt);
+  void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt);
 
   bool dedup_;
   detail::StepWindow window_;  // the steps' transfers between ranks of one node
@@ -89,7 +89,7 @@ class AggregatedPlan final : public Plan {
   std::vector<std::pair<char*, const char*>> self_final_;
 };
 
-void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
+void AggregatedPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {
   const int me = loc.rank();
   const int my_region = loc.region();
   MPI_Comm local = loc.local_comm();
@@ -325,7 +325,7 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, const PlanOpti
       for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k) dst.push_back(recv_buf() + k * eb);
     final_.add_recv(V, dst);
   }
-  window_.connect(comm(), opt.backend.get_bool("window", true), opt.persistent_requests,
+  window_.connect(comm(), parent, opt.backend.get_bool("window", true), opt.persistent_requests,
                   {&local_, &initial_, &inter_, &final_});
   for (auto [step, name] : {std::pair<detail::Step*, const char*>{&local_, "local"}, {&initial_, "initial"},
                             {&inter_, "inter"}, {&final_, "final"}})

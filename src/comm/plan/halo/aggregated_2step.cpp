@@ -46,7 +46,7 @@ class TwoStepPlan final : public Plan {
  public:
   TwoStepPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
       : Plan("aggregated_2step", p, loc, comm, opt) {
-    setup(p, loc, opt);
+    setup(p, loc, comm, opt);
   }
   ~TwoStepPlan() override { finish_if_active(); }
 
@@ -70,7 +70,7 @@ class TwoStepPlan final : public Plan {
   }
 
  private:
-  void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt);
+  void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt);
 
   detail::StepWindow window_;  // the steps' transfers between ranks of one node
   // Same-region transfers; inter-region ones (single-destination ones straight between the
@@ -80,7 +80,7 @@ class TwoStepPlan final : public Plan {
   std::vector<std::pair<char*, const char*>> self_copy_;
 };
 
-void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
+void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {
   const int me = loc.rank();
   const int my_region = loc.region();
   MPI_Comm local = loc.local_comm();
@@ -221,7 +221,7 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, const PlanOptions
     }
     final_.add_recv(V, dst);
   }
-  window_.connect(comm(), opt.backend.get_bool("window", true), opt.persistent_requests, {&local_, &inter_, &final_});
+  window_.connect(comm(), parent, opt.backend.get_bool("window", true), opt.persistent_requests, {&local_, &inter_, &final_});
   for (auto [step, name] : {std::pair<detail::Step*, const char*>{&local_, "local"}, {&inter_, "inter"},
                             {&final_, "final"}})
     step->each([&, name = name](bool send, int peer, int64_t bytes, bool window) {

@@ -29,7 +29,7 @@ class CombinedPlan final : public Plan {
  public:
   CombinedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
       : Plan("combined", p, loc, comm, opt) {
-    setup(p, loc, opt);
+    setup(p, loc, comm, opt);
   }
   ~CombinedPlan() override { finish_if_active(); }
 
@@ -47,7 +47,7 @@ class CombinedPlan final : public Plan {
   }
 
  private:
-  void setup(const Pattern& p, const Locality& loc, const PlanOptions& opt) {
+  void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {
     Stats& st = setup_stats_mut();
     const CombiningSchedule s =
         CombiningSchedule::build(comm(), Topology::from_pattern(p), loc, combining_from(opt.backend, opt.sdde), &st);
@@ -125,7 +125,7 @@ class CombinedPlan final : public Plan {
       }
       (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
     }
-    x_.connect(comm(), opt.backend.get_bool("window", true), opt.persistent_requests,
+    x_.connect(comm(), parent, opt.backend.get_bool("window", true), opt.persistent_requests,
                [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
                  count_transfer(step, send, peer, bytes, window);
                });

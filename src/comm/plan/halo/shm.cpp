@@ -23,7 +23,7 @@ namespace {
 class ShmPlan final : public Plan {
  public:
   ShmPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-      : Plan("shm", p, loc, comm, opt), x_(this->comm()) {
+      : Plan("shm", p, loc, comm, opt), x_(this->comm(), comm) {
     const auto& s = p.send();
     const auto& r = p.recv();
     const int64_t eb = elem_bytes();
