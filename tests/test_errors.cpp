@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
@@ -93,6 +94,23 @@ namespace {
 
 // The agreement helpers the setup paths use: one reduction for a maximum and a sum, a
 // barrier that carries a flag, a communicator for the library's setup traffic.
+// Work only the root does: its values, or its error, reach every rank in one broadcast.
+TEST(AgreementHelpers, RootComputedHandsOutValuesOrTheRootsError) {
+  const int p = test::size(), root = p - 1;
+  std::vector<double> v(3, -1.0);
+  root_computed(MPI_COMM_WORLD, root, v, [&] { v = {1.5, 2.5, 3.5}; });
+  EXPECT_EQ(v, (std::vector<double>{1.5, 2.5, 3.5}));
+  std::vector<double> w(2, 0.0);
+  try {
+    root_computed(MPI_COMM_WORLD, root, w, [&] { throw InputError("no room on the root"); });
+    ADD_FAILURE() << "no throw";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no room on the root"), std::string::npos) << e.what();
+  }
+  // Every rank is still in step: a collective after the failure completes.
+  EXPECT_EQ(allreduce_sum(MPI_COMM_WORLD, int64_t{1}), p);
+}
+
 TEST(AgreementHelpers, MaxAndSumInOneCollective) {
   const int me = test::rank(), p = test::size();
   MaxSum mine;

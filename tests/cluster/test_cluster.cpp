@@ -215,6 +215,31 @@ TEST(ClusterSpmv, SuiteSparseCan1054EveryBackend) {
   check_backends_on_nodes(read_matrix_market(MPI_COMM_WORLD, path), "HB/can_1054");
 }
 
+// Many back-to-back exchanges with inter-node messages above the TCP eager limit while
+// ranks wait on their node's window: a rank spinning on a window must keep MPI's progress
+// engine going, or its own large send of an earlier step never reaches the other node and
+// the exchange deadlocks (cvxbqp1 at 4x2 hung within 100 exchanges before Step::progress
+// probed). A deadlock fails through mpirun's --timeout.
+TEST(ClusterSpmv, WindowWaitsKeepLargeMessagesMoving) {
+  SPC_REQUIRE_CLUSTER();
+  SPC_REQUIRE_MATRIX(path, "GHS_psdef/cvxbqp1");
+  const auto a = read_matrix_market(MPI_COMM_WORLD, path);
+  const Pattern pat = pattern_from_matrix_reference(a);
+  const Locality loc = Locality::detect(MPI_COMM_WORLD);
+  const auto ref = reference::gather_eigen(a);
+  std::vector<double> xg(static_cast<size_t>(a.global_cols()));
+  for (int64_t g = 0; g < a.global_cols(); ++g) xg[static_cast<size_t>(g)] = xval(g, 0, 3);
+  const auto yg = reference::spmv(ref, xg);
+  const std::vector<double> want(yg.begin() + a.row_begin(), yg.begin() + a.row_begin() + a.local_rows());
+  for (const char* backend : {"aggregated", "aggregated_dedup", "aggregated_2step", "combined"}) {
+    DistSpmv spmv(a, make_plan(backend, pat, loc, MPI_COMM_WORLD));
+    std::vector<double> x(static_cast<size_t>(a.local_cols())), y(static_cast<size_t>(a.local_rows()));
+    for (int32_t i = 0; i < a.local_cols(); ++i) x[static_cast<size_t>(i)] = xval(a.col_begin() + i, 0, 3);
+    for (int it = 0; it < 300; ++it) spmv.apply(x.data(), y.data());
+    expect_close(y, want, std::string(backend) + " after 300 products");
+  }
+}
+
 // Every SDDE strategy across the nodes, with detected regions, against the direct answer.
 class ClusterSdde : public ::testing::TestWithParam<std::string> {};
 

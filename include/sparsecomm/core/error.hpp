@@ -4,10 +4,12 @@
 // never leaves the others waiting in a collective.
 #include <mpi.h>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace sparsecomm {
 
@@ -65,7 +67,15 @@ namespace detail {
 // Kind codes carried through agreement so every rank rethrows the same type.
 enum class ErrorKind : int { generic = 0, input = 1, not_implemented = 2, mpi = 3 };
 void agree_kind(MPI_Comm comm, ErrorKind kind, const std::string& local_error, int mpi_code = 0);
+/// Runs `body`; an exception it throws becomes (kind, message, MPI code) and false.
+bool capture(const std::function<void()>& body, ErrorKind& kind, std::string& err, int& code);
 }  // namespace detail
+
+/// Collective over `comm`: `f` runs on `root` only and fills `values`, whose size every rank
+/// already has; one broadcast hands them to every rank together with root's outcome. If f
+/// threw on root, every rank throws the same error (as agreed() would; a second broadcast,
+/// on that path only). For work only one rank does, where agreed() would add a reduction.
+void root_computed(MPI_Comm comm, int root, std::vector<double>& values, const std::function<void()>& f);
 
 /// Collective. Runs `f` on every rank; if it throws on any rank (a std::exception),
 /// every rank throws the same error after agreeing. Returns f's result otherwise.
@@ -78,21 +88,7 @@ auto agreed(MPI_Comm comm, F&& f) -> decltype(f()) {
   std::string err;
   detail::ErrorKind kind = detail::ErrorKind::generic;
   int code = 0;
-  auto run = [&](auto&& body) {
-    try {
-      body();
-    } catch (const NotImplementedError& e) {
-      err = e.what(), kind = detail::ErrorKind::not_implemented;
-    } catch (const InputError& e) {
-      err = e.what(), kind = detail::ErrorKind::input;
-    } catch (const MpiError& e) {
-      err = e.what(), kind = detail::ErrorKind::mpi, code = e.code();
-    } catch (const std::exception& e) {
-      err = e.what(), kind = detail::ErrorKind::generic;
-    } catch (...) {
-      err = "unknown exception (not derived from std::exception)";
-    }
-  };
+  auto run = [&](auto&& body) { detail::capture(body, kind, err, code); };
   if constexpr (std::is_void_v<R>) {
     bool threw = true;
     run([&] { f(); threw = false; });

@@ -192,6 +192,7 @@ class ShmExchange {
   /// After window.connect(): fixes the messages. `own`: the private area (used when this
   /// rank has no on-node readers).
   void init(MPI_Comm comm, bool persistent, const char* own) {
+    comm_ = comm;
     const int sets = channel.has_readers() ? 2 : 1;
     for (int p = 0; p < sets; ++p) {
       const char* area = channel.has_readers() ? channel.buffer(p) : own;
@@ -208,7 +209,7 @@ class ShmExchange {
     const uint64_t e = ++epoch_;
     recvs_.start();
     std::fill(done_.begin(), done_.end(), 0);
-    return channel.has_readers() ? channel.begin_write(e, [&] { recvs_.test(); }) : nullptr;
+    return channel.has_readers() ? channel.begin_write(e, [&] { progress(); }) : nullptr;
   }
   /// Publishes the filled area and posts the off-node sends.
   void publish() {
@@ -239,9 +240,13 @@ class ShmExchange {
   }
 
  private:
+  // While spinning on the window: MPI progress for every message in flight (Iprobe drives
+  // Open MPI's global progress engine even where this plan has no message of its own).
   void progress() {
     recvs_.test();
     sending_->test();
+    int flag = 0;
+    SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE));
   }
   void read(size_t k, char* recv) {
     std::memcpy(recv + reads_[k].to, channel.data(k, epoch_), static_cast<size_t>(reads_[k].bytes));
@@ -258,6 +263,7 @@ class ShmExchange {
   std::vector<Read> reads_;
   std::vector<Send> sends_out_;
   std::vector<char> done_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
   Messages recvs_, sends_[2];
   Messages* sending_ = &sends_[0];
   uint64_t epoch_ = 0;

@@ -104,6 +104,7 @@ void Step::plan(ShmWindow* win) {
 }
 
 void Step::init(MPI_Comm comm, bool persistent, bool windows) {
+  comm_ = comm;
   if (!windows) {
     lane_ = nullptr;
     for (Transfer& t : sends_) t.window = false;
@@ -139,6 +140,13 @@ void Step::init(MPI_Comm comm, bool persistent, bool windows) {
   }
   msg_send_.init(comm, persistent);
   msg_recv_.init(comm, persistent);
+}
+
+void Step::progress() {
+  msg_recv_.test();
+  msg_send_.test();
+  int flag = 0;  // drives the progress engine (Open MPI's is global: every pending request)
+  SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE));
 }
 
 void Step::begin() {

@@ -104,9 +104,10 @@ class Step {
   int64_t add(std::vector<Transfer>& to, int peer, const Pieces& pieces);
   void read(size_t k);  // window recv k: copy out, tell the writer
   void unstage();       // the staged messages' values to where they go, once per execution
-  std::vector<char> read_;  // which window recvs are done in this execution
-  bool scattered_ = false;
-  void progress() { msg_recv_.test(); }
+  // While spinning on the window: MPI progress for every message in flight, also the other
+  // steps' (a large send of an earlier step that another node waits for moves only while
+  // this rank calls MPI; this step's own lists may be empty).
+  void progress();
 
   int64_t eb_;
   int tag_;
@@ -114,7 +115,10 @@ class Step {
   ShmChannel* lane_ = nullptr;  // the window's lane (window transfers only)
   std::vector<size_t> win_sends_, win_recvs_, msg_sends_, staged_recvs_;  // indices into sends_ / recvs_
   Messages msg_send_, msg_recv_;
-  uint64_t epoch_ = 0;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  uint64_t epoch_ = 0;          // executions begun
+  std::vector<char> read_;      // which window recvs are done in this execution
+  bool scattered_ = false;      // staged messages scattered in this execution
 };
 
 /// The shared-memory window of a plan's steps (one lane per step).

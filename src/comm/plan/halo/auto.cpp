@@ -59,26 +59,34 @@ virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p, const std::vector
     std::sort(v.begin(), v.end());
     mine.push_back(S), mine.push_back(static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin()));
   }
+  // To rank 0 point-to-point on the library's duplicate of c (rank 0 takes them in arrival
+  // order): one message per rank, no count exchange before it as a gatherv would need.
   const int P = comm_size(c);
-  const int n = static_cast<int>(mine.size());
-  std::vector<int> counts(me == 0 ? P : 0), displs(me == 0 ? P + 1 : 0, 0);
-  SPC_MPI(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c));
-  std::vector<int64_t> all;
-  if (me == 0) {
-    int64_t total = 0;
-    for (int r = 0; r < P; ++r) total += counts[r];
-    if (total > std::numeric_limits<int>::max()) throw InputError("auto: the pattern is too large to count on one rank");
-    for (int r = 0; r < P; ++r) displs[r + 1] = displs[r] + counts[r];
-    all.resize(static_cast<size_t>(total));
+  const MPI_Comm lc = library_comm(c);
+  constexpr int kTag = 71;
+  if (me != 0) {
+    SPC_MPI(MPI_Send(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, 0, kTag, lc));
+    return {};
   }
-  SPC_MPI(MPI_Gatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, 0, c));
+  std::vector<std::vector<int64_t>> got(static_cast<size_t>(P));
+  got[0] = std::move(mine);
+  for (int k = 1; k < P; ++k) {
+    MPI_Message msg;
+    MPI_Status st;
+    SPC_MPI(MPI_Mprobe(MPI_ANY_SOURCE, kTag, lc, &msg, &st));
+    int n = 0;
+    SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
+    auto& v = got[static_cast<size_t>(st.MPI_SOURCE)];
+    v.resize(static_cast<size_t>(n));
+    SPC_MPI(MPI_Mrecv(v.data(), n, MPI_INT64_T, &msg, MPI_STATUS_IGNORE));
+  }
   virt::HaloPattern h;
-  if (me != 0) return h;
   h.p = P;
   h.send.resize(static_cast<size_t>(P));
   h.distinct.resize(static_cast<size_t>(P));
   for (int r = 0; r < P; ++r) {
-    size_t at = static_cast<size_t>(displs[r]);
+    const std::vector<int64_t>& all = got[static_cast<size_t>(r)];
+    size_t at = 0;
     const int64_t nb = all[at++];
     const size_t seg_at = at;
     at += 2 * static_cast<size_t>(nb);
@@ -164,14 +172,12 @@ void register_auto() {
           h.node = std::move(node);
           t_gather = MPI_Wtime() - tg;
           const double tc = MPI_Wtime();
-          agreed(c, [&] {
-            if (comm_rank(c) != 0) return 0;
+          // Rank 0 counts; its predictions (or its error) reach every rank in one broadcast.
+          root_computed(c, 0, predicted, [&] {
             for (size_t i = 0; i < order.size(); ++i)
               if (backend_hooks(order[i]).counts)
                 predicted[i] = predict_virtual(order[i], h, region, options_of(order[i]), m);
-            return 0;
           });
-          SPC_MPI(MPI_Bcast(predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, 0, c));
           t_count = MPI_Wtime() - tc;
         }
         // The others are built and predicted from their real counts (all of them with
