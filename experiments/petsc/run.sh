@@ -14,7 +14,7 @@
 # Environment: BUILD (default build), OUT (default results/bench_petsc), RANKS (default
 # "4 8 16"), BENCH (MatMults per variant, split over 5 rounds; default 500), MATRICES
 # (separated by spaces or ';', or by commas when neither appears; default: every shared
-# matrix and gen:rotate:256,256), CLUSTER=0 to skip the cluster.
+# matrix and gen:rotate:256,256), CLUSTER=0 to skip the cluster, NODE=0 to skip this node.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -51,10 +51,12 @@ run_case() {  # label regions case launcher...
     echo "bench_petsc.sh: $label, $c failed (see $out/runs.log)"
   fi
 }
-for np in $ranks; do
-  echo "== [$(( $(date +%s) - t0 )) s] node, $np ranks"
-  for c in "${cases[@]}"; do run_case node ppn:4 "$c" "$root/scripts/mpirun.sh" -np "$np"; done
-done
+if [ "${NODE:-1}" = 1 ]; then
+  for np in $ranks; do
+    echo "== [$(( $(date +%s) - t0 )) s] node, $np ranks"
+    for c in "${cases[@]}"; do run_case node ppn:4 "$c" "$root/scripts/mpirun.sh" -np "$np"; done
+  done
+fi
 if [ "${CLUSTER:-1}" = 1 ]; then
   if [ "$(id -u)" = 0 ]; then
     for np in $ranks; do
