@@ -6,6 +6,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "sparsecomm/core/error.hpp"
+
 #ifndef SPARSECOMM_SMPI
 #include "comm/plan/shm_channel.hpp"
 #endif

@@ -70,15 +70,14 @@ virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p, const std::vector
   }
   std::vector<std::vector<int64_t>> got(static_cast<size_t>(P));
   got[0] = std::move(mine);
-  for (int k = 1; k < P; ++k) {
-    MPI_Message msg;
+  for (int k = 1; k < P; ++k) {  // (probe, then receive from the source it names: SMPI has no MPI_Mprobe)
     MPI_Status st;
-    SPC_MPI(MPI_Mprobe(MPI_ANY_SOURCE, kTag, lc, &msg, &st));
+    SPC_MPI(MPI_Probe(MPI_ANY_SOURCE, kTag, lc, &st));
     int n = 0;
     SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
     auto& v = got[static_cast<size_t>(st.MPI_SOURCE)];
     v.resize(static_cast<size_t>(n));
-    SPC_MPI(MPI_Mrecv(v.data(), n, MPI_INT64_T, &msg, MPI_STATUS_IGNORE));
+    SPC_MPI(MPI_Recv(v.data(), n, MPI_INT64_T, st.MPI_SOURCE, kTag, lc, MPI_STATUS_IGNORE));
   }
   virt::HaloPattern h;
   h.p = P;
