@@ -18,6 +18,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <utility>
@@ -139,16 +140,61 @@ class StepWindow {
   std::unique_ptr<ShmWindow> win_;
 };
 
+/// A plan's executions over its steps, as phases that a non-blocking test() can stop
+/// between and resume: phase i waits for the receives of its steps, then runs its action
+/// (the next steps' sends, copies); after the last phase every step's sends complete.
+class Schedule {
+ public:
+  struct Phase {
+    std::vector<Step*> in;        // whose receives this phase waits for
+    std::function<void()> then;   // what it does once they are in
+  };
+  /// `steps`: every step of the plan (each begins at every execution).
+  Schedule(std::vector<Step*> steps, std::vector<Phase> phases) : steps_(std::move(steps)), phases_(std::move(phases)) {}
+  /// Begins an execution: every step's receives posted, then the leading phases that wait
+  /// for nothing (the sends whose data is in the caller's buffer).
+  void start() {
+    for (Step* s : steps_) s->begin();
+    for (phase_ = 0; phase_ < phases_.size() && phases_[phase_].in.empty(); ++phase_)
+      if (phases_[phase_].then) phases_[phase_].then();
+  }
+  /// block: until the execution is done; else false where it would wait (call again).
+  bool advance(bool block) {
+    for (; phase_ < phases_.size(); ++phase_) {
+      for (Step* s : phases_[phase_].in)
+        if (block) s->wait_recv();
+        else if (!s->test_recv()) return false;
+      if (phases_[phase_].then) phases_[phase_].then();
+    }
+    for (Step* s : steps_)
+      if (block) s->wait_send();
+      else if (!s->test_send()) return false;
+    return true;
+  }
+
+ private:
+  std::vector<Step*> steps_;
+  std::vector<Phase> phases_;
+  size_t phase_ = 0;
+};
+
 /// The two stages of message combining (the halo and gather `combined` backends): stage 1
 /// and the stage-2 transfers an origin delivers itself (`direct`) leave at start(), the
 /// combined stage 2 once stage 1 is in. A pair of ranks meets in one of direct and stage2.
 class CombiningStages {
   StepWindow window_;  // (first: outlives the steps)
-  int phase_ = 0;
 
  public:
-  CombiningStages(int64_t eb, int tag1, int tag_direct, int tag2)
-      : stage1(eb, tag1), direct(eb, tag_direct), stage2(eb, tag2) {}
+  /// `between`: runs once stage 1 is in, before the combined stage 2 leaves (the plan's
+  /// copies of what stage 1 brought for itself).
+  CombiningStages(int64_t eb, int tag1, int tag_direct, int tag2, std::function<void()> between)
+      : stage1(eb, tag1),
+        direct(eb, tag_direct),
+        stage2(eb, tag2),
+        schedule_({&stage1, &direct, &stage2},
+                  {{{}, [this] { stage1.send(), direct.send(); }},
+                   {{&stage1}, [this, between = std::move(between)] { between(), stage2.send(); }},
+                   {{&stage2, &direct}, {}}}) {}
   Step stage1, direct, stage2;
 
   /// After every transfer is added: StepWindow::connect over the three, then
@@ -159,36 +205,11 @@ class CombiningStages {
     for (auto [step, name] : {std::pair<Step*, const char*>{&stage1, "stage1"}, {&direct, "stage2"}, {&stage2, "stage2"}})
       step->each([&, name = name](bool send, int peer, int64_t bytes, bool w) { count(name, send, peer, bytes, w); });
   }
-  void start() {
-    for (Step* m : {&stage1, &direct, &stage2}) m->begin();
-    stage1.send();
-    direct.send();
-    phase_ = 0;
-  }
-  /// Moves the schedule on: `between` runs once stage 1 is in, before the combined stage 2
-  /// leaves. block: until everything is done; else false where it would wait (call again).
-  template <class Between>
-  bool advance(bool block, Between between) {
-    const auto in = [block](Step& m) {
-      if (block) m.wait_recv();
-      return block || m.test_recv();
-    };
-    if (phase_ == 0) {
-      if (!in(stage1)) return false;
-      between();
-      stage2.send();
-      phase_ = 1;
-    }
-    if (phase_ == 1) {
-      if (!in(stage2) || !in(direct)) return false;
-      phase_ = 2;
-    }
-    for (Step* m : {&stage1, &direct, &stage2}) {
-      if (block) m->wait_send();
-      else if (!m->test_send()) return false;
-    }
-    return true;
-  }
+  void start() { schedule_.start(); }
+  bool advance(bool block) { return schedule_.advance(block); }
+
+ private:
+  Schedule schedule_;
 };
 
 }  // namespace sparsecomm::detail

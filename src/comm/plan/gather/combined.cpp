@@ -38,17 +38,10 @@ class CombinedGather final : public GatherPlan {
   // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
   // once stage 1 is in (detail::CombiningStages, which test() can stop between).
   void do_start() override { x_.start(); }
-  void do_wait() override { advance(true); }
-  bool do_test() override { return advance(false); }
+  void do_wait() override { x_.advance(true); }
+  bool do_test() override { return x_.advance(false); }
 
  private:
-  bool advance(bool block) {
-    return x_.advance(block, [&] {
-      for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-      for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-    });
-  }
-
   void setup(const Topology& t, const Locality& l, MPI_Comm parent, const GatherOptions& o) {
     Stats& st = setup_stats_mut();
     const CombiningSchedule s = CombiningSchedule::build(comm(), t, l, combining_from(o.backend, o.sdde), &st);
@@ -117,7 +110,11 @@ class CombinedGather final : public GatherPlan {
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  detail::CombiningStages x_{1, kTagStage1, kTagDirect, kTagStage2};
+  // Once stage 1 is in: the blocks it brought for me and my own (self-loop), to their slots.
+  detail::CombiningStages x_{1, kTagStage1, kTagDirect, kTagStage2, [this] {
+                               for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+                               for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+                             }};
   std::vector<char> staging1_;
   std::vector<Copy> self_, self1_;
 };

@@ -58,46 +58,10 @@ class AggregatedPlan final : public Plan {
 
  protected:
   // Every receive is posted at the start; each step's sends as soon as their data is in.
-  void do_start() override {
-    for (detail::Step* m : {&local_, &initial_, &inter_, &final_}) m->begin();
-    local_.send();
-    initial_.send();
-    phase_ = 0;
-  }
-
-  void do_wait() override { advance(true); }
-  bool do_test() override { return advance(false); }
+  void do_start() override { schedule_.start(); }
+  void do_wait() override { schedule_.advance(true); }
+  bool do_test() override { return schedule_.advance(false); }
   bool supports_test() const override { return true; }
-
-  // The steps as phases, so that test() can stop between them and resume. block: until
-  // everything is done; else false where it would wait.
-  bool advance(bool block) {
-    const auto in = [block](detail::Step& m) {
-      if (block) m.wait_recv();
-      return block || m.test_recv();
-    };
-    if (phase_ == 0) {  // leaders: once the initial transfers are in, send the inter-region ones
-      if (!in(initial_)) return false;
-      inter_.send();
-      phase_ = 1;
-    }
-    if (phase_ == 1) {  // receivers: once the inter-region transfers are in, forward them
-      if (!in(inter_)) return false;
-      final_.send();
-      const int64_t eb = elem_bytes();
-      for (const auto& [dst, src] : self_final_) std::memcpy(dst, src, static_cast<size_t>(eb));
-      phase_ = 2;
-    }
-    if (phase_ == 2) {
-      if (!in(final_) || !in(local_)) return false;
-      phase_ = 3;
-    }
-    for (detail::Step* m : {&local_, &initial_, &inter_, &final_}) {
-      if (block) m->wait_send();
-      else if (!m->test_send()) return false;
-    }
-    return true;
-  }
 
  private:
   void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt);
@@ -108,7 +72,19 @@ class AggregatedPlan final : public Plan {
       final_{elem_bytes(), kTagFinal};
   std::vector<char> r1_, r2_;  // where leaders / receivers keep the initial / inter values
   std::vector<std::pair<char*, const char*>> self_final_;
-  int phase_ = 0;  // of advance()
+  // Start: local and initial transfers (from the send buffer). Leaders, once the initial
+  // transfers are in: the inter-region ones. Receivers, once those are in: the forwards,
+  // and their own share copied. Then the final and local transfers arrive.
+  detail::Schedule schedule_{{&local_, &initial_, &inter_, &final_},
+                             {{{}, [this] { local_.send(), initial_.send(); }},
+                              {{&initial_}, [this] { inter_.send(); }},
+                              {{&inter_},
+                               [this] {
+                                 final_.send();
+                                 for (const auto& [dst, src] : self_final_)
+                                   std::memcpy(dst, src, static_cast<size_t>(elem_bytes()));
+                               }},
+                              {{&final_, &local_}, {}}}};
 };
 
 void AggregatedPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {

@@ -52,41 +52,10 @@ class TwoStepPlan final : public Plan {
 
  protected:
   // Every receive and every send that needs no other rank's data is posted at the start.
-  void do_start() override {
-    for (detail::Step* m : {&local_, &inter_, &final_}) m->begin();
-    local_.send();
-    inter_.send();
-    phase_ = 0;
-  }
-
-  void do_wait() override { advance(true); }
-  bool do_test() override { return advance(false); }
+  void do_start() override { schedule_.start(); }
+  void do_wait() override { schedule_.advance(true); }
+  bool do_test() override { return schedule_.advance(false); }
   bool supports_test() const override { return true; }
-
-  // The steps as phases, so that test() can stop between them and resume. block: until
-  // everything is done; else false where it would wait.
-  bool advance(bool block) {
-    const auto in = [block](detail::Step& m) {
-      if (block) m.wait_recv();
-      return block || m.test_recv();
-    };
-    if (phase_ == 0) {  // receivers: once the inter-region transfers are in, forward them
-      if (!in(inter_)) return false;
-      final_.send();
-      const size_t eb = static_cast<size_t>(elem_bytes());
-      for (const auto& [dst, src] : self_copy_) std::memcpy(dst, src, eb);
-      phase_ = 1;
-    }
-    if (phase_ == 1) {
-      if (!in(final_) || !in(local_)) return false;
-      phase_ = 2;
-    }
-    for (detail::Step* m : {&local_, &inter_, &final_}) {
-      if (block) m->wait_send();
-      else if (!m->test_send()) return false;
-    }
-    return true;
-  }
 
  private:
   void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt);
@@ -97,7 +66,17 @@ class TwoStepPlan final : public Plan {
   detail::Step local_{elem_bytes(), kTagLocal}, inter_{elem_bytes(), kTagInter}, final_{elem_bytes(), kTagFinal};
   std::vector<char> r2_;  // a receiver's staged inter-region values
   std::vector<std::pair<char*, const char*>> self_copy_;
-  int phase_ = 0;  // of advance()
+  // Start: local transfers and the inter-region ones (from the send buffer). Receivers,
+  // once the inter-region transfers are in: the forwards, and their own share copied.
+  detail::Schedule schedule_{{&local_, &inter_, &final_},
+                             {{{}, [this] { local_.send(), inter_.send(); }},
+                              {{&inter_},
+                               [this] {
+                                 final_.send();
+                                 for (const auto& [dst, src] : self_copy_)
+                                   std::memcpy(dst, src, static_cast<size_t>(elem_bytes()));
+                               }},
+                              {{&final_, &local_}, {}}}};
 };
 
 void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {

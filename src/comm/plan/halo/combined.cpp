@@ -37,14 +37,9 @@ class CombinedPlan final : public Plan {
   // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
   // once stage 1 is in (detail::CombiningStages, which test() can stop between).
   void do_start() override { x_.start(); }
-  void do_wait() override { advance(true); }
-  bool do_test() override { return advance(false); }
+  void do_wait() override { x_.advance(true); }
+  bool do_test() override { return x_.advance(false); }
   bool supports_test() const override { return true; }
-  bool advance(bool block) {
-    return x_.advance(block, [&] {
-      for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-    });
-  }
 
  private:
   void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {
@@ -133,7 +128,10 @@ class CombinedPlan final : public Plan {
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  detail::CombiningStages x_{elem_bytes(), kTagStage1, kTagDirect, kTagStage2};
+  // Once stage 1 is in: the segments it brought for me, to their place.
+  detail::CombiningStages x_{elem_bytes(), kTagStage1, kTagDirect, kTagStage2, [this] {
+                               for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+                             }};
   std::vector<std::vector<char>> in1_;
   std::vector<Copy> self1_;
 };
