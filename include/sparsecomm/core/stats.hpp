@@ -40,6 +40,14 @@ class Stats {
   void record(const std::string& step, bool send, bool intra, int64_t bytes) {
     send ? record_send(step, intra, bytes) : record_recv(step, intra, bytes);
   }
+  /// A transfer of one execution: recorded here, and in `window` too when it moves
+  /// through a shared-memory window (a plan's iteration and window counts, and the plan
+  /// statistics' virtual ones).
+  void record_transfer(Stats& window, const std::string& step, bool send, bool intra, int64_t bytes,
+                       bool through_window) {
+    record(step, send, intra, bytes);
+    if (through_window) window.record(step, send, intra, bytes);
+  }
   /// Adds `seconds` to the timer of `phase` (e.g. "setup.sdde", "pack", "wait").
   void add_time(const std::string& phase, double seconds) { timers_[phase] += seconds; }
   void merge(const Stats& o);

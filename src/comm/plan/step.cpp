@@ -21,20 +21,23 @@ class ShmWindow {};  // SimGrid's SMPI has no shared-memory windows: never made
 StepWindow::StepWindow() = default;
 StepWindow::~StepWindow() = default;
 
-bool StepWindow::connect(MPI_Comm comm, MPI_Comm parent, bool window, bool persistent,
-                         std::initializer_list<Step*> steps) {
+bool StepWindow::connect(MPI_Comm comm, MPI_Comm parent, const BackendOptions& opts, bool persistent,
+                         std::initializer_list<std::pair<Step*, const char*>> steps, const Count& count) {
   bool ok = false;
 #ifndef SPARSECOMM_SMPI
-  if (window) {
+  if (window_wanted(opts)) {
     win_ = std::make_unique<ShmWindow>(comm, parent);
-    for (Step* s : steps) s->plan(win_.get());
+    for (const auto& [s, name] : steps) s->plan(win_.get());
     ok = win_->try_connect();
     if (!ok) win_.reset();
   }
 #else
-  (void)parent, (void)window;
+  (void)parent, (void)opts;
 #endif
-  for (Step* s : steps) s->init(comm, persistent, ok);
+  for (const auto& [s, name] : steps) {
+    s->init(comm, persistent, ok);
+    s->each([&, n = name](bool send, int peer, int64_t bytes, bool w) { count(n, send, peer, bytes, w); });
+  }
   return ok;
 }
 

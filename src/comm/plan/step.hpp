@@ -38,6 +38,8 @@ inline OptionSpec window_option() {
           "transfers between ranks of one node through an MPI-3 shared-memory window instead of messages (every "
           "step; no effect where the MPI has no shared windows)"};
 }
+/// Whether options `o` of such a backend ask for the window (window_option()'s default).
+inline bool window_wanted(const BackendOptions& o) { return o.get_bool("window", true); }
 
 class Step {
  public:
@@ -129,12 +131,17 @@ class StepWindow {
   ~StepWindow();
   StepWindow(const StepWindow&) = delete;
   StepWindow& operator=(const StepWindow&) = delete;
+  /// What a plan counts of each transfer (Plan::count_transfer's arguments).
+  using Count = std::function<void(const char* step, bool send, int peer, int64_t bytes, bool window)>;
   /// Collective over `comm` (the plan's; `parent`: the communicator it duplicates, which
-  /// keeps the node's communicator for all its plans): with `window` (and an MPI that has
-  /// shared windows) the steps' transfers between ranks of one node go through one window,
-  /// the others are messages; then every step is fixed (Step::init). Every rank passes the
-  /// same `window` and the same steps in the same order. Returns whether a window is in use.
-  bool connect(MPI_Comm comm, MPI_Comm parent, bool window, bool persistent, std::initializer_list<Step*> steps);
+  /// keeps the node's communicator for all its plans): where `opts` want the window
+  /// (window_wanted) and the MPI has shared windows, the steps' transfers between ranks of
+  /// one node go through one window, the others are messages; then every step is fixed
+  /// (Step::init) and count(name, ...) called for each of its transfers. Every rank passes
+  /// the same options and the same steps in the same order. Returns whether a window is in
+  /// use.
+  bool connect(MPI_Comm comm, MPI_Comm parent, const BackendOptions& opts, bool persistent,
+               std::initializer_list<std::pair<Step*, const char*>> steps, const Count& count);
 
  private:
   std::unique_ptr<ShmWindow> win_;
@@ -197,13 +204,12 @@ class CombiningStages {
                    {{&stage2, &direct}, {}}}) {}
   Step stage1, direct, stage2;
 
-  /// After every transfer is added: StepWindow::connect over the three, then
-  /// count(step name, send, peer, bytes, through_window) for every transfer.
-  template <class Count>
-  void connect(MPI_Comm comm, MPI_Comm parent, bool window, bool persistent, Count count) {
-    window_.connect(comm, parent, window, persistent, {&stage1, &direct, &stage2});
-    for (auto [step, name] : {std::pair<Step*, const char*>{&stage1, "stage1"}, {&direct, "stage2"}, {&stage2, "stage2"}})
-      step->each([&, name = name](bool send, int peer, int64_t bytes, bool w) { count(name, send, peer, bytes, w); });
+  /// After every transfer is added: StepWindow::connect over the three (direct and stage2
+  /// both count as "stage2").
+  void connect(MPI_Comm comm, MPI_Comm parent, const BackendOptions& opts, bool persistent,
+               const StepWindow::Count& count) {
+    window_.connect(comm, parent, opts, persistent, {{&stage1, "stage1"}, {&direct, "stage2"}, {&stage2, "stage2"}},
+                    count);
   }
   void start() { schedule_.start(); }
   bool advance(bool block) { return schedule_.advance(block); }

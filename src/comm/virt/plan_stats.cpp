@@ -444,26 +444,26 @@ void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
   }
 }
 
-// Records a transfer of `bytes` from rank a to rank b in `step` on both ends; with
-// `windows` (and node labels in the pattern) one between ranks of a node in their window
-// counts too, as the plans' count_transfer() does.
+// Records the transfers of a backend's execution as its plans' count_transfer() does:
+// one between ranks of a node also in their window counts, where the backend moves such
+// transfers through its window (`opt`'s window option) and the pattern has node labels.
 struct Recorder {
   std::vector<RankCounts>& out;
   const std::vector<int>& region;
   const std::vector<int>* node;  // null: no windows
+  Recorder(std::vector<RankCounts>& o, const std::vector<int>& r, const HaloPattern& pat, bool windows)
+      : out(o), region(r), node(windows && !pat.node.empty() ? &pat.node : nullptr) {}
+  /// Rank a's side of a transfer with `peer` (send: a sends).
+  void side(const char* step, int a, bool send, int peer, int64_t bytes) const {
+    out[a].counts.record_transfer(out[a].window, step, send, region[a] == region[peer], bytes,
+                                  node && (*node)[a] == (*node)[peer]);
+  }
+  /// Both sides of a transfer from a to b.
   void operator()(const char* step, int a, int b, int64_t bytes) const {
-    const bool intra = region[a] == region[b];
-    out[a].counts.record_send(step, intra, bytes);
-    out[b].counts.record_recv(step, intra, bytes);
-    if (node && (*node)[a] == (*node)[b]) {
-      out[a].window.record_send(step, intra, bytes);
-      out[b].window.record_recv(step, intra, bytes);
-    }
+    side(step, a, true, b, bytes);
+    side(step, b, false, a, bytes);
   }
 };
-const std::vector<int>* window_nodes(const HaloPattern& pat, bool windows) {
-  return windows && !pat.node.empty() ? &pat.node : nullptr;
-}
 
 // Counts of the 3-step aggregation (backends/aggregated.cpp), following its setup step
 // by step: local segments directly; each region's leaders (send side) and receivers
@@ -475,7 +475,7 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
                                           bool dedup, bool windows) {
   const int p = pat.p;
   std::vector<RankCounts> out(static_cast<size_t>(p));
-  const Recorder rec{out, region, window_nodes(pat, windows)};
+  const Recorder rec(out, region, pat, windows);
   int nreg = 0;
   for (int x : region) nreg = std::max(nreg, x + 1);
   std::vector<std::vector<int>> members(static_cast<size_t>(nreg));
@@ -567,7 +567,7 @@ std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vecto
                                         bool windows) {
   const int p = pat.p;
   std::vector<RankCounts> out(static_cast<size_t>(p));
-  const Recorder rec{out, region, window_nodes(pat, windows)};
+  const Recorder rec(out, region, pat, windows);
   std::map<std::pair<int, int>, int64_t> forwarded;  // (receiver, destination) -> values
   for (int a = 0; a < p; ++a) {
     std::map<int, std::vector<const std::pair<int, std::vector<int64_t>>*>> to_region;
@@ -610,7 +610,7 @@ std::vector<RankCounts> direct_counts(const HaloPattern& pat, const std::vector<
                                       bool windows) {
   const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
   std::vector<RankCounts> out(static_cast<size_t>(pat.p));
-  const Recorder rec{out, region, window_nodes(pat, windows)};
+  const Recorder rec(out, region, pat, windows);
   for (int a = 0; a < pat.p; ++a)
     for (const auto& [d, ids] : pat.send[a]) rec("direct", a, d, static_cast<int64_t>(ids.size()) * eb);
   return out;
@@ -639,13 +639,13 @@ std::vector<RankCounts> shm_halo_counts(const HaloPattern& pat, const std::vecto
 std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
                                                const PlanOptions& opt, bool dedup) {
   return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup,
-                           opt.backend.get_bool("window", true));
+                           detail::window_wanted(opt.backend));
 }
 
 std::vector<RankCounts> two_step_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
                                              const PlanOptions& opt) {
   return two_step_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes,
-                         opt.backend.get_bool("window", true));
+                         detail::window_wanted(opt.backend));
 }
 
 std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
@@ -653,13 +653,7 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
   const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
   const int p = pat.p;
   std::vector<RankCounts> out(static_cast<size_t>(p));
-  const std::vector<int>* node = window_nodes(pat, opt.backend.get_bool("window", true));
-  // One side of a transfer of rank a with `peer` (a window one between ranks of a node).
-  auto side = [&](int a, bool send, const char* step, int peer, int64_t bytes) {
-    const bool intra = region[a] == region[peer];
-    for (Stats* c : {&out[a].counts, node && (*node)[a] == (*node)[peer] ? &out[a].window : nullptr})
-      if (c) send ? c->record_send(step, intra, bytes) : c->record_recv(step, intra, bytes);
-  };
+  const Recorder rec(out, region, pat, detail::window_wanted(opt.backend));
   // backends/combined.cpp: the combining schedule of the pattern's graph; stage 1 carries
   // an origin's segments for the destinations a member covers; stage 2 one message per
   // destination with the segments of its origins; one receive per forwarder.
@@ -676,22 +670,22 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
     for (size_t i = 0; i < s.stage1_send.size(); ++i) {
       int64_t n = 0;
       for (int d : s.stage1_send_dests[i]) n += count[a].at(d);
-      side(a, true, "stage1", s.stage1_send[i], n * eb);
+      rec.side("stage1", a, true, s.stage1_send[i], n * eb);
     }
     for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
       int64_t n = 0;
       for (int d : s.stage1_recv_dests[i]) n += count[s.stage1_recv[i]].at(d);
-      side(a, false, "stage1", s.stage1_recv[i], n * eb);
+      rec.side("stage1", a, false, s.stage1_recv[i], n * eb);
     }
     for (size_t i = 0; i < s.dest.size(); ++i) {
       int64_t n = 0;
       for (int o : s.dest_origins[i]) n += count[o].at(s.dest[i]);
-      side(a, true, "stage2", s.dest[i], n * eb);
+      rec.side("stage2", a, true, s.dest[i], n * eb);
     }
     for (size_t i = 0; i < s.from.size(); ++i) {
       int64_t n = 0;
       for (int o : s.from_origins[i]) n += count[o].at(a);
-      side(a, false, "stage2", s.from[i], n * eb);
+      rec.side("stage2", a, false, s.from[i], n * eb);
     }
     out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
     out[a].groups_led = s.groups_led;

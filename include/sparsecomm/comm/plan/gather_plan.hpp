@@ -134,17 +134,10 @@ class GatherPlan {
   /// Backends declare what one execution moves, once at setup: a transfer with `peer` in
   /// `step` (send: which way), through a shared-memory window or as a message.
   void count_transfer(const std::string& step, bool send, int peer, int64_t bytes, bool window = false) {
-    const bool intra = loc_.same_region(peer);
-    per_iter_.record(step, send, intra, bytes);
-    if (window) window_.record(step, send, intra, bytes);
+    per_iter_.record_transfer(window_, step, send, loc_.same_region(peer), bytes, window);
   }
   void count_send(const std::string& step, int peer, int64_t bytes) { count_transfer(step, true, peer, bytes); }
   void count_recv(const std::string& step, int peer, int64_t bytes) { count_transfer(step, false, peer, bytes); }
-  /// As count_send / count_recv, for a transfer through a shared-memory window.
-  void count_window_send(const std::string& step, int peer, int64_t bytes) { count_transfer(step, true, peer, bytes, true); }
-  void count_window_recv(const std::string& step, int peer, int64_t bytes) {
-    count_transfer(step, false, peer, bytes, true);
-  }
   void set_stages(int s) { stages_ = s; }
   void set_groups_led(int g) { groups_led_ = g; }
   Stats& setup_stats_mut() { return setup_; }

@@ -102,7 +102,7 @@ class CombinedGather final : public GatherPlan {
       }
       (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
     }
-    x_.connect(comm(), parent, o.backend.get_bool("window", true), o.persistent_requests,
+    x_.connect(comm(), parent, o.backend, o.persistent_requests,
                [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
                  count_transfer(step, send, peer, bytes, window);
                });

@@ -26,7 +26,7 @@ class ShmGather final : public GatherPlan {
         x_.add_recv(recv_buf() + recv_offsets()[i] * vb, bytes, t.sources[i], kTag);
         continue;
       }
-      count_window_recv("direct", t.sources[i], bytes);
+      count_transfer("direct", false, t.sources[i], bytes, true);
       writers.push_back(t.sources[i]);
       x_.add_read(recv_offsets()[i] * vb, bytes);
     }
@@ -35,7 +35,7 @@ class ShmGather final : public GatherPlan {
         count_send("direct", d, my_count() * vb);
         x_.add_send(0, my_count() * vb, d, kTag);
       } else {
-        count_window_send("direct", d, my_count() * vb);  // start() writes it: no copy of its own
+        count_transfer("direct", true, d, my_count() * vb, true);  // start() writes it: no copy of its own
         readers.push_back(d);
       }
     }

@@ -323,13 +323,11 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm paren
       for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k) dst.push_back(recv_buf() + k * eb);
     final_.add_recv(V, dst);
   }
-  window_.connect(comm(), parent, opt.backend.get_bool("window", true), opt.persistent_requests,
-                  {&local_, &initial_, &inter_, &final_});
-  for (auto [step, name] : {std::pair<detail::Step*, const char*>{&local_, "local"}, {&initial_, "initial"},
-                            {&inter_, "inter"}, {&final_, "final"}})
-    step->each([&, name = name](bool send, int peer, int64_t bytes, bool window) {
-      count_transfer(name, send, peer, bytes, window);
-    });
+  window_.connect(comm(), parent, opt.backend, opt.persistent_requests,
+                  {{&local_, "local"}, {&initial_, "initial"}, {&inter_, "inter"}, {&final_, "final"}},
+                  [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
+                    count_transfer(step, send, peer, bytes, window);
+                  });
   set_stages((send_to_region.empty() && recv_from_region.empty() && leader_of.empty()) ? 1 : 3);
   st.add_time("setup.aggregation", MPI_Wtime() - t0);
 }

@@ -220,12 +220,11 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, 
     }
     final_.add_recv(V, dst);
   }
-  window_.connect(comm(), parent, opt.backend.get_bool("window", true), opt.persistent_requests, {&local_, &inter_, &final_});
-  for (auto [step, name] : {std::pair<detail::Step*, const char*>{&local_, "local"}, {&inter_, "inter"},
-                            {&final_, "final"}})
-    step->each([&, name = name](bool send, int peer, int64_t bytes, bool window) {
-      count_transfer(name, send, peer, bytes, window);
-    });
+  window_.connect(comm(), parent, opt.backend, opt.persistent_requests,
+                  {{&local_, "local"}, {&inter_, "inter"}, {&final_, "final"}},
+                  [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
+                    count_transfer(step, send, peer, bytes, window);
+                  });
   set_stages(final_.empty() ? 1 : 2);
   st.add_time("setup.aggregation", MPI_Wtime() - t0);
 }

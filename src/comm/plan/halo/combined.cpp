@@ -75,8 +75,7 @@ class CombinedPlan final : public Plan {
       wait_all(r);
     }
     // Where each (origin, destination) segment sits before stage 2.
-    using Piece = std::pair<char*, int64_t>;
-    std::map<std::pair<int, int>, Piece> seg;
+    std::map<std::pair<int, int>, detail::Step::Pieces::value_type> seg;
     for (int i = 0; i < snd.num_neighbors(); ++i) seg[{me, snd.ranks[i]}] = {send_buf() + snd.offsets[i] * eb, snd.count(i) * eb};
     // Stage 1: my segments for the destinations each member delivers for me.
     for (size_t i = 0; i < s.stage1_send.size(); ++i) {
@@ -120,7 +119,7 @@ class CombinedPlan final : public Plan {
       }
       (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
     }
-    x_.connect(comm(), parent, opt.backend.get_bool("window", true), opt.persistent_requests,
+    x_.connect(comm(), parent, opt.backend, opt.persistent_requests,
                [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
                  count_transfer(step, send, peer, bytes, window);
                });

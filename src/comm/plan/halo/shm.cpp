@@ -37,7 +37,7 @@ class ShmPlan final : public Plan {
         x_.add_send(s.offsets[i] * eb, bytes, s.ranks[i], kTag);
         continue;
       }
-      count_window_send("direct", s.ranks[i], bytes);  // the pack writes it: no copy of its own
+      count_transfer("direct", true, s.ranks[i], bytes, true);  // the pack writes it: no copy of its own
       readers.push_back(s.ranks[i]);
       offsets.push_back(s.offsets[i] * eb);
     }
@@ -48,7 +48,7 @@ class ShmPlan final : public Plan {
         x_.add_recv(recv_buf() + r.offsets[i] * eb, bytes, r.ranks[i], kTag);
         continue;
       }
-      count_window_recv("direct", r.ranks[i], bytes);
+      count_transfer("direct", false, r.ranks[i], bytes, true);
       writers.push_back(r.ranks[i]);
       x_.add_read(r.offsets[i] * eb, bytes);
     }
