@@ -166,11 +166,34 @@ TEST(Model, StageCostPerLocalityClass) {
   EXPECT_EQ(stage_cost(m, 2, 1), 1);    // combining with stage 1 inside regions
   EXPECT_EQ(stage_cost(m, 3, 1), 2);    // aggregation: gather, inter-region, scatter
   EXPECT_EQ(stage_cost(m, 3, 7), 20);   // more inter-region steps than stages: capped
-  // The key "stage" of earlier model files sets both.
+  // Stages whose transfers all go through shared windows cost stage_shm.
+  m.stage_shm = 0.25;
+  EXPECT_EQ(stage_cost(m, 3, 1, 3), 2);     // every stage has MPI messages: as before
+  EXPECT_EQ(stage_cost(m, 3, 1, 1), 0.5);   // aggregation with gather and scatter in windows
+  EXPECT_EQ(stage_cost(m, 3, 1, 2), 1.25);  // one of them by message
+  EXPECT_EQ(stage_cost(m, 2, 0, 0), 0.25);  // two window stages on one node: one is free
+  EXPECT_EQ(stage_cost(m, 2, 0, 1), 0.25);  // a message stage and a window stage: the message one is free
+  EXPECT_EQ(stage_cost(m, 2, 2, 0), 10);    // fewer message stages than inter ones: capped below
+  // The key "stage" of earlier model files sets both, and stage_shm follows stage_intra.
   const std::string dir = test::temp_dir();
   const ModelParams legacy = ModelParams::load(test::write_file(dir, "legacy.txt", "stage 7e-6\n"));
   EXPECT_EQ(legacy.stage_intra, 7e-6);
   EXPECT_EQ(legacy.stage_inter, 7e-6);
+  EXPECT_EQ(legacy.stage_shm, 7e-6);
+  m.save(dir + "/stages.txt");
+  EXPECT_EQ(ModelParams::load(dir + "/stages.txt").stage_shm, 0.25);
+}
+
+// message_steps: the steps in which a rank has MPI messages, the window's part taken out.
+TEST(Model, MessageStepsLeaveOutWindowTransfers) {
+  Stats c, w;
+  c.record_transfer(w, "gather", true, true, 80, true);  // all through the window
+  c.record_transfer(w, "inter", true, false, 800, false);
+  c.record_transfer(w, "scatter", false, true, 40, true);  // one of two through the window
+  c.record_transfer(w, "scatter", false, true, 40, false);
+  EXPECT_EQ(message_steps(c, w), 2);
+  EXPECT_EQ(message_steps(c, Stats()), 3);
+  EXPECT_EQ(inter_steps(c), 1);
 }
 
 // The loaded costs (msg/byte, every rank communicating) are read and written; a file
@@ -226,7 +249,7 @@ TEST(Model, MeasuredOnFirstUseAndCached) {
     std::ifstream in(files()[0]);
     std::string line;
     std::getline(in, line);
-    EXPECT_EQ(line.rfind("# key: v2 host ", 0), 0u) << line;
+    EXPECT_EQ(line.rfind("# key: v4 host ", 0), 0u) << line;
   }
   // Read back from the file (another process's view), and from the communicator.
   const ModelParams second = machine_model_uncached(MPI_COMM_WORLD, loc);
@@ -254,7 +277,7 @@ TEST(Model, MeasuredOnFirstUseAndCached) {
     std::ifstream in(files()[0]);
     std::string line;
     std::getline(in, line);
-    EXPECT_EQ(line.rfind("# key: v2 host ", 0), 0u) << line;
+    EXPECT_EQ(line.rfind("# key: v4 host ", 0), 0u) << line;
   }
   // Another layout (at one rank, "single" is ppn:2's): a second cache file.
   machine_model_uncached(MPI_COMM_WORLD, Locality::parse(MPI_COMM_WORLD, "single"));

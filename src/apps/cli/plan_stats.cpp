@@ -42,7 +42,7 @@ struct Summary {
 double modelled(const virt::RankCounts& rc, const ModelParams& m) {
   double t = 0;
   for (const auto& [step, c] : rc.counts.steps()) t += step_cost(m, c);
-  return t + stage_cost(m, rc.stages, inter_steps(rc.counts));
+  return t + stage_cost(m, rc.stages, inter_steps(rc.counts), message_steps(rc.counts, rc.window));
 }
 
 Summary summarize(const std::vector<virt::RankCounts>& v, const ModelParams& m) {

@@ -12,14 +12,14 @@
 //   stage_intra/_inter        two dependent ring exchanges minus one, inside regions and
 //                             across them (at least that class's latency)
 //   copy                      memcpy bandwidth
-//   msg/byte_shm              the shm backend's window (where it is built), relative to
-//                             p2p: every rank of the node at once exchanges with node
-//                             neighbors, once through shm plans and once through p2p plans
-//                             of the same patterns; per segment, the slope from 1 to up to
-//                             8 neighbors (8 B); per byte, from 4 KiB to 256 KiB (one
-//                             neighbor). The window costs are set so the model's shm slope
-//                             is its own p2p slope plus the measured difference (pack and
-//                             unpack, common to both, cancel)
+//   msg/byte_shm              the shm backend's window (where it is built): every rank of
+//                             the node at once exchanges with node neighbors through shm
+//                             and through p2p plans of the same patterns; per segment, the
+//                             slope from 1 to up to 8 neighbors (8 B); per byte, from 4 KiB
+//                             to 256 KiB (one neighbor); the model's shm slope is set to
+//                             its p2p slope times the measured ratio shm / p2p
+//   stage_shm                 stage_intra times the measured ratio of back-to-back
+//                             one-neighbor exchanges, shm / p2p
 // Latency: the 8-byte round trip / 2; per byte: the slope between 4 KiB and 256 KiB.
 // A class that cannot be measured (one region, or regions of one rank) keeps its default.
 #include <mpi.h>
@@ -192,10 +192,10 @@ double copy_cost(MPI_Comm comm) {
 }
 
 /// Collective. The window costs (msg_shm, byte_shm) from rings inside each node: every
-/// rank sends `values` doubles to each of the next k ranks of its node, through shm and p2p
-/// plans of the same pattern. The model's shm slope is set to its own p2p slope (the ring
-/// and class costs fitted before) plus the measured shm - p2p difference. Keeps the
-/// defaults where the node has one rank or the backend is not built (SMPI).
+/// rank sends `values` doubles to each of the next k ranks of its node through shm plans and
+/// p2p plans of the same pattern; the window terms make the model's shm slopes stand to its
+/// p2p slopes (from the terms fitted before) as the measured ones do. Keeps the defaults
+/// where the node has one rank or the backend is not built (SMPI).
 void fit_shm(MPI_Comm comm, const Locality& loc, int reps, ModelParams& m) {
   const auto names = backend_names();
   if (std::find(names.begin(), names.end(), "shm") == names.end()) return;
@@ -225,15 +225,27 @@ void fit_shm(MPI_Comm comm, const Locality& loc, int reps, ModelParams& m) {
     const auto ghosts = static_cast<int32_t>(recv.indices.size());
     return make_plan(backend, Pattern(std::move(send), std::move(recv), values, ghosts), loc, comm);
   };
-  // Shapes a -> b: the model's p2p difference plus the measured (shm - p2p) difference,
-  // the four plans timed round-robin in every repetition; median over repetitions.
-  auto shm_extra = [&](int ka, int va, int kb, int vb) {
+  // Shapes a -> b through shm and p2p plans of the same patterns, the four timed
+  // round-robin in every repetition (medians over repetitions). The window terms are set
+  // so that the model's shm slope stands to its own p2p slope as the measured ones do:
+  // shm's extra over what the model's other terms (the pack's copy) predict of it. A ratio,
+  // not a difference: on an oversubscribed node the measured per-message slopes are several
+  // times the ring fit's (which may be zero), so an absolute window cost would price window
+  // reads above messages the model treats as free, and a difference from p2p's measured
+  // slope comes out negative and leaves window reads free where messages are not.
+  ModelParams bare = m;
+  bare.msg_shm = bare.byte_shm = 0;
+  struct Fit {
+    double extra;     // the window terms' part of the model's shm slope a -> b
+    double stage_shm;  // stage_intra scaled by the measured shm / p2p time of shape a
+  };
+  auto shm_fit = [&](int ka, int va, int kb, int vb) {
     std::unique_ptr<Plan> p[4] = {make("shm", ka, va), make("shm", kb, vb), make("p2p", ka, va), make("p2p", kb, vb)};
     std::vector<double> x(static_cast<size_t>(std::max(va, vb)), 1.0), g(static_cast<size_t>(kmax) * x.size());
     // Each timing is a burst of exchanges (the differences sought are a few microseconds,
     // a barrier's jitter on an oversubscribed node is more), at least 30 repetitions.
     constexpr int kBurst = 8;
-    std::vector<double> d;
+    std::vector<double> ds, dp, ta_shm, ta_p2p;
     for (int rep = 0; rep < std::max(reps, 30) + 2; ++rep) {
       double t[4];
       for (int j = 0; j < 4; ++j) {
@@ -242,14 +254,31 @@ void fit_shm(MPI_Comm comm, const Locality& loc, int reps, ModelParams& m) {
         for (int b = 0; b < kBurst; ++b) p[j]->exchange(x.data(), g.data());
         t[j] = allreduce_max(comm, MPI_Wtime() - t0) / kBurst;
       }
-      if (rep >= 2) d.push_back((t[1] - t[0]) - (t[3] - t[2]));
+      if (rep >= 2) ds.push_back(t[1] - t[0]), dp.push_back(t[3] - t[2]), ta_shm.push_back(t[0]), ta_p2p.push_back(t[2]);
     }
-    std::sort(d.begin(), d.end());
-    return predict_iteration(*p[3], m, comm) - predict_iteration(*p[2], m, comm) + d[d.size() / 2];
+    auto median = [](std::vector<double>& v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    const double shm = median(ds), p2p = median(dp);
+    const double model_p2p = predict_iteration(*p[3], m, comm) - predict_iteration(*p[2], m, comm);
+    const double model_bare = predict_iteration(*p[1], bare, comm) - predict_iteration(*p[0], bare, comm);
+    Fit f{0.0, m.stage_intra};
+    // No measurable p2p slope: nothing to scale by (the window terms stay at zero).
+    if (p2p > 0) f.extra = model_p2p * std::max(0.0, shm) / p2p - model_bare;
+    // Back-to-back exchanges of one small message each wait for the neighbor's previous
+    // one: their time is a dependent stage's, through the window and through MPI.
+    const double a_shm = median(ta_shm), a_p2p = median(ta_p2p);
+    if (a_p2p > 0) f.stage_shm = m.stage_intra * a_shm / a_p2p;
+    return f;
   };
   // Per neighbor: one segment read; per value: 8 bytes read (the writer's copy is its pack).
-  if (kmax > 1) m.msg_shm = std::max(0.0, shm_extra(1, 1, kmax, 1) / (kmax - 1));
-  m.byte_shm = std::max(0.0, shm_extra(1, 512, 1, 32768) / (262144.0 - 4096.0));
+  if (kmax > 1) {
+    const Fit f = shm_fit(1, 1, kmax, 1);
+    m.msg_shm = std::max(0.0, f.extra / (kmax - 1));
+    m.stage_shm = f.stage_shm;
+  }
+  m.byte_shm = std::max(0.0, shm_fit(1, 512, 1, 32768).extra / (262144.0 - 4096.0));
 }
 
 }  // namespace
@@ -288,7 +317,7 @@ std::string cache_key(MPI_Comm comm, const Locality& loc) {
   host[sizeof host - 1] = 0;
   SPC_MPI(MPI_Bcast(host, static_cast<int>(sizeof host), MPI_CHAR, 0, comm));
   std::ostringstream k;
-  k << "v2 host " << host << " ranks " << comm_size(comm) << " nodes " << nodes << " per_node " << least << "-"
+  k << "v4 host " << host << " ranks " << comm_size(comm) << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
   for (int r = 0; r < comm_size(comm); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement

@@ -21,6 +21,7 @@ ModelParams ModelParams::load(const std::string& path_in) {
                                          {"region_rate", &m.region_rate}, {"stage_intra", &m.stage_intra},
                                          {"stage_inter", &m.stage_inter}, {"stage", nullptr},
                                          {"copy", &m.copy}, {"msg_shm", &m.msg_shm}, {"byte_shm", &m.byte_shm},
+                                         {"stage_shm", &m.stage_shm},
                                          {"msg_intra", &m.msg_intra}, {"byte_intra", &m.byte_intra},
                                          {"msg_inter", &m.msg_inter}, {"byte_inter", &m.byte_inter}};
   std::map<std::string, bool> seen;
@@ -33,7 +34,7 @@ ModelParams ModelParams::load(const std::string& path_in) {
     if (!(ss >> k >> v) || !keys.count(k) || !(v >= 0))
       throw InputError(path + ":" + std::to_string(ln) + ": expected '<key> <non-negative number>' with a key among "
                        "alpha_intra beta_intra alpha_inter beta_inter msg_intra byte_intra msg_inter byte_inter "
-                       "region_rate stage_intra stage_inter copy msg_shm byte_shm (or stage for both)");
+                       "region_rate stage_intra stage_inter copy msg_shm byte_shm stage_shm (or stage for both)");
     if (keys[k]) *keys[k] = v;
     else m.stage_intra = m.stage_inter = v;  // "stage": one cost for both classes
     seen[k] = true;
@@ -43,6 +44,7 @@ ModelParams ModelParams::load(const std::string& path_in) {
   if (!seen["byte_intra"]) m.byte_intra = m.beta_intra;
   if (!seen["msg_inter"]) m.msg_inter = m.alpha_inter;
   if (!seen["byte_inter"]) m.byte_inter = m.beta_inter;
+  if (!seen["stage_shm"]) m.stage_shm = m.stage_intra;  // as before window stages were priced apart
   return m;
 }
 
@@ -56,7 +58,7 @@ void ModelParams::save(const std::string& path, const std::string& first_line) c
       << "\nbeta_inter " << beta_inter << "\nmsg_intra " << msg_intra << "\nbyte_intra " << byte_intra
       << "\nmsg_inter " << msg_inter << "\nbyte_inter " << byte_inter << "\nregion_rate " << region_rate
       << "\nstage_intra " << stage_intra << "\nstage_inter " << stage_inter << "\ncopy " << copy
-      << "\nmsg_shm " << msg_shm << "\nbyte_shm " << byte_shm << "\n";
+      << "\nmsg_shm " << msg_shm << "\nbyte_shm " << byte_shm << "\nstage_shm " << stage_shm << "\n";
 }
 
 std::string ModelParams::describe() const {
@@ -68,21 +70,42 @@ std::string ModelParams::describe() const {
      << gbs(byte_intra) << " GB/s, inter " << msg_inter * 1e6 << " us/msg + " << gbs(byte_inter)
      << " GB/s; region injection " << region_rate * 1e-9 << " GB/s; stage " << stage_intra * 1e6 << " us intra, "
      << stage_inter * 1e6 << " us inter; copy " << gbs(copy) << " GB/s; shared window " << msg_shm * 1e6
-     << " us/segment + " << gbs(byte_shm) << " GB/s";
+     << " us/segment + " << gbs(byte_shm) << " GB/s, stage " << stage_shm * 1e6 << " us";
   return os.str();
 }
 
-double stage_cost(const ModelParams& m, int64_t stages, int64_t inter_stages) {
-  const int64_t inter = std::min(stages, inter_stages);
-  const double c = m.stage_inter * static_cast<double>(std::max<int64_t>(0, inter - 1)) +
-                   m.stage_intra * static_cast<double>(stages - std::max<int64_t>(inter, 1));
-  return std::max(0.0, c);
+double stage_cost(const ModelParams& m, int64_t stages, int64_t inter_stages, int64_t message_stages) {
+  if (stages <= 0) return 0;
+  const int64_t inter = std::clamp<int64_t>(inter_stages, 0, stages);
+  const int64_t msg = message_stages < 0 ? stages : std::clamp<int64_t>(message_stages, inter, stages);
+  int64_t n_inter = inter, n_intra = msg - inter, n_shm = stages - msg;
+  // The first stage is free: the one of the dearest kind there is (as before window stages
+  // existed: an inter-region one, else an intra-region one).
+  if (n_inter > 0) --n_inter;
+  else if (n_intra > 0) --n_intra;
+  else --n_shm;
+  return m.stage_inter * static_cast<double>(n_inter) + m.stage_intra * static_cast<double>(n_intra) +
+         m.stage_shm * static_cast<double>(n_shm);
 }
 
 int64_t inter_steps(const Stats& counts) {
   int64_t n = 0;
   for (const auto& [step, k] : counts.steps())
     if (k.sent_inter.msgs + k.recv_inter.msgs > 0) ++n;
+  return n;
+}
+
+int64_t message_steps(const Stats& counts, const Stats& window) {
+  int64_t n = 0;
+  for (const auto& [step, k] : counts.steps()) {
+    int64_t msgs = k.sent_intra.msgs + k.recv_intra.msgs + k.sent_inter.msgs + k.recv_inter.msgs;
+    const auto ws = window.steps().find(step);
+    if (ws != window.steps().end()) {
+      const CommCounters& x = ws->second;
+      msgs -= x.sent_intra.msgs + x.recv_intra.msgs + x.sent_inter.msgs + x.recv_inter.msgs;
+    }
+    if (msgs > 0) ++n;
+  }
   return n;
 }
 
@@ -180,24 +203,26 @@ RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, 
   r.injected = static_cast<double>(c.total().sent_inter.bytes - w.total().sent_inter.bytes);
   r.stages = stages;
   r.inter_steps = inter_steps(c);
+  r.message_steps = message_steps(c, w);
   return r;
 }
 
 double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m) {
   double busiest = 0;
-  int64_t stages = 0, inter = 0;
+  int64_t stages = 0, inter = 0, msg = 0;
   std::vector<double> region_inj;
   for (size_t r = 0; r < ranks.size(); ++r) {
     busiest = std::max(busiest, ranks[r].busy);
     stages = std::max<int64_t>(stages, ranks[r].stages);
     inter = std::max(inter, ranks[r].inter_steps);
+    msg = std::max(msg, ranks[r].message_steps);
     const auto g = static_cast<size_t>(region[r]);
     if (region_inj.size() <= g) region_inj.resize(g + 1, 0.0);
     region_inj[g] += ranks[r].injected;
   }
   double max_inj = 0;
   for (double x : region_inj) max_inj = std::max(max_inj, x / std::max(m.region_rate, 1.0));
-  return std::max(busiest, max_inj) + stage_cost(m, stages, inter);
+  return std::max(busiest, max_inj) + stage_cost(m, stages, inter, msg);
 }
 
 namespace {
@@ -213,8 +238,9 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
   SPC_MPI(MPI_Allreduce(&t.injected, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
   double inj_t = region_inj / std::max(m.region_rate, 1.0), max_inj = 0;
   SPC_MPI(MPI_Allreduce(&inj_t, &max_inj, 1, MPI_DOUBLE, MPI_MAX, comm));
-  const int64_t all_stages = allreduce_max(comm, static_cast<int64_t>(t.stages));
-  return std::max(busiest, max_inj) + stage_cost(m, all_stages, allreduce_max(comm, t.inter_steps));
+  int64_t mine[3] = {t.stages, t.inter_steps, t.message_steps}, all[3];
+  SPC_MPI(MPI_Allreduce(mine, all, 3, MPI_INT64_T, MPI_MAX, comm));
+  return std::max(busiest, max_inj) + stage_cost(m, all[0], all[1], all[2]);
 }
 }  // namespace
 

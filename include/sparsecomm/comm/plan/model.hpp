@@ -46,11 +46,13 @@ struct ModelParams {
   // acquire load of the writer's epoch. Measured with every rank of the node at once.
   double msg_shm = 1.0e-7;       ///< s per segment a rank reads out of a window (the handshake)
   double byte_shm = 1.0e-10;     ///< s per byte a rank copies out of a window
+  double stage_shm = 1.0e-6;     ///< s per extra stage whose transfers all go through windows
 
   /// Documented defaults (above) overridden by `key value` lines of a file written by
   /// `sparsecomm_calibrate`. Path: `path`, else $SPARSECOMM_MODEL; missing file: defaults.
   /// A malformed file is an InputError naming the line. Files of earlier versions: the key
-  /// `stage` sets both stage costs, and a class's msg/byte default to its alpha/beta.
+  /// `stage` sets both stage costs, a class's msg/byte default to its alpha/beta, and
+  /// stage_shm to stage_intra.
   static ModelParams load(const std::string& path = "");
   /// Collective. The parameters `auto` uses, the same on every rank: `source` is a file
   /// (load(); ranks that read different values: InputError on every rank), "builtin" (the
@@ -58,7 +60,7 @@ struct ModelParams {
   /// machine_model() — measured on first use, cached.
   static ModelParams resolve(MPI_Comm comm, const Locality& loc, const std::string& source);
   /// The number of parameters (every member is one double, in declaration order).
-  static constexpr int kFields = 14;
+  static constexpr int kFields = 15;
   /// Writes every parameter; `first_line`, if given, as a leading "# " comment.
   void save(const std::string& path, const std::string& first_line = "") const;
   std::string describe() const;
@@ -85,13 +87,18 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc);
 const std::vector<int>& node_labels(MPI_Comm comm);
 
 /// The stage term: of `stages` stages the first is free; of the others, those with
-/// inter-region messages cost stage_inter and the rest stage_intra, with `inter_stages` the
-/// number of stages that carry inter-region messages:
-/// stage_inter x max(0, I - 1) + stage_intra x (S - max(I, 1)), I = min(inter_stages, S).
-double stage_cost(const ModelParams& m, int64_t stages, int64_t inter_stages);
+/// inter-region messages cost stage_inter, those with other MPI messages stage_intra and
+/// those whose transfers all go through shared windows stage_shm. With S stages, I of them
+/// with inter-region messages and M with any MPI message (I <= M <= S; M < 0: all S):
+/// stage_inter x max(0, I - 1) + stage_intra x (M - I) + stage_shm x (S - M), less the
+/// first stage's (the dearest of its kinds that exist).
+double stage_cost(const ModelParams& m, int64_t stages, int64_t inter_stages, int64_t message_stages = -1);
 
 /// Number of steps of `counts` with inter-region messages (sent or received).
 int64_t inter_steps(const Stats& counts);
+/// Number of steps of `counts` in which this rank sends or receives an MPI message: any
+/// transfer not in `window` (the part of those counts that went through shared windows).
+int64_t message_steps(const Stats& counts, const Stats& window);
 
 /// What one rank does in one execution of a plan, as the model reads it: per locality class
 /// the messages and bytes summed over the plan's steps (per step the larger of sent and
@@ -129,11 +136,11 @@ double window_cost(const ModelParams& m, const Stats& w);
 /// One rank's part of a prediction, before the reductions over ranks: its busy time (the
 /// MPI part of its steps, its window reads, its staged copies), the bytes it injects into
 /// the network (inter-region, not through a window), its stages and its steps with
-/// inter-region traffic.
+/// inter-region traffic and with MPI messages.
 struct RankTerms {
   double busy = 0, injected = 0;
   int stages = 1;
-  int64_t inter_steps = 0;
+  int64_t inter_steps = 0, message_steps = 0;
 };
 RankTerms rank_terms(const Stats& counts, const Stats& window, double staged_bytes, int stages, const ModelParams& m);
 /// The prediction from every rank's terms (region[r]: rank r's region): the busiest rank
