@@ -1,6 +1,8 @@
 // sparsecomm info: what the halo exchange of a matrix looks like on P ranks and a region
 // layout, and what the performance model predicts for every backend (auto's choice).
+#include <algorithm>
 #include <iostream>
+#include <vector>
 
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "common/load.hpp"
@@ -80,6 +82,33 @@ int info_main(int argc, char** argv) {
               << (iterations > 0 ? " (setup + " + o.get("iterations") + " exchanges)" : " (per exchange)")
               << "\n";
   }
+  // auto's setup against the setup of the backend it picked, alike: each first on a fresh
+  // duplicate of the communicator (first use: the model, the node communicator, the
+  // library's duplicate) and then again on the same one (what every later plan on it pays).
+  // Wall time from a barrier to the slowest rank's return, median of 5 alternating rounds.
+  const std::string pick = chosen->name();
+  chosen.reset();
+  PlanOptions pick_po;  // the pick with its defaults (auto's own options are not its)
+  pick_po.sdde = po.sdde;
+  auto timed = [&](const std::string& backend, MPI_Comm c) {
+    MPI_Barrier(c);
+    const double t0 = MPI_Wtime();
+    auto plan = make_plan(backend, pat, loc, c, backend == "auto" ? po : pick_po);
+    return allreduce_max(c, MPI_Wtime() - t0);
+  };
+  std::vector<double> t[4];  // auto cold, pick cold, auto warm, pick warm
+  for (int round = 0; round < 5; ++round) {
+    Comm ca(comm), cp(comm);
+    t[0].push_back(timed("auto", ca.get())), t[1].push_back(timed(pick, cp.get()));
+    t[2].push_back(timed("auto", ca.get())), t[3].push_back(timed(pick, cp.get()));
+  }
+  double med[4];
+  for (int i = 0; i < 4; ++i) std::sort(t[i].begin(), t[i].end()), med[i] = t[i][2];
+  if (rank == 0)
+    std::cout << "setup, auto / " << pick << " (median of 5): first plan on a communicator " << num("%.2f", med[0] * 1e3)
+              << " / " << num("%.2f", med[1] * 1e3) << " ms = " << num("%.2f", med[0] / med[1]) << "x; later plans "
+              << num("%.2f", med[2] * 1e3) << " / " << num("%.2f", med[3] * 1e3) << " ms = " << num("%.2f", med[2] / med[3])
+              << "x\n";
   return 0;
 }
 

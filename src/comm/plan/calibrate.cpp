@@ -38,6 +38,9 @@
 #include <vector>
 
 #include "sparsecomm/comm/plan/model.hpp"
+#ifndef SPARSECOMM_SMPI
+#include "comm/plan/shm_channel.hpp"
+#endif
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
@@ -303,7 +306,9 @@ static_assert(sizeof(ModelParams) == ModelParams::kFields * sizeof(double), "Mod
 #ifndef SPARSECOMM_SMPI
 // The cache key: what the parameters depend on, and a version (raised whenever the
 // measurements change, so older caches are measured again). The host name of rank 0 stands for the
-// machine; ranks per node for oversubscription; the layout for the locality classes.
+// machine; ranks per node for oversubscription; the layout for the locality classes. Local:
+// only rank 0 reads and writes the cache, so only its key matters (no broadcast of its host
+// name: one collective fewer on auto's first use).
 std::string cache_key(MPI_Comm comm, const Locality& loc) {
   // Nodes, most and fewest ranks per node, from the node labels kept on the communicator
   // (auto needs them too: one detection serves both).
@@ -312,10 +317,9 @@ std::string cache_key(MPI_Comm comm, const Locality& loc) {
   const size_t nodes = per_node.size();
   int most = 0, least = std::numeric_limits<int>::max();
   for (const auto& [node, n] : per_node) most = std::max(most, n), least = std::min(least, n);
-  char host[256] = {0};  // rank 0's host name, everywhere (one broadcast of the whole buffer)
+  char host[256] = {0};
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
   host[sizeof host - 1] = 0;
-  SPC_MPI(MPI_Bcast(host, static_cast<int>(sizeof host), MPI_CHAR, 0, comm));
   std::ostringstream k;
   k << "v4 host " << host << " ranks " << comm_size(comm) << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
@@ -389,8 +393,22 @@ std::vector<int> layout_of(const Locality& loc) {
 const std::vector<int>& node_labels(MPI_Comm comm) {
   CommFacts& f = facts(comm);
   if (f.node.empty()) {
-    const Locality nodes = Locality::detect(comm);
-    f.node = layout_of(nodes);
+#ifdef SPARSECOMM_SMPI
+    f.node = layout_of(Locality::detect(comm));
+#else
+    // From the node communicator kept on `comm` (the one every window plan on it uses):
+    // each rank knows its node's lowest rank locally; one allgather spreads them. Numbered
+    // by lowest rank, as Locality::detect numbers its regions.
+    const int lowest = detail::node_of(comm)->node_rank_of.begin()->first;
+    std::vector<int> low(static_cast<size_t>(comm_size(comm)));
+    SPC_MPI(MPI_Allgather(&lowest, 1, MPI_INT, low.data(), 1, MPI_INT, comm));
+    std::vector<int> sorted(low);
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    f.node.resize(low.size());
+    for (size_t r = 0; r < low.size(); ++r)
+      f.node[r] = static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), low[r]) - sorted.begin());
+#endif
   }
   return f.node;
 }
