@@ -125,11 +125,15 @@ class Rings {
     MPI_Barrier(comm_);
     const double t0 = MPI_Wtime();
     for (int s = 0; s < r.stages; ++s) {
-      const int to = peer(s, +1), from = peer(s, -1);
-      if (to < 0) continue;
+      if (peer(s, +1) < 0) continue;
+      // Message j goes to the peer of step s + j: as in an exchange, a rank's messages go
+      // to different ranks (over TCP, different connections) as far as the class has them;
+      // k messages to one peer would queue on one connection and overstate the cost per
+      // message of a real exchange.
       for (int j = 0; j < r.k; ++j) {
-        MPI_Irecv(rbuf.data() + static_cast<size_t>(j) * r.bytes, r.bytes, MPI_BYTE, from, 9, comm_, &q[2 * j]);
-        MPI_Isend(sbuf.data(), r.bytes, MPI_BYTE, to, 9, comm_, &q[2 * j + 1]);
+        MPI_Irecv(rbuf.data() + static_cast<size_t>(j) * r.bytes, r.bytes, MPI_BYTE, peer(s + j, -1), 9, comm_,
+                  &q[2 * j]);
+        MPI_Isend(sbuf.data(), r.bytes, MPI_BYTE, peer(s + j, +1), 9, comm_, &q[2 * j + 1]);
       }
       wait_all(2 * r.k, q.data());
     }
@@ -321,7 +325,7 @@ std::string cache_key(MPI_Comm comm, const Locality& loc) {
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
   host[sizeof host - 1] = 0;
   std::ostringstream k;
-  k << "v4 host " << host << " ranks " << comm_size(comm) << " nodes " << nodes << " per_node " << least << "-"
+  k << "v5 host " << host << " ranks " << comm_size(comm) << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
   for (int r = 0; r < comm_size(comm); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
