@@ -4,10 +4,12 @@
 // (machine_model below).
 //   alpha/beta intra-region   ping-pong between two ranks of region 0 (8 B .. 256 KiB)
 //   alpha/beta inter-region   ping-pong between region 0 and region 1
-//   msg/byte intra, inter     every rank at once sends k messages of b bytes along a ring
-//                             (inside regions / across them) and receives as many: per
-//                             message, the slope from k = 1 to k = 8 (8 B); per byte, the
-//                             slope from 4 KiB to 256 KiB (k = 1)
+//   msg/byte intra, inter     every rank at once sends k messages of b bytes along rings
+//                             (inside regions / across them; message j to the ring at
+//                             distance j + 1, so to different peers as far as the class
+//                             has them) and receives as many: per message, the slope from
+//                             k = 1 to k = 8 (8 B); per byte, the slope from 4 KiB to
+//                             256 KiB (k = 1)
 //   region_rate               every rank of region 0 streams to region 1 at once
 //   stage_intra/_inter        two dependent ring exchanges minus one, inside regions and
 //                             across them (at least that class's latency)
