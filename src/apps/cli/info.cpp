@@ -16,6 +16,35 @@
 
 namespace sparsecomm::apps {
 
+// auto's setup against the setup of the backend it picked, alike: each first on a fresh
+// duplicate of the communicator (first use: the model, the node communicator, the library's
+// duplicate) and then again on the same one (what every later plan on it pays). Wall time
+// from a barrier to the slowest rank's return, median of 5 alternating rounds.
+void compare_setup(const Pattern& pat, const Locality& loc, MPI_Comm comm, const PlanOptions& po,
+                   const std::string& pick) {
+  PlanOptions pick_po;  // the pick with its defaults (auto's own options are not its)
+  pick_po.sdde = po.sdde;
+  auto timed = [&](const std::string& backend, MPI_Comm c) {
+    MPI_Barrier(c);
+    const double t0 = MPI_Wtime();
+    auto plan = make_plan(backend, pat, loc, c, backend == "auto" ? po : pick_po);
+    return allreduce_max(c, MPI_Wtime() - t0);
+  };
+  std::vector<double> t[4];  // auto cold, pick cold, auto warm, pick warm
+  for (int round = 0; round < 5; ++round) {
+    Comm ca(comm), cp(comm);
+    t[0].push_back(timed("auto", ca.get())), t[1].push_back(timed(pick, cp.get()));
+    t[2].push_back(timed("auto", ca.get())), t[3].push_back(timed(pick, cp.get()));
+  }
+  double med[4];
+  for (int i = 0; i < 4; ++i) std::sort(t[i].begin(), t[i].end()), med[i] = t[i][2];
+  if (comm_rank(comm) == 0)
+    std::cout << "setup, auto / " << pick << " (median of 5): first plan on a communicator " << num("%.2f", med[0] * 1e3)
+              << " / " << num("%.2f", med[1] * 1e3) << " ms = " << num("%.2f", med[0] / med[1]) << "x; later plans "
+              << num("%.2f", med[2] * 1e3) << " / " << num("%.2f", med[3] * 1e3) << " ms = " << num("%.2f", med[2] / med[3])
+              << "x\n";
+}
+
 int info_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), p = comm_size(comm);
@@ -82,33 +111,9 @@ int info_main(int argc, char** argv) {
               << (iterations > 0 ? " (setup + " + o.get("iterations") + " exchanges)" : " (per exchange)")
               << "\n";
   }
-  // auto's setup against the setup of the backend it picked, alike: each first on a fresh
-  // duplicate of the communicator (first use: the model, the node communicator, the
-  // library's duplicate) and then again on the same one (what every later plan on it pays).
-  // Wall time from a barrier to the slowest rank's return, median of 5 alternating rounds.
   const std::string pick = chosen->name();
   chosen.reset();
-  PlanOptions pick_po;  // the pick with its defaults (auto's own options are not its)
-  pick_po.sdde = po.sdde;
-  auto timed = [&](const std::string& backend, MPI_Comm c) {
-    MPI_Barrier(c);
-    const double t0 = MPI_Wtime();
-    auto plan = make_plan(backend, pat, loc, c, backend == "auto" ? po : pick_po);
-    return allreduce_max(c, MPI_Wtime() - t0);
-  };
-  std::vector<double> t[4];  // auto cold, pick cold, auto warm, pick warm
-  for (int round = 0; round < 5; ++round) {
-    Comm ca(comm), cp(comm);
-    t[0].push_back(timed("auto", ca.get())), t[1].push_back(timed(pick, cp.get()));
-    t[2].push_back(timed("auto", ca.get())), t[3].push_back(timed(pick, cp.get()));
-  }
-  double med[4];
-  for (int i = 0; i < 4; ++i) std::sort(t[i].begin(), t[i].end()), med[i] = t[i][2];
-  if (rank == 0)
-    std::cout << "setup, auto / " << pick << " (median of 5): first plan on a communicator " << num("%.2f", med[0] * 1e3)
-              << " / " << num("%.2f", med[1] * 1e3) << " ms = " << num("%.2f", med[0] / med[1]) << "x; later plans "
-              << num("%.2f", med[2] * 1e3) << " / " << num("%.2f", med[3] * 1e3) << " ms = " << num("%.2f", med[2] / med[3])
-              << "x\n";
+  compare_setup(pat, loc, comm, po, pick);
   return 0;
 }
 
