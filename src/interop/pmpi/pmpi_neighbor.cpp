@@ -44,7 +44,9 @@
 // of the communicator is on one node; across nodes it builds the combining plan and keeps
 // it only where the performance model (comm/plan/model.hpp: messages, bytes and stages of
 // the busiest rank) predicts it 1.3x faster than the direct exchange MPI itself does;
-// otherwise it steps aside (MPI's own). mpi: always MPI's own. Combining parameters: SPARSECOMM_MPI_K, _AWARE (0/1);
+// otherwise it steps aside (MPI's own). The model's parameters are the ones every auto
+// uses (ModelParams::resolve: $SPARSECOMM_MODEL, a file or builtin, else this machine's,
+// measured on first use per machine and layout and cached). mpi: always MPI's own. Combining parameters: SPARSECOMM_MPI_K, _AWARE (0/1);
 // regions: SPARSECOMM_MPI_REGIONS (default node); the same as MPI_Info keys
 // sparsecomm_backend / sparsecomm_k / sparsecomm_aware / sparsecomm_regions at communicator
 // creation. SPARSECOMM_MPI_VERBOSE=1: per communicator what was chosen, and at exit per rank
@@ -402,7 +404,7 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     c->gather = make("shm");
     report(p, comm, k, label, "auto: one node: shm plan built");
   } else if (s.backend == "auto") {
-    const ModelParams model = ModelParams::load();
+    const ModelParams model = ModelParams::resolve(comm, *p.loc, "");
     auto combined = make("combined");
     const double tc = predict_gather(*combined, model, comm);
     const double td = predict_gather(*make("p2p"), model, comm);  // what MPI's direct exchange costs
@@ -478,7 +480,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
     return nullptr;
   }
   if (s.backend == "auto") {
-    const ModelParams model = ModelParams::load();
+    const ModelParams model = ModelParams::resolve(comm, *p.loc, "");
     auto combined = make_plan("combined", pat, *p.loc, comm, po);
     const double tc = predict_iteration(*combined, model, comm);
     const double td = predict_iteration(*make_plan("p2p", pat, *p.loc, comm, po), model, comm);
