@@ -79,8 +79,8 @@ double stage_cost(const ModelParams& m, int64_t stages, int64_t inter_stages, in
   const int64_t inter = std::clamp<int64_t>(inter_stages, 0, stages);
   const int64_t msg = message_stages < 0 ? stages : std::clamp<int64_t>(message_stages, inter, stages);
   int64_t n_inter = inter, n_intra = msg - inter, n_shm = stages - msg;
-  // The first stage is free: the one of the dearest kind there is (as before window stages
-  // existed: an inter-region one, else an intra-region one).
+  // The first stage is free: an inter-region one if there is one, else one with messages,
+  // else a window one (with no window stages, as before they were priced apart).
   if (n_inter > 0) --n_inter;
   else if (n_intra > 0) --n_intra;
   else --n_shm;

@@ -90,8 +90,8 @@ const std::vector<int>& node_labels(MPI_Comm comm);
 /// inter-region messages cost stage_inter, those with other MPI messages stage_intra and
 /// those whose transfers all go through shared windows stage_shm. With S stages, I of them
 /// with inter-region messages and M with any MPI message (I <= M <= S; M < 0: all S):
-/// stage_inter x max(0, I - 1) + stage_intra x (M - I) + stage_shm x (S - M), less the
-/// first stage's (the dearest of its kinds that exist).
+/// stage_inter x I + stage_intra x (M - I) + stage_shm x (S - M), less one stage that is
+/// free: an inter-region one if I > 0, else one with messages if M > 0, else a window one.
 double stage_cost(const ModelParams& m, int64_t stages, int64_t inter_stages, int64_t message_stages = -1);
 
 /// Number of steps of `counts` with inter-region messages (sent or received).
