@@ -19,25 +19,15 @@ echo "sanitize.sh: built ${#suites[@]} suites with address,undefined in $((t1 - 
 names=$(printf '%s|' "${suites[@]#test_}"); names=${names%|}
 # fast_unwind_on_malloc=0: Open MPI is built without frame pointers; the fast unwinder stops
 # at its first frame and no suppression by library name could match.
-export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:exitcode=86:fast_unwind_on_malloc=0"
+# intercept_tls_get_addr=0: LeakSanitizer tracks the dynamic TLS blocks of dlopen'ed
+# libraries (Open MPI's components) through __tls_get_addr and at exit scans them; with
+# Open MPI 4.1 it recorded a bogus block ("DTLS 6 at 0x3e1e-0x400004f20" with verbosity=1)
+# and its tracer died on it ("Tracer caught signal 11", LeakSanitizer's fatal error) in
+# test_plan at 4 ranks whenever the session directory's path was long enough, as ctest's
+# per-test ones are. Leaks held only from dynamic TLS would now be reported, not hidden.
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:exitcode=86:fast_unwind_on_malloc=0:intercept_tls_get_addr=0"
 export LSAN_OPTIONS="suppressions=$root/tests/sanitize/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 # The SuiteSparse variants of the suites are left to the optimized build (minutes under ASan).
-status=0
-(cd "$bdir" && ctest --output-on-failure -j "${JOBS:-2}" -R "^(${names})\.np(1|2|4)$" "$@") || status=$?
-if [ $status -ne 0 ]; then
-  # LeakSanitizer's own tracer sometimes crashes at exit ("Tracer caught signal 11", a known
-  # race with threads that are exiting while it stops the world: google/sanitizers#1170);
-  # that is the tool failing, not a finding. A failed test whose log shows that crash and no
-  # sanitizer report of its own is run once more; any other failure fails the run as it is.
-  log="$bdir/Testing/Temporary/LastTest.log"
-  retry=$(awk '/^[0-9]+\/[0-9]+ Testing: /{name=$3; tracer=0; finding=0}
-               /Tracer caught signal/{tracer=1}
-               /ERROR: AddressSanitizer|runtime error:|SUMMARY: UndefinedBehaviorSanitizer/{finding=1}
-               /^Test Failed/{ if (tracer && !finding) print name; else bad=1 }
-               END{ if (bad) print "!" }' "$log")
-  if [ -z "$retry" ] || echo "$retry" | grep -q '^!$'; then exit $status; fi
-  echo "sanitize.sh: LeakSanitizer's tracer crashed in: $(echo $retry); running those once more"
-  (cd "$bdir" && ctest --output-on-failure -R "^($(echo $retry | tr ' ' '|' | sed 's/\./\\./g'))$")
-fi
+(cd "$bdir" && ctest --output-on-failure -j "${JOBS:-2}" -R "^(${names})\.np(1|2|4)$" "$@")
 echo "sanitize.sh: suites under sanitizers in $(( $(date +%s) - t1 )) s"
