@@ -326,6 +326,76 @@ TEST(PlanAuto, PredictsWithoutBuilding) {
   }
 }
 
+// auto carries ModelParams::resolve's agreement in its pattern gather (no collective of its
+// own): ranks that disagree on the source, a file that fails on one rank only, or files
+// whose values differ give the same error on every rank, and the communicator stays usable.
+// A measured model new on a communicator is read from the machine's cache by rank 0 and
+// remembered on every rank; with no cache, every rank measures.
+TEST(PlanAuto, ModelAgreedInTheGather) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "er:200,0.06,5");
+  const Pattern pat = pattern_from_matrix_reference(a);
+  const Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+  const std::string dir = test::temp_dir();
+  const std::string good = test::write_file(dir, "agree_good.txt", "alpha_inter 2e-6\n");
+  const std::string other = test::write_file(dir, "agree_other.txt", "alpha_inter 3e-6\n");
+  const std::string bad = test::write_file(dir, "agree_bad.txt", "alpha_inter 2e-6\nbogus_key 3\n");
+  auto error_of = [&](const std::string& model, MPI_Comm comm = MPI_COMM_WORLD) -> std::string {
+    PlanOptions o;
+    if (!model.empty()) o.backend.set("model", model);
+    try {
+      make_plan("auto", pat, loc, comm, o);
+      return "";
+    } catch (const InputError& e) {
+      return e.what();
+    }
+  };
+  const int last = test::size() - 1;
+  const bool me_last = test::rank() == last;
+  if (test::size() >= 2) {
+    std::string e = error_of(me_last ? "builtin" : good);
+    EXPECT_NE(e.find("disagree on the parameter source"), std::string::npos) << e;
+    e = error_of(me_last ? bad : good);
+    EXPECT_NE(e.find("agree_bad.txt:2:"), std::string::npos) << e;
+    EXPECT_NE(e.find("[on rank " + std::to_string(last) + "]"), std::string::npos) << e;
+    e = error_of(me_last ? other : good);
+    EXPECT_NE(e.find("different performance model parameters"), std::string::npos) << e;
+  }
+  EXPECT_EQ(error_of(good), "");  // nothing left in flight: the next plan is fine
+  // The machine's cache, on fresh communicators.
+  const std::string cache = dir + "/agree_xdg";
+  const char* before = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = before ? before : "";
+  setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  unsetenv("SPARSECOMM_MODEL");
+  auto files = [&] {
+    std::vector<std::string> f;
+    if (std::filesystem::exists(cache + "/sparsecomm"))
+      for (const auto& e : std::filesystem::directory_iterator(cache + "/sparsecomm")) f.push_back(e.path().string());
+    return f;
+  };
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  EXPECT_EQ(error_of("", dup), "");  // no cache: measured by every rank, written by rank 0
+  if (test::rank() == 0) {
+    EXPECT_EQ(files().size(), 1u);
+  }
+  const ModelParams measured = machine_model(dup, loc);  // remembered: no collective, the same values
+  MPI_Comm_free(&dup);
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  EXPECT_EQ(error_of("", dup), "");  // cached: rank 0 reads it, every rank remembers it
+  if (test::rank() == 0) std::filesystem::remove(files()[0]);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const ModelParams remembered = machine_model(dup, loc);  // neither read nor measured (that would write it)
+  EXPECT_EQ(std::memcmp(&measured, &remembered, sizeof measured), 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (test::rank() == 0) {
+    EXPECT_TRUE(files().empty());
+  }
+  MPI_Comm_free(&dup);
+  if (before) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else unsetenv("XDG_CACHE_HOME");
+}
+
 // auto: picks the candidate with the lowest predicted cost, and the model steers it.
 TEST(PlanAuto, FollowsTheModel) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:300,0.1,7");  // many inter-region neighbors

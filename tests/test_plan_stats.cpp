@@ -284,11 +284,11 @@ void check_halo(const Pattern& real, const virt::HaloPattern& v, const std::stri
   const auto& mine = v.send[me];
   ASSERT_EQ(static_cast<int>(mine.size()), real.send().num_neighbors()) << name << " rank " << me;
   for (int i = 0; i < real.send().num_neighbors(); ++i) {
-    EXPECT_EQ(mine[i].first, real.send().ranks[i]) << name << " rank " << me;
+    EXPECT_EQ(mine[i].dest, real.send().ranks[i]) << name << " rank " << me;
     std::vector<int64_t> ids(real.send().global_ids.begin() + real.send().offsets[i],
                              real.send().global_ids.begin() + real.send().offsets[i + 1]);
     std::sort(ids.begin(), ids.end());
-    auto vids = mine[i].second;
+    auto vids = mine[i].ids;
     std::sort(vids.begin(), vids.end());
     EXPECT_EQ(vids, ids) << name << " rank " << me << " segment to " << real.send().ranks[i];
   }
@@ -340,7 +340,7 @@ void check_matrix_halos(const std::vector<std::string>& layouts) {
       t.p = v.p;
       t.send.resize(static_cast<size_t>(v.p));
       for (int o = 0; o < v.p; ++o)
-        for (const auto& [d, ids] : v.send[o]) t.send[d].emplace_back(o, ids);
+        for (const auto& seg : v.send[o]) t.send[seg.dest].emplace_back(o, seg.ids);
       for (auto& segs : t.send) std::sort(segs.begin(), segs.end());
       check_halo(real.reverse(), t, name + " (reverse)", layouts);
     }

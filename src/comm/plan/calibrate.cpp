@@ -37,6 +37,8 @@
 #include <map>
 #include <sstream>
 #include <sys/stat.h>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "sparsecomm/comm/plan/model.hpp"
@@ -315,11 +317,10 @@ static_assert(sizeof(ModelParams) == ModelParams::kFields * sizeof(double), "Mod
 // machine; ranks per node for oversubscription; the layout for the locality classes. Local:
 // only rank 0 reads and writes the cache, so only its key matters (no broadcast of its host
 // name: one collective fewer on auto's first use).
-std::string cache_key(MPI_Comm comm, const Locality& loc) {
-  // Nodes, most and fewest ranks per node, from the node labels kept on the communicator
-  // (auto needs them too: one detection serves both).
+std::string cache_key(const std::vector<int>& node, const Locality& loc) {
+  // Nodes, most and fewest ranks per node, from the node labels.
   std::map<int, int> per_node;
-  for (int x : node_labels(comm)) ++per_node[x];
+  for (int x : node) ++per_node[x];
   const size_t nodes = per_node.size();
   int most = 0, least = std::numeric_limits<int>::max();
   for (const auto& [node, n] : per_node) most = std::max(most, n), least = std::min(least, n);
@@ -327,12 +328,14 @@ std::string cache_key(MPI_Comm comm, const Locality& loc) {
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
   host[sizeof host - 1] = 0;
   std::ostringstream k;
-  k << "v5 host " << host << " ranks " << comm_size(comm) << " nodes " << nodes << " per_node " << least << "-"
+  k << "v5 host " << host << " ranks " << node.size() << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
-  for (int r = 0; r < comm_size(comm); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
+  for (int r = 0; r < loc.size(); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
   return k.str();
 }
+// From the node labels kept on the communicator (auto needs them too: one detection serves both).
+std::string cache_key(MPI_Comm comm, const Locality& loc) { return cache_key(node_labels(comm), loc); }
 
 std::string cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/sparsecomm";
@@ -457,12 +460,61 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
 #endif
 }
 
-ModelParams ModelParams::resolve(MPI_Comm comm, const Locality& loc, const std::string& source) {
+ModelParams machine_model_remembered(MPI_Comm comm, const Locality& loc) {
+  const ModelParams m = machine_model_uncached(comm, loc);
+  remember_machine_model(comm, loc, m);
+  return m;
+}
+
+bool read_machine_model_cache(const std::vector<int>& node, const Locality& loc, ModelParams& m) {
+#ifdef SPARSECOMM_SMPI
+  (void)node, (void)loc, (void)m;
+  return false;
+#else
+  if (node.size() != static_cast<size_t>(loc.size())) return false;
+  const std::string key = cache_key(node, loc), dir = cache_dir();
+  return !dir.empty() && read_cache(dir + "/" + key_file(key), key, m);
+#endif
+}
+
+void remember_machine_model(MPI_Comm comm, const Locality& loc, const ModelParams& m) {
+  facts(comm).model_by_layout[layout_of(loc)] = m;
+}
+
+namespace {
+// The source resolve() reads: `source`, else $SPARSECOMM_MODEL; its kind (0 measured,
+// 1 builtin, 2 file).
+std::pair<std::string, int> model_source(const std::string& source) {
   std::string src = source;
   if (src.empty())
     if (const char* e = std::getenv("SPARSECOMM_MODEL")) src = e;
+  return {src, src.empty() ? 0 : src == "builtin" ? 1 : 2};
+}
+}  // namespace
+
+LocalModel local_model(MPI_Comm comm, const Locality& loc, const std::string& source) {
+  LocalModel l;
+  std::tie(l.source, l.kind) = model_source(source);
+  if (l.kind == 2) {
+    try {
+      l.params = ModelParams::load(l.source);
+    } catch (const std::exception& e) {
+      l.error = e.what();
+    }
+  } else if (l.kind == 0) {
+    const CommFacts& f = facts(comm);
+    const auto known = f.model_by_layout.find(layout_of(loc));
+    l.measure = known == f.model_by_layout.end();
+    if (!l.measure) l.params = known->second;
+  }
+  return l;
+}
+
+ModelParams ModelParams::resolve(MPI_Comm comm, const Locality& loc, const std::string& source) {
   // Every rank reads its own file (paths may be node-local); all must agree on the values.
-  const int kind = src.empty() ? 0 : src == "builtin" ? 1 : 2;
+  std::string src;
+  int kind = 0;
+  std::tie(src, kind) = model_source(source);
   int k[2] = {kind, -kind}, mx[2];
   SPC_MPI(MPI_Allreduce(k, mx, 2, MPI_INT, MPI_MAX, comm));
   if (mx[0] != -mx[1]) throw InputError("model: ranks disagree on the parameter source (file, builtin or measured)");

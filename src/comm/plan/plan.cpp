@@ -76,25 +76,39 @@ std::vector<OptionSpec> backend_option_specs(const std::string& name) {
   return specs;
 }
 
+namespace {
+// make_plan's checks that need no communication: "" or what is wrong on this rank.
+std::string local_check(const std::string& backend, const detail::HaloRegistry::Entry* entry, const Pattern& pattern,
+                        const Locality& loc, MPI_Comm comm, const PlanOptions& opt) {
+  if (!entry) return registry().unknown(backend);
+  if (std::string why = validate_backend_options(backend, backend_option_specs(backend), opt.backend); !why.empty())
+    return "make_plan: " + why;
+  if (opt.width < 1 || opt.value_bytes < 1) return "make_plan: width and value_bytes must be at least 1";
+  if ((pattern.send().size() + pattern.recv().size()) * opt.width * int64_t{opt.value_bytes} > INT32_MAX)
+    return "make_plan: more than 2^31 bytes in one exchange on this rank";
+  if (loc.size() != comm_size(comm))
+    return "make_plan: the locality describes " + std::to_string(loc.size()) + " ranks, the communicator has " +
+           std::to_string(comm_size(comm));
+  return "";
+}
+}  // namespace
+
+namespace detail {
+std::unique_ptr<Plan> make_plan_inside(const std::string& backend, const Pattern& pattern, const Locality& loc,
+                                       MPI_Comm comm, const PlanOptions& opt) {
+  const auto* entry = registry().find(backend);
+  if (std::string err = local_check(backend, entry, pattern, loc, comm, opt); !err.empty()) throw InputError(err);
+  const double t0 = MPI_Wtime();
+  std::unique_ptr<Plan> plan = entry->factory(pattern, loc, comm, opt);
+  plan->setup_stats_mut().add_time("setup.backend", MPI_Wtime() - t0);
+  return plan;
+}
+}  // namespace detail
+
 std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
                                 const PlanOptions& opt, const std::string& caller_error) {
-  std::string err = caller_error;
   const auto* entry = registry().find(backend);
-  if (!err.empty()) {
-    // the caller's failure: reported below, with the others'
-  } else if (!entry) {
-    err = registry().unknown(backend);
-  } else if (std::string why = validate_backend_options(backend, backend_option_specs(backend), opt.backend);
-             !why.empty()) {
-    err = "make_plan: " + why;
-  } else if (opt.width < 1 || opt.value_bytes < 1) {
-    err = "make_plan: width and value_bytes must be at least 1";
-  } else if ((pattern.send().size() + pattern.recv().size()) * opt.width * int64_t{opt.value_bytes} > INT32_MAX) {
-    err = "make_plan: more than 2^31 bytes in one exchange on this rank";
-  } else if (loc.size() != comm_size(comm)) {
-    err = "make_plan: the locality describes " + std::to_string(loc.size()) + " ranks, the communicator has " +
-          std::to_string(comm_size(comm));
-  }
+  std::string err = caller_error.empty() ? local_check(backend, entry, pattern, loc, comm, opt) : caller_error;
   // Every rank must ask for the same backend and options (a canonical string's hash), and
   // the pattern must be consistent: what I send to d is what d expects from me (a hash of
   // every edge with its count, summed from both ends).

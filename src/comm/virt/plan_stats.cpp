@@ -416,8 +416,8 @@ HaloPattern HaloPattern::from_matrix(const RowPartition& rows, const RowPartitio
   h.send.resize(static_cast<size_t>(p));
   for (const Ref& x : refs) {
     auto& v = h.send[x.owner];
-    if (v.empty() || v.back().first != x.rank) v.emplace_back(x.rank, std::vector<int64_t>{});
-    v.back().second.push_back(x.col);
+    if (v.empty() || v.back().dest != x.rank) v.emplace_back(x.rank, std::vector<int64_t>{});
+    v.back().ids.push_back(x.col), ++v.back().size;
   }
   return h;
 }
@@ -435,10 +435,15 @@ void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
     throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(pat.p) + " ranks");
   for (int a = 0; a < pat.p; ++a) {
     int last = -1;
-    for (const auto& [d, ids] : pat.send[a]) {
-      if (d < 0 || d >= pat.p || d == a || d <= last || ids.empty())
+    for (const auto& seg : pat.send[a]) {
+      const int d = seg.dest;
+      if (d < 0 || d >= pat.p || d == a || d <= last || seg.size < 1)
         throw InputError("plan statistics: rank " + std::to_string(a) + " of the halo pattern sends to " +
                          std::to_string(d) + " (destinations must be other ranks, ascending, each with values)");
+      if (static_cast<int64_t>(seg.ids.size()) != seg.size && !(seg.ids.empty() && !pat.distinct.empty()))
+        throw InputError("plan statistics: rank " + std::to_string(a) + " sends " + std::to_string(seg.size) +
+                         " values to " + std::to_string(d) + " with " + std::to_string(seg.ids.size()) +
+                         " ids (ids may be left out only where distinct counts are given)");
       last = d;
     }
   }
@@ -490,19 +495,19 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
   std::map<std::pair<int, int>, int64_t> pair_count;
   for (int a = 0; a < p; ++a) {
     std::map<int, std::vector<int64_t>> ids_to;
-    for (const auto& [d, ids] : pat.send[a]) {
-      const int S = region[d];
+    for (const auto& seg : pat.send[a]) {
+      const int d = seg.dest, S = region[d];
       if (S == region[a]) {
-        rec("local", a, d, static_cast<int64_t>(ids.size()) * eb);
+        rec("local", a, d, seg.size * eb);
         continue;
       }
-      recv_count[d][region[a]] += static_cast<int64_t>(ids.size());
+      recv_count[d][region[a]] += seg.size;
       if (!dedup) {
-        keys[a][S] += static_cast<int64_t>(ids.size());
+        keys[a][S] += seg.size;
         continue;
       }
-      auto& v = ids_to[S];
-      v.insert(v.end(), ids.begin(), ids.end());
+      auto& v = ids_to[S];  // (with distinct counts given, the ids are not needed)
+      if (pat.distinct.empty()) v.insert(v.end(), seg.ids.begin(), seg.ids.end());
     }
     for (auto& [S, v] : ids_to) {  // dedup only
       if (!pat.distinct.empty()) {
@@ -570,11 +575,11 @@ std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vecto
   const Recorder rec(out, region, pat, windows);
   std::map<std::pair<int, int>, int64_t> forwarded;  // (receiver, destination) -> values
   for (int a = 0; a < p; ++a) {
-    std::map<int, std::vector<const std::pair<int, std::vector<int64_t>>*>> to_region;
+    std::map<int, std::vector<const HaloPattern::Segment*>> to_region;
     for (const auto& seg : pat.send[a]) {
-      const int d = seg.first;
+      const int d = seg.dest;
       if (region[d] == region[a]) {
-        rec("local", a, d, static_cast<int64_t>(seg.second.size()) * eb);
+        rec("local", a, d, seg.size * eb);
       } else {
         to_region[region[d]].push_back(&seg);
       }
@@ -582,20 +587,20 @@ std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vecto
     for (const auto& [S, segs] : to_region) {
       const auto* v = segs[0];
       for (const auto* seg : segs)
-        if (seg->second.size() > v->second.size()) v = seg;  // ascending ranks: ties keep the lowest
-      int64_t n = static_cast<int64_t>(v->second.size());
+        if (seg->size > v->size) v = seg;  // ascending ranks: ties keep the lowest
+      int64_t n = v->size;
       if (segs.size() > 1 && !pat.distinct.empty()) {
         n = pat.distinct[static_cast<size_t>(a)].at(S);
       } else if (segs.size() > 1) {
         std::vector<int64_t> ids;
-        for (const auto* seg : segs) ids.insert(ids.end(), seg->second.begin(), seg->second.end());
+        for (const auto* seg : segs) ids.insert(ids.end(), seg->ids.begin(), seg->ids.end());
         std::sort(ids.begin(), ids.end());
         n = static_cast<int64_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
       }
-      rec("inter", a, v->first, n * eb);
+      rec("inter", a, v->dest, n * eb);
       if (segs.size() > 1)
         for (const auto* seg : segs)
-          if (seg != v) forwarded[{v->first, seg->first}] += static_cast<int64_t>(seg->second.size());
+          if (seg != v) forwarded[{v->dest, seg->dest}] += seg->size;
     }
   }
   for (const auto& [pair, n] : forwarded) {
@@ -612,7 +617,7 @@ std::vector<RankCounts> direct_counts(const HaloPattern& pat, const std::vector<
   std::vector<RankCounts> out(static_cast<size_t>(pat.p));
   const Recorder rec(out, region, pat, windows);
   for (int a = 0; a < pat.p; ++a)
-    for (const auto& [d, ids] : pat.send[a]) rec("direct", a, d, static_cast<int64_t>(ids.size()) * eb);
+    for (const auto& seg : pat.send[a]) rec("direct", a, seg.dest, seg.size * eb);
   return out;
 }
 
@@ -660,9 +665,9 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
   std::vector<std::vector<int>> dest(static_cast<size_t>(p));
   std::vector<std::map<int, int64_t>> count(static_cast<size_t>(p));  // count[o][d]
   for (int a = 0; a < p; ++a)
-    for (const auto& [d, ids] : pat.send[a]) {
-      dest[a].push_back(d);
-      count[a][d] = static_cast<int64_t>(ids.size());
+    for (const auto& seg : pat.send[a]) {
+      dest[a].push_back(seg.dest);
+      count[a][seg.dest] = seg.size;
     }
   const auto sched = combining_schedules(Graph::from_destinations(p, std::move(dest)), region, combining_from(opt.backend, opt.sdde));
   for (int a = 0; a < p; ++a) {

@@ -66,6 +66,31 @@ struct ModelParams {
   std::string describe() const;
 };
 
+/// What one rank alone knows of ModelParams::resolve()'s answer, without communicating: the
+/// kind of source (0 measured, 1 builtin, 2 file) and the parameters where they are known
+/// here (the builtin ones, the file read, or the measured ones remembered on the
+/// communicator for the layout); else `measure` (machine_model() must run, collectively)
+/// or `error` (the file could not be read). A caller that folds resolve()'s agreement into
+/// a collective of its own (auto, in its pattern gather) must check that every rank has
+/// the same kind, no error and no measure, and the same parameters.
+struct LocalModel {
+  int kind = 0;
+  bool measure = false;
+  std::string error;
+  std::string source;  ///< the file (kind 2)
+  ModelParams params;
+};
+LocalModel local_model(MPI_Comm comm, const Locality& loc, const std::string& source);
+/// Collective: machine_model() measured afresh or read from the file cache, then remembered
+/// on `comm` (for a caller whose ranks' local_model() asked for a measurement).
+ModelParams machine_model_remembered(MPI_Comm comm, const Locality& loc);
+/// Local: machine_model()'s file cache entry for ranks on these nodes (node_labels()'
+/// numbering; what rank 0 reads), if there is one. Under SMPI: none.
+bool read_machine_model_cache(const std::vector<int>& node, const Locality& loc, ModelParams& m);
+/// Local: remembers `m` as machine_model()'s answer on `comm` for `loc` (every rank must
+/// remember the same: a caller that broadcast it).
+void remember_machine_model(MPI_Comm comm, const Locality& loc, const ModelParams& m);
+
 /// Collective over `comm`. Measures the parameters on `loc` (src/comm/plan/calibrate.cpp says
 /// what and how), `reps` repetitions per measurement (median); what cannot be measured here
 /// (one region, regions of one rank, no shm backend) keeps its default. `sparsecomm

@@ -29,9 +29,18 @@
 
 namespace sparsecomm {
 
+class Plan;
+struct PlanOptions;
 namespace detail {
 void register_auto();
-}
+/// For a backend that builds another inside its own make_plan (auto): the factory of
+/// `backend` with make_plan's local checks (an InputError) but none of its collectives.
+/// Only where make_plan's checks already ran on options from which every rank derives the
+/// same ones here, and inside make_plan's agreement (a rank whose factory throws meets the
+/// others there, so nothing collective may follow this call in the caller).
+std::unique_ptr<Plan> make_plan_inside(const std::string&, const Pattern&, const Locality&, MPI_Comm,
+                                       const PlanOptions&);
+}  // namespace detail
 
 struct PlanOptions {
   int width = 1;             ///< values per index (k vectors interleaved: x[i*width + k])
@@ -272,6 +281,8 @@ class Plan {
   friend std::unique_ptr<Plan> make_plan(const std::string&, const Pattern&, const Locality&, MPI_Comm,
                                          const PlanOptions&, const std::string&);
   friend void detail::register_auto();
+  friend std::unique_ptr<Plan> detail::make_plan_inside(const std::string&, const Pattern&, const Locality&, MPI_Comm,
+                                                        const PlanOptions&);
   void check_type(size_t value_size, const char* call) const;
   /// Packs owned[pattern.send.indices[k]] (width values each) into `to` (a pack target), or
   /// the send buffer when null.

@@ -91,15 +91,31 @@ std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g
 /// (a Pattern's send side; the receive side is its transpose). Only the sets of ids matter
 /// for the counts, not their order.
 struct HaloPattern {
+  /// The values one rank sends one destination: their number and their ids. The counts
+  /// read the ids only to find duplicates, so where `distinct` is given the ids may be left
+  /// out (sized()): auto gathers every rank's sizes and distinct counts, not its ids.
+  struct Segment {
+    int dest = -1;
+    int64_t size = 0;
+    std::vector<int64_t> ids;  ///< `size` ids, or none (sized())
+    Segment() = default;
+    Segment(int d, std::vector<int64_t> i) : dest(d), size(static_cast<int64_t>(i.size())), ids(std::move(i)) {}
+    static Segment sized(int d, int64_t n) {
+      Segment s;
+      s.dest = d, s.size = n;
+      return s;
+    }
+    bool operator<(const Segment& o) const { return dest < o.dest || (dest == o.dest && ids < o.ids); }
+  };
   int p = 0;
-  /// send[a]: (destination, ids) with destinations ascending, unique and != a, and at
-  /// least one id each (Pattern never holds an empty segment).
-  std::vector<std::vector<std::pair<int, std::vector<int64_t>>>> send;
+  /// send[a]: a's segments, destinations ascending, unique and != a, at least one value
+  /// each (Pattern never holds an empty segment).
+  std::vector<std::vector<Segment>> send;
   /// Optional: empty, or per rank a, distinct[a][S] = the number of distinct ids a sends to
   /// the ranks of region S (S other than a's region; regions as the counts are given them).
   /// Then the duplicate-removing counts (aggregated_dedup, aggregated_2step) take it instead
-  /// of sorting the ids; it must agree with them (auto gathers it, computed on every rank
-  /// in parallel, instead of every id).
+  /// of sorting the ids, and segments may leave their ids out; it must agree with the ids
+  /// (auto gathers it, computed on every rank in parallel, instead of every id).
   std::vector<std::map<int, int64_t>> distinct;
   /// Optional: empty, or per rank its node (the real one: MPI_COMM_TYPE_SHARED). Then the
   /// backends that move transfers between ranks of one node through a shared-memory window

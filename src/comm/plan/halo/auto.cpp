@@ -9,23 +9,26 @@
 // gives every rank's counts from the whole pattern. Rank 0 gathers the pattern's send
 // side (every rank's destinations and segment sizes, and per remote region the number of
 // distinct ids it sends there, counted by each rank for itself; the ids themselves stay
-// home: rank 0 stands in ids that repeat alike, see gather_pattern — a counts hook that
-// reads more of the ids than their repetition per rank and region would see stand-ins),
-// evaluates every candidate's counts and the model's
-// prediction (predict_from_terms, the same formula predict_iteration reduces over real
-// ranks), and broadcasts the predictions. Only the chosen plan is built. A backend
-// without a counts hook (one registered outside the library) is built and predicted from
-// its real counts, as before. So auto's setup is its chosen backend's plus one gather of
-// the pattern and rank 0's counting; the counting of message-combining candidates grows
-// with P (combining_schedules) and dominates at thousands of ranks.
+// home: HaloPattern::distinct, segments without ids), evaluates every candidate's counts
+// and the model's prediction (predict_from_terms, the same formula predict_iteration
+// reduces over real ranks), and broadcasts the predictions. Only the chosen plan is built,
+// without make_plan's collectives (auto's own make_plan ran them). A backend without a
+// counts hook (one registered outside the library) is built and predicted from its real
+// counts. The model's agreement (ModelParams::resolve's allreduce) and the node labels
+// travel in the same gather, so auto's setup is its chosen backend's plus one gather, rank
+// 0's counting and one broadcast; the counting of message-combining candidates grows with
+// P (combining_schedules) and dominates at thousands of ranks.
 //
 // With the option iterations = N > 0 the choice weighs setup + N x execution cost, and a
 // setup time is only known by building: then every candidate is built and its measured
 // setup (max over ranks) used, as before.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <map>
 
+#include "comm/plan/registry.hpp"
+#include "comm/plan/shm_channel.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
@@ -34,31 +37,103 @@ namespace sparsecomm {
 
 namespace {
 
-// Collective: every rank's send side on rank 0 as a virtual pattern (the other ranks get
-// an empty one). What the counts need of the ids is, per rank and remote region, how many
-// distinct ids it sends there: every rank counts its own (in parallel) and sends that with
-// its destinations and segment sizes, not the ids. Rank 0 fills each segment with
-// stand-in ids that repeat across one rank's segments to a region exactly as often as the
-// real ones (segment j of a region's segments takes (offset_j + t) mod D, D the distinct
-// count), and records the counts in HaloPattern::distinct.
-virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p, const std::vector<int>& region) {
+// Per remote region, the number of distinct ids this rank sends to its ranks (what
+// duplicate removal leaves). The ids a rank sends are its own values, so their range is
+// usually its block: a mark per id of the range, set to the region being counted, counts
+// them in one pass without sorting; a range much wider than the ids falls back to sorting.
+std::map<int, int64_t> distinct_to_regions(const PatternSide& s, const std::vector<int>& region, int me) {
+  std::map<int, std::vector<int>> segs;  // remote region -> my segments to its ranks
+  for (int i = 0; i < s.num_neighbors(); ++i) {
+    const int S = region[static_cast<size_t>(s.ranks[i])];
+    if (S != region[static_cast<size_t>(me)]) segs[S].push_back(i);
+  }
+  std::map<int, int64_t> out;
+  if (segs.empty()) return out;
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min(), n = 0;
+  for (const auto& kv : segs)
+    for (int i : kv.second)
+      for (int64_t k = s.offsets[i]; k < s.offsets[i + 1]; ++k)
+        lo = std::min(lo, s.global_ids[k]), hi = std::max(hi, s.global_ids[k]), ++n;
+  if (hi - lo < 4 * n + 4096) {
+    std::vector<int> mark(static_cast<size_t>(hi - lo + 1), -1);
+    for (const auto& [S, list] : segs) {
+      int64_t d = 0;
+      for (int i : list)
+        for (int64_t k = s.offsets[i]; k < s.offsets[i + 1]; ++k) {
+          int& m = mark[static_cast<size_t>(s.global_ids[k] - lo)];
+          if (m != S) m = S, ++d;
+        }
+      out[S] = d;
+    }
+    return out;
+  }
+  for (const auto& [S, list] : segs) {
+    std::vector<int64_t> v;
+    for (int i : list) v.insert(v.end(), s.global_ids.begin() + s.offsets[i], s.global_ids.begin() + s.offsets[i + 1]);
+    std::sort(v.begin(), v.end());
+    out[S] = static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
+  }
+  return out;
+}
+
+// What every rank sends rank 0 ahead of its pattern: what it knows of the model
+// (LocalModel: kind, measure, error text, the parameters bit for bit) and the lowest rank
+// of its node (-1: no window backend). Rank 0 checks that the ranks agree, so auto needs no
+// collective of its own for the model (ModelParams::resolve's allreduce) nor for the nodes
+// (node_labels' allgather).
+constexpr size_t kHeader = 4 + ModelParams::kFields;
+void put_header(std::vector<int64_t>& v, const LocalModel& lm, int lowest) {
+  v.push_back(lm.kind), v.push_back(lm.measure ? 1 : 0), v.push_back(lowest);
+  v.push_back(static_cast<int64_t>(lm.error.size()));
+  const size_t at = v.size();
+  v.resize(at + ModelParams::kFields);
+  std::memcpy(v.data() + at, &lm.params, sizeof(double) * ModelParams::kFields);
+  v.insert(v.end(), lm.error.begin(), lm.error.end());
+}
+
+// Rank 0: whether the ranks' headers agree (an InputError as ModelParams::resolve gives
+// it if not); true if a measurement is needed. Fills `node` from the lowest ranks (numbered
+// by lowest rank, as node_labels() numbers them).
+bool check_headers(const std::vector<std::vector<int64_t>>& got, const LocalModel& mine, std::vector<int>& node) {
+  bool measure = false;
+  std::vector<int64_t> lowest;
+  for (size_t r = 0; r < got.size(); ++r) {
+    const std::vector<int64_t>& h = got[r];
+    if (h[0] != got[0][0]) throw InputError("model: ranks disagree on the parameter source (file, builtin or measured)");
+    if (h[3] > 0)
+      throw InputError(std::string(h.begin() + kHeader, h.begin() + kHeader + h[3]) + " [on rank " + std::to_string(r) + "]");
+    measure = measure || h[1] != 0;
+    if (!measure && std::memcmp(h.data() + 4, got[0].data() + 4, sizeof(double) * ModelParams::kFields) != 0)
+      throw InputError("model: ranks loaded different performance model parameters from " +
+                       (mine.kind == 2 ? mine.source : std::string("the measured model")));
+    lowest.push_back(h[2]);
+  }
+  if (lowest[0] >= 0) {
+    std::vector<int64_t> sorted(lowest);
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    for (int64_t l : lowest) node.push_back(static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), l) - sorted.begin()));
+  }
+  return measure;
+}
+
+// Collective: every rank's header and send side on rank 0 as a virtual pattern (the other
+// ranks get an empty one). What the counts need of the ids is, per rank and remote region,
+// how many distinct ids it sends there: every rank counts its own (in parallel) and sends
+// that with its destinations and segment sizes, not the ids; rank 0 records the counts in
+// HaloPattern::distinct and the segments without ids (Segment::sized).
+virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p, const std::vector<int>& region,
+                                 const std::vector<int64_t>& header, std::vector<std::vector<int64_t>>& headers) {
   const auto& s = p.send();
   const int me = comm_rank(c);
-  std::map<int, std::vector<int64_t>> to_region;  // remote region -> my ids for it
-  for (int i = 0; i < s.num_neighbors(); ++i)
-    if (region[static_cast<size_t>(s.ranks[i])] != region[static_cast<size_t>(me)]) {
-      auto& v = to_region[region[static_cast<size_t>(s.ranks[i])]];
-      v.insert(v.end(), s.global_ids.begin() + s.offsets[i], s.global_ids.begin() + s.offsets[i + 1]);
-    }
-  std::vector<int64_t> mine;  // [neighbors, (rank, count) ..., regions, (region, distinct) ...]
-  mine.reserve(2 + 2 * static_cast<size_t>(s.num_neighbors()) + 2 * to_region.size());
+  const std::map<int, int64_t> distinct = distinct_to_regions(s, region, me);
+  // [header, neighbors, (rank, count) ..., regions, (region, distinct) ...]
+  std::vector<int64_t> mine(header);
+  mine.reserve(header.size() + 2 + 2 * static_cast<size_t>(s.num_neighbors()) + 2 * distinct.size());
   mine.push_back(s.num_neighbors());
   for (int i = 0; i < s.num_neighbors(); ++i) mine.push_back(s.ranks[i]), mine.push_back(s.count(i));
-  mine.push_back(static_cast<int64_t>(to_region.size()));
-  for (auto& [S, v] : to_region) {
-    std::sort(v.begin(), v.end());
-    mine.push_back(S), mine.push_back(static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin()));
-  }
+  mine.push_back(static_cast<int64_t>(distinct.size()));
+  for (const auto& [S, d] : distinct) mine.push_back(S), mine.push_back(d);
   // To rank 0 point-to-point on the library's duplicate of c (rank 0 takes them in arrival
   // order): one message per rank, no count exchange before it as a gatherv would need.
   const int P = comm_size(c);
@@ -83,30 +158,19 @@ virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p, const std::vector
   h.p = P;
   h.send.resize(static_cast<size_t>(P));
   h.distinct.resize(static_cast<size_t>(P));
+  headers.resize(static_cast<size_t>(P));
   for (int r = 0; r < P; ++r) {
     const std::vector<int64_t>& all = got[static_cast<size_t>(r)];
-    size_t at = 0;
+    size_t at = kHeader + static_cast<size_t>(all[3]);  // (after the error text, as long as the header says)
+    headers[static_cast<size_t>(r)].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(at));
     const int64_t nb = all[at++];
     const size_t seg_at = at;
     at += 2 * static_cast<size_t>(nb);
     const int64_t nreg = all[at++];
     for (int64_t k = 0; k < nreg; ++k, at += 2) h.distinct[static_cast<size_t>(r)][static_cast<int>(all[at])] = all[at + 1];
-    std::map<int, int64_t> offset;  // per remote region: values handed out so far
-    for (int64_t i = 0; i < nb; ++i) {
-      const int dest = static_cast<int>(all[seg_at + 2 * static_cast<size_t>(i)]);
-      const int64_t cnt = all[seg_at + 2 * static_cast<size_t>(i) + 1];
-      std::vector<int64_t> ids(static_cast<size_t>(cnt));
-      const int S = region[static_cast<size_t>(dest)];
-      if (S == region[static_cast<size_t>(r)]) {
-        for (int64_t t = 0; t < cnt; ++t) ids[static_cast<size_t>(t)] = t;
-      } else {
-        const int64_t D = std::max<int64_t>(1, h.distinct[static_cast<size_t>(r)].at(S));
-        int64_t& off = offset[S];
-        for (int64_t t = 0; t < cnt; ++t) ids[static_cast<size_t>(t)] = (off + t) % D;
-        off += cnt;
-      }
-      h.send[static_cast<size_t>(r)].push_back({dest, std::move(ids)});
-    }
+    for (int64_t i = 0; i < nb; ++i)
+      h.send[static_cast<size_t>(r)].push_back(virt::HaloPattern::Segment::sized(
+          static_cast<int>(all[seg_at + 2 * static_cast<size_t>(i)]), all[seg_at + 2 * static_cast<size_t>(i) + 1]));
   }
   return h;
 }
@@ -120,12 +184,77 @@ double predict_virtual(const std::string& name, const virt::HaloPattern& h, cons
   std::vector<RankTerms> terms(c.size());
   for (size_t r = 0; r < c.size(); ++r) {
     double own = 0;
-    for (const auto& seg : h.send[r]) own += static_cast<double>(seg.second.size()) * eb;
+    for (const auto& seg : h.send[r]) own += static_cast<double>(seg.size) * eb;
     const auto& t = c[r].counts.total();
     const double staged = std::max(0.0, static_cast<double>(t.sent_intra.bytes + t.sent_inter.bytes) - own);
     terms[r] = rank_terms(c[r].counts, c[r].window, staged, c[r].stages, m);
   }
   return predict_from_terms(terms, region, m);
+}
+
+struct Times {
+  double model = 0, gather = 0, count = 0;
+};
+
+// Collective: the predictions of the candidates with a counts hook (-1 for the others), made
+// on rank 0 from the gathered pattern and broadcast with its outcome; `m` is set to the
+// model they used, the same on every rank. Two collectives on the success path (the gather,
+// the broadcast): the model's agreement and the node labels travel in the gather, and a
+// measured model that is new on this communicator but in the machine's cache travels in
+// the broadcast. Only on the machine's first use (no cache) do a measurement and a second
+// broadcast follow.
+std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o,
+                                const std::vector<std::string>& order,
+                                const std::function<PlanOptions(const std::string&)>& options_of, ModelParams& m,
+                                Times& t) {
+  double t0 = MPI_Wtime();
+  const LocalModel lm = local_model(c, l, o.backend.get("model", ""));
+  int lowest = -1;  // windows follow the real node, not emulated regions
+#ifndef SPARSECOMM_SMPI  // (SMPI has no shared windows: every transfer is a message)
+  bool windows = false;
+  for (const auto& n : order) windows = windows || backend_hooks(n).node_window;
+  if (windows) lowest = detail::node_of(c)->node_rank_of.begin()->first;
+#endif
+  std::vector<int64_t> header;
+  put_header(header, lm, lowest);
+  t.model = MPI_Wtime() - t0;
+  std::vector<int> region;
+  for (int r = 0; r < l.size(); ++r) region.push_back(l.region_of(r));
+  t0 = MPI_Wtime();
+  std::vector<std::vector<int64_t>> headers;
+  virt::HaloPattern h = gather_pattern(c, p, region, header, headers);
+  t.gather = MPI_Wtime() - t0;
+  t0 = MPI_Wtime();
+  // Broadcast: the predictions, then what happened to the model — 0: the ranks agreed on
+  // it; 2: it was to be measured, and rank 0 read it from the machine's cache (it follows,
+  // every rank remembers it); 1: it must be measured (no cache: all ranks, then a second
+  // broadcast).
+  m = lm.params;
+  const size_t n = order.size();
+  std::vector<double> predicted(n + 1 + ModelParams::kFields, -1.0);
+  auto count = [&] {
+    for (size_t i = 0; i < n; ++i)
+      if (backend_hooks(order[i]).counts) predicted[i] = predict_virtual(order[i], h, region, options_of(order[i]), m);
+  };
+  root_computed(c, 0, predicted, [&] {
+    predicted[n] = 0;
+    if (check_headers(headers, lm, h.node)) {
+      predicted[n] = read_machine_model_cache(h.node, l, m) ? 2 : 1;
+      if (predicted[n] == 1) return;
+      std::memcpy(predicted.data() + n + 1, &m, sizeof(double) * ModelParams::kFields);
+    }
+    count();
+  });
+  if (predicted[n] == 2) {
+    std::memcpy(static_cast<void*>(&m), predicted.data() + n + 1, sizeof(double) * ModelParams::kFields);
+    remember_machine_model(c, l, m);
+  } else if (predicted[n] == 1) {
+    m = machine_model_remembered(c, l);
+    root_computed(c, 0, predicted, count);
+  }
+  predicted.resize(n);
+  t.count = MPI_Wtime() - t0;
+  return predicted;
 }
 
 }  // namespace
@@ -136,9 +265,6 @@ void register_auto() {
       "auto", "model-based choice among the other backends (see sparsecomm_calibrate)",
       [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) -> std::unique_ptr<Plan> {
         const double t0 = MPI_Wtime();
-        const ModelParams m = ModelParams::resolve(c, l, o.backend.get("model", ""));
-        const double t_model = MPI_Wtime() - t0;
-        double t_gather = 0, t_count = 0;
         const int64_t iterations = o.backend.get_int("iterations", 0);
         // Candidates in order of setup complexity (each backend's BackendHooks::setup_rank,
         // then its name): a tie goes to the simpler one, so the choice is deterministic
@@ -156,28 +282,15 @@ void register_auto() {
           return co;
         };
         // Predictions from counts, on rank 0, for the candidates with a counts hook.
+        ModelParams m;
+        Times times;
         std::vector<double> predicted(order.size(), -1.0);
         if (iterations == 0) {
-          std::vector<int> node;  // windows follow the real node, not emulated regions
-#ifndef SPARSECOMM_SMPI  // (SMPI has no shared windows: every transfer is a message)
-          bool windows = false;
-          for (const auto& n : order) windows = windows || backend_hooks(n).node_window;
-          if (windows) node = node_labels(c);
-#endif
-          std::vector<int> region;
-          for (int r = 0; r < l.size(); ++r) region.push_back(l.region_of(r));
-          const double tg = MPI_Wtime();
-          virt::HaloPattern h = gather_pattern(c, p, region);
-          h.node = std::move(node);
-          t_gather = MPI_Wtime() - tg;
-          const double tc = MPI_Wtime();
-          // Rank 0 counts; its predictions (or its error) reach every rank in one broadcast.
-          root_computed(c, 0, predicted, [&] {
-            for (size_t i = 0; i < order.size(); ++i)
-              if (backend_hooks(order[i]).counts)
-                predicted[i] = predict_virtual(order[i], h, region, options_of(order[i]), m);
-          });
-          t_count = MPI_Wtime() - tc;
+          predicted = predict_all(p, l, c, o, order, options_of, m, times);
+        } else {
+          const double tm = MPI_Wtime();
+          m = ModelParams::resolve(c, l, o.backend.get("model", ""));
+          times.model = MPI_Wtime() - tm;
         }
         // The others are built and predicted from their real counts (all of them with
         // iterations > 0, where measured setup times enter the cost).
@@ -198,18 +311,22 @@ void register_auto() {
           // the inputs are the same on every rank, so every rank decides the same.
           if (cost < best_cost * (1 - 1e-9)) best_cost = cost, best = i;
         }
+        // The chosen plan, if not built yet, without make_plan's collectives: auto's own
+        // make_plan checked the pattern and the options they derive from, and its agreement
+        // catches a failure of the factory (so no collective may follow: the setup time
+        // recorded is this rank's).
         const std::string& name = order[best];
         std::unique_ptr<Plan> chosen =
-            built.count(name) ? std::move(built[name]) : make_plan(name, p, l, c, options_of(name));
-        if (!built.count(name)) setup[best] = allreduce_max(c, chosen->setup_stats().time("setup.backend"));
+            built.count(name) ? std::move(built[name]) : detail::make_plan_inside(name, p, l, c, options_of(name));
+        if (!built.count(name)) setup[best] = chosen->setup_stats().time("setup.backend");
         for (size_t i = 0; i < order.size(); ++i) {
           chosen->setup_stats_mut().add_time("auto.predict." + order[i], predicted[i]);
           if (built.count(order[i]) || i == best) chosen->setup_stats_mut().add_time("auto.setup." + order[i], setup[i]);
         }
         chosen->setup_stats_mut().add_time("auto.choose", MPI_Wtime() - t0 - setup[best]);
-        chosen->setup_stats_mut().add_time("auto.choose.model", t_model);
-        chosen->setup_stats_mut().add_time("auto.choose.gather", t_gather);
-        chosen->setup_stats_mut().add_time("auto.choose.count", t_count);
+        chosen->setup_stats_mut().add_time("auto.choose.model", times.model);
+        chosen->setup_stats_mut().add_time("auto.choose.gather", times.gather);
+        chosen->setup_stats_mut().add_time("auto.choose.count", times.count);
         // make_plan adds auto's whole time to "setup.backend": the chosen backend's own
         // share, in it already, is taken out so the timer is auto's setup, counted once.
         chosen->setup_stats_mut().add_time("setup.backend", -chosen->setup_stats().time("setup.backend"));
