@@ -304,6 +304,9 @@ TEST(PlanAuto, PredictsWithoutBuilding) {
     o.width = 2;
     o.backend.set("model", "builtin");
     auto chosen = make_plan("auto", pat, loc, MPI_COMM_WORLD, o);
+    PlanOptions split = o;  // every rank's message in two collectives: the same predictions
+    split.backend.set("gather_words", 2);
+    auto chosen_split = make_plan("auto", pat, loc, MPI_COMM_WORLD, split);
     const ModelParams m;
     int candidates = 0, setups = 0;
     for (const auto& [k, v] : chosen->setup_stats().timers()) setups += k.rfind("auto.setup.", 0) == 0;
@@ -315,6 +318,7 @@ TEST(PlanAuto, PredictsWithoutBuilding) {
       const double real = predict_iteration(*make_plan(b, pat, loc, MPI_COMM_WORLD, co), m, MPI_COMM_WORLD);
       const double virt = chosen->setup_stats().time("auto.predict." + b);
       EXPECT_NEAR(virt, real, 1e-9 * real) << b << " " << regions;
+      EXPECT_EQ(chosen_split->setup_stats().time("auto.predict." + b), virt) << b << " " << regions;
     }
     EXPECT_EQ(setups, 1) << regions;
     EXPECT_GT(chosen->setup_stats().timers().count("auto.setup." + chosen->name()), 0u);
@@ -339,9 +343,11 @@ TEST(PlanAuto, ModelAgreedInTheGather) {
   const std::string good = test::write_file(dir, "agree_good.txt", "alpha_inter 2e-6\n");
   const std::string other = test::write_file(dir, "agree_other.txt", "alpha_inter 3e-6\n");
   const std::string bad = test::write_file(dir, "agree_bad.txt", "alpha_inter 2e-6\nbogus_key 3\n");
+  int64_t words = 96;  // auto's gather_words: 2 sends every message in two collectives
   auto error_of = [&](const std::string& model, MPI_Comm comm = MPI_COMM_WORLD) -> std::string {
     PlanOptions o;
     if (!model.empty()) o.backend.set("model", model);
+    o.backend.set("gather_words", words);
     try {
       make_plan("auto", pat, loc, comm, o);
       return "";
@@ -351,16 +357,20 @@ TEST(PlanAuto, ModelAgreedInTheGather) {
   };
   const int last = test::size() - 1;
   const bool me_last = test::rank() == last;
-  if (test::size() >= 2) {
-    std::string e = error_of(me_last ? "builtin" : good);
-    EXPECT_NE(e.find("disagree on the parameter source"), std::string::npos) << e;
-    e = error_of(me_last ? bad : good);
-    EXPECT_NE(e.find("agree_bad.txt:2:"), std::string::npos) << e;
-    EXPECT_NE(e.find("[on rank " + std::to_string(last) + "]"), std::string::npos) << e;
-    e = error_of(me_last ? other : good);
-    EXPECT_NE(e.find("different performance model parameters"), std::string::npos) << e;
+  for (int64_t w : {96, 2}) {
+    words = w;
+    if (test::size() >= 2) {
+      std::string e = error_of(me_last ? "builtin" : good);
+      EXPECT_NE(e.find("disagree on the parameter source"), std::string::npos) << e;
+      e = error_of(me_last ? bad : good);
+      EXPECT_NE(e.find("agree_bad.txt:2:"), std::string::npos) << e;
+      EXPECT_NE(e.find("[on rank " + std::to_string(last) + "]"), std::string::npos) << e;
+      e = error_of(me_last ? other : good);
+      EXPECT_NE(e.find("different performance model parameters"), std::string::npos) << e;
+    }
+    EXPECT_EQ(error_of(good), "");  // nothing left in flight: the next plan is fine
   }
-  EXPECT_EQ(error_of(good), "");  // nothing left in flight: the next plan is fine
+  words = 96;
   // The machine's cache, on fresh communicators.
   const std::string cache = dir + "/agree_xdg";
   const char* before = std::getenv("XDG_CACHE_HOME");

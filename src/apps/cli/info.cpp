@@ -24,25 +24,39 @@ void compare_setup(const Pattern& pat, const Locality& loc, MPI_Comm comm, const
                    const std::string& pick) {
   PlanOptions pick_po;  // the pick with its defaults (auto's own options are not its)
   pick_po.sdde = po.sdde;
-  auto timed = [&](const std::string& backend, MPI_Comm c) {
+  // auto's parts (rank 0's): model (the local lookup), pattern to rank 0, counting (and the broadcast).
+  const char* parts[3] = {"auto.choose.model", "auto.choose.gather", "auto.choose.count"};
+  std::vector<double> part[2][3];  // [first, later][part]
+  auto timed = [&](const std::string& backend, MPI_Comm c, int at) {
     MPI_Barrier(c);
     const double t0 = MPI_Wtime();
     auto plan = make_plan(backend, pat, loc, c, backend == "auto" ? po : pick_po);
-    return allreduce_max(c, MPI_Wtime() - t0);
+    const double t = allreduce_max(c, MPI_Wtime() - t0);
+    if (backend == "auto")
+      for (int i = 0; i < 3; ++i) part[at][i].push_back(plan->setup_stats().time(parts[i]));
+    return t;
   };
-  std::vector<double> t[4];  // auto cold, pick cold, auto warm, pick warm
+  std::vector<double> t[4];  // auto first, pick first, auto later, pick later
   for (int round = 0; round < 5; ++round) {
     Comm ca(comm), cp(comm);
-    t[0].push_back(timed("auto", ca.get())), t[1].push_back(timed(pick, cp.get()));
-    t[2].push_back(timed("auto", ca.get())), t[3].push_back(timed(pick, cp.get()));
+    t[0].push_back(timed("auto", ca.get(), 0)), t[1].push_back(timed(pick, cp.get(), 0));
+    t[2].push_back(timed("auto", ca.get(), 1)), t[3].push_back(timed(pick, cp.get(), 1));
   }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   double med[4];
-  for (int i = 0; i < 4; ++i) std::sort(t[i].begin(), t[i].end()), med[i] = t[i][2];
-  if (comm_rank(comm) == 0)
-    std::cout << "setup, auto / " << pick << " (median of 5): first plan on a communicator " << num("%.2f", med[0] * 1e3)
-              << " / " << num("%.2f", med[1] * 1e3) << " ms = " << num("%.2f", med[0] / med[1]) << "x; later plans "
-              << num("%.2f", med[2] * 1e3) << " / " << num("%.2f", med[3] * 1e3) << " ms = " << num("%.2f", med[2] / med[3])
-              << "x\n";
+  for (int i = 0; i < 4; ++i) med[i] = median(t[i]);
+  if (comm_rank(comm) != 0) return;
+  std::cout << "setup, auto / " << pick << " (median of 5): first plan on a communicator " << num("%.2f", med[0] * 1e3)
+            << " / " << num("%.2f", med[1] * 1e3) << " ms = " << num("%.2f", med[0] / med[1]) << "x; later plans "
+            << num("%.2f", med[2] * 1e3) << " / " << num("%.2f", med[3] * 1e3) << " ms = " << num("%.2f", med[2] / med[3])
+            << "x\n";
+  for (int at = 0; at < 2; ++at)
+    std::cout << "  auto choosing, " << (at ? "later" : "first") << " plans (rank 0, median): model "
+              << num("%.2f", median(part[at][0]) * 1e3) << ", pattern to rank 0 " << num("%.2f", median(part[at][1]) * 1e3)
+              << ", counting and broadcast " << num("%.2f", median(part[at][2]) * 1e3) << " ms\n";
 }
 
 int info_main(int argc, char** argv) {

@@ -117,43 +117,83 @@ bool check_headers(const std::vector<std::vector<int64_t>>& got, const LocalMode
   return measure;
 }
 
-// Collective: every rank's header and send side on rank 0 as a virtual pattern (the other
-// ranks get an empty one). What the counts need of the ids is, per rank and remote region,
-// how many distinct ids it sends there: every rank counts its own (in parallel) and sends
-// that with its destinations and segment sizes, not the ids; rank 0 records the counts in
-// HaloPattern::distinct and the segments without ids (Segment::sized).
-virt::HaloPattern gather_pattern(MPI_Comm c, const Pattern& p, const std::vector<int>& region,
-                                 const std::vector<int64_t>& header, std::vector<std::vector<int64_t>>& headers) {
+// What every rank sends rank 0: [header, neighbors, (rank, count) ..., regions, (region,
+// distinct) ...]. What the counts need of the ids is, per rank and remote region, how many
+// distinct ids it sends there: every rank counts its own (in parallel) and sends that with
+// its destinations and segment sizes, not the ids.
+std::vector<int64_t> message_of(MPI_Comm c, const Pattern& p, const std::vector<int>& region,
+                                const std::vector<int64_t>& header) {
   const auto& s = p.send();
-  const int me = comm_rank(c);
-  const std::map<int, int64_t> distinct = distinct_to_regions(s, region, me);
-  // [header, neighbors, (rank, count) ..., regions, (region, distinct) ...]
+  const std::map<int, int64_t> distinct = distinct_to_regions(s, region, comm_rank(c));
   std::vector<int64_t> mine(header);
   mine.reserve(header.size() + 2 + 2 * static_cast<size_t>(s.num_neighbors()) + 2 * distinct.size());
   mine.push_back(s.num_neighbors());
   for (int i = 0; i < s.num_neighbors(); ++i) mine.push_back(s.ranks[i]), mine.push_back(s.count(i));
   mine.push_back(static_cast<int64_t>(distinct.size()));
   for (const auto& [S, d] : distinct) mine.push_back(S), mine.push_back(d);
-  // To rank 0 point-to-point on the library's duplicate of c (rank 0 takes them in arrival
-  // order): one message per rank, no count exchange before it as a gatherv would need.
+  return mine;
+}
+
+// The messages reach rank 0 in collectives on c itself (no point-to-point, so no library
+// duplicate of c to create on its first use, and nothing a program's own messages on c
+// could match): one MPI_Gather of a fixed chunk per rank, its length first. A message
+// longer than its chunk (many neighbors) sends the rest in an MPI_Gatherv that every rank
+// joins only when rank 0's broadcast asks for it (gather_rest).
+// `words` per chunk: auto's option gather_words (the same on every rank: make_plan checked it).
+void gather_chunks(MPI_Comm c, const std::vector<int64_t>& mine, int words, std::vector<std::vector<int64_t>>& got) {
+  std::vector<int64_t> chunk(static_cast<size_t>(words), 0);
+  chunk[0] = static_cast<int64_t>(mine.size());
+  std::copy_n(mine.begin(), std::min<size_t>(mine.size(), static_cast<size_t>(words - 1)), chunk.begin() + 1);
+  const bool root = comm_rank(c) == 0;
   const int P = comm_size(c);
-  const MPI_Comm lc = library_comm(c);
-  constexpr int kTag = 71;
-  if (me != 0) {
-    SPC_MPI(MPI_Send(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, 0, kTag, lc));
-    return {};
+  std::vector<int64_t> all(root ? static_cast<size_t>(P) * words : 0);
+  SPC_MPI(MPI_Gather(chunk.data(), words, MPI_INT64_T, all.data(), words, MPI_INT64_T, 0, c));
+  if (!root) return;
+  got.assign(static_cast<size_t>(P), {});
+  for (int r = 0; r < P; ++r) {
+    const int64_t* at = all.data() + static_cast<size_t>(r) * words;
+    got[static_cast<size_t>(r)].assign(at + 1, at + 1 + std::min<int64_t>(at[0], words - 1));
+    got[static_cast<size_t>(r)].reserve(static_cast<size_t>(at[0]));
+    if (at[0] > words - 1) got[static_cast<size_t>(r)].push_back(at[0]);  // (length, until gather_rest)
   }
-  std::vector<std::vector<int64_t>> got(static_cast<size_t>(P));
-  got[0] = std::move(mine);
-  for (int k = 1; k < P; ++k) {  // (probe, then receive from the source it names: SMPI has no MPI_Mprobe)
-    MPI_Status st;
-    SPC_MPI(MPI_Probe(MPI_ANY_SOURCE, kTag, lc, &st));
-    int n = 0;
-    SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
-    auto& v = got[static_cast<size_t>(st.MPI_SOURCE)];
-    v.resize(static_cast<size_t>(n));
-    SPC_MPI(MPI_Recv(v.data(), n, MPI_INT64_T, st.MPI_SOURCE, kTag, lc, MPI_STATUS_IGNORE));
+}
+// Rank 0: whether a message is still incomplete.
+bool incomplete(const std::vector<std::vector<int64_t>>& got, int words) {
+  for (const auto& v : got)
+    if (v.size() == static_cast<size_t>(words)) return true;  // words - 1 words and the length
+  return false;
+}
+void gather_rest(MPI_Comm c, const std::vector<int64_t>& mine, int words, std::vector<std::vector<int64_t>>& got) {
+  const int n = static_cast<int>(std::max<size_t>(mine.size(), static_cast<size_t>(words - 1)) - (words - 1));
+  const bool root = comm_rank(c) == 0;
+  const int P = comm_size(c);
+  std::vector<int> counts(root ? static_cast<size_t>(P) : 0), displs(counts.size());
+  std::vector<int64_t> rest;
+  if (root) {
+    int total = 0;
+    for (int r = 0; r < P; ++r) {
+      auto& v = got[static_cast<size_t>(r)];
+      if (v.size() == static_cast<size_t>(words)) {
+        counts[static_cast<size_t>(r)] = static_cast<int>(v.back() - (words - 1));
+        v.pop_back();
+      }
+      displs[static_cast<size_t>(r)] = total, total += counts[static_cast<size_t>(r)];
+    }
+    rest.resize(static_cast<size_t>(total));
   }
+  SPC_MPI(MPI_Gatherv(mine.data() + (words - 1) * (n > 0), n, MPI_INT64_T, rest.data(), counts.data(), displs.data(),
+                      MPI_INT64_T, 0, c));
+  if (!root) return;
+  for (int r = 0; r < P; ++r) {
+    const int64_t* at = rest.data() + displs[static_cast<size_t>(r)];
+    got[static_cast<size_t>(r)].insert(got[static_cast<size_t>(r)].end(), at, at + counts[static_cast<size_t>(r)]);
+  }
+}
+
+// Rank 0: every rank's message as a virtual pattern (the counts in HaloPattern::distinct,
+// the segments without ids: Segment::sized) and its header.
+virt::HaloPattern unpack(const std::vector<std::vector<int64_t>>& got, std::vector<std::vector<int64_t>>& headers) {
+  const int P = static_cast<int>(got.size());
   virt::HaloPattern h;
   h.p = P;
   h.send.resize(static_cast<size_t>(P));
@@ -221,30 +261,44 @@ std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c,
   std::vector<int> region;
   for (int r = 0; r < l.size(); ++r) region.push_back(l.region_of(r));
   t0 = MPI_Wtime();
-  std::vector<std::vector<int64_t>> headers;
-  virt::HaloPattern h = gather_pattern(c, p, region, header, headers);
+  const std::vector<int64_t> mine = message_of(c, p, region, header);
+  std::vector<std::vector<int64_t>> got, headers;
+  const int chunk = static_cast<int>(std::min<int64_t>(o.backend.get_int("gather_words", 96), 1 << 16));
+  gather_chunks(c, mine, chunk, got);
   t.gather = MPI_Wtime() - t0;
   t0 = MPI_Wtime();
-  // Broadcast: the predictions, then what happened to the model — 0: the ranks agreed on
-  // it; 2: it was to be measured, and rank 0 read it from the machine's cache (it follows,
-  // every rank remembers it); 1: it must be measured (no cache: all ranks, then a second
-  // broadcast).
+  // Broadcast: the predictions, then what rank 0 did — 0: predicted, the ranks agreed on
+  // the model; 2: predicted, the model was to be measured and rank 0 read it from the
+  // machine's cache (it follows: every rank remembers it); 1: the model must be measured
+  // (no cache: all ranks, then a second broadcast); 3: some rank's message is incomplete
+  // (gather_rest, then a second broadcast).
   m = lm.params;
   const size_t n = order.size();
   std::vector<double> predicted(n + 1 + ModelParams::kFields, -1.0);
+  virt::HaloPattern h;
   auto count = [&] {
     for (size_t i = 0; i < n; ++i)
       if (backend_hooks(order[i]).counts) predicted[i] = predict_virtual(order[i], h, region, options_of(order[i]), m);
   };
-  root_computed(c, 0, predicted, [&] {
+  auto decide = [&] {
     predicted[n] = 0;
+    if (incomplete(got, chunk)) {
+      predicted[n] = 3;
+      return;
+    }
+    h = unpack(got, headers);
     if (check_headers(headers, lm, h.node)) {
       predicted[n] = read_machine_model_cache(h.node, l, m) ? 2 : 1;
       if (predicted[n] == 1) return;
       std::memcpy(predicted.data() + n + 1, &m, sizeof(double) * ModelParams::kFields);
     }
     count();
-  });
+  };
+  root_computed(c, 0, predicted, decide);
+  if (predicted[n] == 3) {
+    gather_rest(c, mine, chunk, got);
+    root_computed(c, 0, predicted, decide);
+  }
   if (predicted[n] == 2) {
     std::memcpy(static_cast<void*>(&m), predicted.data() + n + 1, sizeof(double) * ModelParams::kFields);
     remember_machine_model(c, l, m);
@@ -345,7 +399,11 @@ void register_auto() {
                      {"iterations", K::integer, "0",
                       "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost (building "
                       "every candidate to measure its setup), 0 by execution cost alone (building only the choice)",
-                      0}};
+                      0},
+                     {"gather_words", K::integer, "96",
+                      "words (8 bytes) per rank in the collective that brings rank 0 every rank's neighbors and "
+                      "model: a rank with more sends the rest in a second one",
+                      2}};
         return h;
       }());
 }
