@@ -198,6 +198,23 @@ TEST(Model, MessageStepsLeaveOutWindowTransfers) {
 
 // The loaded costs (msg/byte, every rank communicating) are read and written; a file
 // without them (earlier versions) lets the ping-pong alpha/beta stand in.
+// Where every region is one whole node, a rank alone on its link moves inter-region bytes
+// at the link's rate (byte_inter at most 1 / region_rate); elsewhere the model is unchanged.
+TEST(Model, ForLayoutPricesOneFlowWhereRegionsAreNodes) {
+  ModelParams m;
+  m.byte_inter = 4e-8, m.region_rate = 1.25e8;  // loaded share of 1 / 8e-9
+  const std::vector<int> region = {0, 0, 1, 1, 2, 2};
+  EXPECT_DOUBLE_EQ(for_layout(m, region, {5, 5, 7, 7, 9, 9}).byte_inter, 8e-9);  // regions are nodes
+  EXPECT_EQ(for_layout(m, region, {0, 0, 0, 0, 0, 0}).byte_inter, 4e-8);         // emulated on one node
+  EXPECT_EQ(for_layout(m, region, {0, 0, 0, 0, 1, 1}).byte_inter, 4e-8);         // a node holds two regions
+  EXPECT_EQ(for_layout(m, region, {0, 1, 2, 2, 3, 3}).byte_inter, 4e-8);         // a region spans two nodes
+  EXPECT_EQ(for_layout(m, region, {}).byte_inter, 4e-8);                         // nodes unknown
+  EXPECT_EQ(for_layout(m, {0, 0}, {3, 3}).byte_inter, 4e-8);                     // one region
+  m.byte_inter = 1e-9;  // already below the link's rate: kept
+  EXPECT_EQ(for_layout(m, region, {5, 5, 7, 7, 9, 9}).byte_inter, 1e-9);
+  EXPECT_EQ(for_layout(m, region, {5, 5, 7, 7, 9, 9}).msg_inter, m.msg_inter);
+}
+
 TEST(Model, LoadedCostsDefaultToPingPong) {
   const std::string dir = test::temp_dir();
   const ModelParams old = ModelParams::load(test::write_file(dir, "old.txt", "alpha_intra 2e-6\nbeta_inter 3e-9\n"));

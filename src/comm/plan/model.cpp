@@ -207,6 +207,19 @@ RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, 
   return r;
 }
 
+ModelParams for_layout(const ModelParams& m, const std::vector<int>& region, const std::vector<int>& node) {
+  if (node.size() != region.size() || region.empty()) return m;
+  std::map<int, int> node_of_region, region_of_node;
+  for (size_t r = 0; r < region.size(); ++r) {
+    const auto a = node_of_region.emplace(region[r], node[r]), b = region_of_node.emplace(node[r], region[r]);
+    if (a.first->second != node[r] || b.first->second != region[r]) return m;  // a region is not one whole node
+  }
+  if (node_of_region.size() < 2) return m;  // one region: no inter-region transfers
+  ModelParams l = m;
+  l.byte_inter = std::min(m.byte_inter, 1.0 / std::max(m.region_rate, 1.0));
+  return l;
+}
+
 double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m) {
   double busiest = 0;
   int64_t stages = 0, inter = 0, msg = 0;
@@ -230,7 +243,13 @@ namespace {
 // The body of both collective predictions below: this rank's terms, reduced over ranks as
 // predict_from_terms() does over a vector of them.
 double predict_counts(const Stats& c, const Stats& w, double copied, int stages, const Locality& loc,
-                      const ModelParams& m, MPI_Comm comm) {
+                      const ModelParams& model, MPI_Comm comm) {
+  std::vector<int> node, region;  // (SMPI: nodes unknown, as auto has them)
+#ifndef SPARSECOMM_SMPI
+  node = node_labels(comm);
+#endif
+  for (int r = 0; r < loc.size(); ++r) region.push_back(loc.region_of(r));
+  const ModelParams m = for_layout(model, region, node);
   const RankTerms t = rank_terms(c, w, copied, stages, m);
   double busiest = 0;
   SPC_MPI(MPI_Allreduce(&t.busy, &busiest, 1, MPI_DOUBLE, MPI_MAX, comm));

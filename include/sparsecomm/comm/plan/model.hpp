@@ -168,6 +168,15 @@ struct RankTerms {
   int64_t inter_steps = 0, message_steps = 0;
 };
 RankTerms rank_terms(const Stats& counts, const Stats& window, double staged_bytes, int stages, const ModelParams& m);
+/// The model as it applies to a layout: where every region is one whole node (node[r]:
+/// rank r's node, MPI_COMM_TYPE_SHARED; empty: unknown), inter-region transfers cross a
+/// network link of the region's own, and a rank alone on it moves its bytes at the link's
+/// rate: byte_inter (measured with every rank communicating, so a share of the link) becomes
+/// at most 1 / region_rate, and the link's sharing between a region's ranks is left to the
+/// region term of predict_from_terms. Elsewhere (regions within a node, emulated regions):
+/// `m` unchanged.
+ModelParams for_layout(const ModelParams& m, const std::vector<int>& region, const std::vector<int>& node);
+
 /// The prediction from every rank's terms (region[r]: rank r's region): the busiest rank
 /// against the busiest region's injection limit, plus stage_cost. predict_iteration() is
 /// this over the ranks of a real plan; auto also evaluates it on counts computed without

@@ -218,7 +218,8 @@ virt::HaloPattern unpack(const std::vector<std::vector<int64_t>>& got, std::vect
 // Rank 0: the prediction of backend `name` from its counts hook, as predict_iteration
 // would make it on the plan that backend builds.
 double predict_virtual(const std::string& name, const virt::HaloPattern& h, const std::vector<int>& region,
-                       const PlanOptions& co, const ModelParams& m) {
+                       const PlanOptions& co, const ModelParams& model) {
+  const ModelParams m = for_layout(model, region, h.node);
   const std::vector<virt::RankCounts> c = virt::halo_counts(name, h, region, co);
   const double eb = static_cast<double>(co.width) * co.value_bytes;
   std::vector<RankTerms> terms(c.size());
