@@ -65,6 +65,8 @@ run_setting() {  # name, launcher..., -- np regions
   "$@" "$cli" autoeval --matrices "$matrices;$levels" --regions "$regions" --reps "$reps" \
     "${model_args[@]}" --label "$name" --json "$out/autoeval.jsonl" \
     > "$out/autoeval_${name}_np$np.txt"
+  # The parameters auto used, for experiments/auto/refit.py (machine: the one cache entry).
+  if [ "$model_mode" = machine ]; then cp "$out"/cache/sparsecomm/model-*.txt "$out/model_${name}_np$np.txt"; fi
   tail -1 "$out/autoeval_${name}_np$np.txt"
 }
 

@@ -53,6 +53,54 @@ apps::Json load_json(const Plan& plan, MPI_Comm comm) {
   return j;
 }
 
+// Every rank's inputs to the model (rank_terms), on rank 0, so that offline fits
+// (experiments/auto/refit.py) can predict from exactly what predict_iteration reads: per
+// rank {"head": [region, staged bytes, stages, steps with inter-region and with MPI
+// messages, window reads, window bytes, injected bytes], "steps": {step: [its MPI part (the
+// window's taken out): sent intra msgs, bytes, sent inter msgs, bytes, received likewise;
+// then the window's reads and bytes]}}.
+apps::Json rank_terms_json(const Plan& plan, MPI_Comm comm) {
+  const Stats& c = plan.iteration_counts();
+  const Stats& w = plan.window_counts();
+  const auto& wt = w.total();
+  apps::Json mine;
+  mine["head"] = {static_cast<double>(plan.locality().region()),
+                  rank_load(plan).copy_bytes,
+                  static_cast<double>(plan.stages()),
+                  static_cast<double>(inter_steps(c)),
+                  static_cast<double>(message_steps(c, w)),
+                  static_cast<double>(wt.recv_intra.msgs + wt.recv_inter.msgs),
+                  static_cast<double>(wt.recv_intra.bytes + wt.recv_inter.bytes),
+                  static_cast<double>(c.total().sent_inter.bytes - wt.sent_inter.bytes)};
+  mine["steps"] = apps::Json::object();
+  for (const auto& [step, k] : c.steps()) {
+    CommCounters x;
+    if (auto ws = w.steps().find(step); ws != w.steps().end()) x = ws->second;
+    std::vector<double> v;
+    for (const auto& [all, win] : {std::pair{k.sent_intra, x.sent_intra}, std::pair{k.sent_inter, x.sent_inter},
+                                   std::pair{k.recv_intra, x.recv_intra}, std::pair{k.recv_inter, x.recv_inter}})
+      v.push_back(static_cast<double>(all.msgs - win.msgs)), v.push_back(static_cast<double>(all.bytes - win.bytes));
+    v.push_back(static_cast<double>(x.recv_intra.msgs + x.recv_inter.msgs));
+    v.push_back(static_cast<double>(x.recv_intra.bytes + x.recv_inter.bytes));
+    mine["steps"][step] = v;
+  }
+  // To rank 0 as text (one gather of the lengths, one of the texts).
+  const std::string text = mine.dump();
+  const int n = static_cast<int>(text.size()), P = comm_size(comm), me = comm_rank(comm);
+  std::vector<int> counts(static_cast<size_t>(P)), displs(static_cast<size_t>(P));
+  SPC_MPI(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm));
+  int total = 0;
+  for (int r = 0; r < P; ++r) displs[static_cast<size_t>(r)] = total, total += me == 0 ? counts[static_cast<size_t>(r)] : 0;
+  std::vector<char> all(static_cast<size_t>(total));
+  SPC_MPI(MPI_Gatherv(text.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0, comm));
+  apps::Json j = apps::Json::array();
+  if (me == 0)
+    for (int r = 0; r < P; ++r)
+      j.push_back(apps::Json::parse(all.begin() + displs[static_cast<size_t>(r)],
+                                    all.begin() + displs[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)]));
+  return j;
+}
+
 /// The matrices: names, paths and generator specs; 'all' = every shared matrix and gen:rotate:256,256.
 std::vector<std::string> matrix_list(const std::string& list) {
   std::vector<std::string> mats;
@@ -79,7 +127,7 @@ struct Settings {
 // One matrix's figures per backend.
 struct Evaluated {
   std::map<std::string, double> measured, predicted, spread;
-  std::map<std::string, apps::Json> load;
+  std::map<std::string, apps::Json> load, terms;
   std::vector<std::string> wrong;  // backends whose exchange delivered wrong values
 };
 
@@ -102,6 +150,7 @@ Evaluated evaluate(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, 
     if (!compare(g.data(), want.data(), a.num_ghosts()).allreduce(comm).ok(0.0)) ev.wrong.push_back(b);
     ev.predicted[b] = predict_iteration(*plans[b], st.model, comm);
     ev.load[b] = load_json(*plans[b], comm);
+    ev.terms[b] = rank_terms_json(*plans[b], comm);
   }
   std::vector<std::string> order;
   for (const auto& [b, plan] : plans) order.push_back(b);
@@ -127,6 +176,7 @@ void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const s
     j["spread"] = ev.spread.at(b);
     j["auto"] = chosen;
     j["load"] = ev.load.at(b);
+    j["rank_terms"] = ev.terms.at(b);
     js.write(j);
   }
 }

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Offline evaluation of variants of auto's model on a run of experiments/auto/run.sh.
+
+autoeval's JSON lines hold, per setting, matrix and backend, the measured time and every
+rank's inputs to the model (`rank_terms`, see src/apps/autoeval/app.cpp). This script
+predicts from them exactly as src/comm/plan/model.cpp does (`base`, checked against the
+run's own predictions) and as the variants below do, with the model parameters the run
+used (run.sh keeps them as model_<setting>_np<ranks>.txt), and reports for each how often
+the choice is within 10% of the best measured backend, on all cases and on those held out
+of tuning (heldout.txt), and the worst regret. The measured times are fixed, so variants
+are compared on the same noise.
+
+    experiments/auto/refit.py RUN_DIR [RUN_DIR ...] [variant ...]
+
+The tallies add up over the runs given (several runs of the same code average the noise).
+"""
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+
+# auto's candidates in its order (BackendHooks::setup_rank, then name): a tie goes to the first.
+ORDER = ["p2p", "neighbor", "shm", "aggregated_2step", "aggregated", "aggregated_dedup", "combined"]
+FIELDS = ["alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "msg_intra", "byte_intra", "msg_inter",
+          "byte_inter", "region_rate", "stage_intra", "stage_inter", "copy", "msg_shm", "byte_shm", "stage_shm"]
+
+
+def load_model(path):
+    m = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            k, v = line.split()
+            m[k] = float(v)
+    return m
+
+
+def rank_of(v):
+    """One rank's terms: its head and, per step, [si_m, si_b, se_m, se_b, ri_m, ri_b, re_m, re_b, w_m, w_b]."""
+    head = dict(zip(["region", "copied", "stages", "inter_steps", "message_steps", "wmsgs", "wbytes", "injected"],
+                    v["head"]))
+    return head, v["steps"]
+
+
+def stage_cost(m, stages, inter, msg):
+    if stages <= 0:
+        return 0.0
+    inter = min(max(inter, 0), stages)
+    msg = min(max(msg, inter), stages)
+    n_inter, n_intra, n_shm = inter, msg - inter, stages - msg
+    if n_inter > 0:
+        n_inter -= 1
+    elif n_intra > 0:
+        n_intra -= 1
+    else:
+        n_shm -= 1
+    return m["stage_inter"] * n_inter + m["stage_intra"] * n_intra + m["stage_shm"] * n_shm
+
+
+def step_costs(m, s, bi):
+    send = m["msg_intra"] * s[0] + m["byte_intra"] * s[1] + m["msg_inter"] * s[2] + bi * s[3]
+    recv = m["msg_intra"] * s[4] + m["byte_intra"] * s[5] + m["msg_inter"] * s[6] + bi * s[7]
+    return max(send, recv)
+
+
+def predict(m, ranks, variant, label=""):
+    """The prediction of src/comm/plan/model.cpp (`base`) or of a variant (names joined by '+';
+    a name ending in @cluster applies only where the regions are real nodes)."""
+    opts = set()
+    for v in variant.split("+"):
+        if v.endswith("@cluster"):
+            if label == "cluster":
+                opts.add(v[:-len("@cluster")])
+        else:
+            opts.add(v)
+    ppr = defaultdict(int)  # ranks per region
+    for head, _ in ranks:
+        ppr[head["region"]] += 1
+    stages = max(int(h["stages"]) for h, _ in ranks)
+    inter = max(int(h["inter_steps"]) for h, _ in ranks)
+    msg = max(int(h["message_steps"]) for h, _ in ranks)
+    if "free_window_stages" in opts:  # a stage whose transfers all go through windows costs nothing
+        m = dict(m, stage_shm=0.0)
+    if "half_window_stages" in opts:
+        m = dict(m, stage_shm=m["stage_shm"] / 2)
+    stage = stage_cost(m, stages, inter, msg)
+
+    def byte_inter(head):
+        if "beta_flow" in opts:  # a rank alone on the link: the ping-pong's cost per byte
+            return m["beta_inter"]
+        if "link_flow" in opts:  # a rank alone on the link: the region's rate
+            return 1.0 / m["region_rate"]
+        return m["byte_inter"] / ppr[head["region"]] if "single_flow" in opts else m["byte_inter"]
+
+    if "per_step" in opts:  # every step: its busiest rank against its busiest region's link
+        names = sorted({n for _, st in ranks for n in st})
+        total = max(m["copy"] * h["copied"] for h, _ in ranks)
+        for n in names:
+            busy, inj = 0.0, defaultdict(float)
+            for head, st in ranks:
+                if n not in st:
+                    continue
+                s = st[n]
+                busy = max(busy, step_costs(m, s, byte_inter(head)) + m["msg_shm"] * s[8] + m["byte_shm"] * s[9])
+                inj[head["region"]] += s[3]
+            total += max(busy, max(inj.values()) / max(m["region_rate"], 1.0))
+        return total + stage  # (per_step keeps the stages apart)
+    busy = 0.0
+    inj = defaultdict(float)
+    for head, steps in ranks:
+        b = m["copy"] * head["copied"] + m["msg_shm"] * head["wmsgs"] + m["byte_shm"] * head["wbytes"]
+        for s in steps.values():
+            b += step_costs(m, s, byte_inter(head))
+        busy = max(busy, b)
+        inj[head["region"]] += head["injected"]
+    max_inj = max(inj.values()) / max(m["region_rate"], 1.0) if inj else 0.0
+    if "link_absorbs_stages" in opts:  # the stages' waits overlap the link's transfer time
+        return max(busy + stage, max_inj)
+    return max(busy, max_inj) + stage
+
+
+def load_run(out):
+    """The cases of one run: (label, ranks, matrix) -> backend -> record, and the models."""
+    cases = defaultdict(dict)
+    for line in open(os.path.join(out, "autoeval.jsonl")):
+        r = json.loads(line)
+        if "rank_terms" not in r or not isinstance(r["rank_terms"][0], dict):
+            sys.exit("refit.py: %s has no rank_terms of this format (autoeval before 11-26)" % out)
+        cases[(r["label"], r["ranks"], r["matrix"])][r["backend"]] = r
+    models = {(k[0], k[1]): load_model(os.path.join(out, "model_%s_np%d.txt" % (k[0], k[1]))) for k in cases}
+    return cases, models
+
+
+def pick_of(pred):
+    pick, cost = None, float("inf")
+    for b in sorted(pred, key=lambda b: ORDER.index(b) if b in ORDER else len(ORDER)):
+        if pred[b] < cost * (1 - 1e-9):
+            pick, cost = b, pred[b]
+    return pick
+
+
+def main():
+    runs = [a for a in sys.argv[1:] if os.path.isdir(a)]
+    variants = ["base"] + [a for a in sys.argv[1:] if not os.path.isdir(a)]
+    heldout = set()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for line in open(os.path.join(here, "heldout.txt")):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            heldout.add(line)
+    data = [load_run(out) for out in runs]
+    worst_check, mismatch = 0.0, 0
+    for variant in variants:
+        tally = defaultdict(lambda: [0, 0, 1.0])  # setting -> within10, cases, worst
+        held = [0, 0, 1.0]
+        for cases, models in data:
+            for (label, ranks, matrix), by in sorted(cases.items()):
+                m = models[(label, ranks)]
+                pred = {b: predict(m, [rank_of(v) for v in r["rank_terms"]], variant, label) for b, r in by.items()}
+                if variant == "base":
+                    for b, r in by.items():
+                        worst_check = max(worst_check, abs(pred[b] / r["predicted_s"] - 1))
+                pick = pick_of(pred)
+                if variant == "base":
+                    mismatch += pick != next(iter(by.values()))["auto"]
+                best = min(r["measured_s"] for r in by.values())
+                regret = by[pick]["measured_s"] / best
+                name = os.path.basename(matrix)
+                if regret > 1.1 and os.environ.get("VERBOSE"):
+                    print("  miss %s %d %s: %s (best %s) %.2f: %s" % (
+                        label, ranks, name, pick, min(by, key=lambda b: by[b]["measured_s"]), regret,
+                        ", ".join("%s %.0f [%.0f]" % (b, by[b]["measured_s"] * 1e6, pred[b] * 1e6) for b in sorted(by))))
+                t = tally[(label, ranks)]
+                t[0] += regret <= 1.1
+                t[1] += 1
+                t[2] = max(t[2], regret)
+                if name in heldout or matrix in heldout:
+                    held[0] += regret <= 1.1
+                    held[1] += 1
+                    held[2] = max(held[2], regret)
+        total = sum(t[0] for t in tally.values()), sum(t[1] for t in tally.values())
+        print("%-30s all %d/%d (%.1f%%), held out %d/%d (worst %.2f); " % (
+            variant, total[0], total[1], 100.0 * total[0] / total[1], held[0], held[1], held[2]) +
+              ", ".join("%s %d: %d/%d worst %.2f" % (k[0], k[1], v[0], v[1], v[2]) for k, v in sorted(tally.items())))
+    print("base reproduces the runs' predictions to %.1e (relative); its pick differs from auto's in %d cases"
+          % (worst_check, mismatch))
+
+
+if __name__ == "__main__":
+    main()
