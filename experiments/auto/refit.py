@@ -66,7 +66,11 @@ def step_costs(m, s, bi):
 
 def predict(m, ranks, variant, label=""):
     """The prediction of src/comm/plan/model.cpp (`base`) or of a variant (names joined by '+';
-    a name ending in @cluster applies only where the regions are real nodes)."""
+    a name ending in @cluster applies only where the regions are real nodes). Variants tried
+    on 11-26 (three runs): loaded_share (byte_inter per rank as calibrated, before for_layout),
+    single_flow (byte_inter / ranks per region), beta_flow (the ping-pong's beta_inter),
+    per_step (each step's busiest rank against its link), free_window_stages,
+    half_window_stages, link_absorbs_stages."""
     opts = set()
     for v in variant.split("+"):
         if v.endswith("@cluster"):
@@ -86,11 +90,14 @@ def predict(m, ranks, variant, label=""):
         m = dict(m, stage_shm=m["stage_shm"] / 2)
     stage = stage_cost(m, stages, inter, msg)
 
+    # model.cpp's for_layout: where regions are whole nodes (run.sh's cluster setting), a rank
+    # alone on its link moves inter-region bytes at the link's rate.
+    if label == "cluster" and "loaded_share" not in opts:
+        m = dict(m, byte_inter=min(m["byte_inter"], 1.0 / max(m["region_rate"], 1.0)))
+
     def byte_inter(head):
         if "beta_flow" in opts:  # a rank alone on the link: the ping-pong's cost per byte
             return m["beta_inter"]
-        if "link_flow" in opts:  # a rank alone on the link: the region's rate
-            return 1.0 / m["region_rate"]
         return m["byte_inter"] / ppr[head["region"]] if "single_flow" in opts else m["byte_inter"]
 
     if "per_step" in opts:  # every step: its busiest rank against its busiest region's link
