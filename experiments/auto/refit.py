@@ -69,7 +69,8 @@ def predict(m, ranks, variant, label=""):
     a name ending in @cluster applies only where the regions are real nodes). Variants tried
     on 11-26 (three runs): loaded_share (byte_inter per rank as calibrated, before for_layout),
     single_flow (byte_inter / ranks per region), beta_flow (the ping-pong's beta_inter),
-    per_step (each step's busiest rank against its link), free_window_stages,
+    per_step (each step's busiest rank against its link), link_everywhere (for_layout's rule
+    on emulated regions too), free_window_stages,
     half_window_stages, link_absorbs_stages."""
     opts = set()
     for v in variant.split("+"):
@@ -92,7 +93,7 @@ def predict(m, ranks, variant, label=""):
 
     # model.cpp's for_layout: where regions are whole nodes (run.sh's cluster setting), a rank
     # alone on its link moves inter-region bytes at the link's rate.
-    if label == "cluster" and "loaded_share" not in opts:
+    if (label == "cluster" or "link_everywhere" in opts) and "loaded_share" not in opts:
         m = dict(m, byte_inter=min(m["byte_inter"], 1.0 / max(m["region_rate"], 1.0)))
 
     def byte_inter(head):
