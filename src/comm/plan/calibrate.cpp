@@ -35,6 +35,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <sys/stat.h>
 #include <tuple>
@@ -473,7 +474,21 @@ bool read_machine_model_cache(const std::vector<int>& node, const Locality& loc,
 #else
   if (node.size() != static_cast<size_t>(loc.size())) return false;
   const std::string key = cache_key(node, loc), dir = cache_dir();
-  return !dir.empty() && read_cache(dir + "/" + key_file(key), key, m);
+  if (dir.empty()) return false;
+  // What this process read before (every new communicator of the same shape would read the
+  // same file again: auto's first plan on it). Only rank 0 reads, and broadcasts what it
+  // has, so the ranks agree whatever the file holds later.
+  static std::mutex lock;
+  static std::map<std::string, ModelParams> seen;
+  const std::string path = dir + "/" + key_file(key);
+  std::lock_guard<std::mutex> g(lock);
+  if (const auto it = seen.find(path + "\n" + key); it != seen.end()) {
+    m = it->second;
+    return true;
+  }
+  if (!read_cache(path, key, m)) return false;
+  seen[path + "\n" + key] = m;
+  return true;
 #endif
 }
 
