@@ -40,6 +40,8 @@ class Locality {
   int region() const { return region_of_[rank_]; }
   int num_regions() const { return static_cast<int>(region_start_.size()) - 1; }
   int region_of(int rank) const { return region_of_[rank]; }
+  /// The region of every rank (region_of(r) at index r).
+  const std::vector<int>& regions() const { return region_of_; }
   bool same_region(int other_rank) const { return region_of_[other_rank] == region(); }
   int region_size(int region) const { return region_start_[region + 1] - region_start_[region]; }
   /// Global rank of the `local_index`-th member of `region`.

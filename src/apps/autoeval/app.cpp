@@ -74,14 +74,13 @@ apps::Json rank_terms_json(const Plan& plan, MPI_Comm comm) {
                   static_cast<double>(c.total().sent_inter.bytes - wt.sent_inter.bytes)};
   mine["steps"] = apps::Json::object();
   for (const auto& [step, k] : c.steps()) {
-    CommCounters x;
-    if (auto ws = w.steps().find(step); ws != w.steps().end()) x = ws->second;
+    const CommCounters mpi = message_part(k, w, step);
     std::vector<double> v;
-    for (const auto& [all, win] : {std::pair{k.sent_intra, x.sent_intra}, std::pair{k.sent_inter, x.sent_inter},
-                                   std::pair{k.recv_intra, x.recv_intra}, std::pair{k.recv_inter, x.recv_inter}})
-      v.push_back(static_cast<double>(all.msgs - win.msgs)), v.push_back(static_cast<double>(all.bytes - win.bytes));
-    v.push_back(static_cast<double>(x.recv_intra.msgs + x.recv_inter.msgs));
-    v.push_back(static_cast<double>(x.recv_intra.bytes + x.recv_inter.bytes));
+    for (const MessageCounts& x : {mpi.sent_intra, mpi.sent_inter, mpi.recv_intra, mpi.recv_inter})
+      v.push_back(static_cast<double>(x.msgs)), v.push_back(static_cast<double>(x.bytes));
+    // What it read through windows: what it received less its MPI messages.
+    v.push_back(static_cast<double>(k.recv_intra.msgs + k.recv_inter.msgs - mpi.recv_intra.msgs - mpi.recv_inter.msgs));
+    v.push_back(static_cast<double>(k.recv_intra.bytes + k.recv_inter.bytes - mpi.recv_intra.bytes - mpi.recv_inter.bytes));
     mine["steps"][step] = v;
   }
   // To rank 0 as text (one gather of the lengths, one of the texts).

@@ -393,18 +393,13 @@ struct CommFacts {
 
 CommFacts& facts(MPI_Comm comm) { return comm_attached<CommFacts>(comm); }
 
-std::vector<int> layout_of(const Locality& loc) {
-  std::vector<int> r(static_cast<size_t>(loc.size()));
-  for (int i = 0; i < loc.size(); ++i) r[static_cast<size_t>(i)] = loc.region_of(i);
-  return r;
-}
 }  // namespace
 
 const std::vector<int>& node_labels(MPI_Comm comm) {
   CommFacts& f = facts(comm);
   if (f.node.empty()) {
 #ifdef SPARSECOMM_SMPI
-    f.node = layout_of(Locality::detect(comm));
+    f.node = Locality::detect(comm).regions();
 #else
     // From the node communicator kept on `comm` (the one every window plan on it uses):
     // each rank knows its node's lowest rank locally; one allgather spreads them. Numbered
@@ -412,23 +407,28 @@ const std::vector<int>& node_labels(MPI_Comm comm) {
     const int lowest = detail::node_of(comm)->node_rank_of.begin()->first;
     std::vector<int> low(static_cast<size_t>(comm_size(comm)));
     SPC_MPI(MPI_Allgather(&lowest, 1, MPI_INT, low.data(), 1, MPI_INT, comm));
-    std::vector<int> sorted(low);
-    std::sort(sorted.begin(), sorted.end());
-    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-    f.node.resize(low.size());
-    for (size_t r = 0; r < low.size(); ++r)
-      f.node[r] = static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), low[r]) - sorted.begin());
+    f.node = node_labels_from_lowest(low);
 #endif
   }
   return f.node;
 }
 
+std::vector<int> node_labels_from_lowest(const std::vector<int>& lowest) {
+  std::vector<int> sorted(lowest);
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::vector<int> label(lowest.size());
+  for (size_t r = 0; r < lowest.size(); ++r)
+    label[r] = static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), lowest[r]) - sorted.begin());
+  return label;
+}
+
 ModelParams machine_model(MPI_Comm comm, const Locality& loc) {
   CommFacts& f = facts(comm);
-  const auto known = f.model_by_layout.find(layout_of(loc));
+  const auto known = f.model_by_layout.find(loc.regions());
   if (known != f.model_by_layout.end()) return known->second;
   const ModelParams m = machine_model_uncached(comm, loc);
-  f.model_by_layout[layout_of(loc)] = m;
+  f.model_by_layout[loc.regions()] = m;
   return m;
 }
 
@@ -493,7 +493,7 @@ bool read_machine_model_cache(const std::vector<int>& node, const Locality& loc,
 }
 
 void remember_machine_model(MPI_Comm comm, const Locality& loc, const ModelParams& m) {
-  facts(comm).model_by_layout[layout_of(loc)] = m;
+  facts(comm).model_by_layout[loc.regions()] = m;
 }
 
 namespace {
@@ -518,7 +518,7 @@ LocalModel local_model(MPI_Comm comm, const Locality& loc, const std::string& so
     }
   } else if (l.kind == 0) {
     const CommFacts& f = facts(comm);
-    const auto known = f.model_by_layout.find(layout_of(loc));
+    const auto known = f.model_by_layout.find(loc.regions());
     l.measure = known == f.model_by_layout.end();
     if (!l.measure) l.params = known->second;
   }

@@ -95,16 +95,28 @@ int64_t inter_steps(const Stats& counts) {
   return n;
 }
 
+namespace {
+MessageCounts minus(MessageCounts a, const MessageCounts& b) {
+  a.msgs -= b.msgs, a.bytes -= b.bytes;
+  return a;
+}
+}  // namespace
+
+CommCounters message_part(const CommCounters& k, const Stats& window, const std::string& step) {
+  const auto ws = window.steps().find(step);
+  if (ws == window.steps().end()) return k;
+  const CommCounters& x = ws->second;
+  CommCounters mpi;
+  mpi.sent_intra = minus(k.sent_intra, x.sent_intra), mpi.sent_inter = minus(k.sent_inter, x.sent_inter);
+  mpi.recv_intra = minus(k.recv_intra, x.recv_intra), mpi.recv_inter = minus(k.recv_inter, x.recv_inter);
+  return mpi;
+}
+
 int64_t message_steps(const Stats& counts, const Stats& window) {
   int64_t n = 0;
   for (const auto& [step, k] : counts.steps()) {
-    int64_t msgs = k.sent_intra.msgs + k.recv_intra.msgs + k.sent_inter.msgs + k.recv_inter.msgs;
-    const auto ws = window.steps().find(step);
-    if (ws != window.steps().end()) {
-      const CommCounters& x = ws->second;
-      msgs -= x.sent_intra.msgs + x.recv_intra.msgs + x.sent_inter.msgs + x.recv_inter.msgs;
-    }
-    if (msgs > 0) ++n;
+    const CommCounters x = message_part(k, window, step);
+    if (x.sent_intra.msgs + x.recv_intra.msgs + x.sent_inter.msgs + x.recv_inter.msgs > 0) ++n;
   }
   return n;
 }
@@ -129,17 +141,15 @@ double copied_bytes(const Plan& plan, bool inter_on_node) {
   double c = eb * (static_cast<double>(pat.send().size()) + unpack) + staged_bytes(plan) +
              static_cast<double>(wt.recv_intra.bytes + wt.recv_inter.bytes);
   constexpr double kEager = 4096;  // Open MPI 4.1 btl_vader_eager_limit
-  auto mpi = [&](const MessageCounts& all, const MessageCounts& win, bool sender) {
-    const double msgs = static_cast<double>(all.msgs - win.msgs), bytes = static_cast<double>(all.bytes - win.bytes);
+  auto mpi = [&](const MessageCounts& k, bool sender) {
+    const double msgs = static_cast<double>(k.msgs), bytes = static_cast<double>(k.bytes);
     if (msgs <= 0) return 0.0;
     return bytes / msgs <= kEager || !sender ? bytes : 0.0;  // eager: both copy; CMA: the receiver reads once
   };
   for (const auto& [step, k] : plan.iteration_counts().steps()) {
-    CommCounters x;
-    const auto ws = w.steps().find(step);
-    if (ws != w.steps().end()) x = ws->second;
-    c += mpi(k.sent_intra, x.sent_intra, true) + mpi(k.recv_intra, x.recv_intra, false);
-    if (inter_on_node) c += mpi(k.sent_inter, x.sent_inter, true) + mpi(k.recv_inter, x.recv_inter, false);
+    const CommCounters x = message_part(k, w, step);
+    c += mpi(x.sent_intra, true) + mpi(x.recv_intra, false);
+    if (inter_on_node) c += mpi(x.sent_inter, true) + mpi(x.recv_inter, false);
   }
   return c;
 }
@@ -177,28 +187,10 @@ double window_cost(const ModelParams& m, const Stats& w) {
          m.byte_shm * static_cast<double>(t.recv_intra.bytes + t.recv_inter.bytes);
 }
 
-namespace {
-MessageCounts minus(MessageCounts a, const MessageCounts& b) {
-  a.msgs -= b.msgs, a.bytes -= b.bytes;
-  return a;
-}
-}  // namespace
-
 RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, const ModelParams& m) {
   RankTerms r;
   r.busy = m.copy * copied + window_cost(m, w);
-  for (const auto& [step, k] : c.steps()) {
-    const auto ws = w.steps().find(step);
-    if (ws == w.steps().end()) {
-      r.busy += step_cost(m, k);
-      continue;
-    }
-    const CommCounters& x = ws->second;  // the window's part is no message
-    CommCounters mpi;
-    mpi.sent_intra = minus(k.sent_intra, x.sent_intra), mpi.sent_inter = minus(k.sent_inter, x.sent_inter);
-    mpi.recv_intra = minus(k.recv_intra, x.recv_intra), mpi.recv_inter = minus(k.recv_inter, x.recv_inter);
-    r.busy += step_cost(m, mpi);
-  }
+  for (const auto& [step, k] : c.steps()) r.busy += step_cost(m, message_part(k, w, step));  // windows carry no message
   // Window transfers stay in the node's memory: they inject nothing into the network.
   r.injected = static_cast<double>(c.total().sent_inter.bytes - w.total().sent_inter.bytes);
   r.stages = stages;
@@ -244,12 +236,11 @@ namespace {
 // predict_from_terms() does over a vector of them.
 double predict_counts(const Stats& c, const Stats& w, double copied, int stages, const Locality& loc,
                       const ModelParams& model, MPI_Comm comm) {
-  std::vector<int> node, region;  // (SMPI: nodes unknown, as auto has them)
+  std::vector<int> node;  // (SMPI: nodes unknown, as auto has them)
 #ifndef SPARSECOMM_SMPI
   node = node_labels(comm);
 #endif
-  for (int r = 0; r < loc.size(); ++r) region.push_back(loc.region_of(r));
-  const ModelParams m = for_layout(model, region, node);
+  const ModelParams m = for_layout(model, loc.regions(), node);
   const RankTerms t = rank_terms(c, w, copied, stages, m);
   double busiest = 0;
   SPC_MPI(MPI_Allreduce(&t.busy, &busiest, 1, MPI_DOUBLE, MPI_MAX, comm));

@@ -711,11 +711,9 @@ std::shared_ptr<const CombiningSchedule> scatter_combining_schedules(MPI_Comm co
     if (g.p != p || loc.size() != p)
       throw InputError("combining: a schedule for " + std::to_string(g.p) + " ranks (regions for " +
                        std::to_string(loc.size()) + ") cannot serve " + std::to_string(p) + " ranks");
-    std::vector<int> region(static_cast<size_t>(p));
-    for (int r = 0; r < p; ++r) region[r] = loc.region_of(r);
     CombiningOptions o = opt;
     o.given.reset();
-    const auto all = combining_schedules(g, region, o);
+    const auto all = combining_schedules(g, loc.regions(), o);
     for (const auto& s : all) {
       const auto v = s.serialize();
       if (flat.size() + v.size() > static_cast<size_t>(INT_MAX))

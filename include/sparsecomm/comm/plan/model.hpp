@@ -110,6 +110,9 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc);
 /// result is): the node of every rank (ranks sharing MPI_COMM_TYPE_SHARED memory), labelled
 /// as Locality::detect labels its regions.
 const std::vector<int>& node_labels(MPI_Comm comm);
+/// Local: node labels from the lowest rank of each rank's node, numbered as node_labels()
+/// numbers them (by lowest rank).
+std::vector<int> node_labels_from_lowest(const std::vector<int>& lowest);
 
 /// The stage term: of `stages` stages the first is free; of the others, those with
 /// inter-region messages cost stage_inter, those with other MPI messages stage_intra and
@@ -153,6 +156,9 @@ double one_copy_bytes(const Plan& plan);
 /// What one step costs a rank: the larger of its sending and its receiving cost, each
 /// msg per message + byte per byte, per locality class.
 double step_cost(const ModelParams& m, const CommCounters& step);
+/// The transfers of step `step` (its counts `k`) that are MPI messages: `k` less that step's
+/// part through shared windows in `window` (Plan::window_counts()).
+CommCounters message_part(const CommCounters& k, const Stats& window, const std::string& step);
 
 /// What the window part of an execution (Plan::window_counts()) costs a rank: msg_shm per
 /// segment read, byte_shm per byte read.

@@ -96,7 +96,7 @@ void put_header(std::vector<int64_t>& v, const LocalModel& lm, int lowest) {
 // by lowest rank, as node_labels() numbers them).
 bool check_headers(const std::vector<std::vector<int64_t>>& got, const LocalModel& mine, std::vector<int>& node) {
   bool measure = false;
-  std::vector<int64_t> lowest;
+  std::vector<int> lowest;
   for (size_t r = 0; r < got.size(); ++r) {
     const std::vector<int64_t>& h = got[r];
     if (h[0] != got[0][0]) throw InputError("model: ranks disagree on the parameter source (file, builtin or measured)");
@@ -106,14 +106,9 @@ bool check_headers(const std::vector<std::vector<int64_t>>& got, const LocalMode
     if (!measure && std::memcmp(h.data() + 4, got[0].data() + 4, sizeof(double) * ModelParams::kFields) != 0)
       throw InputError("model: ranks loaded different performance model parameters from " +
                        (mine.kind == 2 ? mine.source : std::string("the measured model")));
-    lowest.push_back(h[2]);
+    lowest.push_back(static_cast<int>(h[2]));
   }
-  if (lowest[0] >= 0) {
-    std::vector<int64_t> sorted(lowest);
-    std::sort(sorted.begin(), sorted.end());
-    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-    for (int64_t l : lowest) node.push_back(static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), l) - sorted.begin()));
-  }
+  if (lowest[0] >= 0) node = node_labels_from_lowest(lowest);
   return measure;
 }
 
@@ -139,8 +134,17 @@ std::vector<int64_t> message_of(MPI_Comm c, const Pattern& p, const std::vector<
 // could match): one MPI_Gather of a fixed chunk per rank, its length first. A message
 // longer than its chunk (many neighbors) sends the rest in an MPI_Gatherv that every rank
 // joins only when rank 0's broadcast asks for it (gather_rest).
+// Rank 0's view of the messages: what arrived of each, and how many words of it did not.
+struct Gathered {
+  std::vector<std::vector<int64_t>> msg;
+  std::vector<int> missing;
+  bool complete() const {
+    return std::all_of(missing.begin(), missing.end(), [](int n) { return n == 0; });
+  }
+};
+
 // `words` per chunk: auto's option gather_words (the same on every rank: make_plan checked it).
-void gather_chunks(MPI_Comm c, const std::vector<int64_t>& mine, int words, std::vector<std::vector<int64_t>>& got) {
+void gather_chunks(MPI_Comm c, const std::vector<int64_t>& mine, int words, Gathered& got) {
   std::vector<int64_t> chunk(static_cast<size_t>(words), 0);
   chunk[0] = static_cast<int64_t>(mine.size());
   std::copy_n(mine.begin(), std::min<size_t>(mine.size(), static_cast<size_t>(words - 1)), chunk.begin() + 1);
@@ -149,44 +153,32 @@ void gather_chunks(MPI_Comm c, const std::vector<int64_t>& mine, int words, std:
   std::vector<int64_t> all(root ? static_cast<size_t>(P) * words : 0);
   SPC_MPI(MPI_Gather(chunk.data(), words, MPI_INT64_T, all.data(), words, MPI_INT64_T, 0, c));
   if (!root) return;
-  got.assign(static_cast<size_t>(P), {});
+  got.msg.assign(static_cast<size_t>(P), {});
+  got.missing.assign(static_cast<size_t>(P), 0);
   for (int r = 0; r < P; ++r) {
     const int64_t* at = all.data() + static_cast<size_t>(r) * words;
-    got[static_cast<size_t>(r)].assign(at + 1, at + 1 + std::min<int64_t>(at[0], words - 1));
-    got[static_cast<size_t>(r)].reserve(static_cast<size_t>(at[0]));
-    if (at[0] > words - 1) got[static_cast<size_t>(r)].push_back(at[0]);  // (length, until gather_rest)
+    got.msg[static_cast<size_t>(r)].assign(at + 1, at + 1 + std::min<int64_t>(at[0], words - 1));
+    got.missing[static_cast<size_t>(r)] = static_cast<int>(std::max<int64_t>(0, at[0] - (words - 1)));
   }
 }
-// Rank 0: whether a message is still incomplete.
-bool incomplete(const std::vector<std::vector<int64_t>>& got, int words) {
-  for (const auto& v : got)
-    if (v.size() == static_cast<size_t>(words)) return true;  // words - 1 words and the length
-  return false;
-}
-void gather_rest(MPI_Comm c, const std::vector<int64_t>& mine, int words, std::vector<std::vector<int64_t>>& got) {
+void gather_rest(MPI_Comm c, const std::vector<int64_t>& mine, int words, Gathered& got) {
   const int n = static_cast<int>(std::max<size_t>(mine.size(), static_cast<size_t>(words - 1)) - (words - 1));
   const bool root = comm_rank(c) == 0;
   const int P = comm_size(c);
-  std::vector<int> counts(root ? static_cast<size_t>(P) : 0), displs(counts.size());
+  std::vector<int> displs(root ? static_cast<size_t>(P) : 0);
   std::vector<int64_t> rest;
   if (root) {
     int total = 0;
-    for (int r = 0; r < P; ++r) {
-      auto& v = got[static_cast<size_t>(r)];
-      if (v.size() == static_cast<size_t>(words)) {
-        counts[static_cast<size_t>(r)] = static_cast<int>(v.back() - (words - 1));
-        v.pop_back();
-      }
-      displs[static_cast<size_t>(r)] = total, total += counts[static_cast<size_t>(r)];
-    }
+    for (int r = 0; r < P; ++r) displs[static_cast<size_t>(r)] = total, total += got.missing[static_cast<size_t>(r)];
     rest.resize(static_cast<size_t>(total));
   }
-  SPC_MPI(MPI_Gatherv(mine.data() + (words - 1) * (n > 0), n, MPI_INT64_T, rest.data(), counts.data(), displs.data(),
-                      MPI_INT64_T, 0, c));
+  SPC_MPI(MPI_Gatherv(mine.data() + (words - 1) * (n > 0), n, MPI_INT64_T, rest.data(), got.missing.data(),
+                      displs.data(), MPI_INT64_T, 0, c));
   if (!root) return;
   for (int r = 0; r < P; ++r) {
     const int64_t* at = rest.data() + displs[static_cast<size_t>(r)];
-    got[static_cast<size_t>(r)].insert(got[static_cast<size_t>(r)].end(), at, at + counts[static_cast<size_t>(r)]);
+    got.msg[static_cast<size_t>(r)].insert(got.msg[static_cast<size_t>(r)].end(), at, at + got.missing[static_cast<size_t>(r)]);
+    got.missing[static_cast<size_t>(r)] = 0;
   }
 }
 
@@ -259,11 +251,11 @@ std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c,
   std::vector<int64_t> header;
   put_header(header, lm, lowest);
   t.model = MPI_Wtime() - t0;
-  std::vector<int> region;
-  for (int r = 0; r < l.size(); ++r) region.push_back(l.region_of(r));
+  const std::vector<int>& region = l.regions();
   t0 = MPI_Wtime();
   const std::vector<int64_t> mine = message_of(c, p, region, header);
-  std::vector<std::vector<int64_t>> got, headers;
+  Gathered got;
+  std::vector<std::vector<int64_t>> headers;
   const int chunk = static_cast<int>(std::min<int64_t>(o.backend.get_int("gather_words", 96), 1 << 16));
   gather_chunks(c, mine, chunk, got);
   t.gather = MPI_Wtime() - t0;
@@ -283,11 +275,11 @@ std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c,
   };
   auto decide = [&] {
     predicted[n] = 0;
-    if (incomplete(got, chunk)) {
+    if (!got.complete()) {
       predicted[n] = 3;
       return;
     }
-    h = unpack(got, headers);
+    h = unpack(got.msg, headers);
     if (check_headers(headers, lm, h.node)) {
       predicted[n] = read_machine_model_cache(h.node, l, m) ? 2 : 1;
       if (predicted[n] == 1) return;
