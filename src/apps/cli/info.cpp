@@ -19,7 +19,8 @@ namespace sparsecomm::apps {
 // auto's setup against the setup of the backend it picked, alike: each first on a fresh
 // duplicate of the communicator (first use: the model, the node communicator, the library's
 // duplicate) and then again on the same one (what every later plan on it pays). Wall time
-// from a barrier to the slowest rank's return, median of 5 alternating rounds.
+// from a barrier to the slowest rank's return, median of 9 alternating rounds.
+constexpr int kRounds = 9;
 void compare_setup(const Pattern& pat, const Locality& loc, MPI_Comm comm, const PlanOptions& po,
                    const std::string& pick) {
   PlanOptions pick_po;  // the pick with its defaults (auto's own options are not its)
@@ -37,7 +38,7 @@ void compare_setup(const Pattern& pat, const Locality& loc, MPI_Comm comm, const
     return t;
   };
   std::vector<double> t[4];  // auto first, pick first, auto later, pick later
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < kRounds; ++round) {
     Comm ca(comm), cp(comm);
     t[0].push_back(timed("auto", ca.get(), 0)), t[1].push_back(timed(pick, cp.get(), 0));
     t[2].push_back(timed("auto", ca.get(), 1)), t[3].push_back(timed(pick, cp.get(), 1));
@@ -49,7 +50,7 @@ void compare_setup(const Pattern& pat, const Locality& loc, MPI_Comm comm, const
   double med[4];
   for (int i = 0; i < 4; ++i) med[i] = median(t[i]);
   if (comm_rank(comm) != 0) return;
-  std::cout << "setup, auto / " << pick << " (median of 5): first plan on a communicator " << num("%.2f", med[0] * 1e3)
+  std::cout << "setup, auto / " << pick << " (median of " << kRounds << "): first plan on a communicator " << num("%.2f", med[0] * 1e3)
             << " / " << num("%.2f", med[1] * 1e3) << " ms = " << num("%.2f", med[0] / med[1]) << "x; later plans "
             << num("%.2f", med[2] * 1e3) << " / " << num("%.2f", med[3] * 1e3) << " ms = " << num("%.2f", med[2] / med[3])
             << "x\n";
