@@ -140,7 +140,13 @@ def load_run(out):
     return cases, models
 
 
-def pick_of(pred):
+def pick_of(pred, variant="base"):
+    margin = [float(v[len("margin"):]) / 100 for v in variant.split("+") if v.startswith("margin")]
+    if margin:  # the first candidate in auto's order within margin of the lowest prediction
+        low = min(pred.values())
+        for b in sorted(pred, key=lambda b: ORDER.index(b) if b in ORDER else len(ORDER)):
+            if pred[b] <= low * (1 + margin[0]):
+                return b
     pick, cost = None, float("inf")
     for b in sorted(pred, key=lambda b: ORDER.index(b) if b in ORDER else len(ORDER)):
         if pred[b] < cost * (1 - 1e-9):
@@ -169,7 +175,7 @@ def main():
                 if variant == "base":
                     for b, r in by.items():
                         worst_check = max(worst_check, abs(pred[b] / r["predicted_s"] - 1))
-                pick = pick_of(pred)
+                pick = pick_of(pred, variant)
                 if variant == "base":
                     mismatch += pick != next(iter(by.values()))["auto"]
                 best = min(r["measured_s"] for r in by.values())
