@@ -13,7 +13,7 @@
 # Environment: BUILD (default build), OUT (default results/hypre_hook), ROUNDS (3),
 # SOLVES (2), CASES (default "rotate:512 rotate:1024 GHS_psdef_wathen100 Oberwolfach_gyro_m"),
 # LAYOUTS (default "node:8 cluster:4x2 cluster:4x4"; cluster ones need root), VARIANTS
-# (default "hypre auto aggregated_dedup p2p").
+# (default "hypre floor auto aggregated_dedup p2p"; "hypre" must be first).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -23,12 +23,14 @@ rounds=${ROUNDS:-3}
 solves=${SOLVES:-2}
 read -r -a cases <<< "${CASES:-rotate:512 rotate:1024 GHS_psdef_wathen100 Oberwolfach_gyro_m}"
 read -r -a layouts <<< "${LAYOUTS:-node:8 cluster:4x2 cluster:4x4}"
-read -r -a variants <<< "${VARIANTS:-hypre auto aggregated_dedup p2p}"
+read -r -a variants <<< "${VARIANTS:-hypre floor auto aggregated_dedup p2p}"
 prog=$build/tests/hypre_amg_solve
 hook=$build/libsparsecomm_hypre_hook.so
 [ -x "$prog" ] && [ -f "$hook" ] || { echo "run.sh: build first ($prog, $hook)"; exit 1; }
+floor=$out/floor_hook.so
 data=$root/../shared/data/suitesparse
 mkdir -p "$out"
+mpicc -O2 -shared -fPIC -I/usr/include/hypre "$here/floor_hook.c" -o "$floor" -ldl
 jsonl=$out/hypre_hook.jsonl
 : > "$jsonl"
 log=$out/runs.log
@@ -38,7 +40,14 @@ one() {  # layout case variant round
   local layout=$1 c=$2 v=$3 r=$4 args env=() text
   if [[ $c == rotate:* ]]; then args=(-n "${c#rotate:}"); else args=(-matrix "$data/$c.mtx"); fi
   args+=(-solves "$solves")
-  [ "$v" = hypre ] || env=(-x "LD_PRELOAD=$hook" -x "SPARSECOMM_HYPRE_BACKEND=$v" -x SPARSECOMM_HYPRE_VERBOSE=1)
+  if [ "$v" = floor ]; then  # capped at Hypre's iterations (round 0 runs hypre first)
+    local its_h
+    its_h=$(grep "\"layout\":\"$layout\",\"case\":\"$c\",\"variant\":\"hypre\"" "$jsonl" | head -1 |
+            sed -n 's/.*"iterations":\([0-9]*\).*/\1/p')
+    env=(-x "LD_PRELOAD=$floor" -x "FLOOR_MAXIT=${its_h:-500}")
+  elif [ "$v" != hypre ]; then
+    env=(-x "LD_PRELOAD=$hook" -x "SPARSECOMM_HYPRE_BACKEND=$v" -x SPARSECOMM_HYPRE_VERBOSE=1)
+  fi
   if [[ $layout == node:* ]]; then
     text=$("$root/scripts/mpirun.sh" -np "${layout#node:}" "${env[@]}" "$prog" "${args[@]}" 2>&1) || true
   else
