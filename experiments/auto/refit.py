@@ -114,17 +114,27 @@ def predict(m, ranks, variant, label=""):
                 inj[head["region"]] += s[3]
             total += max(busy, max(inj.values()) / max(m["region_rate"], 1.0))
         return total + stage  # (per_step keeps the stages apart)
+    # region_msgs: the loaded per-message cost msg_inter (every rank of a region sending at
+    # once) is the region's message throughput shared by its ranks: a rank pays
+    # msg_inter / ranks per region for its own messages, and the region's link pays
+    # msg_inter / ranks per region for every message its ranks send, in series with its bytes.
+    region_msgs = "region_msgs" in opts or ("region_msgs@cluster" in variant.split("+") and label == "cluster")
     busy = 0.0
     inj = defaultdict(float)
     for head, steps in ranks:
         b = m["copy"] * head["copied"] + m["msg_shm"] * head["wmsgs"] + m["byte_shm"] * head["wbytes"]
+        mm = dict(m, msg_inter=m["msg_inter"] / ppr[head["region"]]) if region_msgs else m
         for s in steps.values():
-            b += step_costs(m, s, byte_inter(head))
+            b += step_costs(mm, s, byte_inter(head))
         busy = max(busy, b)
-        inj[head["region"]] += head["injected"]
-    max_inj = max(inj.values()) / max(m["region_rate"], 1.0) if inj else 0.0
+        inj[head["region"]] += head["injected"] / max(m["region_rate"], 1.0)
+        if region_msgs:
+            inj[head["region"]] += sum(s[2] for s in steps.values()) * m["msg_inter"] / ppr[head["region"]]
+    max_inj = max(inj.values()) if inj else 0.0
     if "link_absorbs_stages" in opts:  # the stages' waits overlap the link's transfer time
         return max(busy + stage, max_inj)
+    if "additive" in opts:  # a rank's own work and its region's link in series
+        return busy + max_inj + stage
     return max(busy, max_inj) + stage
 
 

@@ -31,18 +31,27 @@ cli=$build/src/apps/cli/sparsecomm
 t0=$(date +%s)
 say() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
 
-say "1. AMG hierarchy (Hypre BoomerAMG, rotated anisotropic ${NX:-512}x${NY:-512}) dumped per level"
-"$root/scripts/mpirun.sh" -np 2 "$cli" amg --nx "${NX:-512}" --ny "${NY:-512}" --dump-levels "$out/levels" --dump-only \
-  > "$out/levels.log"
-# Levels with at least 64 rows (coarser ones leave most of 16 ranks without rows).
-levels=$(awk -F'\t' '$1 ~ /^[0-9]+$/ && $2 >= 64 { printf "%s%s", sep, $4; sep = "," }' "$out/levels/levels.tsv")
-[ -n "$levels" ] || { echo "eval_auto.sh: no AMG level written (see $out/levels.log)"; exit 1; }
+# The AMG levels of each rank count come from a hierarchy built at that rank count: BoomerAMG's
+# coarsening and the grid's numbering follow the ranks, so a level dumped at another count
+# and split into equal row blocks would be a different communication pattern (at 16 ranks
+# a 2-rank dump gives strips with one inter-node neighbor; the real 16-rank level 0 has
+# blocks with four).
 # Default: every shared matrix, gen:rotate:256,256 (what "all" means) and the held-out
 # generators of heldout.txt. A list is separated by ';' (generator specs hold commas).
 held_gens=$(grep '^gen:' "$here/heldout.txt" | paste -sd';' -)
 matrices=${MATRICES:-all;$held_gens}
-# Relative level paths resolve against the levels directory.
-levels=$(echo "$levels" | tr ',' '\n' | sed "s|^\([^/]\)|$out/levels/\1|" | paste -sd';' -)
+declare -A levels_of
+for np in $ranks; do
+  say "1. AMG hierarchy (Hypre BoomerAMG, rotated anisotropic ${NX:-512}x${NY:-512}) at $np ranks, dumped per level"
+  dir=$out/levels_np$np
+  "$root/scripts/mpirun.sh" -np "$np" "$cli" amg --nx "${NX:-512}" --ny "${NY:-512}" --dump-levels "$dir" --dump-only \
+    > "$out/levels_np$np.log"
+  # Levels with at least 64 rows (coarser ones leave most of 16 ranks without rows).
+  lv=$(awk -F'\t' '$1 ~ /^[0-9]+$/ && $2 >= 64 { printf "%s%s", sep, $4; sep = "," }' "$dir/levels.tsv")
+  [ -n "$lv" ] || { echo "run.sh: no AMG level written (see $out/levels_np$np.log)"; exit 1; }
+  # Relative level paths resolve against the levels directory.
+  levels_of[$np]=$(echo "$lv" | tr ',' '\n' | sed "s|^\([^/]\)|$dir/\1|" | paste -sd';' -)
+done
 
 # MODEL: calibrate (default: `sparsecomm calibrate` first, auto reads that file), machine
 # (no calibration run: auto measures on first use into a fresh cache, $out/cache, as a user's
@@ -62,7 +71,7 @@ run_setting() {  # name, launcher..., -- np regions
     *) echo "run.sh: MODEL must be calibrate, machine or builtin"; exit 2 ;;
   esac
   say "$name, $np ranks: autoeval over every matrix and AMG level (model: $model_mode)"
-  "$@" "$cli" autoeval --matrices "$matrices;$levels" --regions "$regions" --reps "$reps" \
+  "$@" "$cli" autoeval --matrices "$matrices;${levels_of[$np]}" --regions "$regions" --reps "$reps" \
     "${model_args[@]}" --label "$name" --json "$out/autoeval.jsonl" \
     > "$out/autoeval_${name}_np$np.txt"
   # The parameters auto used, for experiments/auto/refit.py (machine: the one cache entry).
