@@ -215,6 +215,46 @@ TEST(Model, ForLayoutPricesOneFlowWhereRegionsAreNodes) {
   EXPECT_EQ(for_layout(m, region, {5, 5, 7, 7, 9, 9}).msg_inter, m.msg_inter);
 }
 
+// predict_from_terms: a plan's steps follow one another, so each step costs its own
+// busiest rank (against its busiest region's link), and the steps add up; the copy cost
+// is the largest of the ranks'. Two step names in one slot fold every step into one.
+TEST(Model, StepsAddTheirOwnBusiestRanks) {
+  ModelParams m;
+  m.region_rate = 1;  // injected bytes are seconds
+  auto terms = [](double copy, std::map<std::string, StepTerms> steps) {
+    RankTerms t;
+    t.copy = copy, t.steps = std::move(steps), t.stages = static_cast<int>(t.steps.size());
+    return t;
+  };
+  // Rank 0 is busiest in the gather, rank 1 in the scatter: 3 + 4, not max(3 + 1, 1 + 4).
+  const std::vector<RankTerms> two = {terms(0.5, {{"gather", {3, 0}}, {"scatter", {1, 0}}}),
+                                      terms(0.25, {{"gather", {1, 0}}, {"scatter", {4, 0}}})};
+  const double stage = stage_cost(m, 2, 0, 0);
+  EXPECT_DOUBLE_EQ(predict_from_terms(two, {0, 1}, m), 0.5 + 3 + 4 + stage);
+  // A step's link: the ranks of a region inject together in that step.
+  const std::vector<RankTerms> link = {terms(0, {{"inter", {2, 5}}}), terms(0, {{"inter", {2, 6}}}),
+                                       terms(0, {{"inter", {9, 1}}})};
+  EXPECT_DOUBLE_EQ(predict_from_terms(link, {0, 0, 1}, m), 11);  // region 0's 5 + 6 beat rank 2's 9
+  // The built-in steps' names are told apart from each other.
+  const std::vector<std::string> builtin = {"direct", "local", "initial", "inter", "final", "stage1", "stage2"};
+  for (const auto& a : builtin)
+    for (const auto& b : builtin)
+      if (a != b)
+        EXPECT_DOUBLE_EQ(predict_from_terms({terms(0, {{a, {3, 0}}}), terms(0, {{b, {4, 0}}})}, {0, 1}, m),
+                         7 + stage_cost(m, 1, 0, 1)) << a << " and " << b << " share a slot";
+  // Some pair of names shares one of the 67 slots: then the whole exchange is one step.
+  bool folded = false;
+  for (int i = 0; i < 1000 && !folded; ++i) {
+    const double p = predict_from_terms({terms(0, {{"a", {3, 0}}}), terms(0, {{"x" + std::to_string(i), {4, 0}}})},
+                                        {0, 1}, m);
+    if (p != 7 + stage_cost(m, 1, 0, 1)) {
+      EXPECT_DOUBLE_EQ(p, 4 + stage_cost(m, 1, 0, 1));
+      folded = true;
+    }
+  }
+  EXPECT_TRUE(folded) << "no two of 1000 names share a slot: the fold went untested";
+}
+
 TEST(Model, LoadedCostsDefaultToPingPong) {
   const std::string dir = test::temp_dir();
   const ModelParams old = ModelParams::load(test::write_file(dir, "old.txt", "alpha_intra 2e-6\nbeta_inter 3e-9\n"));

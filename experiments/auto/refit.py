@@ -65,13 +65,15 @@ def step_costs(m, s, bi):
 
 
 def predict(m, ranks, variant, label=""):
-    """The prediction of src/comm/plan/model.cpp (`base`) or of a variant (names joined by '+';
-    a name ending in @cluster applies only where the regions are real nodes). Variants tried
-    on 11-26 (three runs): loaded_share (byte_inter per rank as calibrated, before for_layout),
-    single_flow (byte_inter / ranks per region), beta_flow (the ping-pong's beta_inter),
-    per_step (each step's busiest rank against its link), link_everywhere (for_layout's rule
-    on emulated regions too), free_window_stages,
-    half_window_stages, link_absorbs_stages."""
+    """The prediction of src/comm/plan/model.cpp (`base`: each step's busiest rank against
+    its busiest region's link, summed over the steps, since 11-26's third session) or of a
+    variant (names joined by '+'; a name ending in @cluster applies only where the regions are
+    real nodes). Variants tried on 11-26: whole_rank (the model before: the busiest rank's
+    whole exchange against the busiest region's whole injection), loaded_share (byte_inter
+    per rank as calibrated, before for_layout), single_flow (byte_inter / ranks per region),
+    beta_flow (the ping-pong's beta_inter), link_everywhere (for_layout's rule on emulated
+    regions too), free_window_stages, half_window_stages, margin<N> (pick_of), and on the
+    whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
         if v.endswith("@cluster"):
@@ -101,7 +103,9 @@ def predict(m, ranks, variant, label=""):
             return m["beta_inter"]
         return m["byte_inter"] / ppr[head["region"]] if "single_flow" in opts else m["byte_inter"]
 
-    if "per_step" in opts:  # every step: its busiest rank against its busiest region's link
+    whole_rank = {v.replace("@cluster", "") for v in variant.split("+")} & {
+        "whole_rank", "link_absorbs_stages", "additive", "region_msgs"}
+    if not whole_rank:  # every step: its busiest rank against its busiest region's link
         names = sorted({n for _, st in ranks for n in st})
         total = max(m["copy"] * h["copied"] for h, _ in ranks)
         for n in names:
@@ -113,7 +117,7 @@ def predict(m, ranks, variant, label=""):
                 busy = max(busy, step_costs(m, s, byte_inter(head)) + m["msg_shm"] * s[8] + m["byte_shm"] * s[9])
                 inj[head["region"]] += s[3]
             total += max(busy, max(inj.values()) / max(m["region_rate"], 1.0))
-        return total + stage  # (per_step keeps the stages apart)
+        return total + stage
     # region_msgs: the loaded per-message cost msg_inter (every rank of a region sending at
     # once) is the region's message throughput shared by its ranks: a rank pays
     # msg_inter / ranks per region for its own messages, and the region's link pays

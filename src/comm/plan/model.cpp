@@ -189,10 +189,19 @@ double window_cost(const ModelParams& m, const Stats& w) {
 
 RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, const ModelParams& m) {
   RankTerms r;
-  r.busy = m.copy * copied + window_cost(m, w);
-  for (const auto& [step, k] : c.steps()) r.busy += step_cost(m, message_part(k, w, step));  // windows carry no message
-  // Window transfers stay in the node's memory: they inject nothing into the network.
-  r.injected = static_cast<double>(c.total().sent_inter.bytes - w.total().sent_inter.bytes);
+  r.copy = m.copy * copied;
+  for (const auto& [step, k] : c.steps()) {
+    const CommCounters mpi = message_part(k, w, step);  // windows carry no message
+    StepTerms& t = r.steps[step];
+    t.busy = step_cost(m, mpi);
+    if (const auto ws = w.steps().find(step); ws != w.steps().end()) {  // this step's window reads
+      const CommCounters& x = ws->second;
+      t.busy += m.msg_shm * static_cast<double>(x.recv_intra.msgs + x.recv_inter.msgs) +
+                m.byte_shm * static_cast<double>(x.recv_intra.bytes + x.recv_inter.bytes);
+    }
+    // Window transfers stay in the node's memory: they inject nothing into the network.
+    t.injected = static_cast<double>(mpi.sent_inter.bytes);
+  }
   r.stages = stages;
   r.inter_steps = inter_steps(c);
   r.message_steps = message_steps(c, w);
@@ -212,28 +221,78 @@ ModelParams for_layout(const ModelParams& m, const std::vector<int>& region, con
   return l;
 }
 
-double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m) {
-  double busiest = 0;
+namespace {
+// Steps are told apart by name through a fixed number of slots, so that the collective
+// prediction can reduce them without first agreeing on the names: a name's FNV-1a hash,
+// made odd (never 0, the "no step here" of a reduction), is its tag, and the tag modulo a
+// prime its slot (FNV's low bits alone collide: "direct" and "local" modulo 64). Two names
+// in one slot anywhere fold every step into one (then the prediction is the busiest rank's
+// whole exchange, as if the plan had one step). The built-in names do not collide
+// (Model.StepsAddTheirOwnBusiestRanks).
+constexpr size_t kSlots = 67;
+uint64_t step_tag(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+  return h | 1;
+}
+size_t step_slot(uint64_t tag) { return static_cast<size_t>(tag % kSlots); }
+
+// What predict_from_terms reduces over ranks: per slot the busiest rank and the busiest
+// region's injection time; the same folded into one step; the largest copy cost; the
+// stages (most of each kind on one rank).
+struct StepReduction {
+  double copy = 0, busy_all = 0, inj_all = 0;
+  std::vector<double> busy = std::vector<double>(kSlots, 0.0), inj = std::vector<double>(kSlots, 0.0);
+  bool fold = false;
   int64_t stages = 0, inter = 0, msg = 0;
-  std::vector<double> region_inj;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    busiest = std::max(busiest, ranks[r].busy);
-    stages = std::max<int64_t>(stages, ranks[r].stages);
-    inter = std::max(inter, ranks[r].inter_steps);
-    msg = std::max(msg, ranks[r].message_steps);
-    const auto g = static_cast<size_t>(region[r]);
-    if (region_inj.size() <= g) region_inj.resize(g + 1, 0.0);
-    region_inj[g] += ranks[r].injected;
+  double total(const ModelParams& m) const {
+    double t = copy;
+    if (fold) t += std::max(busy_all, inj_all);
+    else
+      for (size_t k = 0; k < kSlots; ++k) t += std::max(busy[k], inj[k]);
+    return t + stage_cost(m, stages, inter, msg);
   }
-  double max_inj = 0;
-  for (double x : region_inj) max_inj = std::max(max_inj, x / std::max(m.region_rate, 1.0));
-  return std::max(busiest, max_inj) + stage_cost(m, stages, inter, msg);
+};
+}  // namespace
+
+double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m) {
+  StepReduction red;
+  std::map<size_t, uint64_t> tag_of;  // slot -> the tag seen in it
+  std::map<int, std::vector<double>> region_inj;  // region -> per slot, then folded at [kSlots]
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankTerms& t = ranks[r];
+    red.copy = std::max(red.copy, t.copy);
+    red.stages = std::max<int64_t>(red.stages, t.stages);
+    red.inter = std::max(red.inter, t.inter_steps);
+    red.msg = std::max(red.msg, t.message_steps);
+    std::vector<double> busy(kSlots, 0.0);
+    std::vector<double>& inj = region_inj[region[r]];
+    inj.resize(kSlots + 1, 0.0);
+    double all = 0;
+    for (const auto& [name, st] : t.steps) {
+      const uint64_t tag = step_tag(name);
+      const size_t k = step_slot(tag);
+      if (!tag_of.emplace(k, tag).second && tag_of[k] != tag) red.fold = true;
+      busy[k] += st.busy, all += st.busy;
+      inj[k] += st.injected, inj[kSlots] += st.injected;
+    }
+    for (size_t k = 0; k < kSlots; ++k) red.busy[k] = std::max(red.busy[k], busy[k]);
+    red.busy_all = std::max(red.busy_all, all);
+  }
+  const double rate = std::max(m.region_rate, 1.0);
+  for (const auto& [g, inj] : region_inj) {
+    for (size_t k = 0; k < kSlots; ++k) red.inj[k] = std::max(red.inj[k], inj[k] / rate);
+    red.inj_all = std::max(red.inj_all, inj[kSlots] / rate);
+  }
+  return red.total(m);
 }
 
 namespace {
 
 // The body of both collective predictions below: this rank's terms, reduced over ranks as
-// predict_from_terms() does over a vector of them.
+// predict_from_terms() does over a vector of them, in three reductions: the slots' tags
+// and the stages (maximum), the injected bytes within each region (sum), the times
+// (maximum).
 double predict_counts(const Stats& c, const Stats& w, double copied, int stages, const Locality& loc,
                       const ModelParams& model, MPI_Comm comm) {
   std::vector<int> node;  // (SMPI: nodes unknown, as auto has them)
@@ -242,15 +301,41 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
 #endif
   const ModelParams m = for_layout(model, loc.regions(), node);
   const RankTerms t = rank_terms(c, w, copied, stages, m);
-  double busiest = 0;
-  SPC_MPI(MPI_Allreduce(&t.busy, &busiest, 1, MPI_DOUBLE, MPI_MAX, comm));
-  double region_inj = 0;
-  SPC_MPI(MPI_Allreduce(&t.injected, &region_inj, 1, MPI_DOUBLE, MPI_SUM, loc.local_comm()));
-  double inj_t = region_inj / std::max(m.region_rate, 1.0), max_inj = 0;
-  SPC_MPI(MPI_Allreduce(&inj_t, &max_inj, 1, MPI_DOUBLE, MPI_MAX, comm));
-  int64_t mine[3] = {t.stages, t.inter_steps, t.message_steps}, all[3];
-  SPC_MPI(MPI_Allreduce(mine, all, 3, MPI_INT64_T, MPI_MAX, comm));
-  return std::max(busiest, max_inj) + stage_cost(m, all[0], all[1], all[2]);
+  // [tag per slot, ~tag per slot (the smallest tag, complemented), two names of mine in
+  // one slot, stages, inter, msg]
+  std::vector<uint64_t> tags(2 * kSlots + 4, 0);
+  // [busy per slot, injection time per slot, busy folded, injection folded, copy]; the
+  // injected bytes first (summed over the region), then turned into time.
+  std::vector<double> times(2 * kSlots + 3, 0.0), inj(kSlots + 1, 0.0);
+  for (const auto& [name, st] : t.steps) {
+    const uint64_t tag = step_tag(name);
+    const size_t k = step_slot(tag);
+    if (tags[k] != 0 && tags[k] != tag) tags[2 * kSlots] = 1;
+    tags[k] = tag, tags[kSlots + k] = ~tag;
+    times[k] += st.busy, times[2 * kSlots] += st.busy;
+    inj[k] += st.injected, inj[kSlots] += st.injected;
+  }
+  tags[2 * kSlots + 1] = static_cast<uint64_t>(t.stages);
+  tags[2 * kSlots + 2] = static_cast<uint64_t>(t.inter_steps);
+  tags[2 * kSlots + 3] = static_cast<uint64_t>(t.message_steps);
+  times[2 * kSlots + 2] = t.copy;
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, tags.data(), static_cast<int>(tags.size()), MPI_UINT64_T, MPI_MAX, comm));
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, inj.data(), static_cast<int>(inj.size()), MPI_DOUBLE, MPI_SUM, loc.local_comm()));
+  const double rate = std::max(m.region_rate, 1.0);
+  for (size_t k = 0; k < kSlots; ++k) times[kSlots + k] = inj[k] / rate;
+  times[2 * kSlots + 1] = inj[kSlots] / rate;
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, times.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, comm));
+  StepReduction red;
+  // A slot whose largest tag is not its smallest holds two names (on different ranks).
+  red.fold = tags[2 * kSlots] != 0;
+  for (size_t k = 0; k < kSlots; ++k) red.fold = red.fold || (tags[k] != 0 && tags[k] != ~tags[kSlots + k]);
+  red.busy.assign(times.begin(), times.begin() + kSlots);
+  red.inj.assign(times.begin() + kSlots, times.begin() + 2 * kSlots);
+  red.busy_all = times[2 * kSlots], red.inj_all = times[2 * kSlots + 1], red.copy = times[2 * kSlots + 2];
+  red.stages = static_cast<int64_t>(tags[2 * kSlots + 1]);
+  red.inter = static_cast<int64_t>(tags[2 * kSlots + 2]);
+  red.msg = static_cast<int64_t>(tags[2 * kSlots + 3]);
+  return red.total(m);
 }
 }  // namespace
 

@@ -13,6 +13,7 @@
 // and locality class on every rank, stages), so it is the same at every run.
 #include <mpi.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -164,12 +165,17 @@ CommCounters message_part(const CommCounters& k, const Stats& window, const std:
 /// segment read, byte_shm per byte read.
 double window_cost(const ModelParams& m, const Stats& w);
 
-/// One rank's part of a prediction, before the reductions over ranks: its busy time (the
-/// MPI part of its steps, its window reads, its staged copies), the bytes it injects into
-/// the network (inter-region, not through a window), its stages and its steps with
-/// inter-region traffic and with MPI messages.
-struct RankTerms {
+/// One step of one rank: what it costs the rank (its MPI part's step_cost and its window
+/// reads) and the bytes it injects into the network (inter-region, not through a window).
+struct StepTerms {
   double busy = 0, injected = 0;
+};
+/// One rank's part of a prediction, before the reductions over ranks: its staged copies,
+/// each of its steps, its stages and its steps with inter-region traffic and with MPI
+/// messages.
+struct RankTerms {
+  double copy = 0;
+  std::map<std::string, StepTerms> steps;
   int stages = 1;
   int64_t inter_steps = 0, message_steps = 0;
 };
@@ -183,16 +189,18 @@ RankTerms rank_terms(const Stats& counts, const Stats& window, double staged_byt
 /// `m` unchanged.
 ModelParams for_layout(const ModelParams& m, const std::vector<int>& region, const std::vector<int>& node);
 
-/// The prediction from every rank's terms (region[r]: rank r's region): the busiest rank
-/// against the busiest region's injection limit, plus stage_cost. predict_iteration() is
-/// this over the ranks of a real plan; auto also evaluates it on counts computed without
-/// building plans (virt::halo_counts).
+/// The prediction from every rank's terms (region[r]: rank r's region): the largest copy
+/// cost, then per step the busiest rank in that step against the busiest region's
+/// injection limit in that step, summed over the steps (a plan's steps follow one another:
+/// the ranks that are busiest in two steps need not be the same), plus stage_cost. Steps
+/// are told apart by name (step_slot: the same on every rank); where two names share a slot
+/// anywhere, every step is taken as one. predict_iteration() is this over the ranks of a
+/// real plan; auto also evaluates it on counts computed without building plans
+/// (virt::halo_counts).
 double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m);
 
-/// Collective. Predicted seconds per execution of `plan`: the busiest rank's step_cost
-/// (of what moves through MPI) summed over the plan's steps plus its window_cost, against the busiest region's injection limit,
-/// plus the copy costs and stage_cost (S = the plan's stages, I = the most steps with
-/// inter-region traffic on one rank).
+/// Collective. Predicted seconds per execution of `plan`: predict_from_terms over the
+/// ranks' rank_terms (three reductions).
 double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm);
 
 /// Collective. The same prediction for an allgather-shaped plan (GatherPlan): what the
