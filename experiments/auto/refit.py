@@ -72,7 +72,8 @@ def predict(m, ranks, variant, label=""):
     whole exchange against the busiest region's whole injection), loaded_share (byte_inter
     per rank as calibrated, before for_layout), single_flow (byte_inter / ranks per region),
     beta_flow (the ping-pong's beta_inter), link_everywhere (for_layout's rule on emulated
-    regions too), free_window_stages, half_window_stages, margin<N> (pick_of), and on the
+    regions too), free_window_stages, half_window_stages, margin<N> and order_ties (pick_of:
+    ties to the earlier candidate, not to the one with less work), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
@@ -115,8 +116,10 @@ def predict(m, ranks, variant, label=""):
                     continue
                 s = st[n]
                 busy = max(busy, step_costs(m, s, byte_inter(head)) + m["msg_shm"] * s[8] + m["byte_shm"] * s[9])
-                inj[head["region"]] += s[3]
-            total += max(busy, max(inj.values()) / max(m["region_rate"], 1.0))
+                inj[head["region"]] += s[3] / max(m["region_rate"], 1.0)
+                if "step_region_msgs" in opts:  # the region's link also pays per message its ranks send
+                    inj[head["region"]] += s[2] * m["msg_inter"] / ppr[head["region"]]
+            total += max(busy, max(inj.values()))
         return total + stage
     # region_msgs: the loaded per-message cost msg_inter (every rank of a region sending at
     # once) is the region's message throughput shared by its ranks: a rank pays
@@ -154,7 +157,19 @@ def load_run(out):
     return cases, models
 
 
-def pick_of(pred, variant="base"):
+def work_of(m, ranks, label):
+    """model.cpp's total_work: every rank's copies and steps, summed (auto's tie-break)."""
+    if label == "cluster":
+        m = dict(m, byte_inter=min(m["byte_inter"], 1.0 / max(m["region_rate"], 1.0)))
+    w = 0.0
+    for head, st in ranks:
+        w += m["copy"] * head["copied"]
+        for s in st.values():
+            w += step_costs(m, s, m["byte_inter"]) + m["msg_shm"] * s[8] + m["byte_shm"] * s[9]
+    return w
+
+
+def pick_of(pred, variant="base", work=None):
     margin = [float(v[len("margin"):]) / 100 for v in variant.split("+") if v.startswith("margin")]
     if margin:  # the first candidate in auto's order within margin of the lowest prediction
         low = min(pred.values())
@@ -163,7 +178,9 @@ def pick_of(pred, variant="base"):
                 return b
     pick, cost = None, float("inf")
     for b in sorted(pred, key=lambda b: ORDER.index(b) if b in ORDER else len(ORDER)):
-        if pred[b] < cost * (1 - 1e-9):
+        tie = cost * (1 - 1e-9) <= pred[b] <= cost * (1 + 1e-9)
+        if pred[b] < cost * (1 - 1e-9) or (tie and work and "order_ties" not in variant.split("+")
+                                            and work[b] < work[pick] * (1 - 1e-9)):
             pick, cost = b, pred[b]
     return pick
 
@@ -189,7 +206,8 @@ def main():
                 if variant == "base":
                     for b, r in by.items():
                         worst_check = max(worst_check, abs(pred[b] / r["predicted_s"] - 1))
-                pick = pick_of(pred, variant)
+                work = {b: work_of(m, [rank_of(v) for v in r["rank_terms"]], label) for b, r in by.items()}
+                pick = pick_of(pred, variant, work)
                 if variant == "base":
                     mismatch += pick != next(iter(by.values()))["auto"]
                 best = min(r["measured_s"] for r in by.values())

@@ -255,6 +255,15 @@ struct StepReduction {
 };
 }  // namespace
 
+double total_work(const std::vector<RankTerms>& ranks) {
+  double w = 0;
+  for (const RankTerms& t : ranks) {
+    w += t.copy;
+    for (const auto& [name, st] : t.steps) w += st.busy;
+  }
+  return w;
+}
+
 double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m) {
   StepReduction red;
   std::map<size_t, uint64_t> tag_of;  // slot -> the tag seen in it

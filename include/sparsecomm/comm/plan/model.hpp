@@ -199,6 +199,11 @@ ModelParams for_layout(const ModelParams& m, const std::vector<int>& region, con
 /// (virt::halo_counts).
 double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m);
 
+/// The work of an execution summed over the ranks (each rank's copy cost and its steps'
+/// costs): what breaks a tie between two predictions, the plan doing less in all leaving
+/// more of the shared cores and links to everything else.
+double total_work(const std::vector<RankTerms>& ranks);
+
 /// Collective. Predicted seconds per execution of `plan`: predict_from_terms over the
 /// ranks' rank_terms (three reductions).
 double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm);

@@ -210,7 +210,7 @@ virt::HaloPattern unpack(const std::vector<std::vector<int64_t>>& got, std::vect
 // Rank 0: the prediction of backend `name` from its counts hook, as predict_iteration
 // would make it on the plan that backend builds.
 double predict_virtual(const std::string& name, const virt::HaloPattern& h, const std::vector<int>& region,
-                       const PlanOptions& co, const ModelParams& model) {
+                       const PlanOptions& co, const ModelParams& model, double& work) {
   const ModelParams m = for_layout(model, region, h.node);
   const std::vector<virt::RankCounts> c = virt::halo_counts(name, h, region, co);
   const double eb = static_cast<double>(co.width) * co.value_bytes;
@@ -222,6 +222,7 @@ double predict_virtual(const std::string& name, const virt::HaloPattern& h, cons
     const double staged = std::max(0.0, static_cast<double>(t.sent_intra.bytes + t.sent_inter.bytes) - own);
     terms[r] = rank_terms(c[r].counts, c[r].window, staged, c[r].stages, m);
   }
+  work = total_work(terms);
   return predict_from_terms(terms, region, m);
 }
 
@@ -239,7 +240,7 @@ struct Times {
 std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o,
                                 const std::vector<std::string>& order,
                                 const std::function<PlanOptions(const std::string&)>& options_of, ModelParams& m,
-                                Times& t) {
+                                std::vector<double>& work, Times& t) {
   double t0 = MPI_Wtime();
   const LocalModel lm = local_model(c, l, o.backend.get("model", ""));
   int lowest = -1;  // windows follow the real node, not emulated regions
@@ -267,38 +268,43 @@ std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c,
   // (gather_rest, then a second broadcast).
   m = lm.params;
   const size_t n = order.size();
-  std::vector<double> predicted(n + 1 + ModelParams::kFields, -1.0);
+  // [predictions, total work (the tie-break), rank 0's flag, a model read by rank 0]
+  const size_t flag = 2 * n;
+  std::vector<double> predicted(2 * n + 1 + ModelParams::kFields, -1.0);
   virt::HaloPattern h;
   auto count = [&] {
     for (size_t i = 0; i < n; ++i)
-      if (backend_hooks(order[i]).counts) predicted[i] = predict_virtual(order[i], h, region, options_of(order[i]), m);
+      if (backend_hooks(order[i]).counts)
+        predicted[i] = predict_virtual(order[i], h, region, options_of(order[i]), m, predicted[n + i]);
   };
   auto decide = [&] {
-    predicted[n] = 0;
+    predicted[flag] = 0;
     if (!got.complete()) {
-      predicted[n] = 3;
+      predicted[flag] = 3;
       return;
     }
     h = unpack(got.msg, headers);
     if (check_headers(headers, lm, h.node)) {
-      predicted[n] = read_machine_model_cache(h.node, l, m) ? 2 : 1;
-      if (predicted[n] == 1) return;
-      std::memcpy(predicted.data() + n + 1, &m, sizeof(double) * ModelParams::kFields);
+      predicted[flag] = read_machine_model_cache(h.node, l, m) ? 2 : 1;
+      if (predicted[flag] == 1) return;
+      std::memcpy(predicted.data() + flag + 1, &m, sizeof(double) * ModelParams::kFields);
     }
     count();
   };
   root_computed(c, 0, predicted, decide);
-  if (predicted[n] == 3) {
+  if (predicted[flag] == 3) {
     gather_rest(c, mine, chunk, got);
     root_computed(c, 0, predicted, decide);
   }
-  if (predicted[n] == 2) {
-    std::memcpy(static_cast<void*>(&m), predicted.data() + n + 1, sizeof(double) * ModelParams::kFields);
+  if (predicted[flag] == 2) {
+    std::memcpy(static_cast<void*>(&m), predicted.data() + flag + 1, sizeof(double) * ModelParams::kFields);
     remember_machine_model(c, l, m);
-  } else if (predicted[n] == 1) {
+  } else if (predicted[flag] == 1) {
     m = machine_model_remembered(c, l);
     root_computed(c, 0, predicted, count);
   }
+  for (size_t i = 0; i < n; ++i)  // (no counts hook: built and predicted later, no work figure)
+    work[i] = predicted[i] >= 0 ? predicted[n + i] : std::numeric_limits<double>::infinity();
   predicted.resize(n);
   t.count = MPI_Wtime() - t0;
   return predicted;
@@ -332,8 +338,11 @@ void register_auto() {
         ModelParams m;
         Times times;
         std::vector<double> predicted(order.size(), -1.0);
+        // Each candidate's total work over the ranks: of two predicted alike, the one that
+        // does less in all (less contention for the cores and links it shares) wins.
+        std::vector<double> work(order.size(), std::numeric_limits<double>::infinity());
         if (iterations == 0) {
-          predicted = predict_all(p, l, c, o, order, options_of, m, times);
+          predicted = predict_all(p, l, c, o, order, options_of, m, work, times);
         } else {
           const double tm = MPI_Wtime();
           m = ModelParams::resolve(c, l, o.backend.get("model", ""));
@@ -354,9 +363,12 @@ void register_auto() {
         double best_cost = std::numeric_limits<double>::infinity();
         for (size_t i = 0; i < order.size(); ++i) {
           const double cost = iterations > 0 ? setup[i] + static_cast<double>(iterations) * predicted[i] : predicted[i];
-          // Strictly cheaper only (combining that found no groups ties with p2p and loses);
-          // the inputs are the same on every rank, so every rank decides the same.
-          if (cost < best_cost * (1 - 1e-9)) best_cost = cost, best = i;
+          // Strictly cheaper, or as cheap with less work in all (a candidate built here has
+          // no work figure: infinite); else the earlier in setup order (combining that found
+          // no groups ties with p2p in both and loses). The inputs are the same on every
+          // rank, so every rank decides the same.
+          const bool tie = cost <= best_cost * (1 + 1e-9) && cost >= best_cost * (1 - 1e-9);
+          if (cost < best_cost * (1 - 1e-9) || (tie && work[i] < work[best] * (1 - 1e-9))) best_cost = cost, best = i;
         }
         // The chosen plan, if not built yet, without make_plan's collectives: auto's own
         // make_plan checked the pattern and the options they derive from, and its agreement
