@@ -170,9 +170,9 @@ double window_cost(const ModelParams& m, const Stats& w);
 struct StepTerms {
   double busy = 0, injected = 0;
 };
-/// One rank's part of a prediction, before the reductions over ranks: its staged copies,
-/// each of its steps, its stages and its steps with inter-region traffic and with MPI
-/// messages.
+/// One rank's part of a prediction, before the reductions over ranks: the cost of its
+/// staged copies, each of its steps, its stages and its steps with inter-region traffic and
+/// with MPI messages.
 struct RankTerms {
   double copy = 0;
   std::map<std::string, StepTerms> steps;
