@@ -3,11 +3,31 @@
 #ifndef SPARSECOMM_SMPI
 #include "comm/plan/shm_channel.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <new>
 
 #include "sparsecomm/core/error.hpp"
 
 namespace sparsecomm::detail {
+
+namespace {
+// NodeComm::oversubscribed, from what this process can see without communicating (a local
+// performance choice: ranks of one node may differ without harm).
+bool oversubscribed(int node_size) {
+  auto env_int = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atol(v) : 0L;
+  };
+  if (env_int("OMPI_MCA_mpi_yield_when_idle") > 0) return true;
+  long local = std::max(env_int("OMPI_COMM_WORLD_LOCAL_SIZE"), env_int("MPI_LOCALNRANKS"));
+  if (local <= 0) local = node_size;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);  // the machine's, whatever a rank is bound to
+  return cpus > 0 && local > cpus;
+}
+}  // namespace
 
 std::shared_ptr<const NodeComm> node_of(MPI_Comm comm) {
   auto& kept = comm_attached<std::shared_ptr<const NodeComm>>(comm);
@@ -27,6 +47,7 @@ std::shared_ptr<const NodeComm> node_of(MPI_Comm comm) {
   MPI_Group_free(&g_node);
   MPI_Group_free(&g_all);
   for (int i = 0; i < nn; ++i) n->node_rank_of[ranks[static_cast<size_t>(i)]] = i;
+  n->oversubscribed = oversubscribed(nn);
   kept = std::move(n);
   return kept;
 }
@@ -46,6 +67,10 @@ void ShmWindow::connect(const char* who) {
 }
 
 bool ShmWindow::try_connect() {
+  // SPARSECOMM_SHM_PATIENCE=N overrides the checks before a wait yields (a local choice).
+  const char* patience = std::getenv("SPARSECOMM_SHM_PATIENCE");
+  const int checks = patience && *patience ? std::max(0, std::atoi(patience)) : node_->oversubscribed ? 0 : 256;
+  for (auto& lane : lanes_) lane->patience_ = checks;
   constexpr int kMeta = 5;
   // Where each lane starts in my segment.
   std::vector<int64_t> base(lanes_.size() + 1, 0);

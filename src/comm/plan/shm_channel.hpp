@@ -89,13 +89,16 @@ class ShmChannel {
   static_assert(Epoch::is_always_lock_free, "shm needs lock-free 64-bit atomics (address-free across processes)");
   static constexpr int64_t kLine = 64;  // one cache line per flag
 
-  // Waits until ready(), calling progress() every 64 checks and yielding the core after 256
-  // (ranks are often oversubscribed).
+  // Waits until ready(), calling progress() every 64 checks and yielding the core after
+  // patience_ checks: 256 where every rank has a core of its own (a short spin catches a
+  // writer that is nearly done without a system call), none where the node is
+  // oversubscribed (NodeComm::oversubscribed: the writer being waited for may need this very
+  // core, so every check that does not find it done gives it away).
   template <class Ready, class Progress>
-  static void spin(Ready ready, Progress progress) {
+  void spin(Ready ready, Progress progress) const {
     for (int i = 0; !ready(); ++i) {
       if (i % 64 == 63) progress();
-      if (i >= 256) sched_yield();
+      if (i >= patience_) sched_yield();
     }
   }
   int64_t header() const { return kLine * (1 + static_cast<int64_t>(readers_.size())); }
@@ -113,6 +116,7 @@ class ShmChannel {
   std::vector<Epoch*> slots_;
   char* buffers_ = nullptr;
   int64_t area_ = 0;
+  int patience_ = 256;  // checks before yielding (ShmWindow::try_connect sets it)
   std::vector<In> in_;
 };
 
@@ -121,6 +125,11 @@ class ShmChannel {
 struct NodeComm {
   Comm node;
   std::map<int, int> node_rank_of;  // rank of the communicator -> node rank
+  // More MPI processes on this node than online CPUs (the launcher's count of local ranks
+  // where it exports one, OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS, else this
+  // communicator's), or Open MPI told to yield when idle (mpi_yield_when_idle: the user says
+  // the node is oversubscribed). Then waits yield the core at once, as MPI's own do.
+  bool oversubscribed = false;
 };
 /// Collective on the first call per communicator (a split), then local: its NodeComm.
 std::shared_ptr<const NodeComm> node_of(MPI_Comm comm);
