@@ -50,10 +50,11 @@ void compare_setup(const Pattern& pat, const Locality& loc, MPI_Comm comm, const
   double med[4];
   for (int i = 0; i < 4; ++i) med[i] = median(t[i]);
   if (comm_rank(comm) != 0) return;
-  std::cout << "setup, auto / " << pick << " (median of " << kRounds << "): first plan on a communicator " << num("%.2f", med[0] * 1e3)
-            << " / " << num("%.2f", med[1] * 1e3) << " ms = " << num("%.2f", med[0] / med[1]) << "x; later plans "
-            << num("%.2f", med[2] * 1e3) << " / " << num("%.2f", med[3] * 1e3) << " ms = " << num("%.2f", med[2] / med[3])
-            << "x\n";
+  auto pair = [&](int a, int b) {  // "A / B ms = Rx"
+    return num("%.2f", med[a] * 1e3) + " / " + num("%.2f", med[b] * 1e3) + " ms = " + num("%.2f", med[a] / med[b]) + "x";
+  };
+  std::cout << "setup, auto / " << pick << " (median of " << kRounds << "): first plan on a communicator "
+            << pair(0, 1) << "; later plans " << pair(2, 3) << "\n";
   for (int at = 0; at < 2; ++at)
     std::cout << "  auto choosing, " << (at ? "later" : "first") << " plans (rank 0, median): model "
               << num("%.2f", median(part[at][0]) * 1e3) << ", pattern to rank 0 " << num("%.2f", median(part[at][1]) * 1e3)
