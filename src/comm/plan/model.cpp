@@ -181,10 +181,9 @@ double step_cost(const ModelParams& m, const CommCounters& k) {
   return std::max(cost(k.sent_intra, k.sent_inter), cost(k.recv_intra, k.recv_inter));
 }
 
-double window_cost(const ModelParams& m, const Stats& w) {
-  const auto& t = w.total();
-  return m.msg_shm * static_cast<double>(t.recv_intra.msgs + t.recv_inter.msgs) +
-         m.byte_shm * static_cast<double>(t.recv_intra.bytes + t.recv_inter.bytes);
+double window_cost(const ModelParams& m, const CommCounters& w) {
+  return m.msg_shm * static_cast<double>(w.recv_intra.msgs + w.recv_inter.msgs) +
+         m.byte_shm * static_cast<double>(w.recv_intra.bytes + w.recv_inter.bytes);
 }
 
 RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, const ModelParams& m) {
@@ -194,11 +193,7 @@ RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, 
     const CommCounters mpi = message_part(k, w, step);  // windows carry no message
     StepTerms& t = r.steps[step];
     t.busy = step_cost(m, mpi);
-    if (const auto ws = w.steps().find(step); ws != w.steps().end()) {  // this step's window reads
-      const CommCounters& x = ws->second;
-      t.busy += m.msg_shm * static_cast<double>(x.recv_intra.msgs + x.recv_inter.msgs) +
-                m.byte_shm * static_cast<double>(x.recv_intra.bytes + x.recv_inter.bytes);
-    }
+    if (const auto ws = w.steps().find(step); ws != w.steps().end()) t.busy += window_cost(m, ws->second);
     // Window transfers stay in the node's memory: they inject nothing into the network.
     t.injected = static_cast<double>(mpi.sent_inter.bytes);
   }
@@ -253,6 +248,27 @@ struct StepReduction {
     return t + stage_cost(m, stages, inter, msg);
   }
 };
+
+// One rank's steps by slot, what both predictions reduce: per slot its tag (0: no step),
+// busy time and injected bytes, with the rank's totals at [kSlots] (its steps folded into
+// one), and whether two of its own names share a slot.
+struct RankSlots {
+  std::vector<uint64_t> tag = std::vector<uint64_t>(kSlots, 0);
+  std::vector<double> busy = std::vector<double>(kSlots + 1, 0.0), inj = std::vector<double>(kSlots + 1, 0.0);
+  bool collides = false;
+};
+RankSlots slots_of(const RankTerms& t) {
+  RankSlots s;
+  for (const auto& [name, st] : t.steps) {
+    const uint64_t tag = step_tag(name);
+    const size_t k = step_slot(tag);
+    if (s.tag[k] != 0 && s.tag[k] != tag) s.collides = true;
+    s.tag[k] = tag;
+    s.busy[k] += st.busy, s.busy[kSlots] += st.busy;
+    s.inj[k] += st.injected, s.inj[kSlots] += st.injected;
+  }
+  return s;
+}
 }  // namespace
 
 double total_work(const std::vector<RankTerms>& ranks) {
@@ -266,27 +282,25 @@ double total_work(const std::vector<RankTerms>& ranks) {
 
 double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m) {
   StepReduction red;
-  std::map<size_t, uint64_t> tag_of;  // slot -> the tag seen in it
-  std::map<int, std::vector<double>> region_inj;  // region -> per slot, then folded at [kSlots]
+  std::vector<uint64_t> tag_of(kSlots, 0);        // the tag seen in each slot
+  std::map<int, std::vector<double>> region_inj;  // region -> per slot, folded at [kSlots]
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankTerms& t = ranks[r];
     red.copy = std::max(red.copy, t.copy);
     red.stages = std::max<int64_t>(red.stages, t.stages);
     red.inter = std::max(red.inter, t.inter_steps);
     red.msg = std::max(red.msg, t.message_steps);
-    std::vector<double> busy(kSlots, 0.0);
+    const RankSlots s = slots_of(t);
+    red.fold = red.fold || s.collides;
+    for (size_t k = 0; k < kSlots; ++k) {
+      if (s.tag[k] != 0 && tag_of[k] != 0 && tag_of[k] != s.tag[k]) red.fold = true;
+      if (s.tag[k] != 0) tag_of[k] = s.tag[k];
+      red.busy[k] = std::max(red.busy[k], s.busy[k]);
+    }
+    red.busy_all = std::max(red.busy_all, s.busy[kSlots]);
     std::vector<double>& inj = region_inj[region[r]];
     inj.resize(kSlots + 1, 0.0);
-    double all = 0;
-    for (const auto& [name, st] : t.steps) {
-      const uint64_t tag = step_tag(name);
-      const size_t k = step_slot(tag);
-      if (!tag_of.emplace(k, tag).second && tag_of[k] != tag) red.fold = true;
-      busy[k] += st.busy, all += st.busy;
-      inj[k] += st.injected, inj[kSlots] += st.injected;
-    }
-    for (size_t k = 0; k < kSlots; ++k) red.busy[k] = std::max(red.busy[k], busy[k]);
-    red.busy_all = std::max(red.busy_all, all);
+    for (size_t k = 0; k <= kSlots; ++k) inj[k] += s.inj[k];
   }
   const double rate = std::max(m.region_rate, 1.0);
   for (const auto& [g, inj] : region_inj) {
@@ -312,18 +326,16 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
   const RankTerms t = rank_terms(c, w, copied, stages, m);
   // [tag per slot, ~tag per slot (the smallest tag, complemented), two names of mine in
   // one slot, stages, inter, msg]
+  const RankSlots s = slots_of(t);
   std::vector<uint64_t> tags(2 * kSlots + 4, 0);
+  for (size_t k = 0; k < kSlots; ++k)
+    if (s.tag[k] != 0) tags[k] = s.tag[k], tags[kSlots + k] = ~s.tag[k];
+  tags[2 * kSlots] = s.collides ? 1 : 0;
   // [busy per slot, injection time per slot, busy folded, injection folded, copy]; the
   // injected bytes first (summed over the region), then turned into time.
-  std::vector<double> times(2 * kSlots + 3, 0.0), inj(kSlots + 1, 0.0);
-  for (const auto& [name, st] : t.steps) {
-    const uint64_t tag = step_tag(name);
-    const size_t k = step_slot(tag);
-    if (tags[k] != 0 && tags[k] != tag) tags[2 * kSlots] = 1;
-    tags[k] = tag, tags[kSlots + k] = ~tag;
-    times[k] += st.busy, times[2 * kSlots] += st.busy;
-    inj[k] += st.injected, inj[kSlots] += st.injected;
-  }
+  std::vector<double> times(2 * kSlots + 3, 0.0), inj = s.inj;
+  std::copy(s.busy.begin(), s.busy.begin() + kSlots, times.begin());
+  times[2 * kSlots] = s.busy[kSlots];
   tags[2 * kSlots + 1] = static_cast<uint64_t>(t.stages);
   tags[2 * kSlots + 2] = static_cast<uint64_t>(t.inter_steps);
   tags[2 * kSlots + 3] = static_cast<uint64_t>(t.message_steps);

@@ -161,9 +161,9 @@ double step_cost(const ModelParams& m, const CommCounters& step);
 /// part through shared windows in `window` (Plan::window_counts()).
 CommCounters message_part(const CommCounters& k, const Stats& window, const std::string& step);
 
-/// What the window part of an execution (Plan::window_counts()) costs a rank: msg_shm per
-/// segment read, byte_shm per byte read.
-double window_cost(const ModelParams& m, const Stats& w);
+/// What a rank's reads out of shared windows cost it (one step's part of
+/// Plan::window_counts(), or its total): msg_shm per segment read, byte_shm per byte read.
+double window_cost(const ModelParams& m, const CommCounters& w);
 
 /// One step of one rank: what it costs the rank (its MPI part's step_cost and its window
 /// reads) and the bytes it injects into the network (inter-region, not through a window).
