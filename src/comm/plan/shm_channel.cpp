@@ -14,18 +14,20 @@
 namespace sparsecomm::detail {
 
 namespace {
-// NodeComm::oversubscribed, from what this process can see without communicating (a local
+// NodeComm::patience, from what this process can see without communicating (a local
 // performance choice: ranks of one node may differ without harm).
-bool oversubscribed(int node_size) {
-  auto env_int = [](const char* name) {
+int patience(int node_size) {
+  auto env = [](const char* name) {
     const char* v = std::getenv(name);
-    return v && *v ? std::atol(v) : 0L;
+    return v && *v ? v : nullptr;
   };
-  if (env_int("OMPI_MCA_mpi_yield_when_idle") > 0) return true;
+  if (const char* p = env("SPARSECOMM_SHM_PATIENCE")) return std::max(0, std::atoi(p));
+  auto env_int = [&](const char* name) { return env(name) ? std::atol(env(name)) : 0L; };
+  if (env_int("OMPI_MCA_mpi_yield_when_idle") > 0) return 0;
   long local = std::max(env_int("OMPI_COMM_WORLD_LOCAL_SIZE"), env_int("MPI_LOCALNRANKS"));
   if (local <= 0) local = node_size;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);  // the machine's, whatever a rank is bound to
-  return cpus > 0 && local > cpus;
+  return cpus > 0 && local > cpus ? 0 : 256;
 }
 }  // namespace
 
@@ -47,7 +49,7 @@ std::shared_ptr<const NodeComm> node_of(MPI_Comm comm) {
   MPI_Group_free(&g_node);
   MPI_Group_free(&g_all);
   for (int i = 0; i < nn; ++i) n->node_rank_of[ranks[static_cast<size_t>(i)]] = i;
-  n->oversubscribed = oversubscribed(nn);
+  n->patience = patience(nn);
   kept = std::move(n);
   return kept;
 }
@@ -67,10 +69,7 @@ void ShmWindow::connect(const char* who) {
 }
 
 bool ShmWindow::try_connect() {
-  // SPARSECOMM_SHM_PATIENCE=N overrides the checks before a wait yields (a local choice).
-  const char* patience = std::getenv("SPARSECOMM_SHM_PATIENCE");
-  const int checks = patience && *patience ? std::max(0, std::atoi(patience)) : node_->oversubscribed ? 0 : 256;
-  for (auto& lane : lanes_) lane->patience_ = checks;
+  for (auto& lane : lanes_) lane->patience_ = node_->patience;
   constexpr int kMeta = 5;
   // Where each lane starts in my segment.
   std::vector<int64_t> base(lanes_.size() + 1, 0);

@@ -90,10 +90,10 @@ class ShmChannel {
   static constexpr int64_t kLine = 64;  // one cache line per flag
 
   // Waits until ready(), calling progress() every 64 checks and yielding the core after
-  // patience_ checks: 256 where every rank has a core of its own (a short spin catches a
-  // writer that is nearly done without a system call), none where the node is
-  // oversubscribed (NodeComm::oversubscribed: the writer being waited for may need this very
-  // core, so every check that does not find it done gives it away).
+  // patience_ checks (NodeComm::patience): 256 where every rank has a core of its own (a
+  // short spin catches a writer that is nearly done without a system call), none where the
+  // node is oversubscribed (the writer being waited for may need this very core, so every
+  // check that does not find it done gives it away).
   template <class Ready, class Progress>
   void spin(Ready ready, Progress progress) const {
     for (int i = 0; !ready(); ++i) {
@@ -116,7 +116,7 @@ class ShmChannel {
   std::vector<Epoch*> slots_;
   char* buffers_ = nullptr;
   int64_t area_ = 0;
-  int patience_ = 256;  // checks before yielding (ShmWindow::try_connect sets it)
+  int patience_ = 256;  // NodeComm::patience (ShmWindow::try_connect sets it)
   std::vector<In> in_;
 };
 
@@ -125,11 +125,12 @@ class ShmChannel {
 struct NodeComm {
   Comm node;
   std::map<int, int> node_rank_of;  // rank of the communicator -> node rank
-  // More MPI processes on this node than online CPUs (the launcher's count of local ranks
-  // where it exports one, OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS, else this
+  // Checks a window wait makes before it yields the core: none where the node is
+  // oversubscribed — more MPI processes on it than online CPUs (the launcher's count of local
+  // ranks where it exports one, OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS, else this
   // communicator's), or Open MPI told to yield when idle (mpi_yield_when_idle: the user says
-  // the node is oversubscribed). Then waits yield the core at once, as MPI's own do.
-  bool oversubscribed = false;
+  // so) — as MPI's own waits do; else 256. SPARSECOMM_SHM_PATIENCE=N overrides.
+  int patience = 256;
 };
 /// Collective on the first call per communicator (a split), then local: its NodeComm.
 std::shared_ptr<const NodeComm> node_of(MPI_Comm comm);
