@@ -480,14 +480,14 @@ bool read_machine_model_cache(const std::vector<int>& node, const Locality& loc,
   // has, so the ranks agree whatever the file holds later.
   static std::mutex lock;
   static std::map<std::string, ModelParams> seen;
-  const std::string path = dir + "/" + key_file(key);
+  const std::string path = dir + "/" + key_file(key), memo = path + "\n" + key;  // (the file name is a hash of the key)
   std::lock_guard<std::mutex> g(lock);
-  if (const auto it = seen.find(path + "\n" + key); it != seen.end()) {
+  if (const auto it = seen.find(memo); it != seen.end()) {
     m = it->second;
     return true;
   }
   if (!read_cache(path, key, m)) return false;
-  seen[path + "\n" + key] = m;
+  seen[memo] = m;
   return true;
 #endif
 }
