@@ -64,6 +64,14 @@ def step_costs(m, s, bi):
     return max(send, recv)
 
 
+def for_layout(m, label):
+    """model.cpp's for_layout: where regions are whole nodes (run.sh's cluster setting), a rank
+    alone on its link moves inter-region bytes at the link's rate."""
+    if label != "cluster":
+        return m
+    return dict(m, byte_inter=min(m["byte_inter"], 1.0 / max(m["region_rate"], 1.0)))
+
+
 def predict(m, ranks, variant, label=""):
     """The prediction of src/comm/plan/model.cpp (`base`: each step's busiest rank against
     its busiest region's link, summed over the steps, since 11-26's third session) or of a
@@ -94,10 +102,8 @@ def predict(m, ranks, variant, label=""):
         m = dict(m, stage_shm=m["stage_shm"] / 2)
     stage = stage_cost(m, stages, inter, msg)
 
-    # model.cpp's for_layout: where regions are whole nodes (run.sh's cluster setting), a rank
-    # alone on its link moves inter-region bytes at the link's rate.
-    if (label == "cluster" or "link_everywhere" in opts) and "loaded_share" not in opts:
-        m = dict(m, byte_inter=min(m["byte_inter"], 1.0 / max(m["region_rate"], 1.0)))
+    if "loaded_share" not in opts:
+        m = for_layout(m, "cluster" if "link_everywhere" in opts else label)
 
     def byte_inter(head):
         if "beta_flow" in opts:  # a rank alone on the link: the ping-pong's cost per byte
@@ -159,8 +165,7 @@ def load_run(out):
 
 def work_of(m, ranks, label):
     """model.cpp's total_work: every rank's copies and steps, summed (auto's tie-break)."""
-    if label == "cluster":
-        m = dict(m, byte_inter=min(m["byte_inter"], 1.0 / max(m["region_rate"], 1.0)))
+    m = for_layout(m, label)
     w = 0.0
     for head, st in ranks:
         w += m["copy"] * head["copied"]
