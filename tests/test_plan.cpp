@@ -117,6 +117,64 @@ TEST(PlanSpmv, Rectangular) {
   check_backends(DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, cols, t), "rectangular 9x23");
 }
 
+// Patterns no matrix makes but MPI's neighborhood collectives do (the PMPI layer builds
+// them): every other rank a neighbor both ways, some segments empty (alltoallv counts of
+// 0), ids unique per pair; and the allgather shape, one entry sent to every neighbor under
+// one id (duplicate removal sends it once per region). Every backend, every layout, width 4.
+TEST(PlanHalo, EmptySegmentsAndOneEntryToAll) {
+  const int p = test::size(), me = test::rank();
+  const auto value = [](int64_t id, int k) { return static_cast<double>(id % 100003) + 0.25 * k; };
+  // count(a, b): entries rank a sends rank b; odd ranks receive nothing (an empty segment
+  // from every region, which the aggregation must not route through another receiver).
+  const auto count = [](int a, int b) { return b % 2 ? 0 : 1 + (a + b) % 3; };
+  PatternSide send, recv;
+  int32_t owned = 0, ghosts = 0;
+  for (int j = 0; j < p; ++j) {
+    if (j == me) continue;
+    send.ranks.push_back(j);
+    for (int e = 0; e < count(me, j); ++e)
+      send.indices.push_back(owned++), send.global_ids.push_back((static_cast<int64_t>(me) * p + j) * 8 + e);
+    send.offsets.push_back(send.size());
+    recv.ranks.push_back(j);
+    for (int e = 0; e < count(j, me); ++e)
+      recv.indices.push_back(ghosts++), recv.global_ids.push_back((static_cast<int64_t>(j) * p + me) * 8 + e);
+    recv.offsets.push_back(recv.size());
+  }
+  PatternSide gsend, grecv;  // the allgather shape
+  for (int j = 0; j < p; ++j) {
+    if (j == me) continue;
+    gsend.ranks.push_back(j), gsend.indices.push_back(0), gsend.global_ids.push_back(me);
+    gsend.offsets.push_back(gsend.size());
+    grecv.ranks.push_back(j), grecv.indices.push_back(static_cast<int32_t>(grecv.size())), grecv.global_ids.push_back(j);
+    grecv.offsets.push_back(grecv.size());
+  }
+  const Pattern shapes[2] = {Pattern(send, recv, std::max(owned, 1), ghosts),
+                             Pattern(gsend, grecv, 1, static_cast<int32_t>(grecv.size()))};
+  constexpr int w = 4;
+  for (int shape = 0; shape < 2; ++shape) {
+    const Pattern& pat = shapes[shape];
+    std::vector<double> out(static_cast<size_t>(pat.owned_size()) * w);
+    for (int64_t k = 0; k < pat.send().size(); ++k)
+      for (int c = 0; c < w; ++c) out[pat.send().indices[k] * w + c] = value(pat.send().global_ids[k], c);
+    for (const auto& regions : kRegions) {
+      Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
+      for (const auto& backend : backend_names()) {
+        PlanOptions opt;
+        opt.width = w;
+        auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD, opt);
+        for (int round = 0; round < 2; ++round) {
+          std::vector<double> in(static_cast<size_t>(pat.ghost_size()) * w, -1.0);
+          plan->exchange(out.data(), in.data());
+          int wrong = 0;
+          for (int64_t k = 0; k < pat.recv().size(); ++k)
+            for (int c = 0; c < w; ++c) wrong += in[pat.recv().indices[k] * w + c] != value(pat.recv().global_ids[k], c);
+          EXPECT_EQ(wrong, 0) << "shape " << shape << " backend " << backend << " regions " << regions;
+        }
+      }
+    }
+  }
+}
+
 // The combined backend with options that make groups form (low theta, dense pattern):
 // SpMV and transpose still exact, and some ranks really run two stages.
 TEST(PlanCombined, GroupsFormAndResultsStayExact) {

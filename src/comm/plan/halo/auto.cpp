@@ -122,8 +122,13 @@ std::vector<int64_t> message_of(MPI_Comm c, const Pattern& p, const std::vector<
   const std::map<int, int64_t> distinct = distinct_to_regions(s, region, comm_rank(c));
   std::vector<int64_t> mine(header);
   mine.reserve(header.size() + 2 + 2 * static_cast<size_t>(s.num_neighbors()) + 2 * distinct.size());
-  mine.push_back(s.num_neighbors());
-  for (int i = 0; i < s.num_neighbors(); ++i) mine.push_back(s.ranks[i]), mine.push_back(s.count(i));
+  // (Empty segments, which MPI's neighborhood collectives make with counts of 0, carry
+  // nothing and are left out: the counts take destinations with values.)
+  int64_t nonempty = 0;
+  for (int i = 0; i < s.num_neighbors(); ++i) nonempty += s.count(i) > 0;
+  mine.push_back(nonempty);
+  for (int i = 0; i < s.num_neighbors(); ++i)
+    if (s.count(i) > 0) mine.push_back(s.ranks[i]), mine.push_back(s.count(i));
   mine.push_back(static_cast<int64_t>(distinct.size()));
   for (const auto& [S, d] : distinct) mine.push_back(S), mine.push_back(d);
   return mine;
