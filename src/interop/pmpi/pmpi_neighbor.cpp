@@ -7,10 +7,13 @@
 // each blocking, non-blocking (MPI_Ineighbor_*) and persistent (Open MPI 4.1's
 // MPIX_Neighbor_*_init, MPI-4's MPI_Neighbor_*_init):
 //   allgather, allgatherv: gather plans (combining over common neighborhoods, or direct;
-//     allgatherv's plan learns its sources' sizes);
+//     allgatherv's plan learns its sources' sizes); allgather also as a halo plan with one
+//     entry per block under its sender's id (allgather_pattern), so the locality-aware
+//     aggregations send a block across a node pair once;
 //   alltoall, alltoallv: a halo plan with an entry per block (per element of the type for
-//     alltoallv); behind a request only with a backend that can be polled (Plan::test:
-//     p2p, neighbor, combined), MPI's own otherwise;
+//     alltoallv);
+//   behind a request only with a backend that can be polled (Plan::test), MPI's own
+//   otherwise;
 // on distributed-graph, Cartesian and graph communicators, with contiguous send and
 // receive types (named, or contiguous/dup over one; allgather and alltoall: one block size
 // on every rank; alltoallv: send and receive types of one size).
@@ -40,11 +43,13 @@
 //    agrees and builds a plan for that request alone; starts then cost nothing extra.
 //
 // Choice: SPARSECOMM_MPI_BACKEND = auto (default) | mpi | a gather backend (combined,
-// p2p, neighbor, shm). auto takes the shm backends (shared-memory window) when every rank
-// of the communicator is on one node; across nodes it builds the combining plan and keeps
-// it only where the performance model (comm/plan/model.hpp: messages, bytes and stages of
-// the busiest rank) predicts it 1.3x faster than the direct exchange MPI itself does;
-// otherwise it steps aside (MPI's own). The model's parameters are the ones every auto
+// p2p, neighbor, shm) | a halo-only backend (aggregated, aggregated_dedup,
+// aggregated_2step: allgather and alltoall(v) through it, allgatherv direct). auto takes
+// the shm backends (shared-memory window) when every rank of the communicator is on one
+// node; across nodes the halo auto predicts every halo backend from counts (for an
+// allgather on allgather_pattern, beside the combining gather plan) and the choice is
+// kept only where the performance model (comm/plan/model.hpp) predicts it 1.3x faster
+// than the direct exchange MPI itself does; otherwise it steps aside (MPI's own). The model's parameters are the ones every auto
 // uses (ModelParams::resolve: $SPARSECOMM_MODEL, a file or builtin, else this machine's,
 // measured on first use per machine and layout and cached). mpi: always MPI's own. Combining parameters: SPARSECOMM_MPI_K, _AWARE (0/1);
 // regions: SPARSECOMM_MPI_REGIONS (default node); the same as MPI_Info keys
@@ -306,10 +311,28 @@ int64_t contiguous_bytes(MPI_Datatype t, int count) {
   return one < 0 ? -1 : one * count;
 }
 
+// Whether `name` is a halo backend that runs an allgather as a halo plan (the halo
+// backends without a gather form: the locality-aware aggregations).
+bool halo_only(const std::string& name) {
+  const auto g = gather_backend_names(), h = backend_names();
+  return std::find(g.begin(), g.end(), name) == g.end() && std::find(h.begin(), h.end(), name) != h.end();
+}
+
 // The bad setting of `s`, or "".
 std::string check_settings(const Settings& s) {
   try {
-    if (s.backend != "auto" && s.backend != "mpi") gather_backend_hooks(s.backend);  // lists the names
+    if (s.backend != "auto" && s.backend != "mpi" && !halo_only(s.backend)) {
+      const auto g = gather_backend_names(), h = backend_names();
+      if (std::find(g.begin(), g.end(), s.backend) == g.end()) {
+        std::string names;
+        for (const auto& n : g) names += " " + n;
+        names += ";";
+        for (const auto& n : h)
+          if (n != "auto" && std::find(g.begin(), g.end(), n) == g.end()) names += " " + n;
+        throw InputError("unknown backend '" + s.backend + "' (SPARSECOMM_MPI_BACKEND or sparsecomm_backend): auto, mpi," +
+                         names);
+      }
+    }
     if (s.k < 0 || s.k == 1) throw InputError("SPARSECOMM_MPI_K must be 0 (default) or at least 2");
   } catch (const std::exception& e) {
     return std::string(e.what()) + " (backend '" + s.backend + "')";
@@ -366,17 +389,49 @@ bool shm_whole_node(CommPlans& p, MPI_Comm comm) {
          std::find(h.begin(), h.end(), "shm") != h.end();
 }
 
-// auto's verdict, reported: keep the combining plan (predicted tc) over MPI's own (td)?
-bool auto_keeps(const CommPlans& p, MPI_Comm comm, Kind k, const std::string& label, double tc, double td) {
-  char why[160];
-  std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct: ", tc * 1e6, td * 1e6);
-  const bool keep = tc * kAutoMargin < td;
-  report(p, comm, k, label, std::string(why) + (keep ? "combined" : "MPI's own"));
-  return keep;
+// The options of a halo plan whose entries are `unit`-byte blocks: the widest value type
+// that divides the block, `width` of them.
+PlanOptions block_options(int64_t unit) {
+  PlanOptions po;
+  po.value_bytes = unit % 8 == 0 ? 8 : unit % 4 == 0 ? 4 : 1;
+  po.width = static_cast<int>(unit / po.value_bytes);
+  return po;
 }
 
+// An allgather as a halo Pattern, so that the halo backends run it, the locality-aware
+// aggregations among them: one entry per block; every destination gets entry 0 (this
+// rank's block) under one id, this rank's number, so duplicate removal (aggregated_dedup,
+// aggregated_2step) moves a block across a region pair once however many ranks there need
+// it — the node-aware allgather of Bienz, Gropp and Olson (EuroMPI 2019) with the
+// duplicate-free forward of Collom et al.'s locality-aware neighborhood collectives.
+// Source uniq_src[j]'s block lands at entry j (the plan's order, as the gather plans').
+Pattern allgather_pattern(const Neighbors& nb, int me) {
+  PatternSide send, recv;
+  for (int r : nb.uniq_dst) {
+    send.ranks.push_back(r);
+    send.indices.push_back(0);
+    send.global_ids.push_back(me);
+    send.offsets.push_back(send.size());
+  }
+  for (size_t j = 0; j < nb.uniq_src.size(); ++j) {
+    recv.ranks.push_back(nb.uniq_src[j]);
+    recv.indices.push_back(static_cast<int32_t>(j));
+    recv.global_ids.push_back(nb.uniq_src[j]);
+    recv.offsets.push_back(recv.size());
+  }
+  return Pattern(std::move(send), std::move(recv), 1, static_cast<int32_t>(nb.uniq_src.size()));
+}
+
+// What auto's halo plan predicted for backend `name` (the same on every rank: rank 0's
+// predictions, broadcast).
+double predicted(const Plan& plan, const std::string& name) { return plan.setup_stats().time("auto.predict." + name); }
+
+// The halo backends that are MPI's own direct exchange: auto steps aside rather than run them.
+bool direct(const std::string& name) { return name == "p2p" || name.rfind("neighbor", 0) == 0; }
+
 // Collective. The agreed choice of an allgather(v) where this rank sends `bytes`: a gather
-// plan, or null for MPI's own. same_count: every rank sends `bytes` (allgather).
+// plan, a halo plan (allgather only: allgather_pattern), or null for MPI's own.
+// same_count: every rank sends `bytes` (allgather).
 std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes, bool same_count,
                                      const std::string& label) {
   const Settings& s = p.settings;
@@ -399,6 +454,11 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     }
     return make_gather_plan(name, t, *p.loc, comm, bytes, go);
   };
+  const auto make_halo = [&](const std::string& name) {
+    int me = 0;
+    PMPI_Comm_rank(comm, &me);
+    return make_plan(name, allgather_pattern(p.nb, me), *p.loc, comm, block_options(bytes));
+  };
   auto c = std::make_shared<Choice>();
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
     c->gather = make("shm");
@@ -408,13 +468,49 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     auto combined = make("combined");
     const double tc = predict_gather(*combined, model, comm);
     const double td = predict_gather(*make("p2p"), model, comm);  // what MPI's direct exchange costs
-    if (!auto_keeps(p, comm, k, label, tc, td)) return nullptr;
-    c->gather = std::move(combined);
+    // An allgather also as a halo plan: the halo auto predicts every halo backend (the
+    // aggregations, combining, shm, direct) from counts and builds only its choice. Of
+    // the two candidates the one predicted faster against its own direct exchange wins,
+    // if by kAutoMargin.
+    std::unique_ptr<Plan> halo;
+    double th = 0, thd = 0;
+    if (same_count) {
+      halo = make_halo("auto");
+      th = predicted(*halo, halo->name()), thd = predicted(*halo, "p2p");
+    }
+    const bool keep_c = tc * kAutoMargin < td;
+    const bool keep_h = halo && !direct(halo->name()) && th * kAutoMargin < thd;
+    char why[240];
+    std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct", tc * 1e6, td * 1e6);
+    std::string text = why;
+    if (halo) {
+      std::snprintf(why, sizeof why, ", %.1f us %s against %.1f us direct", th * 1e6, halo->name().c_str(), thd * 1e6);
+      text += why;
+    }
+    if (keep_h && (!keep_c || th / thd < tc / td)) {
+      report(p, comm, k, label, text + ": " + halo->name());
+      c->halo = std::move(halo);
+    } else if (keep_c) {
+      report(p, comm, k, label, text + ": combined");
+      c->gather = std::move(combined);
+    } else {
+      report(p, comm, k, label, text + ": MPI's own");
+      return nullptr;
+    }
+  } else if (halo_only(s.backend) && same_count) {
+    c->halo = make_halo(s.backend);
+    report(p, comm, k, label, c->halo->name() + " plan built");
   } else {
-    c->gather = make(s.backend);
+    // (allgatherv with a halo-only backend: its blocks differ in size between ranks, which
+    // one entry per block cannot say; it runs the direct gather plan.)
+    c->gather = make(halo_only(s.backend) ? "p2p" : s.backend);
     report(p, comm, k, label, c->gather->name() + " plan built");
   }
-  if (!p.nb.src_identity || k == kAllgatherv) c->staging.resize(static_cast<size_t>(c->gather->recv_total()) + 1);
+  if (c->halo) {
+    if (!p.nb.src_identity) c->staging.resize(p.nb.uniq_src.size() * static_cast<size_t>(bytes) + 1);
+  } else if (!p.nb.src_identity || k == kAllgatherv) {
+    c->staging.resize(static_cast<size_t>(c->gather->recv_total()) + 1);
+  }
   return c;
 }
 
@@ -458,9 +554,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   PatternSide send = side(p.nb.destinations, out, true);
   PatternSide recv = side(p.nb.sources, in, false);
   Pattern pat(std::move(send), std::move(recv), extent[0], extent[1]);
-  PlanOptions po;
-  po.value_bytes = unit % 8 == 0 ? 8 : unit % 4 == 0 ? 4 : 1;
-  po.width = static_cast<int>(unit / po.value_bytes);
+  const PlanOptions po = block_options(unit);
   auto c = std::make_shared<Choice>();
   // On one node the shm halo plan beat Open MPI's own alltoall up to 4 KiB blocks (1.6-2.8x)
   // but not at 64 KiB (0.71-0.74x: its pack, window and unpack copies against Open MPI's
@@ -480,12 +574,17 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
     return nullptr;
   }
   if (s.backend == "auto") {
-    const ModelParams model = ModelParams::resolve(comm, *p.loc, "");
-    auto combined = make_plan("combined", pat, *p.loc, comm, po);
-    const double tc = predict_iteration(*combined, model, comm);
-    const double td = predict_iteration(*make_plan("p2p", pat, *p.loc, comm, po), model, comm);
-    if (!auto_keeps(p, comm, k, label, tc, td)) return nullptr;
-    c->halo = std::move(combined);
+    // The halo auto predicts every halo backend from counts and builds only its choice;
+    // kept if not a direct exchange and predicted kAutoMargin faster than one.
+    auto chosen = make_plan("auto", pat, *p.loc, comm, po);
+    const double tc = predicted(*chosen, chosen->name()), td = predicted(*chosen, "p2p");
+    const bool keep = !direct(chosen->name()) && tc * kAutoMargin < td;
+    char why[200];
+    std::snprintf(why, sizeof why, "auto predicted %.1f us %s against %.1f us direct: ", tc * 1e6,
+                  chosen->name().c_str(), td * 1e6);
+    report(p, comm, k, label, std::string(why) + (keep ? chosen->name() : std::string("MPI's own")));
+    if (!keep) return nullptr;
+    c->halo = std::move(chosen);
     return c;
   }
   const auto names = backend_names();
@@ -711,38 +810,6 @@ class PlanOp final : public Operation {
 // runs them in MPI_Start and the completion calls.
 void gather_begin(Choice& c, const void* send) { c.gather->start(static_cast<const char*>(send)); }
 
-// allgather: the plan delivers by sorted source; MPI's slots get them (dup, self, null).
-bool allgather_finish(const Neighbors& nb, Choice& c, const void* send, void* recv, size_t B, bool block) {
-  char* into = nb.src_identity ? static_cast<char*>(recv) : c.staging.data();
-  if (block) c.gather->wait(into);
-  else if (!c.gather->test(into)) return false;
-  if (!nb.src_identity) deliver(nb, c.staging.data(), send, recv, B);
-  return true;
-}
-
-// allgatherv: the plan's blocks to MPI's slots at displs; *ok false when a slot's count is
-// not what its source sends (an erroneous program: the rest is still delivered).
-bool allgatherv_finish(const Neighbors& nb, Choice& c, const void* send, int64_t send_bytes, void* recv,
-                       const int* rcounts, const int* displs, int64_t rsize, bool block, bool* ok) {
-  GatherPlan& g = *c.gather;
-  if (block) g.wait(c.staging.data());
-  else if (!g.test(c.staging.data())) return false;
-  *ok = true;
-  for (size_t i = 0; i < nb.sources.size(); ++i) {
-    const int slot = nb.src_slot[i];
-    if (slot == kNull) continue;
-    const int64_t bytes = slot == kSelf ? send_bytes : g.recv_counts()[static_cast<size_t>(slot)];
-    if (bytes != rcounts[i] * rsize) {
-      *ok = false;
-      continue;
-    }
-    const char* from = slot == kSelf ? static_cast<const char*>(send)
-                                     : c.staging.data() + g.recv_offsets()[static_cast<size_t>(slot)];
-    std::memcpy(static_cast<char*>(recv) + displs[i] * rsize, from, static_cast<size_t>(bytes));
-  }
-  return true;
-}
-
 // A block of `N` bytes with no alignment assumption (the caller's buffers are bytes).
 template <int N>
 struct Block {
@@ -770,6 +837,44 @@ bool halo_complete(Choice& c, void* recv, bool block) {
   if (vb == 8) return run(static_cast<Block<8>*>(recv));
   if (vb == 4) return run(static_cast<Block<4>*>(recv));
   return run(static_cast<Block<1>*>(recv));
+}
+
+// allgather: the plan (a gather plan, or a halo plan of allgather_pattern) delivers by
+// sorted source; MPI's slots get them (dup, self, null).
+bool allgather_finish(const Neighbors& nb, Choice& c, const void* send, void* recv, size_t B, bool block) {
+  char* into = nb.src_identity ? static_cast<char*>(recv) : c.staging.data();
+  if (c.halo) {
+    if (!halo_complete(c, into, block)) return false;
+  } else if (block) {
+    c.gather->wait(into);
+  } else if (!c.gather->test(into)) {
+    return false;
+  }
+  if (!nb.src_identity) deliver(nb, c.staging.data(), send, recv, B);
+  return true;
+}
+
+// allgatherv: the plan's blocks to MPI's slots at displs; *ok false when a slot's count is
+// not what its source sends (an erroneous program: the rest is still delivered).
+bool allgatherv_finish(const Neighbors& nb, Choice& c, const void* send, int64_t send_bytes, void* recv,
+                       const int* rcounts, const int* displs, int64_t rsize, bool block, bool* ok) {
+  GatherPlan& g = *c.gather;
+  if (block) g.wait(c.staging.data());
+  else if (!g.test(c.staging.data())) return false;
+  *ok = true;
+  for (size_t i = 0; i < nb.sources.size(); ++i) {
+    const int slot = nb.src_slot[i];
+    if (slot == kNull) continue;
+    const int64_t bytes = slot == kSelf ? send_bytes : g.recv_counts()[static_cast<size_t>(slot)];
+    if (bytes != rcounts[i] * rsize) {
+      *ok = false;
+      continue;
+    }
+    const char* from = slot == kSelf ? static_cast<const char*>(send)
+                                     : c.staging.data() + g.recv_offsets()[static_cast<size_t>(slot)];
+    std::memcpy(static_cast<char*>(recv) + displs[i] * rsize, from, static_cast<size_t>(bytes));
+  }
+  return true;
 }
 
 // The self edge of an alltoall(v) (at most one: pairs are unique): destination self_dst's
@@ -869,12 +974,20 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
-      comm, kAllgather, entry, [&](bool* broken) { return decide(comm, kAllgather, sig, mode, broken); }, pass,
+      comm, kAllgather, entry,
+      [&](bool* broken) {
+        auto c = decide(comm, kAllgather, sig, mode, broken);
+        return mode == kBlocking ? c : pollable(c);
+      },
+      pass,
       [&](const std::shared_ptr<Choice>& c) {
         const std::shared_ptr<CommPlans> p = plans_of(global(), comm);
         Choice* cp = c.get();
         const auto B = static_cast<size_t>(sig);
-        auto begin = [cp, sendbuf] { gather_begin(*cp, sendbuf); };
+        auto begin = [cp, sendbuf] {
+          if (cp->halo) halo_begin(*cp, sendbuf);
+          else gather_begin(*cp, sendbuf);
+        };
         auto finish = [p, cp, sendbuf, recvbuf, B](bool block) {
           return allgather_finish(p->nb, *cp, sendbuf, recvbuf, B, block);
         };
