@@ -397,6 +397,21 @@ static void run(MPI_Comm c, int kind, const char *name) {
         CHECK(rb[rd[i] + 2] == -5, "%s allgatherv wrote into the gap after slot %d", name, i);
       }
     }
+    /* allgatherv, blocks whose size differs between ranks: rank r sends 1 + r % 3 chars
+       (the aggregations cut every block into entries of one size: here 1 byte) */
+    {
+      char cs[4], cr[64 * 8];
+      for (int k = 0; k < 4; k++) cs[k] = (char)(val(me, k, 44) % 127);
+      for (int i = 0; i < ns; i++) rc[i] = l.src[i] == MPI_PROC_NULL ? 0 : 1 + l.src[i] % 3, rd[i] = 4 * i;
+      memset(cr, -5, sizeof cr);
+      MPI_Neighbor_allgatherv(cs, 1 + me % 3, MPI_CHAR, cr, rc, rd, MPI_CHAR, c);
+      for (int i = 0; i < ns; i++) {
+        for (int k = 0; k < rc[i]; k++)
+          CHECK(cr[rd[i] + k] == (char)(val(l.src[i], k, 44) % 127), "%s allgatherv of chars slot %d value %d: %d",
+                name, i, k, cr[rd[i] + k]);
+        CHECK(cr[rd[i] + 3] == -5, "%s allgatherv of chars wrote past slot %d", name, i);
+      }
+    }
     /* alltoallv: edge j carries (sender + j) % 3 ints (zero for some), blocks spaced out */
     int sc[64], sd[64];
     for (int j = 0, at = 0; j < nd; j++) {

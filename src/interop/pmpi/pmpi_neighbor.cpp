@@ -7,8 +7,8 @@
 // each blocking, non-blocking (MPI_Ineighbor_*) and persistent (Open MPI 4.1's
 // MPIX_Neighbor_*_init, MPI-4's MPI_Neighbor_*_init):
 //   allgather, allgatherv: gather plans (combining over common neighborhoods, or direct;
-//     allgatherv's plan learns its sources' sizes); allgather also as a halo plan with one
-//     entry per block under its sender's id (allgather_pattern), so the locality-aware
+//     allgatherv's plan learns its sources' sizes), or halo plans whose entries carry
+//     their sender's id (allgather_pattern, allgatherv_pattern), so the locality-aware
 //     aggregations send a block across a node pair once;
 //   alltoall, alltoallv: a halo plan with an entry per block (per element of the type for
 //     alltoallv);
@@ -44,10 +44,10 @@
 //
 // Choice: SPARSECOMM_MPI_BACKEND = auto (default) | mpi | a gather backend (combined,
 // p2p, neighbor, shm) | a halo-only backend (aggregated, aggregated_dedup,
-// aggregated_2step: allgather and alltoall(v) through it, allgatherv direct). auto takes
+// aggregated_2step: every function through it as a halo plan). auto takes
 // the shm backends (shared-memory window) when every rank of the communicator is on one
 // node; across nodes the halo auto predicts every halo backend from counts (for an
-// allgather on allgather_pattern, beside the combining gather plan) and the choice is
+// allgather(v) on its halo pattern, beside the combining gather plan) and the choice is
 // kept only where the performance model (comm/plan/model.hpp) predicts it 1.3x faster
 // than the direct exchange MPI itself does; otherwise it steps aside (MPI's own). The model's parameters are the ones every auto
 // uses (ModelParams::resolve: $SPARSECOMM_MODEL, a file or builtin, else this machine's,
@@ -236,6 +236,7 @@ bool read_neighbors(MPI_Comm comm, int topo, Neighbors* nb) {
 struct Choice {
   std::unique_ptr<GatherPlan> gather;
   std::unique_ptr<Plan> halo;
+  std::vector<int64_t> halo_off, halo_bytes;  // allgatherv as a halo plan: per uniq source, in staging
   std::vector<char> staging;         // the plan's source order, when MPI's differs
   Operation* inflight = nullptr;    // the non-blocking operation running on the plan
   bool nothing = false;             // agreed empty blocks
@@ -422,6 +423,37 @@ Pattern allgather_pattern(const Neighbors& nb, int me) {
   return Pattern(std::move(send), std::move(recv), 1, static_cast<int32_t>(nb.uniq_src.size()));
 }
 
+// An allgatherv as a halo Pattern (the allgather_pattern idea with blocks of different
+// sizes): a plan's entries have one width, so blocks are cut into `unit`-byte entries,
+// unit the largest power of two up to 8 that divides every rank's block (agreed); entry
+// e of rank r's block has the id r * 2^31 + e on every edge it travels. The receive side
+// follows what each source sends (`from`, bytes per uniq source, learned from the sources),
+// not the program's receive counts, so a program whose counts disagree gets MPI's
+// truncation error at delivery as on the gather path. Sets `off` (bytes into the staging
+// buffer per uniq source) and returns the pattern.
+Pattern allgatherv_pattern(const Neighbors& nb, int me, int64_t mine, const std::vector<int64_t>& from, int64_t unit,
+                           std::vector<int64_t>* off) {
+  PatternSide send, recv;
+  for (int r : nb.uniq_dst) {
+    send.ranks.push_back(r);
+    for (int64_t e = 0; e < mine / unit; ++e)
+      send.indices.push_back(static_cast<int32_t>(e)), send.global_ids.push_back((static_cast<int64_t>(me) << 31) + e);
+    send.offsets.push_back(send.size());
+  }
+  off->assign(nb.uniq_src.size() + 1, 0);
+  for (size_t j = 0; j < nb.uniq_src.size(); ++j) {
+    recv.ranks.push_back(nb.uniq_src[j]);
+    const int64_t at = (*off)[j] / unit;
+    for (int64_t e = 0; e < from[j] / unit; ++e)
+      recv.indices.push_back(static_cast<int32_t>(at + e)),
+          recv.global_ids.push_back((static_cast<int64_t>(nb.uniq_src[j]) << 31) + e);
+    recv.offsets.push_back(recv.size());
+    (*off)[j + 1] = (*off)[j] + from[j];
+  }
+  return Pattern(std::move(send), std::move(recv), static_cast<int32_t>(std::max<int64_t>(mine / unit, 1)),
+                 static_cast<int32_t>(off->back() / unit));
+}
+
 // What auto's halo plan predicted for backend `name` (the same on every rank: rank 0's
 // predictions, broadcast).
 double predicted(const Plan& plan, const std::string& name) { return plan.setup_stats().time("auto.predict." + name); }
@@ -454,12 +486,27 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     }
     return make_gather_plan(name, t, *p.loc, comm, bytes, go);
   };
+  auto c = std::make_shared<Choice>();
+  // Collective. The halo plan `name` of this allgather(v); for an allgatherv it first
+  // learns each source's block size (a neighborhood allgather of one integer) and agrees
+  // the entry size (an allreduce): plans are built once per signature, so this is set-up.
   const auto make_halo = [&](const std::string& name) {
     int me = 0;
     PMPI_Comm_rank(comm, &me);
-    return make_plan(name, allgather_pattern(p.nb, me), *p.loc, comm, block_options(bytes));
+    if (same_count) return make_plan(name, allgather_pattern(p.nb, me), *p.loc, comm, block_options(bytes));
+    long long mine = bytes, unit = 8;
+    if (bytes > 0) unit = std::min<long long>(8, bytes & -bytes);
+    std::vector<long long> got(p.nb.sources.size() + 1, 0);
+    PMPI_Neighbor_allgather(&mine, 1, MPI_LONG_LONG, got.data(), 1, MPI_LONG_LONG, comm);
+    long long agreed = 8;
+    PMPI_Allreduce(&unit, &agreed, 1, MPI_LONG_LONG, MPI_MIN, comm);
+    std::vector<int64_t> from(p.nb.uniq_src.size(), 0);
+    for (size_t i = 0; i < p.nb.sources.size(); ++i)
+      if (p.nb.src_slot[i] >= 0) from[static_cast<size_t>(p.nb.src_slot[i])] = got[i];
+    c->halo_bytes = from;
+    Pattern pat = allgatherv_pattern(p.nb, me, bytes, from, agreed, &c->halo_off);
+    return make_plan(name, pat, *p.loc, comm, block_options(agreed));
   };
-  auto c = std::make_shared<Choice>();
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
     c->gather = make("shm");
     report(p, comm, k, label, "auto: one node: shm plan built");
@@ -472,21 +519,15 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     // aggregations, combining, shm, direct) from counts and builds only its choice. Of
     // the two candidates the one predicted faster against its own direct exchange wins,
     // if by kAutoMargin.
-    std::unique_ptr<Plan> halo;
-    double th = 0, thd = 0;
-    if (same_count) {
-      halo = make_halo("auto");
-      th = predicted(*halo, halo->name()), thd = predicted(*halo, "p2p");
-    }
+    std::unique_ptr<Plan> halo = make_halo("auto");
+    const double th = predicted(*halo, halo->name()), thd = predicted(*halo, "p2p");
     const bool keep_c = tc * kAutoMargin < td;
-    const bool keep_h = halo && !direct(halo->name()) && th * kAutoMargin < thd;
+    const bool keep_h = !direct(halo->name()) && th * kAutoMargin < thd;
     char why[240];
     std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct", tc * 1e6, td * 1e6);
     std::string text = why;
-    if (halo) {
-      std::snprintf(why, sizeof why, ", %.1f us %s against %.1f us direct", th * 1e6, halo->name().c_str(), thd * 1e6);
-      text += why;
-    }
+    std::snprintf(why, sizeof why, ", %.1f us %s against %.1f us direct", th * 1e6, halo->name().c_str(), thd * 1e6);
+    text += why;
     if (keep_h && (!keep_c || th / thd < tc / td)) {
       report(p, comm, k, label, text + ": " + halo->name());
       c->halo = std::move(halo);
@@ -497,17 +538,16 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
       report(p, comm, k, label, text + ": MPI's own");
       return nullptr;
     }
-  } else if (halo_only(s.backend) && same_count) {
+  } else if (halo_only(s.backend)) {
     c->halo = make_halo(s.backend);
     report(p, comm, k, label, c->halo->name() + " plan built");
   } else {
-    // (allgatherv with a halo-only backend: its blocks differ in size between ranks, which
-    // one entry per block cannot say; it runs the direct gather plan.)
-    c->gather = make(halo_only(s.backend) ? "p2p" : s.backend);
+    c->gather = make(s.backend);
     report(p, comm, k, label, c->gather->name() + " plan built");
   }
   if (c->halo) {
-    if (!p.nb.src_identity) c->staging.resize(p.nb.uniq_src.size() * static_cast<size_t>(bytes) + 1);
+    if (!same_count) c->staging.resize(static_cast<size_t>(c->halo_off.back()) + 1);
+    else if (!p.nb.src_identity) c->staging.resize(p.nb.uniq_src.size() * static_cast<size_t>(bytes) + 1);
   } else if (!p.nb.src_identity || k == kAllgatherv) {
     c->staging.resize(static_cast<size_t>(c->gather->recv_total()) + 1);
   }
@@ -858,20 +898,27 @@ bool allgather_finish(const Neighbors& nb, Choice& c, const void* send, void* re
 // not what its source sends (an erroneous program: the rest is still delivered).
 bool allgatherv_finish(const Neighbors& nb, Choice& c, const void* send, int64_t send_bytes, void* recv,
                        const int* rcounts, const int* displs, int64_t rsize, bool block, bool* ok) {
-  GatherPlan& g = *c.gather;
-  if (block) g.wait(c.staging.data());
-  else if (!g.test(c.staging.data())) return false;
+  if (c.halo) {
+    if (!halo_complete(c, c.staging.data(), block)) return false;
+  } else if (block) {
+    c.gather->wait(c.staging.data());
+  } else if (!c.gather->test(c.staging.data())) {
+    return false;
+  }
+  // Per uniq source: its bytes and where they lie in staging (the plan's layout).
+  const auto size_of = [&](size_t j) { return c.halo ? c.halo_bytes[j] : c.gather->recv_counts()[j]; };
+  const auto at_of = [&](size_t j) { return c.halo ? c.halo_off[j] : c.gather->recv_offsets()[j]; };
   *ok = true;
   for (size_t i = 0; i < nb.sources.size(); ++i) {
     const int slot = nb.src_slot[i];
     if (slot == kNull) continue;
-    const int64_t bytes = slot == kSelf ? send_bytes : g.recv_counts()[static_cast<size_t>(slot)];
+    const int64_t bytes = slot == kSelf ? send_bytes : size_of(static_cast<size_t>(slot));
     if (bytes != rcounts[i] * rsize) {
       *ok = false;
       continue;
     }
     const char* from = slot == kSelf ? static_cast<const char*>(send)
-                                     : c.staging.data() + g.recv_offsets()[static_cast<size_t>(slot)];
+                                     : c.staging.data() + at_of(static_cast<size_t>(slot));
     std::memcpy(static_cast<char*>(recv) + displs[i] * rsize, from, static_cast<size_t>(bytes));
   }
   return true;
@@ -1040,9 +1087,10 @@ int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MP
         const int head[2] = {static_cast<int>(sb), static_cast<int>(rsize)};
         h = hash_ints(h, head, 2);
         const bool can = sb >= 0 && rsize > 0 && sb <= INT32_MAX;
-        return decide_v(
+        auto c = decide_v(
             comm, kAllgatherv, can, h, mode,
             [&](CommPlans& p) { return build_gather(p, comm, kAllgatherv, sb, false, "variable blocks"); }, broken);
+        return mode == kBlocking ? c : pollable(c);
       },
       pass,
       [&](const std::shared_ptr<Choice>& c) {
@@ -1051,7 +1099,10 @@ int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MP
         // The arrays are the caller's until completion (MPI), but a copy costs nothing here.
         std::vector<int> rc(recvcounts, recvcounts + p->nb.sources.size());
         std::vector<int> rd(displs, displs + p->nb.sources.size());
-        auto begin = [cp, sendbuf] { gather_begin(*cp, sendbuf); };
+        auto begin = [cp, sendbuf] {
+          if (cp->halo) halo_begin(*cp, sendbuf);
+          else gather_begin(*cp, sendbuf);
+        };
         bool ok = true;
         if (mode == kBlocking) {
           run_blocking(*c, begin, [&](bool block) {
