@@ -462,7 +462,7 @@ double predicted(const Plan& plan, const std::string& name) { return plan.setup_
 bool direct(const std::string& name) { return name == "p2p" || name.rfind("neighbor", 0) == 0; }
 
 // Collective. The agreed choice of an allgather(v) where this rank sends `bytes`: a gather
-// plan, a halo plan (allgather only: allgather_pattern), or null for MPI's own.
+// plan, a halo plan (allgather_pattern, allgatherv_pattern), or null for MPI's own.
 // same_count: every rank sends `bytes` (allgather).
 std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes, bool same_count,
                                      const std::string& label) {
