@@ -573,6 +573,28 @@ int main(int argc, char **argv) {
     free(index), free(edges);
   }
   run_varying();
+  { /* an allgatherv too large to cut into entries of one odd byte (2^21 + 1 chars per block
+       to both ring neighbours): the aggregations' halo pattern would be too large, the
+       layer takes the direct gather plan instead; every byte checked */
+    Lists l;
+    dist_lists(0, me, &l);
+    MPI_Comm g;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, l.ns, l.src, MPI_UNWEIGHTED, l.nd, l.dst, MPI_UNWEIGHTED,
+                                   MPI_INFO_NULL, 0, &g);
+    const int n = (1 << 21) + 1;
+    char *big = malloc((size_t)n), *got = malloc((size_t)n * (size_t)(l.ns + 1));
+    int rc[64], rd[64];
+    for (int k = 0; k < n; k++) big[k] = (char)((me * 7 + k) % 101);
+    for (int i = 0; i < l.ns; i++) rc[i] = n, rd[i] = i * n;
+    MPI_Neighbor_allgatherv(big, n, MPI_CHAR, got, rc, rd, MPI_CHAR, g);
+    for (int i = 0; i < l.ns; i++) {
+      int bad = 0;
+      for (int k = 0; k < n; k++) bad += got[(size_t)i * n + k] != (char)((l.src[i] * 7 + k) % 101);
+      CHECK(bad == 0, "large allgatherv: slot %d: %d wrong bytes", i, bad);
+    }
+    free(big), free(got);
+    MPI_Comm_free(&g);
+  }
   long tot[2] = {checks, wrong}, all[2];
   MPI_Allreduce(tot, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (me == 0) printf("nbr_shapes: %ld values checked on %d ranks, %ld wrong\n", all[0], P, all[1]);

@@ -490,22 +490,38 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
   // Collective. The halo plan `name` of this allgather(v); for an allgatherv it first
   // learns each source's block size (a neighborhood allgather of one integer) and agrees
   // the entry size (an allreduce): plans are built once per signature, so this is set-up.
-  const auto make_halo = [&](const std::string& name) {
+  // Null (on every rank alike) where the pattern would be too large: its bytes past what a
+  // plan indexes (make_plan's limit), or an allgatherv cut into more than kHaloEntries
+  // entries (the pattern's memory); the gather plans take those.
+  constexpr long long kHaloEntries = 1LL << 22;
+  const auto make_halo = [&](const std::string& name) -> std::unique_ptr<Plan> {
     int me = 0;
     PMPI_Comm_rank(comm, &me);
-    if (same_count) return make_plan(name, allgather_pattern(p.nb, me), *p.loc, comm, block_options(bytes));
-    long long mine = bytes, unit = 8;
-    if (bytes > 0) unit = std::min<long long>(8, bytes & -bytes);
+    const auto nd = static_cast<long long>(p.nb.uniq_dst.size()), ns = static_cast<long long>(p.nb.uniq_src.size());
+    if (same_count) {
+      long long mine = (nd + ns) * bytes, most = 0;
+      PMPI_Allreduce(&mine, &most, 1, MPI_LONG_LONG, MPI_MAX, comm);
+      if (most > INT32_MAX) return nullptr;
+      return make_plan(name, allgather_pattern(p.nb, me), *p.loc, comm, block_options(bytes));
+    }
+    long long mine = bytes;
     std::vector<long long> got(p.nb.sources.size() + 1, 0);
     PMPI_Neighbor_allgather(&mine, 1, MPI_LONG_LONG, got.data(), 1, MPI_LONG_LONG, comm);
-    long long agreed = 8;
-    PMPI_Allreduce(&unit, &agreed, 1, MPI_LONG_LONG, MPI_MIN, comm);
     std::vector<int64_t> from(p.nb.uniq_src.size(), 0);
+    long long in = 0;
     for (size_t i = 0; i < p.nb.sources.size(); ++i)
       if (p.nb.src_slot[i] >= 0) from[static_cast<size_t>(p.nb.src_slot[i])] = got[i];
+    for (int64_t b : from) in += b;
+    // One allreduce (minimum) agrees the entry size and the largest pattern: {my block's
+    // power-of-two divisor up to 8, -(my pattern's bytes)}.
+    const long long unit = bytes > 0 ? std::min<long long>(8, bytes & -bytes) : 8;
+    const long long local[2] = {unit, -(nd * bytes + in)};
+    long long agreed[2] = {8, 0};
+    PMPI_Allreduce(local, agreed, 2, MPI_LONG_LONG, MPI_MIN, comm);
+    if (-agreed[1] > INT32_MAX || -agreed[1] / agreed[0] > kHaloEntries) return nullptr;
     c->halo_bytes = from;
-    Pattern pat = allgatherv_pattern(p.nb, me, bytes, from, agreed, &c->halo_off);
-    return make_plan(name, pat, *p.loc, comm, block_options(agreed));
+    Pattern pat = allgatherv_pattern(p.nb, me, bytes, from, agreed[0], &c->halo_off);
+    return make_plan(name, pat, *p.loc, comm, block_options(agreed[0]));
   };
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
     c->gather = make("shm");
@@ -520,14 +536,16 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     // the two candidates the one predicted faster against its own direct exchange wins,
     // if by kAutoMargin.
     std::unique_ptr<Plan> halo = make_halo("auto");
-    const double th = predicted(*halo, halo->name()), thd = predicted(*halo, "p2p");
+    const double th = halo ? predicted(*halo, halo->name()) : 0, thd = halo ? predicted(*halo, "p2p") : 0;
     const bool keep_c = tc * kAutoMargin < td;
-    const bool keep_h = !direct(halo->name()) && th * kAutoMargin < thd;
+    const bool keep_h = halo && !direct(halo->name()) && th * kAutoMargin < thd;
     char why[240];
     std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct", tc * 1e6, td * 1e6);
     std::string text = why;
-    std::snprintf(why, sizeof why, ", %.1f us %s against %.1f us direct", th * 1e6, halo->name().c_str(), thd * 1e6);
-    text += why;
+    if (halo) {
+      std::snprintf(why, sizeof why, ", %.1f us %s against %.1f us direct", th * 1e6, halo->name().c_str(), thd * 1e6);
+      text += why;
+    }
     if (keep_h && (!keep_c || th / thd < tc / td)) {
       report(p, comm, k, label, text + ": " + halo->name());
       c->halo = std::move(halo);
@@ -538,11 +556,11 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
       report(p, comm, k, label, text + ": MPI's own");
       return nullptr;
     }
-  } else if (halo_only(s.backend)) {
-    c->halo = make_halo(s.backend);
+  } else if (halo_only(s.backend) && (c->halo = make_halo(s.backend))) {
     report(p, comm, k, label, c->halo->name() + " plan built");
   } else {
-    c->gather = make(s.backend);
+    // (a halo-only backend whose pattern would be too large: the direct gather plan)
+    c->gather = make(halo_only(s.backend) ? "p2p" : s.backend);
     report(p, comm, k, label, c->gather->name() + " plan built");
   }
   if (c->halo) {
