@@ -259,7 +259,8 @@ class ShmExchange {
     SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE));
   }
   void read(size_t k, char* recv) {
-    std::memcpy(recv + reads_[k].to, channel.data(k, epoch_), static_cast<size_t>(reads_[k].bytes));
+    if (reads_[k].bytes > 0)  // (an empty segment's ghost array may be null)
+      std::memcpy(recv + reads_[k].to, channel.data(k, epoch_), static_cast<size_t>(reads_[k].bytes));
     channel.done(k, epoch_);
     done_[k] = 1;
   }

@@ -43,9 +43,9 @@ namespace {
 // them in one pass without sorting; a range much wider than the ids falls back to sorting.
 std::map<int, int64_t> distinct_to_regions(const PatternSide& s, const std::vector<int>& region, int me) {
   std::map<int, std::vector<int>> segs;  // remote region -> my segments to its ranks
-  for (int i = 0; i < s.num_neighbors(); ++i) {
+  for (int i = 0; i < s.num_neighbors(); ++i) {  // (empty segments left out, as in message_of)
     const int S = region[static_cast<size_t>(s.ranks[i])];
-    if (S != region[static_cast<size_t>(me)]) segs[S].push_back(i);
+    if (S != region[static_cast<size_t>(me)] && s.count(i) > 0) segs[S].push_back(i);
   }
   std::map<int, int64_t> out;
   if (segs.empty()) return out;
