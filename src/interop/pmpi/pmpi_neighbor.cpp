@@ -461,6 +461,23 @@ double predicted(const Plan& plan, const std::string& name) { return plan.setup_
 // The halo backends that are MPI's own direct exchange: auto steps aside rather than run them.
 bool direct(const std::string& name) { return name == "p2p" || name.rfind("neighbor", 0) == 0; }
 
+// auto's halo plan against the direct exchange: its prediction `t`, the direct one's, whether
+// it is kept (not a direct exchange, predicted kAutoMargin faster) and the report's words.
+struct HaloVerdict {
+  double t = 0, direct = 0;
+  bool keep = false;
+  std::string text;
+};
+HaloVerdict verdict_of(const Plan& halo) {
+  HaloVerdict v;
+  v.t = predicted(halo, halo.name()), v.direct = predicted(halo, "p2p");
+  v.keep = !direct(halo.name()) && v.t * kAutoMargin < v.direct;
+  char why[160];
+  std::snprintf(why, sizeof why, "%.1f us %s against %.1f us direct", v.t * 1e6, halo.name().c_str(), v.direct * 1e6);
+  v.text = why;
+  return v;
+}
+
 // Collective. The agreed choice of an allgather(v) where this rank sends `bytes`: a gather
 // plan, a halo plan (allgather_pattern, allgatherv_pattern), or null for MPI's own.
 // same_count: every rank sends `bytes` (allgather).
@@ -536,17 +553,13 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     // the two candidates the one predicted faster against its own direct exchange wins,
     // if by kAutoMargin.
     std::unique_ptr<Plan> halo = make_halo("auto");
-    const double th = halo ? predicted(*halo, halo->name()) : 0, thd = halo ? predicted(*halo, "p2p") : 0;
+    const HaloVerdict h = halo ? verdict_of(*halo) : HaloVerdict{};
     const bool keep_c = tc * kAutoMargin < td;
-    const bool keep_h = halo && !direct(halo->name()) && th * kAutoMargin < thd;
-    char why[240];
+    char why[160];
     std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct", tc * 1e6, td * 1e6);
     std::string text = why;
-    if (halo) {
-      std::snprintf(why, sizeof why, ", %.1f us %s against %.1f us direct", th * 1e6, halo->name().c_str(), thd * 1e6);
-      text += why;
-    }
-    if (keep_h && (!keep_c || th / thd < tc / td)) {
+    if (halo) text += ", " + h.text;
+    if (h.keep && (!keep_c || h.t / h.direct < tc / td)) {
       report(p, comm, k, label, text + ": " + halo->name());
       c->halo = std::move(halo);
     } else if (keep_c) {
@@ -635,13 +648,9 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
     // The halo auto predicts every halo backend from counts and builds only its choice;
     // kept if not a direct exchange and predicted kAutoMargin faster than one.
     auto chosen = make_plan("auto", pat, *p.loc, comm, po);
-    const double tc = predicted(*chosen, chosen->name()), td = predicted(*chosen, "p2p");
-    const bool keep = !direct(chosen->name()) && tc * kAutoMargin < td;
-    char why[200];
-    std::snprintf(why, sizeof why, "auto predicted %.1f us %s against %.1f us direct: ", tc * 1e6,
-                  chosen->name().c_str(), td * 1e6);
-    report(p, comm, k, label, std::string(why) + (keep ? chosen->name() : std::string("MPI's own")));
-    if (!keep) return nullptr;
+    const HaloVerdict v = verdict_of(*chosen);
+    report(p, comm, k, label, "auto predicted " + v.text + ": " + (v.keep ? chosen->name() : std::string("MPI's own")));
+    if (!v.keep) return nullptr;
     c->halo = std::move(chosen);
     return c;
   }
