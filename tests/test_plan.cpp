@@ -293,6 +293,11 @@ TEST(Model, StepsAddTheirOwnBusiestRanks) {
   const std::vector<RankTerms> link = {terms(0, {{"inter", {2, 5}}}), terms(0, {{"inter", {2, 6}}}),
                                        terms(0, {{"inter", {9, 1}}})};
   EXPECT_DOUBLE_EQ(predict_from_terms(link, {0, 0, 1}, m), 11);  // region 0's 5 + 6 beat rank 2's 9
+  // The other direction of the link: a region that the others send to (the hub of a
+  // partition) is limited by what its ranks receive together, not by what they inject.
+  const std::vector<RankTerms> hub = {terms(0, {{"inter", {2, 1, 7}}}), terms(0, {{"inter", {2, 1, 8}}}),
+                                      terms(0, {{"inter", {9, 13, 2}}})};
+  EXPECT_DOUBLE_EQ(predict_from_terms(hub, {0, 0, 1}, m), 15);  // region 0 receives 7 + 8: more than 13, 9
   // The built-in steps' names are told apart from each other.
   const std::vector<std::string> builtin = {"direct", "local", "initial", "inter", "final", "stage1", "stage2"};
   for (const auto& a : builtin)

@@ -80,7 +80,8 @@ def predict(m, ranks, variant, label=""):
     whole exchange against the busiest region's whole injection), loaded_share (byte_inter
     per rank as calibrated, before for_layout), single_flow (byte_inter / ranks per region),
     beta_flow (the ping-pong's beta_inter), link_everywhere (for_layout's rule on emulated
-    regions too), free_window_stages, half_window_stages, margin<N> and order_ties (pick_of:
+    regions too), no_ingress (the region's link priced by injection alone, the model before
+    the fifth session of 11-26), free_window_stages, half_window_stages, margin<N> and order_ties (pick_of:
     ties to the earlier candidate, not to the one with less work), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
@@ -123,6 +124,8 @@ def predict(m, ranks, variant, label=""):
                 s = st[n]
                 busy = max(busy, step_costs(m, s, byte_inter(head)) + m["msg_shm"] * s[8] + m["byte_shm"] * s[9])
                 inj[head["region"]] += s[3] / max(m["region_rate"], 1.0)
+                if "no_ingress" not in opts:  # the region's incoming link too (a full-duplex link)
+                    inj[(head["region"], "in")] += s[7] / max(m["region_rate"], 1.0)
                 if "step_region_msgs" in opts:  # the region's link also pays per message its ranks send
                     inj[head["region"]] += s[2] * m["msg_inter"] / ppr[head["region"]]
             total += max(busy, max(inj.values()))

@@ -196,6 +196,7 @@ RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, 
     if (const auto ws = w.steps().find(step); ws != w.steps().end()) t.busy += window_cost(m, ws->second);
     // Window transfers stay in the node's memory: they inject nothing into the network.
     t.injected = static_cast<double>(mpi.sent_inter.bytes);
+    t.received = static_cast<double>(mpi.recv_inter.bytes);
   }
   r.stages = stages;
   r.inter_steps = inter_steps(c);
@@ -233,8 +234,10 @@ uint64_t step_tag(const std::string& name) {
 size_t step_slot(uint64_t tag) { return static_cast<size_t>(tag % kSlots); }
 
 // What predict_from_terms reduces over ranks: per slot the busiest rank and the busiest
-// region's injection time; the same folded into one step; the largest copy cost; the
-// stages (most of each kind on one rank).
+// region's link time (its injection or its reception, whichever is longer: a link carries
+// each direction at its rate, and a region that many others send to is limited by its
+// incoming side, the hub of a partition); the same folded into one step; the largest copy
+// cost; the stages (most of each kind on one rank).
 struct StepReduction {
   double copy = 0, busy_all = 0, inj_all = 0;
   std::vector<double> busy = std::vector<double>(kSlots, 0.0), inj = std::vector<double>(kSlots, 0.0);
@@ -250,11 +253,12 @@ struct StepReduction {
 };
 
 // One rank's steps by slot, what both predictions reduce: per slot its tag (0: no step),
-// busy time and injected bytes, with the rank's totals at [kSlots] (its steps folded into
-// one), and whether two of its own names share a slot.
+// busy time, injected and received bytes, with the rank's totals at [kSlots] (its steps
+// folded into one), and whether two of its own names share a slot.
 struct RankSlots {
   std::vector<uint64_t> tag = std::vector<uint64_t>(kSlots, 0);
-  std::vector<double> busy = std::vector<double>(kSlots + 1, 0.0), inj = std::vector<double>(kSlots + 1, 0.0);
+  std::vector<double> busy = std::vector<double>(kSlots + 1, 0.0), inj = std::vector<double>(kSlots + 1, 0.0),
+                      rec = std::vector<double>(kSlots + 1, 0.0);
   bool collides = false;
 };
 RankSlots slots_of(const RankTerms& t) {
@@ -266,6 +270,7 @@ RankSlots slots_of(const RankTerms& t) {
     s.tag[k] = tag;
     s.busy[k] += st.busy, s.busy[kSlots] += st.busy;
     s.inj[k] += st.injected, s.inj[kSlots] += st.injected;
+    s.rec[k] += st.received, s.rec[kSlots] += st.received;
   }
   return s;
 }
@@ -283,7 +288,7 @@ double total_work(const std::vector<RankTerms>& ranks) {
 double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector<int>& region, const ModelParams& m) {
   StepReduction red;
   std::vector<uint64_t> tag_of(kSlots, 0);        // the tag seen in each slot
-  std::map<int, std::vector<double>> region_inj;  // region -> per slot, folded at [kSlots]
+  std::map<int, std::vector<double>> region_inj, region_rec;  // region -> per slot, folded at [kSlots]
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankTerms& t = ranks[r];
     red.copy = std::max(red.copy, t.copy);
@@ -299,14 +304,16 @@ double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector
     }
     red.busy_all = std::max(red.busy_all, s.busy[kSlots]);
     std::vector<double>& inj = region_inj[region[r]];
-    inj.resize(kSlots + 1, 0.0);
-    for (size_t k = 0; k <= kSlots; ++k) inj[k] += s.inj[k];
+    std::vector<double>& rec = region_rec[region[r]];
+    inj.resize(kSlots + 1, 0.0), rec.resize(kSlots + 1, 0.0);
+    for (size_t k = 0; k <= kSlots; ++k) inj[k] += s.inj[k], rec[k] += s.rec[k];
   }
   const double rate = std::max(m.region_rate, 1.0);
-  for (const auto& [g, inj] : region_inj) {
-    for (size_t k = 0; k < kSlots; ++k) red.inj[k] = std::max(red.inj[k], inj[k] / rate);
-    red.inj_all = std::max(red.inj_all, inj[kSlots] / rate);
-  }
+  for (const auto* per_region : {&region_inj, &region_rec})
+    for (const auto& [g, bytes] : *per_region) {
+      for (size_t k = 0; k < kSlots; ++k) red.inj[k] = std::max(red.inj[k], bytes[k] / rate);
+      red.inj_all = std::max(red.inj_all, bytes[kSlots] / rate);
+    }
   return red.total(m);
 }
 
@@ -314,8 +321,8 @@ namespace {
 
 // The body of both collective predictions below: this rank's terms, reduced over ranks as
 // predict_from_terms() does over a vector of them, in three reductions: the slots' tags
-// and the stages (maximum), the injected bytes within each region (sum), the times
-// (maximum).
+// and the stages (maximum), the injected and received bytes within each region (sum), the
+// times (maximum).
 double predict_counts(const Stats& c, const Stats& w, double copied, int stages, const Locality& loc,
                       const ModelParams& model, MPI_Comm comm) {
   std::vector<int> node;  // (SMPI: nodes unknown, as auto has them)
@@ -331,9 +338,11 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
   for (size_t k = 0; k < kSlots; ++k)
     if (s.tag[k] != 0) tags[k] = s.tag[k], tags[kSlots + k] = ~s.tag[k];
   tags[2 * kSlots] = s.collides ? 1 : 0;
-  // [busy per slot, injection time per slot, busy folded, injection folded, copy]; the
-  // injected bytes first (summed over the region), then turned into time.
+  // [busy per slot, link time per slot, busy folded, link folded, copy]; the injected and
+  // received bytes first (summed over the region: [injected..., received...]), then the
+  // longer direction turned into time.
   std::vector<double> times(2 * kSlots + 3, 0.0), inj = s.inj;
+  inj.insert(inj.end(), s.rec.begin(), s.rec.end());
   std::copy(s.busy.begin(), s.busy.begin() + kSlots, times.begin());
   times[2 * kSlots] = s.busy[kSlots];
   tags[2 * kSlots + 1] = static_cast<uint64_t>(t.stages);
@@ -343,8 +352,9 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
   SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, tags.data(), static_cast<int>(tags.size()), MPI_UINT64_T, MPI_MAX, comm));
   SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, inj.data(), static_cast<int>(inj.size()), MPI_DOUBLE, MPI_SUM, loc.local_comm()));
   const double rate = std::max(m.region_rate, 1.0);
-  for (size_t k = 0; k < kSlots; ++k) times[kSlots + k] = inj[k] / rate;
-  times[2 * kSlots + 1] = inj[kSlots] / rate;
+  const size_t rec = kSlots + 1;  // where the received bytes start in inj
+  for (size_t k = 0; k < kSlots; ++k) times[kSlots + k] = std::max(inj[k], inj[rec + k]) / rate;
+  times[2 * kSlots + 1] = std::max(inj[kSlots], inj[rec + kSlots]) / rate;
   SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, times.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, comm));
   StepReduction red;
   // A slot whose largest tag is not its smallest holds two names (on different ranks).

@@ -4,7 +4,8 @@
 // MPI communication performance on SMP nodes: is it time to retire the ping pong test",
 // EuroMPI'16; Bienz, Gropp and Olson, "Improving performance models for irregular
 // point-to-point communication", EuroMPI'18): per locality class a latency and a per-byte
-// cost, an injection-bandwidth limit shared by the ranks of a region, a cost per extra
+// cost, a link-bandwidth limit shared by the ranks of a region (each direction: what they
+// inject and what they receive, the max-rate model's injection limit on both ends), a cost per extra
 // communication stage (per locality class: a stage whose messages stay inside regions,
 // like aggregation's gather and scatter, costs less than one that crosses them), and a
 // per-byte cost for packing copies.
@@ -38,7 +39,7 @@ struct ModelParams {
   double byte_intra = 1.0e-10;   ///< s per intra-region byte, every rank communicating
   double msg_inter = 5.0e-6;     ///< s per inter-region message, every rank communicating
   double byte_inter = 1.0e-9;    ///< s per inter-region byte, every rank communicating
-  double region_rate = 1.25e9;   ///< bytes/s a region can inject into the network
+  double region_rate = 1.25e9;   ///< bytes/s a region can inject into the network (or receive from it)
   double stage_intra = 3.0e-6;   ///< s per extra stage whose messages all stay inside regions
   double stage_inter = 3.0e-6;   ///< s per extra stage with inter-region messages
   double copy = 2.0e-10;         ///< s per byte copied between stages (aggregation, combining)
@@ -166,9 +167,10 @@ CommCounters message_part(const CommCounters& k, const Stats& window, const std:
 double window_cost(const ModelParams& m, const CommCounters& w);
 
 /// One step of one rank: what it costs the rank (its MPI part's step_cost and its window
-/// reads) and the bytes it injects into the network (inter-region, not through a window).
+/// reads) and the bytes it injects into the network and takes from it (inter-region, not
+/// through a window).
 struct StepTerms {
-  double busy = 0, injected = 0;
+  double busy = 0, injected = 0, received = 0;
 };
 /// One rank's part of a prediction, before the reductions over ranks: the cost of its
 /// staged copies, each of its steps, its stages and its steps with inter-region traffic and
@@ -190,8 +192,9 @@ RankTerms rank_terms(const Stats& counts, const Stats& window, double staged_byt
 ModelParams for_layout(const ModelParams& m, const std::vector<int>& region, const std::vector<int>& node);
 
 /// The prediction from every rank's terms (region[r]: rank r's region): the largest copy
-/// cost, then per step the busiest rank in that step against the busiest region's
-/// injection limit in that step, summed over the steps (a plan's steps follow one another:
+/// cost, then per step the busiest rank in that step against the busiest region's link in
+/// that step (the bytes its ranks inject or, the other direction of a full-duplex link,
+/// receive, whichever is more, at region_rate), summed over the steps (a plan's steps follow one another:
 /// the ranks that are busiest in two steps need not be the same), plus stage_cost. Steps
 /// are told apart by name (step_slot: the same on every rank); where two names share a slot
 /// anywhere, every step is taken as one. predict_iteration() is this over the ranks of a
