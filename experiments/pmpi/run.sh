@@ -16,7 +16,8 @@
 # TOPOS ("moore:2,3 er:0.4,3"), SIZES (4,64,1024,4096,65536), MATRICES ("Pajek_Journals
 # HB_dwt_193 HB_ash292"; files in ../shared/data/suitesparse), VARIANTS ("mpi auto
 # combined": mpi = Open MPI alone, others = SPARSECOMM_MPI_BACKEND), LAYOUTS ("node
-# cluster:8x4"; the cluster needs root).
+# cluster:8x4"; the cluster needs root), FIXED (1: the communicators carry the fixed-counts
+# hint; 0: they do not, so every blocking call agrees, or steps aside without agreeing).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -40,8 +41,8 @@ t0=$(date +%s)
 one() {  # layout case variant round; case: a topology of nbr_bench, or matrix:NAME for spmm_plain
   local layout=$1 topo=$2 v=$3 r=$4 env=() text exe=$prog
   [ "$v" = mpi ] || env=(-x "LD_PRELOAD=$lib" -x "SPARSECOMM_MPI_BACKEND=$v" -x SPARSECOMM_MPI_VERBOSE=1)
-  local args=(-topo "$topo" -sizes "$sizes" -reps "$reps" -fixed-counts 1)
-  if [[ $topo == matrix:* ]]; then exe=$spmm args=(-matrix "$data/${topo#matrix:}.mtx" -reps "$reps" -fixed-counts 1); fi
+  local args=(-topo "$topo" -sizes "$sizes" -reps "$reps" -fixed-counts "${FIXED:-1}")
+  if [[ $topo == matrix:* ]]; then exe=$spmm args=(-matrix "$data/${topo#matrix:}.mtx" -reps "$reps" -fixed-counts "${FIXED:-1}"); fi
   if [ "$layout" = node ]; then
     text=$("$root/scripts/mpirun.sh" -np "$np" "${env[@]}" "$exe" "${args[@]}" 2>&1) || true
   else

@@ -30,7 +30,9 @@
 //  - blocking calls agree first: one PMPI_Allreduce of four integers (can this rank run it,
 //    its block size as min and max, a bad setting); allgatherv/alltoallv of three (can it,
 //    has its signature - a hash of counts and displacements - changed, a bad setting), and
-//    a change anywhere rebuilds the plan everywhere. With the hint that counts are fixed
+//    a change anywhere rebuilds the plan everywhere. Under auto, where the agreements keep
+//    finding nothing for the library to do (MPI's own, or nothing to move), only every
+//    4th to 64th call agrees and the others are MPI's own at once (steps_aside()). With the hint that counts are fixed
 //    (MPI_Info key "sparsecomm_fixed_counts" = "true" given when the topology communicator
 //    is created, or SPARSECOMM_MPI_FIXED_COUNTS=1), only the first call per communicator
 //    and function agrees; later calls check their local signature against the agreed one
@@ -115,6 +117,7 @@ struct Global {
   int world_rank = -1;
   // Calls through sparsecomm / passed to MPI, per entry point (kEntryName).
   long handled[12] = {}, passed[12] = {};
+  long agreements[4] = {};  // agreements (blocking calls, persistent inits), per Kind
   Global() {
     const auto get = [](const char* n) -> const char* {
       const char* v = std::getenv(n);
@@ -134,6 +137,8 @@ struct Global {
     for (int i = 0; i < 12; ++i)
       line += std::string(i ? ", " : "") + kEntryName[i] + " " + std::to_string(handled[i]) + "/" +
               std::to_string(passed[i]);
+    line += "; agreements:";
+    for (int k = 0; k < 4; ++k) line += std::string(k ? ", " : " ") + kCallName[k] + " " + std::to_string(agreements[k]);
     std::fprintf(stderr, "sparsecomm mpi [rank %d]: through sparsecomm / passed to MPI: %s\n", world_rank,
                  line.c_str());
   }
@@ -259,6 +264,11 @@ struct CommPlans {
     int64_t local = -1;  // this rank's signature when agreed (block bytes or a hash, or -1: cannot)
     std::shared_ptr<Choice> choice;
   } agreed[4];  // under the fixed-counts hint
+  struct Aside {  // auto's blocking calls without the hint: see steps_aside()
+    int run = 0;            // consecutive agreements that ran no plan
+    bool skipping = false;  // MPI's own without agreeing, but every `gap`-th call
+    int64_t gap = 0, left = 0;
+  } aside[4];
 };
 
 int delete_plans(MPI_Comm, int, void* value, void*) {
@@ -725,6 +735,54 @@ std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::arr
   return {out[0], out[1], out[2]};
 }
 
+// Stepping aside without paying for it. Without the fixed-counts hint every blocking call
+// agrees first (one allreduce: 17 us at 8 ranks on this node, milliseconds across emulated
+// nodes), also where the agreement's outcome is that the library does nothing: MPI's own
+// call (auto's choice, or a call some rank cannot run) or nothing to move. Under auto, once
+// kAsideAfter agreements in a row on a communicator and function ran no plan, the calls go
+// to MPI's own without agreeing, and only every gap-th call agrees (the gap doubling from
+// kAsideFirstGap to kAsideMaxGap while the outcome stays the same); an agreement that
+// builds or finds a plan ends it. Safe because MPI's own is right for any arguments and
+// every rank skips the same calls: MPI orders a communicator's blocking collectives alike
+// on every rank, so the calls are counted alike (the non-blocking and persistent forms
+// never pass here). The cost: after a change that would take a plan (another block size,
+// a contiguous type again), up to gap - 1 calls still run MPI's own. Forced backends agree
+// at every call (the user asked for the backend).
+constexpr int kAsideAfter = 4;
+constexpr int64_t kAsideFirstGap = 4, kAsideMaxGap = 64;
+
+bool steps_aside(const CommPlans& p, Mode mode) {
+  return mode == kBlocking && !p.settings.fixed && p.settings.backend == "auto";
+}
+
+// True where this call runs MPI's own without agreeing (skipping, and not the gap-th call).
+bool skip_agreement(CommPlans& p, Kind k) {
+  CommPlans::Aside& a = p.aside[k];
+  return a.skipping && --a.left > 0;
+}
+
+// After an agreement whose outcome ran a plan (`plan`) or not.
+void note_outcome(CommPlans& p, MPI_Comm comm, Kind k, bool plan) {
+  CommPlans::Aside& a = p.aside[k];
+  if (plan) {
+    if (a.skipping) report(p, comm, k, "any blocks", "a plan again: agreeing at every call");
+    a = CommPlans::Aside{};
+    return;
+  }
+  if (a.skipping) {
+    a.gap = std::min(2 * a.gap, kAsideMaxGap);
+  } else if (++a.run >= kAsideAfter) {
+    a.skipping = true;
+    a.gap = kAsideFirstGap;
+    report(p, comm, k, "any blocks",
+           "MPI's own " + std::to_string(kAsideAfter) + " times in a row: stepping aside, agreeing every " +
+               std::to_string(kAsideFirstGap) + "th to " + std::to_string(kAsideMaxGap) + "th call");
+  } else {
+    return;
+  }
+  a.left = a.gap;
+}
+
 // The agreed choice of an allgather or alltoall call, or null for MPI's own. `local`: this
 // rank's block bytes, or -1 when it cannot run the call through a plan. One allreduce of
 // {cannot, -bytes, bytes}: every rank can, with one block size. Sets *broken when a hinted
@@ -734,6 +792,9 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
   if (pre.done) return pre.choice;
   CommPlans& p = *pre.p;
   local = pre.local;
+  const bool aside = steps_aside(p, mode);
+  if (aside && skip_agreement(p, k)) return nullptr;
+  ++global().agreements[k];
   const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
   std::shared_ptr<Choice> c;
   if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
@@ -750,6 +811,7 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
     }
   }
   if (p.settings.fixed && mode != kPersistent) p.agreed[k] = {true, local, c};
+  if (aside) note_outcome(p, comm, k, c && !c->nothing);
   return c;
 }
 
@@ -765,6 +827,9 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   CommPlans& p = *pre.p;
   const int64_t local = pre.local;
   can = local >= 0;
+  const bool aside = steps_aside(p, mode);
+  if (aside && skip_agreement(p, k)) return nullptr;
+  ++global().agreements[k];
   CommPlans::Last& last = p.last[k - kAllgatherv];
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
   const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, 0});
@@ -780,6 +845,7 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   }
   if (!out[0]) c = last.choice;
   if (p.settings.fixed) p.agreed[k] = {true, local, c};
+  if (aside) note_outcome(p, comm, k, c && !c->nothing);
   return c;
 }
 
