@@ -264,6 +264,8 @@ struct CommPlans {
     int64_t local = -1;  // this rank's signature when agreed (block bytes or a hash, or -1: cannot)
     std::shared_ptr<Choice> choice;
   } agreed[4];  // under the fixed-counts hint
+  double agreement = -1;          // seconds one agreement takes here (max over ranks); -1: not measured
+  bool charge_agreement = false;  // the choice being built runs behind an agreement per call
   struct Aside {  // auto's blocking calls without the hint: see steps_aside()
     int run = 0;            // consecutive agreements that ran no plan
     bool skipping = false;  // MPI's own without agreeing, but every `gap`-th call
@@ -478,14 +480,40 @@ struct HaloVerdict {
   bool keep = false;
   std::string text;
 };
-HaloVerdict verdict_of(const Plan& halo) {
+// `extra`: what the plan's path costs per call beyond the plan (an agreement; 0 where none).
+HaloVerdict verdict_of(const Plan& halo, double extra) {
   HaloVerdict v;
-  v.t = predicted(halo, halo.name()), v.direct = predicted(halo, "p2p");
+  v.t = predicted(halo, halo.name()) + extra, v.direct = predicted(halo, "p2p");
   v.keep = !direct(halo.name()) && v.t * kAutoMargin < v.direct;
   char why[160];
   std::snprintf(why, sizeof why, "%.1f us %s against %.1f us direct", v.t * 1e6, halo.name().c_str(), v.direct * 1e6);
   v.text = why;
   return v;
+}
+
+// Collective. What one agreement (agree(): an allreduce of four integers) takes on this
+// communicator, the largest over ranks (so the same everywhere), measured once: the median
+// of five. A blocking call without the fixed-counts hint pays it before every plan it runs
+// and, once auto steps aside (steps_aside()), hardly at all before MPI's own, so auto
+// charges it to the plans it weighs for such calls: a plan that saves less than an
+// agreement costs is not taken. Across emulated nodes an agreement costs milliseconds, on
+// one node tens of microseconds (where auto takes the shm plans without weighing).
+double agreement_cost(CommPlans& p, MPI_Comm comm) {
+  if (p.agreement < 0) {
+    double t[5];
+    const long long in[4] = {0, 0, 0, 0};
+    long long out[4];
+    for (double& x : t) {
+      const double t0 = MPI_Wtime();
+      PMPI_Allreduce(in, out, 4, MPI_LONG_LONG, MPI_MAX, comm);
+      x = MPI_Wtime() - t0;
+    }
+    std::sort(t, t + 5);
+    double most = 0;
+    PMPI_Allreduce(&t[2], &most, 1, MPI_DOUBLE, MPI_MAX, comm);
+    p.agreement = most;
+  }
+  return p.agreement;
 }
 
 // Collective. The agreed choice of an allgather(v) where this rank sends `bytes`: a gather
@@ -563,13 +591,16 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     // the two candidates the one predicted faster against its own direct exchange wins,
     // if by kAutoMargin.
     std::unique_ptr<Plan> halo = make_halo("auto");
-    const HaloVerdict h = halo ? verdict_of(*halo) : HaloVerdict{};
-    const bool keep_c = tc * kAutoMargin < td;
+    const double extra = p.charge_agreement ? agreement_cost(p, comm) : 0.0;
+    const HaloVerdict h = halo ? verdict_of(*halo, extra) : HaloVerdict{};
+    const bool keep_c = (tc + extra) * kAutoMargin < td;
     char why[160];
-    std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct", tc * 1e6, td * 1e6);
+    std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct", (tc + extra) * 1e6,
+                  td * 1e6);
     std::string text = why;
     if (halo) text += ", " + h.text;
-    if (h.keep && (!keep_c || h.t / h.direct < tc / td)) {
+    if (extra > 0) text += " (each plan with a " + std::to_string(static_cast<long>(extra * 1e6)) + " us agreement per call)";
+    if (h.keep && (!keep_c || h.t / h.direct < (tc + extra) / td)) {
       report(p, comm, k, label, text + ": " + halo->name());
       c->halo = std::move(halo);
     } else if (keep_c) {
@@ -658,8 +689,13 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
     // The halo auto predicts every halo backend from counts and builds only its choice;
     // kept if not a direct exchange and predicted kAutoMargin faster than one.
     auto chosen = make_plan("auto", pat, *p.loc, comm, po);
-    const HaloVerdict v = verdict_of(*chosen);
-    report(p, comm, k, label, "auto predicted " + v.text + ": " + (v.keep ? chosen->name() : std::string("MPI's own")));
+    const double extra = p.charge_agreement ? agreement_cost(p, comm) : 0.0;
+    const HaloVerdict v = verdict_of(*chosen, extra);
+    report(p, comm, k, label,
+           "auto predicted " + v.text +
+               (extra > 0 ? " (with a " + std::to_string(static_cast<long>(extra * 1e6)) + " us agreement per call)"
+                          : std::string()) +
+               ": " + (v.keep ? chosen->name() : std::string("MPI's own")));
     if (!v.keep) return nullptr;
     c->halo = std::move(chosen);
     return c;
@@ -795,6 +831,7 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
   const bool aside = steps_aside(p, mode);
   if (aside && skip_agreement(p, k)) return nullptr;
   ++global().agreements[k];
+  p.charge_agreement = aside;
   const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
   std::shared_ptr<Choice> c;
   if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
@@ -830,6 +867,7 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   const bool aside = steps_aside(p, mode);
   if (aside && skip_agreement(p, k)) return nullptr;
   ++global().agreements[k];
+  p.charge_agreement = aside;
   CommPlans::Last& last = p.last[k - kAllgatherv];
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
   const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, 0});
