@@ -516,6 +516,12 @@ double agreement_cost(CommPlans& p, MPI_Comm comm) {
   return p.agreement;
 }
 
+// The report's words for the agreement charged to each plan (none: nothing).
+std::string agreement_text(double extra) {
+  return extra > 0 ? " (each plan with a " + std::to_string(static_cast<long>(extra * 1e6)) + " us agreement per call)"
+                   : std::string();
+}
+
 // Collective. The agreed choice of an allgather(v) where this rank sends `bytes`: a gather
 // plan, a halo plan (allgather_pattern, allgatherv_pattern), or null for MPI's own.
 // same_count: every rank sends `bytes` (allgather).
@@ -599,7 +605,7 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
                   td * 1e6);
     std::string text = why;
     if (halo) text += ", " + h.text;
-    if (extra > 0) text += " (each plan with a " + std::to_string(static_cast<long>(extra * 1e6)) + " us agreement per call)";
+    text += agreement_text(extra);
     if (h.keep && (!keep_c || h.t / h.direct < (tc + extra) / td)) {
       report(p, comm, k, label, text + ": " + halo->name());
       c->halo = std::move(halo);
@@ -692,10 +698,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
     const double extra = p.charge_agreement ? agreement_cost(p, comm) : 0.0;
     const HaloVerdict v = verdict_of(*chosen, extra);
     report(p, comm, k, label,
-           "auto predicted " + v.text +
-               (extra > 0 ? " (with a " + std::to_string(static_cast<long>(extra * 1e6)) + " us agreement per call)"
-                          : std::string()) +
-               ": " + (v.keep ? chosen->name() : std::string("MPI's own")));
+           "auto predicted " + v.text + agreement_text(extra) + ": " + (v.keep ? chosen->name() : std::string("MPI's own")));
     if (!v.keep) return nullptr;
     c->halo = std::move(chosen);
     return c;
