@@ -32,7 +32,7 @@
 //    has its signature - a hash of counts and displacements - changed, a bad setting), and
 //    a change anywhere rebuilds the plan everywhere. Under auto, where the agreements keep
 //    finding nothing for the library to do (MPI's own, or nothing to move), only every
-//    4th to 64th call agrees and the others are MPI's own at once (steps_aside()). With the hint that counts are fixed
+//    8th to 128th call agrees and the others are MPI's own at once (steps_aside()). With the hint that counts are fixed
 //    (MPI_Info key "sparsecomm_fixed_counts" = "true" given when the topology communicator
 //    is created, or SPARSECOMM_MPI_FIXED_COUNTS=1), only the first call per communicator
 //    and function agrees; later calls check their local signature against the agreed one
@@ -245,6 +245,10 @@ struct Choice {
   std::vector<char> staging;         // the plan's source order, when MPI's differs
   Operation* inflight = nullptr;    // the non-blocking operation running on the plan
   bool nothing = false;             // agreed empty blocks
+  // auto's shm plan on one node for blocking calls without the hint: measured against MPI's
+  // own on the first call's own buffers before it is used (dispatch(), trial_keeps());
+  // `declined` after the trial: MPI's own for this signature.
+  bool needs_trial = false, declined = false;
 };
 
 struct CommPlans {
@@ -586,6 +590,7 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
   };
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
     c->gather = make("shm");
+    c->needs_trial = p.charge_agreement;
     report(p, comm, k, label, "auto: one node: shm plan built");
   } else if (s.backend == "auto") {
     const ModelParams model = ModelParams::resolve(comm, *p.loc, "");
@@ -685,6 +690,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
     PMPI_Allreduce(&largest, &agreed, 1, MPI_LONG_LONG, MPI_MAX, comm);
     if (agreed <= kShmAlltoallMax) {
       c->halo = make_plan("shm", pat, *p.loc, comm, po);
+      c->needs_trial = p.charge_agreement;
       report(p, comm, k, label, "auto: one node: shm plan built");
       return c;
     }
@@ -787,8 +793,8 @@ std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::arr
 // never pass here). The cost: after a change that would take a plan (another block size,
 // a contiguous type again), up to gap - 1 calls still run MPI's own. Forced backends agree
 // at every call (the user asked for the backend).
-constexpr int kAsideAfter = 4;
-constexpr int64_t kAsideFirstGap = 4, kAsideMaxGap = 64;
+constexpr int kAsideAfter = 2;
+constexpr int64_t kAsideFirstGap = 8, kAsideMaxGap = 128;
 
 bool steps_aside(const CommPlans& p, Mode mode) {
   return mode == kBlocking && !p.settings.fixed && p.settings.backend == "auto";
@@ -851,8 +857,8 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
     }
   }
   if (p.settings.fixed && mode != kPersistent) p.agreed[k] = {true, local, c};
-  if (aside) note_outcome(p, comm, k, c && !c->nothing);
-  return c;
+  if (aside && !(c && c->needs_trial)) note_outcome(p, comm, k, c && !c->nothing && !c->declined);
+  return c && c->declined ? nullptr : c;
 }
 
 // The same for allgatherv / alltoallv, whose signature is a hash of this rank's counts
@@ -886,8 +892,8 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   }
   if (!out[0]) c = last.choice;
   if (p.settings.fixed) p.agreed[k] = {true, local, c};
-  if (aside) note_outcome(p, comm, k, c && !c->nothing);
-  return c;
+  if (aside && !(c && c->needs_trial)) note_outcome(p, comm, k, c && !c->nothing && !c->declined);
+  return c && c->declined ? nullptr : c;
 }
 
 // FNV-1a over some int arrays: the signature of a v-call.
@@ -1104,6 +1110,42 @@ std::shared_ptr<Choice> pollable(std::shared_ptr<Choice> c) {
   return c && c->halo && !c->halo->supports_test() ? nullptr : c;
 }
 
+// Collective (every rank has the same fresh choice at the same call). Whether auto's shm
+// plan on one node is kept for blocking calls without the hint: such a call pays an
+// agreement before the plan and (once stepped aside) none before MPI's own, and on an
+// oversubscribed node the agreement (a global allreduce: 0.3 ms at 32 ranks on 2 cores)
+// can cost more than the plan saves on small blocks. auto on one node has no model
+// verdict (its predictions there are least reliable), so it measures: the plan and MPI's
+// own alternately on the call's own buffers (both deliver the same result into them), one
+// warm-up and three timed each, the medians' maximum over ranks, plus the agreement
+// (agreement_cost). Kept if kTrialMargin faster.
+constexpr double kTrialMargin = 1.1;
+template <class Run, class Pass>
+bool trial_keeps(MPI_Comm comm, Kind k, Run run, Pass pass) {
+  CommPlans& p = *plans_of(global(), comm);
+  double tp[5], tm[5];
+  run(), pass();
+  for (int i = 0; i < 5; ++i) {
+    double t0 = MPI_Wtime();
+    run();
+    tp[i] = MPI_Wtime() - t0;
+    t0 = MPI_Wtime();
+    pass();
+    tm[i] = MPI_Wtime() - t0;
+  }
+  std::sort(tp, tp + 5), std::sort(tm, tm + 5);
+  const double mine[2] = {tp[2], tm[2]};
+  double most[2] = {0, 0};
+  PMPI_Allreduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, comm);
+  const double agree = agreement_cost(p, comm);
+  const bool keep = (most[0] + agree) * kTrialMargin < most[1];
+  char why[200];
+  std::snprintf(why, sizeof why, "measured %.1f us shm + %.1f us agreement against %.1f us MPI's own: %s",
+                most[0] * 1e6, agree * 1e6, most[1] * 1e6, keep ? "shm" : "MPI's own");
+  report(p, comm, k, "this signature", why);
+  return keep;
+}
+
 // What every entry point does: decide (`decide_fn(&broken)`), then MPI's own (`pass`) or
 // the plan (`run`, returning the call's code), counted under `counter` (Global::handled /
 // passed).
@@ -1114,7 +1156,16 @@ int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Ru
   bool broken = false;
   const std::shared_ptr<Choice> c = decide_fn(&broken);
   if (broken) return broken_promise(comm, k);
-  if (!c) {
+  if (c && c->needs_trial) {
+    c->needs_trial = false;
+    try {
+      c->declined = !trial_keeps(comm, k, [&] { run(c); }, pass);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    note_outcome(*plans_of(global(), comm), comm, k, !c->declined);  // (decide() left it to the trial)
+  }
+  if (!c || c->declined) {
     ++global().passed[counter];
     return pass();
   }
