@@ -32,7 +32,9 @@
 //    has its signature - a hash of counts and displacements - changed, a bad setting), and
 //    a change anywhere rebuilds the plan everywhere. Under auto, where the agreements keep
 //    finding nothing for the library to do (MPI's own, or nothing to move), only every
-//    8th to 128th call agrees and the others are MPI's own at once (steps_aside()). With the hint that counts are fixed
+//    8th to 128th call agrees and the others are MPI's own at once (steps_aside()); and auto
+//    charges the agreement to the plans it weighs (agreement_cost; on one node by timing its
+//    shm plan against MPI's own at a signature's first call, trial_keeps()). With the hint that counts are fixed
 //    (MPI_Info key "sparsecomm_fixed_counts" = "true" given when the topology communicator
 //    is created, or SPARSECOMM_MPI_FIXED_COUNTS=1), only the first call per communicator
 //    and function agrees; later calls check their local signature against the agreed one
@@ -1117,7 +1119,7 @@ std::shared_ptr<Choice> pollable(std::shared_ptr<Choice> c) {
 // can cost more than the plan saves on small blocks. auto on one node has no model
 // verdict (its predictions there are least reliable), so it measures: the plan and MPI's
 // own alternately on the call's own buffers (both deliver the same result into them), one
-// warm-up and three timed each, the medians' maximum over ranks, plus the agreement
+// warm-up and five timed each, the medians' maximum over ranks, plus the agreement
 // (agreement_cost). Kept if kTrialMargin faster.
 constexpr double kTrialMargin = 1.1;
 template <class Run, class Pass>
