@@ -830,6 +830,23 @@ void note_outcome(CommPlans& p, MPI_Comm comm, Kind k, bool plan) {
   a.left = a.gap;
 }
 
+// What decide() and decide_v() do around their agreement. Before it: false where this call
+// skips it (stepping aside), else counted, with whether the choices built now are charged
+// for it (auto's blocking calls without the hint).
+bool before_agreement(CommPlans& p, Kind k, Mode mode) {
+  const bool aside = steps_aside(p, mode);
+  if (aside && skip_agreement(p, k)) return false;
+  ++global().agreements[k];
+  p.charge_agreement = aside;
+  return true;
+}
+// After it: the outcome counted toward stepping aside (a fresh choice awaiting its trial is
+// counted by dispatch()), and a declined choice is MPI's own.
+std::shared_ptr<Choice> after_agreement(CommPlans& p, MPI_Comm comm, Kind k, Mode mode, const std::shared_ptr<Choice>& c) {
+  if (steps_aside(p, mode) && !(c && c->needs_trial)) note_outcome(p, comm, k, c && !c->nothing && !c->declined);
+  return c && c->declined ? nullptr : c;
+}
+
 // The agreed choice of an allgather or alltoall call, or null for MPI's own. `local`: this
 // rank's block bytes, or -1 when it cannot run the call through a plan. One allreduce of
 // {cannot, -bytes, bytes}: every rank can, with one block size. Sets *broken when a hinted
@@ -839,10 +856,7 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
   if (pre.done) return pre.choice;
   CommPlans& p = *pre.p;
   local = pre.local;
-  const bool aside = steps_aside(p, mode);
-  if (aside && skip_agreement(p, k)) return nullptr;
-  ++global().agreements[k];
-  p.charge_agreement = aside;
+  if (!before_agreement(p, k, mode)) return nullptr;  // stepping aside: MPI's own
   const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
   std::shared_ptr<Choice> c;
   if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
@@ -859,8 +873,7 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
     }
   }
   if (p.settings.fixed && mode != kPersistent) p.agreed[k] = {true, local, c};
-  if (aside && !(c && c->needs_trial)) note_outcome(p, comm, k, c && !c->nothing && !c->declined);
-  return c && c->declined ? nullptr : c;
+  return after_agreement(p, comm, k, mode, c);
 }
 
 // The same for allgatherv / alltoallv, whose signature is a hash of this rank's counts
@@ -875,10 +888,7 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   CommPlans& p = *pre.p;
   const int64_t local = pre.local;
   can = local >= 0;
-  const bool aside = steps_aside(p, mode);
-  if (aside && skip_agreement(p, k)) return nullptr;
-  ++global().agreements[k];
-  p.charge_agreement = aside;
+  if (!before_agreement(p, k, mode)) return nullptr;  // stepping aside: MPI's own
   CommPlans::Last& last = p.last[k - kAllgatherv];
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
   const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, 0});
@@ -894,8 +904,7 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   }
   if (!out[0]) c = last.choice;
   if (p.settings.fixed) p.agreed[k] = {true, local, c};
-  if (aside && !(c && c->needs_trial)) note_outcome(p, comm, k, c && !c->nothing && !c->declined);
-  return c && c->declined ? nullptr : c;
+  return after_agreement(p, comm, k, mode, c);
 }
 
 // FNV-1a over some int arrays: the signature of a v-call.
