@@ -15,7 +15,8 @@
 # Environment: BUILD (build), OUT (results/pmpi), ROUNDS (3), NP (32), REPS (50),
 # TOPOS ("moore:2,3 er:0.4,3"), SIZES (4,64,1024,4096,65536), MATRICES ("Pajek_Journals
 # HB_dwt_193 HB_ash292"; files in ../shared/data/suitesparse), VARIANTS ("mpi auto
-# combined": mpi = Open MPI alone, others = SPARSECOMM_MPI_BACKEND), LAYOUTS ("node
+# combined": mpi = Open MPI alone, others = SPARSECOMM_MPI_BACKEND; NAME-noexch: NAME
+# without the one-node exchange, SPARSECOMM_MPI_NODE_EXCHANGE=0), LAYOUTS ("node
 # cluster:8x4"; the cluster needs root), FIXED (1: the communicators carry the fixed-counts
 # hint; 0: they do not, so every blocking call agrees, or steps aside without agreeing).
 set -euo pipefail
@@ -40,7 +41,8 @@ mkdir -p "$out"
 t0=$(date +%s)
 one() {  # layout case variant round; case: a topology of nbr_bench, or matrix:NAME for spmm_plain
   local layout=$1 topo=$2 v=$3 r=$4 env=() text exe=$prog
-  [ "$v" = mpi ] || env=(-x "LD_PRELOAD=$lib" -x "SPARSECOMM_MPI_BACKEND=$v" -x SPARSECOMM_MPI_VERBOSE=1)
+  [ "$v" = mpi ] || env=(-x "LD_PRELOAD=$lib" -x "SPARSECOMM_MPI_BACKEND=${v%-noexch}" -x SPARSECOMM_MPI_VERBOSE=1)
+  [[ $v != *-noexch ]] || env+=(-x SPARSECOMM_MPI_NODE_EXCHANGE=0)
   local args=(-topo "$topo" -sizes "$sizes" -reps "$reps" -fixed-counts "${FIXED:-1}")
   if [[ $topo == matrix:* ]]; then exe=$spmm args=(-matrix "$data/${topo#matrix:}.mtx" -reps "$reps" -fixed-counts "${FIXED:-1}"); fi
   if [ "$layout" = node ]; then

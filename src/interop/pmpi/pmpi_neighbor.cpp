@@ -27,6 +27,10 @@
 // MPI_Ineighbor_*) go straight to MPI (depth()).
 //
 // Which path a call takes must be the same on every rank (a plan is collective):
+//  - under auto on one node without the fixed-counts hint, the first blocking call on a
+//    communicator agrees once and sets up the one-node exchange (node_exchange.hpp), which
+//    carries every later blocking call's sizes in its shared window: no agreement per call,
+//    any counts and datatypes (SPARSECOMM_MPI_NODE_EXCHANGE=0: off). Otherwise:
 //  - blocking calls agree first: one PMPI_Allreduce of four integers (can this rank run it,
 //    its block size as min and max, a bad setting); allgatherv/alltoallv of three (can it,
 //    has its signature - a hash of counts and displacements - changed, a bad setting), and
@@ -82,6 +86,7 @@
 #include <vector>
 
 #include "interop/mpi_datatype.hpp"
+#include "interop/pmpi/node_exchange.hpp"
 #include "interop/pmpi/requests.hpp"
 #include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
@@ -110,6 +115,7 @@ struct Settings {
   int k = 0;       // combining group size; 0: the backend's default
   int aware = -1;  // topology-aware combining; -1: the backend's default
   bool fixed = false;
+  bool node_exchange = true;  // auto's one-node exchange for unhinted blocking calls (NodeExchange)
 };
 
 struct Global {
@@ -130,6 +136,7 @@ struct Global {
     if (const char* v = get("SPARSECOMM_MPI_K")) env.k = std::atoi(v);
     if (const char* v = get("SPARSECOMM_MPI_AWARE")) env.aware = std::strcmp(v, "0") != 0;
     if (const char* v = get("SPARSECOMM_MPI_FIXED_COUNTS")) env.fixed = std::strcmp(v, "0") != 0;
+    if (const char* v = get("SPARSECOMM_MPI_NODE_EXCHANGE")) env.node_exchange = std::strcmp(v, "0") != 0;
     if (const char* v = get("SPARSECOMM_MPI_VERBOSE")) verbose = std::strcmp(v, "0") != 0;
     if (const char* v = get("SPARSECOMM_MPI_DISABLE")) disabled = std::strcmp(v, "0") != 0;
   }
@@ -277,6 +284,11 @@ struct CommPlans {
     bool skipping = false;  // MPI's own without agreeing, but every `gap`-th call
     int64_t gap = 0, left = 0;
   } aside[4];
+  // auto on one node without the hint: every blocking call through the one-node exchange,
+  // which needs no agreement (node_exchange.hpp). Decided at the first agreement (-1: not
+  // yet; 0: no).
+  int node_state = -1;
+  std::unique_ptr<NodeExchange> node;
 };
 
 int delete_plans(MPI_Comm, int, void* value, void*) {
@@ -847,6 +859,26 @@ std::shared_ptr<Choice> after_agreement(CommPlans& p, MPI_Comm comm, Kind k, Mod
   return c && c->declined ? nullptr : c;
 }
 
+// Collective (at an agreement, alike on every rank). Whether auto's blocking calls (all four
+// functions) on this communicator go through the one-node exchange from now on: every rank
+// on one node (then shared windows exist) and not switched off
+// (SPARSECOMM_MPI_NODE_EXCHANGE=0). Decided once per communicator.
+bool start_node_exchange(CommPlans& p, MPI_Comm comm, Kind k) {
+  p.node_state = 0;
+  if (!p.settings.node_exchange || !shm_whole_node(p, comm)) return false;
+  try {
+    p.node = NodeExchange::create(comm, p.nb.sources, p.nb.destinations, kShmAlltoallMax);
+  } catch (const std::exception& e) {  // (MPI errors of the set-up: alike on every rank)
+    fail(e.what());
+  }
+  if (!p.node) return false;
+  p.node_state = 1;
+  report(p, comm, k, "any blocks",
+         "auto: one node: the one-node exchange for every blocking call (sizes carried in the shared "
+         "window, no agreement per call)");
+  return true;
+}
+
 // The agreed choice of an allgather or alltoall call, or null for MPI's own. `local`: this
 // rank's block bytes, or -1 when it cannot run the call through a plan. One allreduce of
 // {cannot, -bytes, bytes}: every rank can, with one block size. Sets *broken when a hinted
@@ -858,6 +890,8 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
   local = pre.local;
   if (!before_agreement(p, k, mode)) return nullptr;  // stepping aside: MPI's own
   const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
+  if (steps_aside(p, mode) && p.node_state < 0 && start_node_exchange(p, comm, k))
+    return nullptr;  // this call MPI's own; every later one through the exchange
   std::shared_ptr<Choice> c;
   if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
     try {
@@ -892,6 +926,8 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   CommPlans::Last& last = p.last[k - kAllgatherv];
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
   const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, 0});
+  if (steps_aside(p, mode) && p.node_state < 0 && start_node_exchange(p, comm, k))
+    return nullptr;  // this call MPI's own; every later one through the exchange
   std::shared_ptr<Choice> c;
   try {
     if (!out[0] && mode == kPersistent) return build(p);  // the request's own plan
@@ -1210,11 +1246,36 @@ using namespace sparsecomm::pmpi;
 namespace sparsecomm::pmpi {
 namespace {
 
+// A blocking call on a communicator whose calls go through the one-node
+// exchange: the exchange's code, its errors through the communicator's handler. Else -1.
+int node_call(int entry, Kind k, NodeExchange::Shape shape, const NodeExchange::Side& send,
+              const NodeExchange::Side& recv, MPI_Comm comm) {
+  Global& g = global();
+  if (depth() > 0 || g.disabled) return -1;
+  const std::shared_ptr<CommPlans> p = plans_of(g, comm);
+  if (!p->node) return -1;
+  Inside inside;
+  const int rc = p->node->call(shape, send, recv);
+  ++g.handled[entry];
+  if (rc == MPI_ERR_TRUNCATE) return count_mismatch(comm, k);
+  if (rc == MPI_ERR_BUFFER) {
+    std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s with MPI_IN_PLACE (not defined for neighborhood "
+                 "collectives)\n", g.world_rank, kCallName[k]);
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER);
+  }
+  return rc;
+}
+
 // The four call shapes, each for blocking (request == null), non-blocking and persistent
 // use; `entry` is the counter (kEntryName), `pass` the call to MPI's own.
 template <class Pass>
 int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
+  if (mode == kBlocking) {
+    const int rc = node_call(entry, kAllgather, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+                             {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
+    if (rc >= 0) return rc;
+  }
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
       comm, kAllgather, entry,
@@ -1243,6 +1304,11 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
 template <class Pass>
 int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
+  if (mode == kBlocking) {
+    const int rc = node_call(entry, kAlltoall, NodeExchange::kBlocks, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+                             {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
+    if (rc >= 0) return rc;
+  }
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
       comm, kAlltoall, entry,
@@ -1271,6 +1337,11 @@ template <class Pass>
 int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request* request, Pass pass) {
+  if (mode == kBlocking) {
+    const int rc = node_call(entry, kAllgatherv, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+                             {recvbuf, 0, recvcounts, displs, recvtype}, comm);
+    if (rc >= 0) return rc;
+  }
   // Signature: my block's bytes, the receive type's size and the receive counts (the plan
   // learns the sources' sizes when built; displacements only place the copies).
   const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
@@ -1322,6 +1393,11 @@ template <class Pass>
 int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcounts[], const int sdispls[],
                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
+  if (mode == kBlocking) {
+    const int rc = node_call(entry, kAlltoallv, NodeExchange::kBlocksV, {sendbuf, 0, sendcounts, sdispls, sendtype},
+                             {recvbuf, 0, recvcounts, rdispls, recvtype}, comm);
+    if (rc >= 0) return rc;
+  }
   // One unit: the (equal) size of the two types; the plan depends on counts and displacements.
   const int64_t unit = contiguous_bytes(sendtype, 1);
   return dispatch(

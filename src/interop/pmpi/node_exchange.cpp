@@ -1,0 +1,214 @@
+// The one-node exchange of the PMPI layer (node_exchange.hpp: why it needs no agreement,
+// the header and the synchronisation rule).
+#ifndef SPARSECOMM_SMPI
+#include "interop/pmpi/node_exchange.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "interop/mpi_datatype.hpp"
+
+namespace sparsecomm::pmpi {
+
+namespace {
+constexpr int64_t kLine = 64;
+// A writer's blocks in shared memory per call (the rest go by message): 128 KiB, or
+// SPARSECOMM_MPI_NODE_AREA bytes (a local choice: readers learn each writer's at set-up).
+// Two such buffers per rank and communicator.
+int64_t area_bytes() {
+  const char* v = std::getenv("SPARSECOMM_MPI_NODE_AREA");
+  const long long n = v && *v ? std::atoll(v) : 0;
+  return n > 0 ? n : 128 * 1024;
+}
+// Header of a writer's buffer: the call number, then (offset, bytes) per destination slot;
+// offset -1: by message; bytes -1: MPI_IN_PLACE (no block).
+int64_t header_bytes(size_t slots) { return ((2 + 2 * static_cast<int64_t>(slots)) * 8 + kLine - 1) / kLine * kLine; }
+
+int64_t type_size(MPI_Datatype t) {
+  int s = 0;
+  PMPI_Type_size(t, &s);
+  return s;
+}
+MPI_Aint type_extent(MPI_Datatype t) {
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_get_extent(t, &lb, &extent);
+  return extent;
+}
+// Whether `count` of `t` lie one after the other with no holes (a memcpy moves them; Pack
+// and Unpack everything else).
+bool dense(MPI_Datatype t) {
+  MPI_Datatype base = MPI_DATATYPE_NULL;
+  int n = 0;
+  return interop::contiguous_run(t, &base, &n) >= 0;
+}
+}  // namespace
+
+std::unique_ptr<NodeExchange> NodeExchange::create(MPI_Comm comm, const std::vector<int>& sources,
+                                                   const std::vector<int>& destinations, int64_t edge_max) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  PMPI_Comm_dup(comm, &dup);
+  std::unique_ptr<NodeExchange> x(new NodeExchange(comm, dup));
+  x->src_ = sources, x->dst_ = destinations, x->edge_max_ = edge_max;
+  // MPI's pairing: destination slot i sends i; source slot s learns its writer's slot.
+  std::vector<int> mine(destinations.size());
+  for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<int>(i);
+  x->pair_.assign(sources.size(), -1);
+  PMPI_Neighbor_alltoall(mine.data(), 1, MPI_INT, x->pair_.data(), 1, MPI_INT, comm);
+  const auto uniq = [](std::vector<int> v) {
+    v.erase(std::remove(v.begin(), v.end(), MPI_PROC_NULL), v.end());
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  const std::vector<int> readers = uniq(destinations), writers = uniq(sources);
+  for (int r : sources)
+    x->writer_of_.push_back(r == MPI_PROC_NULL ? -1
+                                               : static_cast<int>(std::lower_bound(writers.begin(), writers.end(), r) -
+                                                                  writers.begin()));
+  x->consumed_.assign(writers.size(), 0);
+  x->header_ = header_bytes(destinations.size());
+  x->area_ = x->header_ + area_bytes();
+  x->channel_.declare(readers, std::vector<int64_t>(readers.size(), 0), x->area_, writers);
+  x->patience_ = detail::node_of(comm)->patience;
+  if (!x->window_.try_connect()) return nullptr;  // agreed over the node, which is the communicator
+  return x;
+}
+
+NodeExchange::~NodeExchange() {
+  if (dup_ != MPI_COMM_NULL) PMPI_Comm_free(&dup_);
+}
+
+// While waiting on the window: this call's messages, and Open MPI's progress engine for
+// everyone's (an Iprobe drives it).
+void NodeExchange::progress() {
+  int flag = 0;
+  if (!reqs_.empty()) PMPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE);
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, dup_, &flag, MPI_STATUS_IGNORE);
+}
+
+int NodeExchange::call(Shape shape, const Side& send, const Side& recv) {
+  ++calls_;
+  const bool in_place = send.buf == MPI_IN_PLACE;
+  const bool one_block = shape == kOneBlock;
+  const size_t nd = dst_.size(), ns = src_.size();
+  const int64_t send_size = in_place ? 0 : type_size(send.type), recv_size = type_size(recv.type);
+  const auto send_bytes = [&](size_t i) { return send_size * (shape == kBlocksV ? send.counts[i] : send.count); };
+  const auto recv_bytes = [&](size_t s) { return recv_size * recv.n(s); };
+  // Whether this rank publishes, and which writers it reads (see the header comment): where
+  // every block a writer sends has one size, only writers of non-empty blocks take part, as
+  // MPI's own skips empty calls; an alltoallv's writer and readers take part in every call.
+  bool sends = in_place || shape == kBlocksV;
+  for (size_t i = 0; !sends && i < nd; ++i) sends = dst_[i] != MPI_PROC_NULL && send_bytes(i) > 0;
+  std::vector<char>& pending = pending_;
+  pending.assign(consumed_.size(), 0);
+  size_t left = 0;
+  for (size_t s = 0; s < ns; ++s) {
+    const int w = writer_of_[s];
+    if (w >= 0 && !pending[static_cast<size_t>(w)] && (shape == kBlocksV || recv_bytes(s) > 0))
+      pending[static_cast<size_t>(w)] = 1, ++left;
+  }
+  if (!sends && left == 0) return MPI_SUCCESS;  // nothing here
+  reqs_.clear();
+  spill_.clear();
+  bool mismatch = false;
+
+  // Writer: header and blocks into buffer e % 2 (after its readers are done with e - 2),
+  // large blocks as messages; then publish.
+  if (sends && channel_.has_readers()) {
+    const uint64_t e = ++epoch_;
+    char* buf = channel_.begin_write(e, [&] { progress(); });
+    auto* h = reinterpret_cast<int64_t*>(buf);
+    h[0] = static_cast<int64_t>(calls_);
+    h[1] = static_cast<int64_t>(nd);
+    const bool copy = !in_place && dense(send.type);
+    const MPI_Aint extent = in_place ? 0 : type_extent(send.type);
+    int64_t pos = header_;
+    // Block i at pos (its offset), or -1 where it does not fit.
+    const auto place = [&](size_t i) -> int64_t {
+      const int64_t bytes = send_bytes(i);
+      if (pos + bytes > area_) return -1;
+      const char* from = static_cast<const char*>(send.buf) + (one_block ? 0 : send.at(i) * extent);
+      if (copy) {
+        std::memcpy(buf + pos, from, static_cast<size_t>(bytes));
+      } else {
+        int at = 0;
+        PMPI_Pack(from, shape == kBlocksV ? send.counts[i] : send.count, send.type, buf + pos,
+                  static_cast<int>(area_ - pos), &at, dup_);
+      }
+      const int64_t at = pos;
+      pos += (bytes + 7) / 8 * 8;
+      return at;
+    };
+    const int64_t shared = one_block && !in_place ? place(0) : -1;  // allgather(v): the one block
+    for (size_t i = 0; i < nd; ++i) {
+      int64_t* slot = h + 2 + 2 * i;
+      slot[1] = in_place ? -1 : send_bytes(i);
+      slot[0] = -1;
+      if (in_place || dst_[i] == MPI_PROC_NULL) continue;
+      if (one_block) slot[0] = shared;
+      else if (send_bytes(i) <= edge_max_) slot[0] = place(i);
+      if (slot[0] < 0) {
+        reqs_.emplace_back();
+        PMPI_Isend(static_cast<const char*>(send.buf) + (one_block ? 0 : send.at(i) * extent),
+                   shape == kBlocksV ? send.counts[i] : send.count, send.type, dst_[i], static_cast<int>(i), dup_,
+                   &reqs_.back());
+      }
+    }
+    channel_.publish(e);
+  }
+
+  // Reader: every source slot from its writer's header, writers taken as they publish.
+  const bool copy = dense(recv.type);
+  const MPI_Aint extent = type_extent(recv.type);
+  const auto take = [&](size_t w, uint64_t e) {
+    const char* buf = channel_.data(w, e);
+    const auto* h = reinterpret_cast<const int64_t*>(buf);
+    if (h[0] != static_cast<int64_t>(calls_)) mismatch = true;  // a peer skipped or added a call
+    for (size_t s = 0; s < ns; ++s) {
+      if (writer_of_[s] != static_cast<int>(w)) continue;
+      const int i = pair_[s];
+      if (i < 0 || i >= h[1]) {
+        mismatch = true;
+        continue;
+      }
+      const int64_t off = h[2 + 2 * i], bytes = h[3 + 2 * i], want = recv_bytes(s);
+      char* to = static_cast<char*>(const_cast<void*>(recv.buf)) + recv.at(s) * extent;  // (the receive side)
+      if (bytes != want) mismatch = true;
+      if (bytes <= 0) continue;
+      if (off >= 0) {
+        if (copy) {  // (an erroneous size: the part that fits, as MPI delivers before its error)
+          std::memcpy(to, buf + off, static_cast<size_t>(std::min(bytes, want)));
+        } else if (bytes == want) {
+          int at = 0;
+          PMPI_Unpack(buf + off, static_cast<int>(bytes), &at, to, recv.n(s), recv.type, dup_);
+        }
+      } else if (bytes == want) {
+        reqs_.emplace_back();
+        PMPI_Irecv(to, recv.n(s), recv.type, src_[s], i, dup_, &reqs_.back());
+      } else {  // an erroneous size: received whole (so nothing is left in flight), not delivered
+        spill_.emplace_back(static_cast<size_t>(bytes));
+        reqs_.emplace_back();
+        PMPI_Irecv(spill_.back().data(), static_cast<int>(bytes), MPI_BYTE, src_[s], i, dup_, &reqs_.back());
+      }
+    }
+    channel_.done(w, e);
+    pending[w] = 0;
+    --left;
+  };
+  for (int it = 0; left > 0; ++it) {
+    for (size_t w = 0; w < pending.size(); ++w)
+      if (pending[w] && channel_.ready(w, consumed_[w] + 1)) take(w, ++consumed_[w]);
+    if (left == 0) break;
+    if (it % 64 == 63) progress();
+    if (it >= patience_) sched_yield();
+  }
+  if (!reqs_.empty()) PMPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
+  if (in_place) return MPI_ERR_BUFFER;
+  return mismatch ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+}
+
+}  // namespace sparsecomm::pmpi
+#endif  // SPARSECOMM_SMPI

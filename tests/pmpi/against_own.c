@@ -1,0 +1,200 @@
+/* A plain MPI program (no sparsecomm include) that checks every blocking neighborhood
+ * collective it makes against MPI's own result for the same arguments: each call is made
+ * twice, through MPI_Neighbor_* (which a PMPI library may take over) and through
+ * PMPI_Neighbor_* (MPI's own, which no library intercepts), on receive buffers filled
+ * alike, and the two must agree byte for byte, including what neither may touch. Sizes,
+ * datatypes and functions change from call to call, the way a program that promises
+ * nothing calls them: 0 to 160 KB per block, a strided vector type, a contiguous derived
+ * type, per-edge alltoallv counts with zeros; on distributed graphs with duplicate edges,
+ * self edges, empty neighborhoods and two components using different sizes in the same call,
+ * and on a non-periodic Cartesian grid (MPI_PROC_NULL slots).
+ *
+ *   against_own [calls per communicator, default 48] [-mismatch]
+ *
+ * -mismatch (run under a library only): rank 0 then makes one allgather with a receive
+ * count larger than its sources send, with MPI_ERRORS_RETURN: it must get an error code and
+ * no rank may hang (MPI calls such a program erroneous; Open MPI's own accepts it silently).
+ * Prints "against_own: N calls compared per rank on P ranks, W differ" (exit 1 if W > 0). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int P, me;
+static long compared = 0, differ = 0;
+
+static unsigned mix(unsigned a, unsigned b, unsigned c) {
+  unsigned h = a * 2654435761u ^ (b * 40503u + 0x9e3779b9u) ^ (c * 2246822519u);
+  h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
+  return h;
+}
+
+/* Block sizes in ints, by call: small, zero, medium, above the 16 KiB alltoall limit (a
+ * message) and above the 128 KiB shared area (an allgather as messages). */
+static const int kSizes[] = {3, 0, 17, 1, 5000, 0, 40000, 64, 2};
+enum { kInt, kStrided, kPair }; /* the datatypes used */
+
+static MPI_Datatype g_strided, g_pair;
+
+/* Units of `type` carrying n ints of data (a strided unit spans two ints of memory). */
+static int units(int type, int n) { return type == kPair ? n / 2 : n; }
+static MPI_Datatype dtype(int type) { return type == kInt ? MPI_INT : type == kStrided ? g_strided : g_pair; }
+
+/* One call through the library and through MPI's own; compares. */
+static void both(MPI_Comm c, int fn, int call, int type, int n, int nd, int ns, const int* dst, const int* src,
+                 int* sb, int* rb1, int* rb2, size_t rb_ints) {
+  MPI_Datatype t = dtype(type);
+  const int u = units(type, n);
+  int sc[64], sd[64], rc[64], rd[64];
+  /* alltoallv / allgatherv counts: from (sender, receiver, call) only, so both ends agree
+   * whichever duplicate edge MPI pairs with which. */
+  int at = 0;
+  for (int j = 0; j < nd; j++) {
+    sc[j] = dst[j] == MPI_PROC_NULL ? 0 : (int)(mix(me, dst[j], call) % 4) * (u / 2 + 1) * (int)(mix(me, dst[j], call) % 3 != 0);
+    sd[j] = at, at += sc[j] + 1;
+  }
+  at = 0;
+  for (int i = 0; i < ns; i++) {
+    if (fn == 2) rc[i] = src[i] == MPI_PROC_NULL ? 0 : u + (int)(mix(src[i], 7, call) % 2);
+    else rc[i] = src[i] == MPI_PROC_NULL ? 0 : (int)(mix(src[i], me, call) % 4) * (u / 2 + 1) * (int)(mix(src[i], me, call) % 3 != 0);
+    rd[i] = at, at += rc[i] + 2;
+  }
+  const int mine = fn == 2 ? u + (int)(mix(me, 7, call) % 2) : u;
+  for (size_t k = 0; k < rb_ints; k++) rb1[k] = rb2[k] = -7;
+  int e1 = 0, e2 = 0;
+  switch (fn) {
+    case 0:
+      e1 = MPI_Neighbor_allgather(sb, u, t, rb1, u, t, c);
+      e2 = PMPI_Neighbor_allgather(sb, u, t, rb2, u, t, c);
+      break;
+    case 1:
+      e1 = MPI_Neighbor_alltoall(sb, u, t, rb1, u, t, c);
+      e2 = PMPI_Neighbor_alltoall(sb, u, t, rb2, u, t, c);
+      break;
+    case 2:
+      e1 = MPI_Neighbor_allgatherv(sb, mine, t, rb1, rc, rd, t, c);
+      e2 = PMPI_Neighbor_allgatherv(sb, mine, t, rb2, rc, rd, t, c);
+      break;
+    default:
+      e1 = MPI_Neighbor_alltoallv(sb, sc, sd, t, rb1, rc, rd, t, c);
+      e2 = PMPI_Neighbor_alltoallv(sb, sc, sd, t, rb2, rc, rd, t, c);
+  }
+  compared++;
+  if (e1 != e2 || memcmp(rb1, rb2, rb_ints * sizeof(int)) != 0) {
+    size_t k = 0;
+    while (k < rb_ints && rb1[k] == rb2[k]) k++;
+    if (differ++ < 10)
+      fprintf(stderr, "against_own [rank %d]: call %d (function %d, type %d, %d ints): codes %d/%d, first difference at int %zu: %d, MPI's own %d\n",
+              me, call, fn, type, n, e1, e2, k, k < rb_ints ? rb1[k] : 0, k < rb_ints ? rb2[k] : 0);
+  }
+}
+
+static void suite(MPI_Comm c, int calls, int component) {
+  int ns = 0, nd = 0, topo = 0;
+  int src[64], dst[64];
+  MPI_Topo_test(c, &topo);
+  if (topo == MPI_DIST_GRAPH) {
+    int w = 0, sw[64], dw[64];
+    MPI_Dist_graph_neighbors_count(c, &ns, &nd, &w);
+    MPI_Dist_graph_neighbors(c, ns, src, sw, nd, dst, dw);
+  } else {
+    int dims = 0;
+    MPI_Cartdim_get(c, &dims);
+    for (int d = 0; d < dims; d++) MPI_Cart_shift(c, d, 1, &src[2 * d], &src[2 * d + 1]);
+    ns = nd = 2 * dims;
+    memcpy(dst, src, sizeof(int) * (size_t)ns);
+  }
+  const size_t max_n = 40000 + 2, sb_ints = (size_t)(nd + 1) * (max_n * 2 + 8) + 64;
+  const size_t rb_ints = (size_t)(ns + 1) * (max_n * 2 + 8) + 64;
+  int *sb = malloc(sb_ints * sizeof(int)), *rb1 = malloc(rb_ints * sizeof(int)), *rb2 = malloc(rb_ints * sizeof(int));
+  for (size_t k = 0; k < sb_ints; k++) sb[k] = me * 1000003 + (int)k;
+  for (int call = 0; call < calls; call++) {
+    const int fn = call % 4, type = (call / 4) % 3;
+    /* the two components of a split graph use different sizes in the same call */
+    int n = kSizes[(call / 2 + component) % (int)(sizeof kSizes / sizeof kSizes[0])];
+    if (n > 5000 && (fn == 3 || type != kInt)) n = 5000; /* keep v-calls and strided within the buffers */
+    both(c, fn, call, type, n, nd, ns, dst, src, sb, rb1, rb2, rb_ints);
+  }
+  free(sb), free(rb1), free(rb2);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  int calls = 48, mismatch = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-mismatch")) mismatch = 1;
+    else calls = atoi(argv[i]);
+  }
+  MPI_Type_vector(1, 1, 2, MPI_INT, &g_strided); /* one int, extent two: every other int */
+  MPI_Type_create_resized(g_strided, 0, 2 * sizeof(int), &g_strided);
+  MPI_Type_commit(&g_strided);
+  MPI_Type_contiguous(2, MPI_INT, &g_pair);
+  MPI_Type_commit(&g_pair);
+
+  /* 1. duplicate and self edges, degrees that differ, rank 1 (if any) with no neighbors */
+  {
+    int d[8], nd = 0;
+    if (me != 1 || P < 3) {
+      d[nd++] = (me + 1) % P, d[nd++] = (me + 1) % P, d[nd++] = me;
+      if (me % 2 == 0) d[nd++] = (me + 3) % P;
+    }
+    int* cnt = calloc((size_t)P, sizeof(int));
+    for (int r = 0; r < P; r++) { /* my sources: every rank listing me, as often as it does, in rank order */
+      if (r == 1 && P >= 3) continue;
+      int rd[4] = {(r + 1) % P, (r + 1) % P, r, (r + 3) % P};
+      for (int k = 0; k < (r % 2 == 0 ? 4 : 3); k++) cnt[r] += rd[k] == me;
+    }
+    int s[16], ns = 0;
+    for (int r = 0; r < P; r++)
+      for (int k = 0; k < cnt[r]; k++) s[ns++] = r;
+    free(cnt);
+    MPI_Comm g;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, ns, s, MPI_UNWEIGHTED, nd, d, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
+    suite(g, calls, 0);
+    MPI_Comm_free(&g);
+  }
+  /* 2. two components (even ranks, odd ranks: rings), different sizes in the same call */
+  {
+    const int half = (P + 1 - me % 2) / 2, pos = me / 2; /* my ring's size and my place in it */
+    int d[2], s[2], n = 0;
+    if (half > 1) {
+      d[0] = ((pos + 1) % half) * 2 + me % 2, s[0] = ((pos - 1 + half) % half) * 2 + me % 2;
+      n = 1;
+    }
+    MPI_Comm g;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, n, s, MPI_UNWEIGHTED, n, d, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
+    suite(g, calls, me % 2);
+    MPI_Comm_free(&g);
+  }
+  /* 3. a non-periodic Cartesian grid */
+  {
+    int dims[2] = {0, 0}, periods[2] = {0, 0};
+    MPI_Dims_create(P, 2, dims);
+    MPI_Comm g;
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &g);
+    suite(g, calls, 0);
+    MPI_Comm_free(&g);
+  }
+  long all[2] = {0, 0}, mine[2] = {compared, differ};
+  MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0) printf("against_own: %ld calls compared per rank on %d ranks, %ld differ\n", all[0] / P, P, all[1]);
+  fflush(stdout);
+  if (mismatch && P > 1) { /* rank 0 expects 2 ints more than every source sends */
+    int d[1] = {(me + 1) % P}, s[1] = {(me - 1 + P) % P};
+    MPI_Comm g;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, s, MPI_UNWEIGHTED, 1, d, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
+    MPI_Comm_set_errhandler(g, MPI_ERRORS_RETURN);
+    int sb[8] = {1, 2, 3, 4, 5, 6, 7, 8}, rb[8];
+    int codes[3];
+    for (int k = 0; k < 3; k++) codes[k] = MPI_Neighbor_allgather(sb, 4, MPI_INT, rb, me == 0 && k == 2 ? 6 : 4, MPI_INT, g);
+    printf("against_own [rank %d]: mismatch run: codes %s %s %s\n", me, codes[0] ? "error" : "ok", codes[1] ? "error" : "ok",
+           codes[2] ? "error" : "ok");
+    MPI_Comm_free(&g);
+  }
+  MPI_Type_free(&g_strided);
+  MPI_Type_free(&g_pair);
+  MPI_Finalize();
+  return all[1] ? 1 : 0;
+}
