@@ -7,7 +7,9 @@
  * nothing calls them: 0 to 160 KB per block, a strided vector type, a contiguous derived
  * type, per-edge alltoallv counts with zeros; on distributed graphs with duplicate edges,
  * self edges, empty neighborhoods and two components using different sizes in the same call,
- * and on a non-periodic Cartesian grid (MPI_PROC_NULL slots).
+ * and on a non-periodic Cartesian grid (MPI_PROC_NULL slots). Then non-blocking calls, three
+ * in flight at a time, started on either side of the program's own messages and completed
+ * together with them in one MPI_Waitall, each compared with MPI's own blocking call.
  *
  *   against_own [calls per communicator, default 48] [-mismatch]
  *
@@ -40,53 +42,118 @@ static MPI_Datatype g_strided, g_pair;
 static int units(int type, int n) { return type == kPair ? n / 2 : n; }
 static MPI_Datatype dtype(int type) { return type == kInt ? MPI_INT : type == kStrided ? g_strided : g_pair; }
 
-/* One call through the library and through MPI's own; compares. */
-static void both(MPI_Comm c, int fn, int call, int type, int n, int nd, int ns, const int* dst, const int* src,
-                 int* sb, int* rb1, int* rb2, size_t rb_ints) {
-  MPI_Datatype t = dtype(type);
-  const int u = units(type, n);
+/* A call's arguments. */
+typedef struct {
+  int fn, call, type, u, mine;
   int sc[64], sd[64], rc[64], rd[64];
+} Args;
+
+static void make_args(Args* a, int fn, int call, int type, int n, int nd, int ns, const int* dst, const int* src) {
+  a->fn = fn, a->call = call, a->type = type, a->u = units(type, n);
+  const int u = a->u;
   /* alltoallv / allgatherv counts: from (sender, receiver, call) only, so both ends agree
    * whichever duplicate edge MPI pairs with which. */
   int at = 0;
   for (int j = 0; j < nd; j++) {
-    sc[j] = dst[j] == MPI_PROC_NULL ? 0 : (int)(mix(me, dst[j], call) % 4) * (u / 2 + 1) * (int)(mix(me, dst[j], call) % 3 != 0);
-    sd[j] = at, at += sc[j] + 1;
+    const unsigned h = mix(me, dst[j], call);
+    a->sc[j] = dst[j] == MPI_PROC_NULL ? 0 : (int)(h % 4) * (u / 2 + 1) * (int)(h % 3 != 0);
+    a->sd[j] = at, at += a->sc[j] + 1;
   }
   at = 0;
   for (int i = 0; i < ns; i++) {
-    if (fn == 2) rc[i] = src[i] == MPI_PROC_NULL ? 0 : u + (int)(mix(src[i], 7, call) % 2);
-    else rc[i] = src[i] == MPI_PROC_NULL ? 0 : (int)(mix(src[i], me, call) % 4) * (u / 2 + 1) * (int)(mix(src[i], me, call) % 3 != 0);
-    rd[i] = at, at += rc[i] + 2;
+    const unsigned h = mix(src[i], me, call);
+    if (fn == 2) a->rc[i] = src[i] == MPI_PROC_NULL ? 0 : u + (int)(mix(src[i], 7, call) % 2);
+    else a->rc[i] = src[i] == MPI_PROC_NULL ? 0 : (int)(h % 4) * (u / 2 + 1) * (int)(h % 3 != 0);
+    a->rd[i] = at, at += a->rc[i] + 2;
   }
-  const int mine = fn == 2 ? u + (int)(mix(me, 7, call) % 2) : u;
-  for (size_t k = 0; k < rb_ints; k++) rb1[k] = rb2[k] = -7;
-  int e1 = 0, e2 = 0;
-  switch (fn) {
+  a->mine = fn == 2 ? u + (int)(mix(me, 7, call) % 2) : u;
+}
+
+/* The call of `a`: MPI's own (PMPI_, blocking) when own, else through MPI_ (non-blocking
+ * where req is given). */
+static int issue(const Args* a, int own, MPI_Request* req, const int* sb, int* rb, MPI_Comm c) {
+  MPI_Datatype t = dtype(a->type);
+  const int u = a->u;
+  switch (a->fn) {
     case 0:
-      e1 = MPI_Neighbor_allgather(sb, u, t, rb1, u, t, c);
-      e2 = PMPI_Neighbor_allgather(sb, u, t, rb2, u, t, c);
-      break;
+      return own ? PMPI_Neighbor_allgather(sb, u, t, rb, u, t, c)
+             : req ? MPI_Ineighbor_allgather(sb, u, t, rb, u, t, c, req)
+                   : MPI_Neighbor_allgather(sb, u, t, rb, u, t, c);
     case 1:
-      e1 = MPI_Neighbor_alltoall(sb, u, t, rb1, u, t, c);
-      e2 = PMPI_Neighbor_alltoall(sb, u, t, rb2, u, t, c);
-      break;
+      return own ? PMPI_Neighbor_alltoall(sb, u, t, rb, u, t, c)
+             : req ? MPI_Ineighbor_alltoall(sb, u, t, rb, u, t, c, req)
+                   : MPI_Neighbor_alltoall(sb, u, t, rb, u, t, c);
     case 2:
-      e1 = MPI_Neighbor_allgatherv(sb, mine, t, rb1, rc, rd, t, c);
-      e2 = PMPI_Neighbor_allgatherv(sb, mine, t, rb2, rc, rd, t, c);
-      break;
+      return own ? PMPI_Neighbor_allgatherv(sb, a->mine, t, rb, a->rc, a->rd, t, c)
+             : req ? MPI_Ineighbor_allgatherv(sb, a->mine, t, rb, a->rc, a->rd, t, c, req)
+                   : MPI_Neighbor_allgatherv(sb, a->mine, t, rb, a->rc, a->rd, t, c);
     default:
-      e1 = MPI_Neighbor_alltoallv(sb, sc, sd, t, rb1, rc, rd, t, c);
-      e2 = PMPI_Neighbor_alltoallv(sb, sc, sd, t, rb2, rc, rd, t, c);
+      return own ? PMPI_Neighbor_alltoallv(sb, a->sc, a->sd, t, rb, a->rc, a->rd, t, c)
+             : req ? MPI_Ineighbor_alltoallv(sb, a->sc, a->sd, t, rb, a->rc, a->rd, t, c, req)
+                   : MPI_Neighbor_alltoallv(sb, a->sc, a->sd, t, rb, a->rc, a->rd, t, c);
   }
+}
+
+static void compare(const Args* a, int e1, int e2, const int* rb1, const int* rb2, size_t rb_ints, const char* how) {
   compared++;
   if (e1 != e2 || memcmp(rb1, rb2, rb_ints * sizeof(int)) != 0) {
     size_t k = 0;
     while (k < rb_ints && rb1[k] == rb2[k]) k++;
     if (differ++ < 10)
-      fprintf(stderr, "against_own [rank %d]: call %d (function %d, type %d, %d ints): codes %d/%d, first difference at int %zu: %d, MPI's own %d\n",
-              me, call, fn, type, n, e1, e2, k, k < rb_ints ? rb1[k] : 0, k < rb_ints ? rb2[k] : 0);
+      fprintf(stderr, "against_own [rank %d]: %s call %d (function %d, type %d, %d units): codes %d/%d, first difference at int %zu: %d, MPI's own %d\n",
+              me, how, a->call, a->fn, a->type, a->u, e1, e2, k, k < rb_ints ? rb1[k] : 0, k < rb_ints ? rb2[k] : 0);
   }
+}
+
+/* One blocking call through the library and through MPI's own; compares. */
+static void both(MPI_Comm c, int fn, int call, int type, int n, int nd, int ns, const int* dst, const int* src,
+                 int* sb, int* rb1, int* rb2, size_t rb_ints) {
+  Args a;
+  make_args(&a, fn, call, type, n, nd, ns, dst, src);
+  for (size_t k = 0; k < rb_ints; k++) rb1[k] = rb2[k] = -7;
+  const int e1 = issue(&a, 0, NULL, sb, rb1, c);
+  const int e2 = issue(&a, 1, NULL, sb, rb2, c);
+  compare(&a, e1, e2, rb1, rb2, rb_ints, "blocking");
+}
+
+/* Non-blocking calls in flight together: three per round, rank r starting r % 4 of them
+ * before an exchange of the program's own messages around a ring and the rest after it,
+ * completed in reverse order in one MPI_Waitall with a request of the program's own; each
+ * then compared with MPI's own blocking call. */
+static void overlapped(MPI_Comm c, int rounds, int nd, int ns, const int* dst, const int* src, const int* sb,
+                       size_t rb_ints) {
+  int *rb1[3], *rb2 = malloc(rb_ints * sizeof(int));
+  for (int k = 0; k < 3; k++) rb1[k] = malloc(rb_ints * sizeof(int));
+  for (int round = 0; round < rounds; round++) {
+    Args a[3];
+    MPI_Request req[4];
+    for (int k = 0; k < 3; k++) {
+      const int call = 1000 + 3 * round + k, fn = (round + k) % 4;
+      int n = kSizes[(round + 2 * k) % (int)(sizeof kSizes / sizeof kSizes[0])];
+      if (n > 5000) n = 5000;
+      make_args(&a[k], fn, call, (round + k) % 3, n, nd, ns, dst, src);
+      for (size_t i = 0; i < rb_ints; i++) rb1[k][i] = -7;
+    }
+    int own_in = -1, own_out = me, e[3] = {0, 0, 0};
+    const int early = me % 4 < 3 ? me % 4 : 3;
+    for (int k = 0; k < early; k++) e[k] = issue(&a[k], 0, &req[k], sb, rb1[k], c);
+    MPI_Irecv(&own_in, 1, MPI_INT, (me - 1 + P) % P, 77, MPI_COMM_WORLD, &req[3]);
+    MPI_Send(&own_out, 1, MPI_INT, (me + 1) % P, 77, MPI_COMM_WORLD);
+    for (int k = early; k < 3; k++) e[k] = issue(&a[k], 0, &req[k], sb, rb1[k], c);
+    MPI_Request order[4] = {req[2], req[3], req[1], req[0]};
+    const int ew = MPI_Waitall(4, order, MPI_STATUSES_IGNORE);
+    compared++;
+    if (ew != MPI_SUCCESS || own_in != (me - 1 + P) % P) {
+      if (differ++ < 10) fprintf(stderr, "against_own [rank %d]: round %d: own message %d, Waitall %d\n", me, round, own_in, ew);
+    }
+    for (int k = 0; k < 3; k++) {
+      for (size_t i = 0; i < rb_ints; i++) rb2[i] = -7;
+      const int e2 = issue(&a[k], 1, NULL, sb, rb2, c);
+      compare(&a[k], e[k], e2, rb1[k], rb2, rb_ints, "non-blocking");
+    }
+  }
+  for (int k = 0; k < 3; k++) free(rb1[k]);
+  free(rb2);
 }
 
 static void suite(MPI_Comm c, int calls, int component) {
@@ -115,6 +182,7 @@ static void suite(MPI_Comm c, int calls, int component) {
     if (n > 5000 && (fn == 3 || type != kInt)) n = 5000; /* keep v-calls and strided within the buffers */
     both(c, fn, call, type, n, nd, ns, dst, src, sb, rb1, rb2, rb_ints);
   }
+  overlapped(c, calls / 4, nd, ns, dst, src, sb, rb_ints);
   free(sb), free(rb1), free(rb2);
 }
 

@@ -66,6 +66,13 @@ class ShmChannel {
       }, progress);
     return buffers_ + static_cast<int64_t>(e % 2) * area_;
   }
+  /// Writer: whether begin_write(e) would return at once (every reader done with e - 2).
+  bool writable(uint64_t e) const {
+    if (e > 2)
+      for (Epoch* s : slots_)
+        if (s->load(std::memory_order_acquire) < e - 2) return false;
+    return true;
+  }
   void publish(uint64_t e) { epoch_->store(e, std::memory_order_release); }
   bool has_readers() const { return !readers_.empty(); }
   /// My buffer `parity` (0 or 1), after connect().

@@ -69,6 +69,7 @@ std::unique_ptr<NodeExchange> NodeExchange::create(MPI_Comm comm, const std::vec
                                                : static_cast<int>(std::lower_bound(writers.begin(), writers.end(), r) -
                                                                   writers.begin()));
   x->consumed_.assign(writers.size(), 0);
+  x->assigned_.assign(writers.size(), 0);
   x->header_ = header_bytes(destinations.size());
   x->area_ = x->header_ + area_bytes();
   x->channel_.declare(readers, std::vector<int64_t>(readers.size(), 0), x->area_, writers);
@@ -81,133 +82,159 @@ NodeExchange::~NodeExchange() {
   if (dup_ != MPI_COMM_NULL) PMPI_Comm_free(&dup_);
 }
 
-// While waiting on the window: this call's messages, and Open MPI's progress engine for
-// everyone's (an Iprobe drives it).
-void NodeExchange::progress() {
+// While waiting on the window: Open MPI's progress engine for everyone's messages (an
+// Iprobe drives it).
+void NodeExchange::mpi_progress() {
   int flag = 0;
-  if (!reqs_.empty()) PMPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, MPI_STATUSES_IGNORE);
   PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, dup_, &flag, MPI_STATUS_IGNORE);
 }
 
-int NodeExchange::call(Shape shape, const Side& send, const Side& recv) {
-  ++calls_;
-  const bool in_place = send.buf == MPI_IN_PLACE;
-  const bool one_block = shape == kOneBlock;
+std::shared_ptr<NodeExchange::Op> NodeExchange::start(Shape shape, const Side& send, const Side& recv) {
+  auto op = std::make_shared<Op>();
+  op->call = ++calls_;
+  op->shape = shape, op->send = send, op->recv = recv;
+  op->in_place = send.buf == MPI_IN_PLACE;
   const size_t nd = dst_.size(), ns = src_.size();
-  const int64_t send_size = in_place ? 0 : type_size(send.type), recv_size = type_size(recv.type);
-  const auto send_bytes = [&](size_t i) { return send_size * (shape == kBlocksV ? send.counts[i] : send.count); };
-  const auto recv_bytes = [&](size_t s) { return recv_size * recv.n(s); };
+  const int64_t send_size = op->in_place ? 0 : type_size(send.type), recv_size = type_size(recv.type);
   // Whether this rank publishes, and which writers it reads (see the header comment): where
   // every block a writer sends has one size, only writers of non-empty blocks take part, as
   // MPI's own skips empty calls; an alltoallv's writer and readers take part in every call.
-  bool sends = in_place || shape == kBlocksV;
-  for (size_t i = 0; !sends && i < nd; ++i) sends = dst_[i] != MPI_PROC_NULL && send_bytes(i) > 0;
-  std::vector<char>& pending = pending_;
-  pending.assign(consumed_.size(), 0);
-  size_t left = 0;
+  bool sends = op->in_place || shape == kBlocksV;
+  for (size_t i = 0; !sends && i < nd; ++i) sends = dst_[i] != MPI_PROC_NULL && send_size * send.n(i) > 0;
+  if (sends && channel_.has_readers()) op->write = ++epoch_;
+  pending_.assign(consumed_.size(), 0);
   for (size_t s = 0; s < ns; ++s) {
     const int w = writer_of_[s];
-    if (w >= 0 && !pending[static_cast<size_t>(w)] && (shape == kBlocksV || recv_bytes(s) > 0))
-      pending[static_cast<size_t>(w)] = 1, ++left;
+    if (w >= 0 && !pending_[static_cast<size_t>(w)] && (shape == kBlocksV || recv_size * recv.n(s) > 0)) {
+      pending_[static_cast<size_t>(w)] = 1;
+      op->reads.emplace_back(static_cast<size_t>(w), ++assigned_[static_cast<size_t>(w)]);
+    }
   }
-  if (!sends && left == 0) return MPI_SUCCESS;  // nothing here
-  reqs_.clear();
-  spill_.clear();
-  bool mismatch = false;
+  if (!op->staged()) {
+    staging_.push_back(op);
+    advance();
+  }
+  return op;
+}
 
-  // Writer: header and blocks into buffer e % 2 (after its readers are done with e - 2),
-  // large blocks as messages; then publish.
-  if (sends && channel_.has_readers()) {
-    const uint64_t e = ++epoch_;
-    char* buf = channel_.begin_write(e, [&] { progress(); });
-    auto* h = reinterpret_cast<int64_t*>(buf);
-    h[0] = static_cast<int64_t>(calls_);
-    h[1] = static_cast<int64_t>(nd);
-    const bool copy = !in_place && dense(send.type);
-    const MPI_Aint extent = in_place ? 0 : type_extent(send.type);
-    int64_t pos = header_;
-    // Block i at pos (its offset), or -1 where it does not fit.
-    const auto place = [&](size_t i) -> int64_t {
-      const int64_t bytes = send_bytes(i);
-      if (pos + bytes > area_) return -1;
-      const char* from = static_cast<const char*>(send.buf) + (one_block ? 0 : send.at(i) * extent);
-      if (copy) {
-        std::memcpy(buf + pos, from, static_cast<size_t>(bytes));
+void NodeExchange::advance() {
+  for (auto it = staging_.begin(); it != staging_.end();) {
+    Op& op = **it;
+    // my epochs are published in order, each once its buffer is free
+    if (op.write && published_ == op.write - 1 && channel_.writable(op.write)) write(op);
+    // a writer's epochs are read in order (its buffer e % 2 is reused once e is done)
+    for (size_t k = 0; k < op.reads.size();) {
+      const auto [w, e] = op.reads[k];
+      if (consumed_[w] == e - 1 && channel_.ready(w, e)) {
+        read(op, w, e);
+        op.reads[k] = op.reads.back();
+        op.reads.pop_back();
       } else {
-        int at = 0;
-        PMPI_Pack(from, shape == kBlocksV ? send.counts[i] : send.count, send.type, buf + pos,
-                  static_cast<int>(area_ - pos), &at, dup_);
-      }
-      const int64_t at = pos;
-      pos += (bytes + 7) / 8 * 8;
-      return at;
-    };
-    const int64_t shared = one_block && !in_place ? place(0) : -1;  // allgather(v): the one block
-    for (size_t i = 0; i < nd; ++i) {
-      int64_t* slot = h + 2 + 2 * i;
-      slot[1] = in_place ? -1 : send_bytes(i);
-      slot[0] = -1;
-      if (in_place || dst_[i] == MPI_PROC_NULL) continue;
-      if (one_block) slot[0] = shared;
-      else if (send_bytes(i) <= edge_max_) slot[0] = place(i);
-      if (slot[0] < 0) {
-        reqs_.emplace_back();
-        PMPI_Isend(static_cast<const char*>(send.buf) + (one_block ? 0 : send.at(i) * extent),
-                   shape == kBlocksV ? send.counts[i] : send.count, send.type, dst_[i], static_cast<int>(i), dup_,
-                   &reqs_.back());
+        ++k;
       }
     }
-    channel_.publish(e);
+    it = op.staged() ? staging_.erase(it) : it + 1;
   }
+}
 
-  // Reader: every source slot from its writer's header, writers taken as they publish.
-  const bool copy = dense(recv.type);
-  const MPI_Aint extent = type_extent(recv.type);
-  const auto take = [&](size_t w, uint64_t e) {
-    const char* buf = channel_.data(w, e);
-    const auto* h = reinterpret_cast<const int64_t*>(buf);
-    if (h[0] != static_cast<int64_t>(calls_)) mismatch = true;  // a peer skipped or added a call
-    for (size_t s = 0; s < ns; ++s) {
-      if (writer_of_[s] != static_cast<int>(w)) continue;
-      const int i = pair_[s];
-      if (i < 0 || i >= h[1]) {
-        mismatch = true;
-        continue;
-      }
-      const int64_t off = h[2 + 2 * i], bytes = h[3 + 2 * i], want = recv_bytes(s);
-      char* to = static_cast<char*>(const_cast<void*>(recv.buf)) + recv.at(s) * extent;  // (the receive side)
-      if (bytes != want) mismatch = true;
-      if (bytes <= 0) continue;
-      if (off >= 0) {
-        if (copy) {  // (an erroneous size: the part that fits, as MPI delivers before its error)
-          std::memcpy(to, buf + off, static_cast<size_t>(std::min(bytes, want)));
-        } else if (bytes == want) {
-          int at = 0;
-          PMPI_Unpack(buf + off, static_cast<int>(bytes), &at, to, recv.n(s), recv.type, dup_);
-        }
-      } else if (bytes == want) {
-        reqs_.emplace_back();
-        PMPI_Irecv(to, recv.n(s), recv.type, src_[s], i, dup_, &reqs_.back());
-      } else {  // an erroneous size: received whole (so nothing is left in flight), not delivered
-        spill_.emplace_back(static_cast<size_t>(bytes));
-        reqs_.emplace_back();
-        PMPI_Irecv(spill_.back().data(), static_cast<int>(bytes), MPI_BYTE, src_[s], i, dup_, &reqs_.back());
-      }
+bool NodeExchange::progress(Op& op, bool block) {
+  for (int it = 0;; ++it) {
+    if (!op.staged()) advance();
+    if (op.staged()) {
+      int flag = 1;
+      if (!op.reqs.empty()) PMPI_Testall(static_cast<int>(op.reqs.size()), op.reqs.data(), &flag, MPI_STATUSES_IGNORE);
+      if (flag) return true;
     }
-    channel_.done(w, e);
-    pending[w] = 0;
-    --left;
-  };
-  for (int it = 0; left > 0; ++it) {
-    for (size_t w = 0; w < pending.size(); ++w)
-      if (pending[w] && channel_.ready(w, consumed_[w] + 1)) take(w, ++consumed_[w]);
-    if (left == 0) break;
-    if (it % 64 == 63) progress();
+    if (!block) return false;
+    if (it % 64 == 63) mpi_progress();
     if (it >= patience_) sched_yield();
   }
-  if (!reqs_.empty()) PMPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
-  if (in_place) return MPI_ERR_BUFFER;
-  return mismatch ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+}
+
+void NodeExchange::write(Op& op) {
+  const uint64_t e = op.write;
+  const Side& send = op.send;
+  const bool one_block = op.shape == kOneBlock, in_place = op.in_place;
+  const size_t nd = dst_.size();
+  char* buf = channel_.buffer(static_cast<int>(e % 2));
+  auto* h = reinterpret_cast<int64_t*>(buf);
+  h[0] = static_cast<int64_t>(op.call);
+  h[1] = static_cast<int64_t>(nd);
+  const bool copy = !in_place && dense(send.type);
+  const MPI_Aint extent = in_place ? 0 : type_extent(send.type);
+  const int64_t size = in_place ? 0 : type_size(send.type);
+  const auto count = [&](size_t i) { return op.shape == kBlocksV ? send.counts[i] : send.count; };
+  const auto from = [&](size_t i) { return static_cast<const char*>(send.buf) + (one_block ? 0 : send.at(i) * extent); };
+  int64_t pos = header_;
+  // Block i at pos (its offset), or -1 where it does not fit.
+  const auto place = [&](size_t i) -> int64_t {
+    const int64_t bytes = size * count(i);
+    if (pos + bytes > area_) return -1;
+    if (copy) {
+      std::memcpy(buf + pos, from(i), static_cast<size_t>(bytes));
+    } else {
+      int at = 0;
+      PMPI_Pack(from(i), count(i), send.type, buf + pos, static_cast<int>(area_ - pos), &at, dup_);
+    }
+    const int64_t at = pos;
+    pos += (bytes + 7) / 8 * 8;
+    return at;
+  };
+  const int64_t shared = one_block && !in_place ? place(0) : -1;  // allgather(v): the one block
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t* slot = h + 2 + 2 * i;
+    slot[1] = in_place ? -1 : size * count(i);
+    slot[0] = -1;
+    if (in_place || dst_[i] == MPI_PROC_NULL) continue;
+    if (one_block) slot[0] = shared;
+    else if (slot[1] <= edge_max_) slot[0] = place(i);
+    if (slot[0] < 0) {
+      op.reqs.emplace_back();
+      PMPI_Isend(from(i), count(i), send.type, dst_[i], static_cast<int>(i), dup_, &op.reqs.back());
+    }
+  }
+  channel_.publish(e);
+  published_ = e;
+  op.write = 0;
+}
+
+void NodeExchange::read(Op& op, size_t w, uint64_t e) {
+  const Side& recv = op.recv;
+  const bool copy = dense(recv.type);
+  const MPI_Aint extent = type_extent(recv.type);
+  const int64_t size = type_size(recv.type);
+  const char* buf = channel_.data(w, e);
+  const auto* h = reinterpret_cast<const int64_t*>(buf);
+  if (h[0] != static_cast<int64_t>(op.call)) op.mismatch = true;  // a peer skipped or added a call
+  for (size_t s = 0; s < src_.size(); ++s) {
+    if (writer_of_[s] != static_cast<int>(w)) continue;
+    const int i = pair_[s];
+    if (i < 0 || i >= h[1]) {
+      op.mismatch = true;
+      continue;
+    }
+    const int64_t off = h[2 + 2 * i], bytes = h[3 + 2 * i], want = size * recv.n(s);
+    char* to = static_cast<char*>(const_cast<void*>(recv.buf)) + recv.at(s) * extent;  // (the receive side)
+    if (bytes != want) op.mismatch = true;
+    if (bytes <= 0) continue;
+    if (off >= 0) {
+      if (copy) {  // (an erroneous size: the part that fits, as MPI delivers before its error)
+        std::memcpy(to, buf + off, static_cast<size_t>(std::min(bytes, want)));
+      } else if (bytes == want) {
+        int at = 0;
+        PMPI_Unpack(buf + off, static_cast<int>(bytes), &at, to, recv.n(s), recv.type, dup_);
+      }
+    } else if (bytes == want) {
+      op.reqs.emplace_back();
+      PMPI_Irecv(to, recv.n(s), recv.type, src_[s], i, dup_, &op.reqs.back());
+    } else {  // an erroneous size: received whole (so nothing is left in flight), not delivered
+      op.spill.emplace_back(static_cast<size_t>(bytes));
+      op.reqs.emplace_back();
+      PMPI_Irecv(op.spill.back().data(), static_cast<int>(bytes), MPI_BYTE, src_[s], i, dup_, &op.reqs.back());
+    }
+  }
+  channel_.done(w, e);
+  consumed_[w] = e;
 }
 
 }  // namespace sparsecomm::pmpi

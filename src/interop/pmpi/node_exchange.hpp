@@ -31,10 +31,23 @@
 // and every reader reads every call. The header's call number (calls on this communicator, counted alike on every
 // rank since MPI orders them) and byte counts let a reader detect a peer whose counts
 // disagree: the call returns MPI_ERR_TRUNCATE (an erroneous program).
+//
+// Calls in flight (MPI_Ineighbor_*): a call is staged at start() — its epoch and the epochs
+// it reads are fixed then, in call order — and its write and reads are made as soon as they
+// can be, by whichever start() or progress() of the exchange comes next: a writer publishes
+// its epochs in order, each once its buffer's readers are done (a start() never waits for
+// another rank, as MPI requires of a non-blocking call's initiation), and reads a writer's
+// epochs in order. Any wait of the exchange advances every call in flight, so a rank waiting
+// for a buffer to be freed is never waiting on a call its reader has started but cannot
+// advance: the reader advances it in its own next wait or call on this exchange. The
+// progress rule of the layer's requests (requests.hpp) applies: no progress in the
+// background while the program is blocked outside the library.
 #ifndef SPARSECOMM_SMPI
 #include <mpi.h>
 
+#include <deque>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "comm/plan/shm_channel.hpp"
@@ -66,14 +79,45 @@ class NodeExchange {
     int n(size_t i) const { return counts ? counts[i] : count; }
     MPI_Aint at(size_t i) const { return displs ? displs[i] : static_cast<MPI_Aint>(i) * count; }
   };
-  /// One blocking call: MPI_SUCCESS, MPI_ERR_TRUNCATE where a source's block differs from
-  /// its receive count, MPI_ERR_BUFFER for MPI_IN_PLACE (not defined for neighborhood
+  /// One call in flight (non-blocking calls may overlap; they complete in any order).
+  struct Op {
+    uint64_t call = 0;
+    Shape shape = kOneBlock;
+    Side send{}, recv{};
+    bool in_place = false;
+    uint64_t write = 0;                         // my epoch to publish (0: none, or published)
+    std::vector<std::pair<size_t, uint64_t>> reads;  // (writer, epoch) still to read
+    std::vector<MPI_Request> reqs;              // its messages
+    std::vector<std::vector<char>> spill;       // receives of blocks larger than expected (erroneous)
+    bool mismatch = false;
+    bool staged() const { return write == 0 && reads.empty(); }  // everything published and read
+  };
+  /// Begins a call; never waits for another rank (a non-blocking call's initiation is
+  /// local in MPI): where this rank's buffer is still being read (it is two calls ahead of
+  /// a reader), the write waits in the queue and progress() makes it.
+  std::shared_ptr<Op> start(Shape shape, const Side& send, const Side& recv);
+  /// Advances every call in flight, in order (so no rank waits on a call another has begun
+  /// but not advanced); true once `op` is complete (block: wait for it). Then op_code().
+  bool progress(Op& op, bool block);
+  /// A completed call's code: MPI_SUCCESS, MPI_ERR_TRUNCATE where a source's block differs
+  /// from its receive count, MPI_ERR_BUFFER for MPI_IN_PLACE (not defined for neighborhood
   /// collectives; the readers see no block and report theirs).
-  int call(Shape shape, const Side& send, const Side& recv);
+  static int op_code(const Op& op) {
+    return op.in_place ? MPI_ERR_BUFFER : op.mismatch ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+  }
+  /// One blocking call: start() and progress() to completion.
+  int call(Shape shape, const Side& send, const Side& recv) {
+    const std::shared_ptr<Op> op = start(shape, send, recv);
+    progress(*op, true);
+    return op_code(*op);
+  }
 
  private:
   NodeExchange(MPI_Comm comm, MPI_Comm dup) : window_(dup, comm), channel_(window_.add_lane()), dup_(dup) {}
-  void progress();
+  void advance();                       // every staged step that can be made now, in call order
+  void write(Op& op);                   // op's header and blocks, its large blocks sent; published
+  void read(Op& op, size_t w, uint64_t e);  // op's blocks from writer w's epoch e
+  void mpi_progress();
 
   detail::ShmWindow window_;
   detail::ShmChannel& channel_;
@@ -81,13 +125,12 @@ class NodeExchange {
   std::vector<int> src_, dst_;     // MPI's lists
   std::vector<int> pair_;          // source slot s: the slot of its writer that sends to it
   std::vector<int> writer_of_;     // source slot s: its writer's index in the channel (-1: MPI_PROC_NULL)
-  std::vector<uint64_t> consumed_; // per writer: its epochs read
+  std::vector<uint64_t> assigned_, consumed_;  // per writer: epochs given to calls, epochs read
   int64_t header_ = 0, area_ = 0, edge_max_ = 0;
-  uint64_t epoch_ = 0, calls_ = 0;
+  uint64_t epoch_ = 0, published_ = 0, calls_ = 0;  // my epochs given to calls, published
   int patience_ = 256;
-  std::vector<MPI_Request> reqs_;
-  std::vector<char> pending_;             // per writer, in a call: not yet read
-  std::vector<std::vector<char>> spill_;  // receives of blocks larger than expected (erroneous)
+  std::deque<std::shared_ptr<Op>> staging_;  // calls with a write or reads to make, in call order
+  std::vector<char> pending_;                // per writer, at start(): read in this call
 };
 
 }  // namespace sparsecomm::pmpi

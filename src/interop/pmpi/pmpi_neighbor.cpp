@@ -46,7 +46,8 @@
 //    the communicator's error handler (an erroneous program, as a type-signature mismatch
 //    is in MPI).
 //  - non-blocking calls are local in MPI, so they never agree: they run the agreed plan of
-//    a hinted communicator, and are MPI's own otherwise.
+//    a hinted communicator, or the one-node exchange once a blocking call has set it up,
+//    and are MPI's own otherwise.
 //  - persistent initialisation is collective and non-local in MPI-4 (section 6.13), so it
 //    agrees and builds a plan for that request alone; starts then cost nothing extra.
 //
@@ -1246,24 +1247,66 @@ using namespace sparsecomm::pmpi;
 namespace sparsecomm::pmpi {
 namespace {
 
-// A blocking call on a communicator whose calls go through the one-node
-// exchange: the exchange's code, its errors through the communicator's handler. Else -1.
-int node_call(int entry, Kind k, NodeExchange::Shape shape, const NodeExchange::Side& send,
-              const NodeExchange::Side& recv, MPI_Comm comm) {
-  Global& g = global();
-  if (depth() > 0 || g.disabled) return -1;
-  const std::shared_ptr<CommPlans> p = plans_of(g, comm);
-  if (!p->node) return -1;
-  Inside inside;
-  const int rc = p->node->call(shape, send, recv);
-  ++g.handled[entry];
+// A completed one-node exchange call's error (NodeExchange::op_code): reported on this rank
+// and through the communicator's handler; the code.
+int node_error(MPI_Comm comm, Kind k, int rc) {
   if (rc == MPI_ERR_TRUNCATE) return count_mismatch(comm, k);
   if (rc == MPI_ERR_BUFFER) {
     std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s with MPI_IN_PLACE (not defined for neighborhood "
-                 "collectives)\n", g.world_rank, kCallName[k]);
+                 "collectives)\n", global().world_rank, kCallName[k]);
+    std::fflush(stderr);
     PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER);
   }
   return rc;
+}
+
+// A non-blocking call on the one-node exchange behind a request; it keeps the
+// communicator's entry (and so the exchange) alive. An error is reported at completion.
+class NodeOp final : public Operation {
+ public:
+  NodeOp(std::shared_ptr<CommPlans> p, std::shared_ptr<NodeExchange::Op> op, MPI_Comm comm, Kind k)
+      : p_(std::move(p)), op_(std::move(op)), comm_(comm), k_(k) {}
+  ~NodeOp() override {
+    if (!complete_) progress(true);  // a request freed while active completes here
+  }
+  void start() override {}  // started at creation
+  bool progress(bool block) override {
+    if (complete_) return true;
+    Inside inside;
+    if (!p_->node->progress(*op_, block)) return false;
+    complete_ = true;
+    if (const int rc = NodeExchange::op_code(*op_); rc != MPI_SUCCESS) node_error(comm_, k_, rc);
+    return true;
+  }
+
+ private:
+  std::shared_ptr<CommPlans> p_;
+  std::shared_ptr<NodeExchange::Op> op_;
+  MPI_Comm comm_;
+  Kind k_;
+  bool complete_ = false;
+};
+
+// A blocking or non-blocking call on a communicator whose calls go through the one-node
+// exchange: the call's code (its errors through the communicator's handler), a request for
+// a non-blocking one. Else -1. Non-blocking calls use the exchange only once a blocking
+// call has set it up (the set-up is collective; a non-blocking call's initiation must not
+// wait for other ranks); persistent requests keep their own agreed plans.
+int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::Shape shape,
+              const NodeExchange::Side& send, const NodeExchange::Side& recv, MPI_Comm comm) {
+  Global& g = global();
+  if (mode == kPersistent || depth() > 0 || g.disabled) return -1;
+  std::shared_ptr<CommPlans> p = plans_of(g, comm);
+  if (!p->node) return -1;
+  Inside inside;
+  ++g.handled[entry];
+  if (mode == kNonblocking) {
+    auto op = p->node->start(shape, send, recv);
+    *request = register_operation(std::make_unique<NodeOp>(std::move(p), std::move(op), comm, k), false, true);
+    return MPI_SUCCESS;
+  }
+  const int rc = p->node->call(shape, send, recv);
+  return rc == MPI_SUCCESS ? rc : node_error(comm, k, rc);
 }
 
 // The four call shapes, each for blocking (request == null), non-blocking and persistent
@@ -1271,11 +1314,10 @@ int node_call(int entry, Kind k, NodeExchange::Shape shape, const NodeExchange::
 template <class Pass>
 int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  if (mode == kBlocking) {
-    const int rc = node_call(entry, kAllgather, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
-                             {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
-    if (rc >= 0) return rc;
-  }
+  if (const int rc = node_call(entry, kAllgather, mode, request, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+                               {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
+      rc >= 0)
+    return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
       comm, kAllgather, entry,
@@ -1304,11 +1346,10 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
 template <class Pass>
 int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  if (mode == kBlocking) {
-    const int rc = node_call(entry, kAlltoall, NodeExchange::kBlocks, {sendbuf, sendcount, nullptr, nullptr, sendtype},
-                             {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
-    if (rc >= 0) return rc;
-  }
+  if (const int rc = node_call(entry, kAlltoall, mode, request, NodeExchange::kBlocks, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+                               {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
+      rc >= 0)
+    return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
       comm, kAlltoall, entry,
@@ -1337,11 +1378,10 @@ template <class Pass>
 int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request* request, Pass pass) {
-  if (mode == kBlocking) {
-    const int rc = node_call(entry, kAllgatherv, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
-                             {recvbuf, 0, recvcounts, displs, recvtype}, comm);
-    if (rc >= 0) return rc;
-  }
+  if (const int rc = node_call(entry, kAllgatherv, mode, request, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+                               {recvbuf, 0, recvcounts, displs, recvtype}, comm);
+      rc >= 0)
+    return rc;
   // Signature: my block's bytes, the receive type's size and the receive counts (the plan
   // learns the sources' sizes when built; displacements only place the copies).
   const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
@@ -1393,11 +1433,10 @@ template <class Pass>
 int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcounts[], const int sdispls[],
                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  if (mode == kBlocking) {
-    const int rc = node_call(entry, kAlltoallv, NodeExchange::kBlocksV, {sendbuf, 0, sendcounts, sdispls, sendtype},
-                             {recvbuf, 0, recvcounts, rdispls, recvtype}, comm);
-    if (rc >= 0) return rc;
-  }
+  if (const int rc = node_call(entry, kAlltoallv, mode, request, NodeExchange::kBlocksV, {sendbuf, 0, sendcounts, sdispls, sendtype},
+                               {recvbuf, 0, recvcounts, rdispls, recvtype}, comm);
+      rc >= 0)
+    return rc;
   // One unit: the (equal) size of the two types; the plan depends on counts and displacements.
   const int64_t unit = contiguous_bytes(sendtype, 1);
   return dispatch(
