@@ -13,9 +13,10 @@
  *
  *   against_own [calls per communicator, default 48] [-mismatch]
  *
- * -mismatch (run under a library only): rank 0 then makes one allgather with a receive
- * count larger than its sources send, with MPI_ERRORS_RETURN: it must get an error code and
- * no rank may hang (MPI calls such a program erroneous; Open MPI's own accepts it silently).
+ * -mismatch (run under a library only): rank 0 then makes calls whose receive counts differ
+ * from what its source sends, with MPI_ERRORS_RETURN: each must give it an error code, the
+ * others none, and no rank may hang (MPI calls such a program erroneous; Open MPI's own
+ * accepts some silently).
  * Prints "against_own: N calls compared per rank on P ranks, W differ" (exit 1 if W > 0). */
 #include <mpi.h>
 #include <stdio.h>
@@ -254,11 +255,20 @@ int main(int argc, char** argv) {
     MPI_Comm g;
     MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, s, MPI_UNWEIGHTED, 1, d, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
     MPI_Comm_set_errhandler(g, MPI_ERRORS_RETURN);
-    int sb[8] = {1, 2, 3, 4, 5, 6, 7, 8}, rb[8];
-    int codes[3];
-    for (int k = 0; k < 3; k++) codes[k] = MPI_Neighbor_allgather(sb, 4, MPI_INT, rb, me == 0 && k == 2 ? 6 : 4, MPI_INT, g);
-    printf("against_own [rank %d]: mismatch run: codes %s %s %s\n", me, codes[0] ? "error" : "ok", codes[1] ? "error" : "ok",
-           codes[2] ? "error" : "ok");
+    int *sb = calloc(5008, sizeof(int)), *rb = calloc(5008, sizeof(int));
+    /* allgather: 4 ints, then rank 0 expecting 6; alltoall: 5000 ints (a message), rank 0
+     * expecting 5001 (a message of another size), 5000 where 4 come (a message that does not
+     * come), 4 where 5000 come (one it did not expect); then 4 ints again, right everywhere. */
+    const int send[8] = {4, 4, 4, 5000, 5000, 4, 5000, 4}, zero[8] = {4, 4, 6, 5000, 5001, 5000, 4, 4};
+    char line[64] = "";
+    for (int k = 0; k < 8; k++) {
+      const int rc = me == 0 ? zero[k] : send[k];
+      const int code = k < 3 ? MPI_Neighbor_allgather(sb, send[k], MPI_INT, rb, rc, MPI_INT, g)
+                             : MPI_Neighbor_alltoall(sb, send[k], MPI_INT, rb, rc, MPI_INT, g);
+      strcat(line, code ? " error" : " ok");
+    }
+    printf("against_own [rank %d]: mismatch run: codes%s\n", me, line);
+    free(sb), free(rb);
     MPI_Comm_free(&g);
   }
   MPI_Type_free(&g_strided);

@@ -50,6 +50,7 @@ std::unique_ptr<NodeExchange> NodeExchange::create(MPI_Comm comm, const std::vec
                                                    const std::vector<int>& destinations, int64_t edge_max) {
   MPI_Comm dup = MPI_COMM_NULL;
   PMPI_Comm_dup(comm, &dup);
+  PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);  // (a receive of an erroneous size is a code, not an abort)
   std::unique_ptr<NodeExchange> x(new NodeExchange(comm, dup));
   x->src_ = sources, x->dst_ = destinations, x->edge_max_ = edge_max;
   // MPI's pairing: destination slot i sends i; source slot s learns its writer's slot.
@@ -110,6 +111,18 @@ std::shared_ptr<NodeExchange::Op> NodeExchange::start(Shape shape, const Side& s
       op->reads.emplace_back(static_cast<size_t>(w), ++assigned_[static_cast<size_t>(w)]);
     }
   }
+  // A block above edge_max goes as a message whatever else the writer sends: its receive is
+  // posted now, before the writer's header is read, as MPI's own posts its receives first
+  // (then a large message meets its receive at once).
+  if (shape != kOneBlock)
+    for (size_t s = 0; s < ns; ++s)
+      if (writer_of_[s] >= 0 && recv_size * recv.n(s) > edge_max_) {
+        if (op->posted.empty()) op->posted.assign(ns, -1);
+        op->posted[s] = static_cast<int>(op->reqs.size());
+        op->reqs.emplace_back();
+        PMPI_Irecv(static_cast<char*>(const_cast<void*>(recv.buf)) + recv.at(s) * type_extent(recv.type), recv.n(s),
+                   recv.type, src_[s], pair_[s], dup_, &op->reqs.back());
+      }
   if (!op->staged()) {
     staging_.push_back(op);
     advance();
@@ -216,6 +229,15 @@ void NodeExchange::read(Op& op, size_t w, uint64_t e) {
     const int64_t off = h[2 + 2 * i], bytes = h[3 + 2 * i], want = size * recv.n(s);
     char* to = static_cast<char*>(const_cast<void*>(recv.buf)) + recv.at(s) * extent;  // (the receive side)
     if (bytes != want) op.mismatch = true;
+    if (!op.posted.empty() && op.posted[s] >= 0) {  // its receive posted at start
+      if (off >= 0 || bytes < 0) {  // (erroneous: the writer sends no message) withdrawn
+        MPI_Request& r = op.reqs[static_cast<size_t>(op.posted[s])];
+        PMPI_Cancel(&r);
+        PMPI_Wait(&r, MPI_STATUS_IGNORE);  // (local: the cancel of an unmatched receive; freeing it unfinished
+                                           // left it matching the next message in Open MPI 4.1)
+      }  // (a message of another size: received there, MPI truncating a larger one)
+      continue;
+    }
     if (bytes <= 0) continue;
     if (off >= 0) {
       if (copy) {  // (an erroneous size: the part that fits, as MPI delivers before its error)

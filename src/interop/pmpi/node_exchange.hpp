@@ -88,6 +88,7 @@ class NodeExchange {
     uint64_t write = 0;                         // my epoch to publish (0: none, or published)
     std::vector<std::pair<size_t, uint64_t>> reads;  // (writer, epoch) still to read
     std::vector<MPI_Request> reqs;              // its messages
+    std::vector<int> posted;                    // source slot: its receive in reqs, posted at start (-1: none)
     std::vector<std::vector<char>> spill;       // receives of blocks larger than expected (erroneous)
     bool mismatch = false;
     bool staged() const { return write == 0 && reads.empty(); }  // everything published and read
