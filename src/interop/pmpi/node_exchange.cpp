@@ -27,6 +27,17 @@ int64_t area_bytes() {
 // offset -1: by message; bytes -1: MPI_IN_PLACE (no block).
 int64_t header_bytes(size_t slots) { return ((2 + 2 * static_cast<int64_t>(slots)) * 8 + kLine - 1) / kLine * kLine; }
 
+// The tag of writer slot i's message in call `call`: blocks above the limit (sent and
+// received at the calls' starts) and blocks that did not fit the area (sent at the write,
+// received after the header) in separate tag spaces, so that each kind is matched in call
+// order even where a queued write is made after a later call's start; and the call's low 10
+// bits above them, so that a receive an erroneous peer never answers (withdrawn when its
+// header shows it) cannot meet a later call's message first. Slots below 2^20 (create()).
+constexpr int kSlotBits = 21;
+int tag(uint64_t call, int64_t i, bool big) {
+  return static_cast<int>(((call & 0x3ff) << kSlotBits) | static_cast<uint64_t>(2 * i + (big ? 1 : 0)));
+}
+
 int64_t type_size(MPI_Datatype t) {
   int s = 0;
   PMPI_Type_size(t, &s);
@@ -48,6 +59,15 @@ bool dense(MPI_Datatype t) {
 
 std::unique_ptr<NodeExchange> NodeExchange::create(MPI_Comm comm, const std::vector<int>& sources,
                                                    const std::vector<int>& destinations, int64_t edge_max) {
+  // Tags of 31 bits (tag()) and slots below 2^20: else not used (the same on every rank:
+  // MPI_TAG_UB is the MPI's; a rank's degree is its own, so agreed).
+  int* ub = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);  // (kept on MPI_COMM_WORLD only)
+  const int fits = found && *ub >= 0x7fffffff && sources.size() < (1u << 20) && destinations.size() < (1u << 20);
+  int all = 0;
+  PMPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (!all) return nullptr;
   MPI_Comm dup = MPI_COMM_NULL;
   PMPI_Comm_dup(comm, &dup);
   PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);  // (a receive of an erroneous size is a code, not an abort)
@@ -111,9 +131,9 @@ std::shared_ptr<NodeExchange::Op> NodeExchange::start(Shape shape, const Side& s
       op->reads.emplace_back(static_cast<size_t>(w), ++assigned_[static_cast<size_t>(w)]);
     }
   }
-  // A block above edge_max goes as a message whatever else the writer sends: its receive is
-  // posted now, before the writer's header is read, as MPI's own posts its receives first
-  // (then a large message meets its receive at once).
+  // A block above edge_max goes as a message whatever else the writer sends, so both ends
+  // post it now, receives first as MPI's own does: the receive before the writer's header
+  // is read, the send without waiting for the window.
   if (shape != kOneBlock)
     for (size_t s = 0; s < ns; ++s)
       if (writer_of_[s] >= 0 && recv_size * recv.n(s) > edge_max_) {
@@ -121,8 +141,17 @@ std::shared_ptr<NodeExchange::Op> NodeExchange::start(Shape shape, const Side& s
         op->posted[s] = static_cast<int>(op->reqs.size());
         op->reqs.emplace_back();
         PMPI_Irecv(static_cast<char*>(const_cast<void*>(recv.buf)) + recv.at(s) * type_extent(recv.type), recv.n(s),
-                   recv.type, src_[s], pair_[s], dup_, &op->reqs.back());
+                   recv.type, src_[s], tag(op->call, pair_[s], true), dup_, &op->reqs.back());
       }
+  if (shape != kOneBlock && !op->in_place) {
+    const MPI_Aint extent = type_extent(send.type);
+    for (size_t i = 0; i < nd; ++i)
+      if (dst_[i] != MPI_PROC_NULL && send_size * send.n(i) > edge_max_) {
+        op->reqs.emplace_back();
+        PMPI_Isend(static_cast<const char*>(send.buf) + send.at(i) * extent, send.n(i), send.type, dst_[i],
+                   tag(op->call, static_cast<int64_t>(i), true), dup_, &op->reqs.back());
+      }
+  }
   if (!op->staged()) {
     staging_.push_back(op);
     advance();
@@ -153,13 +182,19 @@ void NodeExchange::advance() {
 bool NodeExchange::progress(Op& op, bool block) {
   for (int it = 0;; ++it) {
     if (!op.staged()) advance();
+    if (op.staged() && block && staging_.empty()) {  // nothing left to advance here: MPI's own wait
+      if (!op.reqs.empty()) PMPI_Waitall(static_cast<int>(op.reqs.size()), op.reqs.data(), MPI_STATUSES_IGNORE);
+      return true;
+    }
     if (op.staged()) {
       int flag = 1;
       if (!op.reqs.empty()) PMPI_Testall(static_cast<int>(op.reqs.size()), op.reqs.data(), &flag, MPI_STATUSES_IGNORE);
       if (flag) return true;
     }
     if (!block) return false;
-    if (it % 64 == 63) mpi_progress();
+    // MPI's progress at every turn while this call has messages in flight (a large message
+    // moves only as both ends call into MPI), else now and then for everyone's.
+    if (!op.reqs.empty() || it % 64 == 63) mpi_progress();
     if (it >= patience_) sched_yield();
   }
 }
@@ -200,10 +235,12 @@ void NodeExchange::write(Op& op) {
     slot[0] = -1;
     if (in_place || dst_[i] == MPI_PROC_NULL) continue;
     if (one_block) slot[0] = shared;
-    else if (slot[1] <= edge_max_) slot[0] = place(i);
+    else if (slot[1] > edge_max_) continue;  // sent at start()
+    else slot[0] = place(i);
     if (slot[0] < 0) {
       op.reqs.emplace_back();
-      PMPI_Isend(from(i), count(i), send.type, dst_[i], static_cast<int>(i), dup_, &op.reqs.back());
+      PMPI_Isend(from(i), count(i), send.type, dst_[i], tag(op.call, static_cast<int64_t>(i), false), dup_,
+                 &op.reqs.back());
     }
   }
   channel_.publish(e);
@@ -230,13 +267,15 @@ void NodeExchange::read(Op& op, size_t w, uint64_t e) {
     char* to = static_cast<char*>(const_cast<void*>(recv.buf)) + recv.at(s) * extent;  // (the receive side)
     if (bytes != want) op.mismatch = true;
     if (!op.posted.empty() && op.posted[s] >= 0) {  // its receive posted at start
-      if (off >= 0 || bytes < 0) {  // (erroneous: the writer sends no message) withdrawn
-        MPI_Request& r = op.reqs[static_cast<size_t>(op.posted[s])];
+      if (off < 0 && bytes > edge_max_) continue;  // (one of another size: received there, truncated if larger)
+      // Erroneous: the writer sends no such message; the receive withdrawn (cancel, then
+      // wait: local for an unmatched receive; freed unfinished it went on matching in Open
+      // MPI 4.1), and a block the writer sends otherwise received below.
+      MPI_Request& r = op.reqs[static_cast<size_t>(op.posted[s])];
+      if (r != MPI_REQUEST_NULL) {  // (null: another message matched it, an error in its status)
         PMPI_Cancel(&r);
-        PMPI_Wait(&r, MPI_STATUS_IGNORE);  // (local: the cancel of an unmatched receive; freeing it unfinished
-                                           // left it matching the next message in Open MPI 4.1)
-      }  // (a message of another size: received there, MPI truncating a larger one)
-      continue;
+        PMPI_Wait(&r, MPI_STATUS_IGNORE);
+      }
     }
     if (bytes <= 0) continue;
     if (off >= 0) {
@@ -248,11 +287,12 @@ void NodeExchange::read(Op& op, size_t w, uint64_t e) {
       }
     } else if (bytes == want) {
       op.reqs.emplace_back();
-      PMPI_Irecv(to, recv.n(s), recv.type, src_[s], i, dup_, &op.reqs.back());
+      PMPI_Irecv(to, recv.n(s), recv.type, src_[s], tag(op.call, i, false), dup_, &op.reqs.back());
     } else {  // an erroneous size: received whole (so nothing is left in flight), not delivered
       op.spill.emplace_back(static_cast<size_t>(bytes));
       op.reqs.emplace_back();
-      PMPI_Irecv(op.spill.back().data(), static_cast<int>(bytes), MPI_BYTE, src_[s], i, dup_, &op.reqs.back());
+      PMPI_Irecv(op.spill.back().data(), static_cast<int>(bytes), MPI_BYTE, src_[s],
+                 tag(op.call, i, bytes > edge_max_ && op.shape != kOneBlock), dup_, &op.reqs.back());
     }
   }
   channel_.done(w, e);
