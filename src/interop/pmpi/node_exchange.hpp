@@ -19,7 +19,9 @@
 // header: into the writer's segment (one copy in, one copy out by each reader: the
 // shared-memory path of Hoefler et al., "MPI+MPI", Computing 95, 2013), or, where it is
 // larger than `edge_max` or the segment is full, as a message on a private duplicate
-// communicator, tag = the writer's slot (Open MPI's single-copy path for large messages).
+// communicator (Open MPI's single-copy path for large messages; the tag names the writer's
+// slot, the kind and the call, node_exchange.cpp). A block above `edge_max` is a message
+// whatever else happens, so both ends post it at the call's start, receives first.
 //
 // Synchronisation (shm_channel.hpp's epochs, double-buffered): a writer advances its epoch
 // only in calls where it sends a non-empty block, and a reader consumes a writer's epoch
