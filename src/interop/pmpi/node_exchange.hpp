@@ -1,9 +1,7 @@
 #pragma once
-// The exchange of the PMPI layer (pmpi_neighbor.cpp) for programs that do not promise fixed
-// counts: every neighborhood collective (allgather(v), alltoall(v), blocking or not) with no
-// agreement per call — between the ranks of a node through a shared window, between nodes
-// as messages. On a communicator within one node it takes every call ("the one-node
-// exchange"); across nodes the calls no plan runs.
+// The one-node exchange of the PMPI layer (pmpi_neighbor.cpp): MPI_Neighbor_allgather and
+// MPI_Neighbor_alltoall on a communicator whose ranks share one node, for programs that do
+// not promise fixed counts, with no agreement per call.
 //
 // Why it needs none. A plan is built for one block size, so a call whose sizes may differ
 // from the last one's must first learn, collectively, whether any rank's did (an
@@ -60,11 +58,9 @@ namespace sparsecomm::pmpi {
 
 class NodeExchange {
  public:
-  /// Collective over `comm`. MPI's neighbor lists (MPI_PROC_NULL allowed); neighbors on
-  /// this rank's node (MPI_COMM_TYPE_SHARED) meet in the window, the others get messages
-  /// (a non-empty block between nodes is always a message, posted at the call's start at
-  /// both ends). Null, alike on every rank, where some node cannot allocate its shared
-  /// window, MPI_TAG_UB is below 2^31 - 1 or a rank has 2^20 neighbors.
+  /// Collective over `comm` (every rank on one node; the caller has agreed that). MPI's
+  /// neighbor lists (MPI_PROC_NULL allowed). Null, alike on every rank, where the MPI cannot
+  /// allocate a shared window.
   static std::unique_ptr<NodeExchange> create(MPI_Comm comm, const std::vector<int>& sources,
                                               const std::vector<int>& destinations, int64_t edge_max);
   ~NodeExchange();
@@ -95,7 +91,6 @@ class NodeExchange {
     std::vector<std::pair<size_t, uint64_t>> reads;  // (writer, epoch) still to read
     std::vector<MPI_Request> reqs;              // its messages
     std::vector<int> posted;                    // source slot: its receive in reqs, posted at start (-1: none)
-    std::vector<MPI_Status> statuses;           // of reqs, where some receive was posted at start
     std::vector<std::vector<char>> spill;       // receives of blocks larger than expected (erroneous)
     bool mismatch = false;
     bool staged() const { return write == 0 && reads.empty(); }  // everything published and read
@@ -125,17 +120,14 @@ class NodeExchange {
   void advance();                       // every staged step that can be made now, in call order
   void write(Op& op);                   // op's header and blocks, its large blocks sent; published
   void read(Op& op, size_t w, uint64_t e);  // op's blocks from writer w's epoch e
-  void finish(Op& op, int rc);          // the statuses of op's messages checked
   void mpi_progress();
-  static constexpr int kRemote = -2;    // writer_of_: a source on another node (messages)
 
   detail::ShmWindow window_;
   detail::ShmChannel& channel_;
   MPI_Comm dup_;                   // the private duplicate: the window's set-up and the messages
   std::vector<int> src_, dst_;     // MPI's lists
   std::vector<int> pair_;          // source slot s: the slot of its writer that sends to it
-  std::vector<int> writer_of_;     // source slot s: its writer's index in the channel (-1: MPI_PROC_NULL; kRemote)
-  std::vector<char> remote_dst_;   // destination slot i on another node
+  std::vector<int> writer_of_;     // source slot s: its writer's index in the channel (-1: MPI_PROC_NULL)
   std::vector<uint64_t> assigned_, consumed_;  // per writer: epochs given to calls, epochs read
   int64_t header_ = 0, area_ = 0, edge_max_ = 0;
   uint64_t epoch_ = 0, published_ = 0, calls_ = 0;  // my epochs given to calls, published

@@ -27,11 +27,10 @@
 // MPI_Ineighbor_*) go straight to MPI (depth()).
 //
 // Which path a call takes must be the same on every rank (a plan is collective):
-//  - under auto without the fixed-counts hint, the first blocking call on a communicator
-//    agrees once and sets up its exchange (node_exchange.hpp), which carries each call's
-//    sizes in a shared window per node (messages between nodes): no agreement per call, any
-//    counts and datatypes (SPARSECOMM_MPI_NODE_EXCHANGE=0: off). On one node it takes every
-//    call; across nodes the calls below would run as MPI's own. Otherwise:
+//  - under auto on one node without the fixed-counts hint, the first blocking call on a
+//    communicator agrees once and sets up the one-node exchange (node_exchange.hpp), which
+//    carries every later blocking call's sizes in its shared window: no agreement per call,
+//    any counts and datatypes (SPARSECOMM_MPI_NODE_EXCHANGE=0: off). Otherwise:
 //  - blocking calls agree first: one PMPI_Allreduce of four integers (can this rank run it,
 //    its block size as min and max, a bad setting); allgatherv/alltoallv of three (can it,
 //    has its signature - a hash of counts and displacements - changed, a bad setting), and
@@ -291,7 +290,6 @@ struct CommPlans {
   // yet; 0: no).
   int node_state = -1;
   std::unique_ptr<NodeExchange> node;
-  bool node_all = false;  // one node: every call through it; across nodes only those no plan runs
 };
 
 int delete_plans(MPI_Comm, int, void* value, void*) {
@@ -862,18 +860,13 @@ std::shared_ptr<Choice> after_agreement(CommPlans& p, MPI_Comm comm, Kind k, Mod
   return c && c->declined ? nullptr : c;
 }
 
-// Collective (at an agreement, alike on every rank). Sets up the communicator's exchange
-// (node_exchange.hpp) for auto's calls without the fixed-counts hint, unless switched off
-// (SPARSECOMM_MPI_NODE_EXCHANGE=0) or shared windows are missing: on one node it takes every
-// call from this one on (true: this call needs no choice); across nodes (a window per node,
-// messages between nodes) it takes the calls no plan runs, which would be MPI's own
-// (false: this call's choice goes on). Decided once per communicator.
+// Collective (at an agreement, alike on every rank). Whether auto's blocking calls (all four
+// functions) on this communicator go through the one-node exchange from now on: every rank
+// on one node (then shared windows exist) and not switched off
+// (SPARSECOMM_MPI_NODE_EXCHANGE=0). Decided once per communicator.
 bool start_node_exchange(CommPlans& p, MPI_Comm comm, Kind k) {
   p.node_state = 0;
-  if (!p.settings.node_exchange) return false;
-  const bool one = shm_whole_node(p, comm);  // (collective on its first call; the same everywhere)
-  const auto g = gather_backend_names();
-  if (std::find(g.begin(), g.end(), "shm") == g.end()) return false;  // no shared windows in this build
+  if (!p.settings.node_exchange || !shm_whole_node(p, comm)) return false;
   try {
     p.node = NodeExchange::create(comm, p.nb.sources, p.nb.destinations, kShmAlltoallMax);
   } catch (const std::exception& e) {  // (MPI errors of the set-up: alike on every rank)
@@ -881,13 +874,10 @@ bool start_node_exchange(CommPlans& p, MPI_Comm comm, Kind k) {
   }
   if (!p.node) return false;
   p.node_state = 1;
-  p.node_all = one;
   report(p, comm, k, "any blocks",
-         one ? "auto: one node: the exchange for every call (sizes carried in the shared window, no agreement "
-               "per call)"
-             : "auto: across nodes: the exchange (a shared window per node, messages between nodes) for the calls "
-               "no plan runs");
-  return one;
+         "auto: one node: the one-node exchange for every blocking call (sizes carried in the shared "
+         "window, no agreement per call)");
+  return true;
 }
 
 // The agreed choice of an allgather or alltoall call, or null for MPI's own. `local`: this
@@ -902,7 +892,7 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
   if (!before_agreement(p, k, mode)) return nullptr;  // stepping aside: MPI's own
   const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
   if (steps_aside(p, mode) && p.node_state < 0 && start_node_exchange(p, comm, k))
-    return nullptr;  // one node: this call and every later one through the exchange
+    return nullptr;  // this call MPI's own; every later one through the exchange
   std::shared_ptr<Choice> c;
   if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
     try {
@@ -938,7 +928,7 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
   const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, 0});
   if (steps_aside(p, mode) && p.node_state < 0 && start_node_exchange(p, comm, k))
-    return nullptr;  // one node: this call and every later one through the exchange
+    return nullptr;  // this call MPI's own; every later one through the exchange
   std::shared_ptr<Choice> c;
   try {
     if (!out[0] && mode == kPersistent) return build(p);  // the request's own plan
@@ -1204,12 +1194,11 @@ bool trial_keeps(MPI_Comm comm, Kind k, Run run, Pass pass) {
   return keep;
 }
 
-// What every entry point does: decide (`decide_fn(&broken)`), then the plan (`run`,
-// returning the call's code) or, where there is none, the communicator's exchange across
-// nodes (`fallback`: its code, or -1 where there is none) or MPI's own (`pass`), counted
-// under `counter` (Global::handled / passed).
-template <class Decide, class Pass, class Run, class Fallback>
-int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Run run, Fallback fallback) {
+// What every entry point does: decide (`decide_fn(&broken)`), then MPI's own (`pass`) or
+// the plan (`run`, returning the call's code), counted under `counter` (Global::handled /
+// passed).
+template <class Decide, class Pass, class Run>
+int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Run run) {
   if (depth() > 0) return pass();  // a plan's own call
   Inside inside;
   bool broken = false;
@@ -1225,10 +1214,6 @@ int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Ru
     note_outcome(*plans_of(global(), comm), comm, k, !c->declined);  // (decide() left it to the trial)
   }
   if (!c || c->declined) {
-    if (const int rc = fallback(); rc >= 0) {  // the exchange instead of MPI's own (node_call)
-      ++global().handled[counter];
-      return rc;
-    }
     ++global().passed[counter];
     return pass();
   }
@@ -1302,28 +1287,24 @@ class NodeOp final : public Operation {
   bool complete_ = false;
 };
 
-// A call through the communicator's exchange: its code (errors through the communicator's
-// handler), a request for a non-blocking one; -1 where it does not take the call. On one
-// node the exchange takes every blocking and non-blocking call; across nodes (`fallback`,
-// from dispatch(), for a blocking call that would be MPI's own) only the calls no plan runs:
-// the non-blocking ones and, after the agreement or while stepping aside, the blocking ones.
-// Non-blocking calls use it only once a blocking call has set it up (the set-up is
-// collective; a non-blocking call's initiation must not wait for other ranks); persistent
-// requests keep their own agreed plans.
+// A blocking or non-blocking call on a communicator whose calls go through the one-node
+// exchange: the call's code (its errors through the communicator's handler), a request for
+// a non-blocking one. Else -1. Non-blocking calls use the exchange only once a blocking
+// call has set it up (the set-up is collective; a non-blocking call's initiation must not
+// wait for other ranks); persistent requests keep their own agreed plans.
 int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::Shape shape,
-              const NodeExchange::Side& send, const NodeExchange::Side& recv, MPI_Comm comm, bool fallback) {
+              const NodeExchange::Side& send, const NodeExchange::Side& recv, MPI_Comm comm) {
   Global& g = global();
-  if (mode == kPersistent || (depth() > 0 && !fallback) || g.disabled) return -1;
+  if (mode == kPersistent || depth() > 0 || g.disabled) return -1;
   std::shared_ptr<CommPlans> p = plans_of(g, comm);
-  if (!p->node || (!fallback && mode == kBlocking && !p->node_all)) return -1;
+  if (!p->node) return -1;
   Inside inside;
+  ++g.handled[entry];
   if (mode == kNonblocking) {
-    ++g.handled[entry];
     auto op = p->node->start(shape, send, recv);
     *request = register_operation(std::make_unique<NodeOp>(std::move(p), std::move(op), comm, k), false, true);
     return MPI_SUCCESS;
   }
-  if (!fallback) ++g.handled[entry];  // (dispatch() counts its own)
   const int rc = p->node->call(shape, send, recv);
   return rc == MPI_SUCCESS ? rc : node_error(comm, k, rc);
 }
@@ -1333,12 +1314,10 @@ int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::
 template <class Pass>
 int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype}, rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
-  if (const int rc = node_call(entry, kAllgather, mode, request, NodeExchange::kOneBlock, snd, rcv, comm, false); rc >= 0)
+  if (const int rc = node_call(entry, kAllgather, mode, request, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+                               {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
+      rc >= 0)
     return rc;
-  const auto fallback = [&] {
-    return mode == kBlocking ? node_call(entry, kAllgather, mode, nullptr, NodeExchange::kOneBlock, snd, rcv, comm, true) : -1;
-  };
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
       comm, kAllgather, entry,
@@ -1361,19 +1340,16 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
         if (mode == kBlocking) run_blocking(*c, begin, finish);
         else *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
-      },
-      fallback);
+      });
 }
 
 template <class Pass>
 int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype}, rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
-  if (const int rc = node_call(entry, kAlltoall, mode, request, NodeExchange::kBlocks, snd, rcv, comm, false); rc >= 0)
+  if (const int rc = node_call(entry, kAlltoall, mode, request, NodeExchange::kBlocks, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+                               {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
+      rc >= 0)
     return rc;
-  const auto fallback = [&] {
-    return mode == kBlocking ? node_call(entry, kAlltoall, mode, nullptr, NodeExchange::kBlocks, snd, rcv, comm, true) : -1;
-  };
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
       comm, kAlltoall, entry,
@@ -1395,20 +1371,17 @@ int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_
         if (mode == kBlocking) run_blocking(*c, begin, finish);
         else *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
-      },
-      fallback);
+      });
 }
 
 template <class Pass>
 int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request* request, Pass pass) {
-  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype}, rcv{recvbuf, 0, recvcounts, displs, recvtype};
-  if (const int rc = node_call(entry, kAllgatherv, mode, request, NodeExchange::kOneBlock, snd, rcv, comm, false); rc >= 0)
+  if (const int rc = node_call(entry, kAllgatherv, mode, request, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+                               {recvbuf, 0, recvcounts, displs, recvtype}, comm);
+      rc >= 0)
     return rc;
-  const auto fallback = [&] {
-    return mode == kBlocking ? node_call(entry, kAllgatherv, mode, nullptr, NodeExchange::kOneBlock, snd, rcv, comm, true) : -1;
-  };
   // Signature: my block's bytes, the receive type's size and the receive counts (the plan
   // learns the sources' sizes when built; displacements only place the copies).
   const int64_t sb = sendbuf == MPI_IN_PLACE ? -1 : contiguous_bytes(sendtype, sendcount);
@@ -1453,20 +1426,17 @@ int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MP
         };
         *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
-      },
-      fallback);
+      });
 }
 
 template <class Pass>
 int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcounts[], const int sdispls[],
                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  const NodeExchange::Side snd{sendbuf, 0, sendcounts, sdispls, sendtype}, rcv{recvbuf, 0, recvcounts, rdispls, recvtype};
-  if (const int rc = node_call(entry, kAlltoallv, mode, request, NodeExchange::kBlocksV, snd, rcv, comm, false); rc >= 0)
+  if (const int rc = node_call(entry, kAlltoallv, mode, request, NodeExchange::kBlocksV, {sendbuf, 0, sendcounts, sdispls, sendtype},
+                               {recvbuf, 0, recvcounts, rdispls, recvtype}, comm);
+      rc >= 0)
     return rc;
-  const auto fallback = [&] {
-    return mode == kBlocking ? node_call(entry, kAlltoallv, mode, nullptr, NodeExchange::kBlocksV, snd, rcv, comm, true) : -1;
-  };
   // One unit: the (equal) size of the two types; the plan depends on counts and displacements.
   const int64_t unit = contiguous_bytes(sendtype, 1);
   return dispatch(
@@ -1506,8 +1476,7 @@ int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcoun
         if (mode == kBlocking) run_blocking(*c, begin, finish);
         else *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
-      },
-      fallback);
+      });
 }
 
 }  // namespace
