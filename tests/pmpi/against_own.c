@@ -101,7 +101,9 @@ static void compare(const Args* a, int e1, int e2, const int* rb1, const int* rb
     size_t k = 0;
     while (k < rb_ints && rb1[k] == rb2[k]) k++;
     if (differ++ < 10)
-      fprintf(stderr, "against_own [rank %d]: %s call %d (function %d, type %d, %d units): codes %d/%d, first difference at int %zu: %d, MPI's own %d\n",
+      fprintf(stderr,
+              "against_own [rank %d]: %s call %d (function %d, type %d, %d units): codes %d/%d, "
+              "first difference at int %zu: %d, MPI's own %d\n",
               me, how, a->call, a->fn, a->type, a->u, e1, e2, k, k < rb_ints ? rb1[k] : 0, k < rb_ints ? rb2[k] : 0);
   }
 }
@@ -145,7 +147,8 @@ static void overlapped(MPI_Comm c, int rounds, int nd, int ns, const int* dst, c
     const int ew = MPI_Waitall(4, order, MPI_STATUSES_IGNORE);
     compared++;
     if (ew != MPI_SUCCESS || own_in != (me - 1 + P) % P) {
-      if (differ++ < 10) fprintf(stderr, "against_own [rank %d]: round %d: own message %d, Waitall %d\n", me, round, own_in, ew);
+      if (differ++ < 10)
+        fprintf(stderr, "against_own [rank %d]: round %d: own message %d, Waitall %d\n", me, round, own_in, ew);
     }
     for (int k = 0; k < 3; k++) {
       for (size_t i = 0; i < rb_ints; i++) rb2[i] = -7;

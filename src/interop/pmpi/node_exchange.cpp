@@ -212,7 +212,9 @@ void NodeExchange::write(Op& op) {
   const MPI_Aint extent = in_place ? 0 : type_extent(send.type);
   const int64_t size = in_place ? 0 : type_size(send.type);
   const auto count = [&](size_t i) { return op.shape == kBlocksV ? send.counts[i] : send.count; };
-  const auto from = [&](size_t i) { return static_cast<const char*>(send.buf) + (one_block ? 0 : send.at(i) * extent); };
+  const auto from = [&](size_t i) {
+    return static_cast<const char*>(send.buf) + (one_block ? 0 : send.at(i) * extent);
+  };
   int64_t pos = header_;
   // Block i at pos (its offset), or -1 where it does not fit.
   const auto place = [&](size_t i) -> int64_t {

@@ -29,8 +29,8 @@
 // Which path a call takes must be the same on every rank (a plan is collective):
 //  - under auto on one node without the fixed-counts hint, the first blocking call on a
 //    communicator agrees once and sets up the one-node exchange (node_exchange.hpp), which
-//    carries every later blocking call's sizes in its shared window: no agreement per call,
-//    any counts and datatypes (SPARSECOMM_MPI_NODE_EXCHANGE=0: off). Otherwise:
+//    carries every later call's sizes (blocking or not) in its shared window: no agreement
+//    per call, any counts and datatypes (SPARSECOMM_MPI_NODE_EXCHANGE=0: off). Otherwise:
 //  - blocking calls agree first: one PMPI_Allreduce of four integers (can this rank run it,
 //    its block size as min and max, a bad setting); allgatherv/alltoallv of three (can it,
 //    has its signature - a hash of counts and displacements - changed, a bad setting), and
@@ -116,7 +116,7 @@ struct Settings {
   int k = 0;       // combining group size; 0: the backend's default
   int aware = -1;  // topology-aware combining; -1: the backend's default
   bool fixed = false;
-  bool node_exchange = true;  // auto's one-node exchange for unhinted blocking calls (NodeExchange)
+  bool node_exchange = true;  // auto's one-node exchange for calls without the hint (NodeExchange)
 };
 
 struct Global {
@@ -285,9 +285,9 @@ struct CommPlans {
     bool skipping = false;  // MPI's own without agreeing, but every `gap`-th call
     int64_t gap = 0, left = 0;
   } aside[4];
-  // auto on one node without the hint: every blocking call through the one-node exchange,
-  // which needs no agreement (node_exchange.hpp). Decided at the first agreement (-1: not
-  // yet; 0: no).
+  // auto on one node without the hint: every call after the first blocking one through the
+  // one-node exchange, which needs no agreement (node_exchange.hpp). Decided at the first
+  // agreement (-1: not yet; 0: no).
   int node_state = -1;
   std::unique_ptr<NodeExchange> node;
 };
@@ -860,8 +860,8 @@ std::shared_ptr<Choice> after_agreement(CommPlans& p, MPI_Comm comm, Kind k, Mod
   return c && c->declined ? nullptr : c;
 }
 
-// Collective (at an agreement, alike on every rank). Whether auto's blocking calls (all four
-// functions) on this communicator go through the one-node exchange from now on: every rank
+// Collective (at an agreement, alike on every rank). Whether auto's calls (all four functions,
+// blocking or not) on this communicator go through the one-node exchange from now on: every rank
 // on one node (then shared windows exist) and not switched off
 // (SPARSECOMM_MPI_NODE_EXCHANGE=0). Decided once per communicator.
 bool start_node_exchange(CommPlans& p, MPI_Comm comm, Kind k) {
@@ -875,8 +875,8 @@ bool start_node_exchange(CommPlans& p, MPI_Comm comm, Kind k) {
   if (!p.node) return false;
   p.node_state = 1;
   report(p, comm, k, "any blocks",
-         "auto: one node: the one-node exchange for every blocking call (sizes carried in the shared "
-         "window, no agreement per call)");
+         "auto: one node: the one-node exchange for every call (sizes carried in the shared window, no "
+         "agreement per call)");
   return true;
 }
 
@@ -1314,9 +1314,8 @@ int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::
 template <class Pass>
 int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  if (const int rc = node_call(entry, kAllgather, mode, request, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
-                               {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
-      rc >= 0)
+  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype}, rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
+  if (const int rc = node_call(entry, kAllgather, mode, request, NodeExchange::kOneBlock, snd, rcv, comm); rc >= 0)
     return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
@@ -1346,9 +1345,8 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
 template <class Pass>
 int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  if (const int rc = node_call(entry, kAlltoall, mode, request, NodeExchange::kBlocks, {sendbuf, sendcount, nullptr, nullptr, sendtype},
-                               {recvbuf, recvcount, nullptr, nullptr, recvtype}, comm);
-      rc >= 0)
+  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype}, rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
+  if (const int rc = node_call(entry, kAlltoall, mode, request, NodeExchange::kBlocks, snd, rcv, comm); rc >= 0)
     return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   return dispatch(
@@ -1378,9 +1376,8 @@ template <class Pass>
 int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request* request, Pass pass) {
-  if (const int rc = node_call(entry, kAllgatherv, mode, request, NodeExchange::kOneBlock, {sendbuf, sendcount, nullptr, nullptr, sendtype},
-                               {recvbuf, 0, recvcounts, displs, recvtype}, comm);
-      rc >= 0)
+  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype}, rcv{recvbuf, 0, recvcounts, displs, recvtype};
+  if (const int rc = node_call(entry, kAllgatherv, mode, request, NodeExchange::kOneBlock, snd, rcv, comm); rc >= 0)
     return rc;
   // Signature: my block's bytes, the receive type's size and the receive counts (the plan
   // learns the sources' sizes when built; displacements only place the copies).
@@ -1433,9 +1430,8 @@ template <class Pass>
 int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcounts[], const int sdispls[],
                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  if (const int rc = node_call(entry, kAlltoallv, mode, request, NodeExchange::kBlocksV, {sendbuf, 0, sendcounts, sdispls, sendtype},
-                               {recvbuf, 0, recvcounts, rdispls, recvtype}, comm);
-      rc >= 0)
+  const NodeExchange::Side snd{sendbuf, 0, sendcounts, sdispls, sendtype}, rcv{recvbuf, 0, recvcounts, rdispls, recvtype};
+  if (const int rc = node_call(entry, kAlltoallv, mode, request, NodeExchange::kBlocksV, snd, rcv, comm); rc >= 0)
     return rc;
   // One unit: the (equal) size of the two types; the plan depends on counts and displacements.
   const int64_t unit = contiguous_bytes(sendtype, 1);
