@@ -116,7 +116,10 @@ std::shared_ptr<NodeExchange::Op> NodeExchange::start(Shape shape, const Side& s
   op->shape = shape, op->send = send, op->recv = recv;
   op->in_place = send.buf == MPI_IN_PLACE;
   const size_t nd = dst_.size(), ns = src_.size();
-  const int64_t send_size = op->in_place ? 0 : type_size(send.type), recv_size = type_size(recv.type);
+  const auto type_of = [](MPI_Datatype t) { return Op::Type{type_size(t), type_extent(t), dense(t)}; };
+  if (!op->in_place) op->send_type = type_of(send.type);
+  op->recv_type = type_of(recv.type);
+  const int64_t send_size = op->send_type.size, recv_size = op->recv_type.size;
   // Whether this rank publishes, and which writers it reads (see the header comment): where
   // every block a writer sends has one size, only writers of non-empty blocks take part, as
   // MPI's own skips empty calls; an alltoallv's writer and readers take part in every call.
@@ -140,11 +143,11 @@ std::shared_ptr<NodeExchange::Op> NodeExchange::start(Shape shape, const Side& s
         if (op->posted.empty()) op->posted.assign(ns, -1);
         op->posted[s] = static_cast<int>(op->reqs.size());
         op->reqs.emplace_back();
-        PMPI_Irecv(static_cast<char*>(const_cast<void*>(recv.buf)) + recv.at(s) * type_extent(recv.type), recv.n(s),
+        PMPI_Irecv(static_cast<char*>(const_cast<void*>(recv.buf)) + recv.at(s) * op->recv_type.extent, recv.n(s),
                    recv.type, src_[s], tag(op->call, pair_[s], true), dup_, &op->reqs.back());
       }
   if (shape != kOneBlock && !op->in_place) {
-    const MPI_Aint extent = type_extent(send.type);
+    const MPI_Aint extent = op->send_type.extent;
     for (size_t i = 0; i < nd; ++i)
       if (dst_[i] != MPI_PROC_NULL && send_size * send.n(i) > edge_max_) {
         op->reqs.emplace_back();
@@ -208,9 +211,9 @@ void NodeExchange::write(Op& op) {
   auto* h = reinterpret_cast<int64_t*>(buf);
   h[0] = static_cast<int64_t>(op.call);
   h[1] = static_cast<int64_t>(nd);
-  const bool copy = !in_place && dense(send.type);
-  const MPI_Aint extent = in_place ? 0 : type_extent(send.type);
-  const int64_t size = in_place ? 0 : type_size(send.type);
+  const bool copy = op.send_type.dense;
+  const MPI_Aint extent = op.send_type.extent;
+  const int64_t size = op.send_type.size;
   const auto count = [&](size_t i) { return op.shape == kBlocksV ? send.counts[i] : send.count; };
   const auto from = [&](size_t i) {
     return static_cast<const char*>(send.buf) + (one_block ? 0 : send.at(i) * extent);
@@ -252,9 +255,9 @@ void NodeExchange::write(Op& op) {
 
 void NodeExchange::read(Op& op, size_t w, uint64_t e) {
   const Side& recv = op.recv;
-  const bool copy = dense(recv.type);
-  const MPI_Aint extent = type_extent(recv.type);
-  const int64_t size = type_size(recv.type);
+  const bool copy = op.recv_type.dense;
+  const MPI_Aint extent = op.recv_type.extent;
+  const int64_t size = op.recv_type.size;
   const char* buf = channel_.data(w, e);
   const auto* h = reinterpret_cast<const int64_t*>(buf);
   if (h[0] != static_cast<int64_t>(op.call)) op.mismatch = true;  // a peer skipped or added a call

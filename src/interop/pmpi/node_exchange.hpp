@@ -87,6 +87,11 @@ class NodeExchange {
     Shape shape = kOneBlock;
     Side send{}, recv{};
     bool in_place = false;
+    struct Type {        // a side's datatype, read once per call: its size and extent, and
+      int64_t size = 0;  // whether its elements are dense (memcpy) or need Pack/Unpack
+      MPI_Aint extent = 0;
+      bool dense = false;
+    } send_type, recv_type;                     // (send: all 0 under MPI_IN_PLACE)
     uint64_t write = 0;                         // my epoch to publish (0: none, or published)
     std::vector<std::pair<size_t, uint64_t>> reads;  // (writer, epoch) still to read
     std::vector<MPI_Request> reqs;              // its messages

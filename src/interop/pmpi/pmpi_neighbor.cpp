@@ -286,9 +286,9 @@ struct CommPlans {
     int64_t gap = 0, left = 0;
   } aside[4];
   // auto on one node without the hint: every call after the first blocking one through the
-  // one-node exchange, which needs no agreement (node_exchange.hpp). Decided at the first
-  // agreement (-1: not yet; 0: no).
-  int node_state = -1;
+  // one-node exchange (when set), which needs no agreement (node_exchange.hpp). Decided at
+  // the first agreement.
+  bool node_decided = false;
   std::unique_ptr<NodeExchange> node;
 };
 
@@ -855,17 +855,20 @@ bool before_agreement(CommPlans& p, Kind k, Mode mode) {
 }
 // After it: the outcome counted toward stepping aside (a fresh choice awaiting its trial is
 // counted by dispatch()), and a declined choice is MPI's own.
-std::shared_ptr<Choice> after_agreement(CommPlans& p, MPI_Comm comm, Kind k, Mode mode, const std::shared_ptr<Choice>& c) {
+std::shared_ptr<Choice> after_agreement(CommPlans& p, MPI_Comm comm, Kind k, Mode mode,
+                                        const std::shared_ptr<Choice>& c) {
   if (steps_aside(p, mode) && !(c && c->needs_trial)) note_outcome(p, comm, k, c && !c->nothing && !c->declined);
   return c && c->declined ? nullptr : c;
 }
 
-// Collective (at an agreement, alike on every rank). Whether auto's calls (all four functions,
-// blocking or not) on this communicator go through the one-node exchange from now on: every rank
-// on one node (then shared windows exist) and not switched off
-// (SPARSECOMM_MPI_NODE_EXCHANGE=0). Decided once per communicator.
-bool start_node_exchange(CommPlans& p, MPI_Comm comm, Kind k) {
-  p.node_state = 0;
+// Collective (right after an agreement, alike on every rank). At the first agreement of
+// auto's blocking calls without the hint on a communicator, whether its calls (all four
+// functions, blocking or not) go through the one-node exchange from now on: every rank on
+// one node (then shared windows exist) and not switched off (SPARSECOMM_MPI_NODE_EXCHANGE=0).
+// True when it was set up now (this call is then MPI's own).
+bool starts_node_exchange(CommPlans& p, MPI_Comm comm, Kind k, Mode mode) {
+  if (p.node_decided || !steps_aside(p, mode)) return false;
+  p.node_decided = true;
   if (!p.settings.node_exchange || !shm_whole_node(p, comm)) return false;
   try {
     p.node = NodeExchange::create(comm, p.nb.sources, p.nb.destinations, kShmAlltoallMax);
@@ -873,7 +876,6 @@ bool start_node_exchange(CommPlans& p, MPI_Comm comm, Kind k) {
     fail(e.what());
   }
   if (!p.node) return false;
-  p.node_state = 1;
   report(p, comm, k, "any blocks",
          "auto: one node: the one-node exchange for every call (sizes carried in the shared window, no "
          "agreement per call)");
@@ -891,8 +893,7 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
   local = pre.local;
   if (!before_agreement(p, k, mode)) return nullptr;  // stepping aside: MPI's own
   const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
-  if (steps_aside(p, mode) && p.node_state < 0 && start_node_exchange(p, comm, k))
-    return nullptr;  // this call MPI's own; every later one through the exchange
+  if (starts_node_exchange(p, comm, k, mode)) return nullptr;  // this call MPI's own; every later one through it
   std::shared_ptr<Choice> c;
   if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
     try {
@@ -927,8 +928,7 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   CommPlans::Last& last = p.last[k - kAllgatherv];
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
   const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, 0});
-  if (steps_aside(p, mode) && p.node_state < 0 && start_node_exchange(p, comm, k))
-    return nullptr;  // this call MPI's own; every later one through the exchange
+  if (starts_node_exchange(p, comm, k, mode)) return nullptr;  // this call MPI's own; every later one through it
   std::shared_ptr<Choice> c;
   try {
     if (!out[0] && mode == kPersistent) return build(p);  // the request's own plan
@@ -1314,7 +1314,8 @@ int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::
 template <class Pass>
 int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype}, rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
+  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
+  const NodeExchange::Side rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
   if (const int rc = node_call(entry, kAllgather, mode, request, NodeExchange::kOneBlock, snd, rcv, comm); rc >= 0)
     return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
@@ -1345,7 +1346,8 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
 template <class Pass>
 int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype}, rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
+  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
+  const NodeExchange::Side rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
   if (const int rc = node_call(entry, kAlltoall, mode, request, NodeExchange::kBlocks, snd, rcv, comm); rc >= 0)
     return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
@@ -1376,7 +1378,8 @@ template <class Pass>
 int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request* request, Pass pass) {
-  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype}, rcv{recvbuf, 0, recvcounts, displs, recvtype};
+  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
+  const NodeExchange::Side rcv{recvbuf, 0, recvcounts, displs, recvtype};
   if (const int rc = node_call(entry, kAllgatherv, mode, request, NodeExchange::kOneBlock, snd, rcv, comm); rc >= 0)
     return rc;
   // Signature: my block's bytes, the receive type's size and the receive counts (the plan
@@ -1430,7 +1433,8 @@ template <class Pass>
 int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcounts[], const int sdispls[],
                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  const NodeExchange::Side snd{sendbuf, 0, sendcounts, sdispls, sendtype}, rcv{recvbuf, 0, recvcounts, rdispls, recvtype};
+  const NodeExchange::Side snd{sendbuf, 0, sendcounts, sdispls, sendtype};
+  const NodeExchange::Side rcv{recvbuf, 0, recvcounts, rdispls, recvtype};
   if (const int rc = node_call(entry, kAlltoallv, mode, request, NodeExchange::kBlocksV, snd, rcv, comm); rc >= 0)
     return rc;
   // One unit: the (equal) size of the two types; the plan depends on counts and displacements.
