@@ -12,7 +12,9 @@
 #   experiments/petsc/run.sh        (results in results/bench_petsc/)
 #
 # Environment: BUILD (default build), OUT (default results/bench_petsc), RANKS (default
-# "4 8 16"), BENCH (MatMults per variant, split over 5 rounds; default 500), MATRICES
+# "4 8 16"), BENCH (MatMults per variant, split over ROUNDS rounds; defaults 500 and 5),
+# ROUND_MS (at least this many ms per variant and round, more products where they are
+# short: -bench_round_ms; default 0, off), MATRICES
 # (separated by spaces or ';', or by commas when neither appears; default: every shared
 # matrix and gen:rotate:256,256), CLUSTER=0 to skip the cluster, NODE=0 to skip this node.
 set -euo pipefail
@@ -22,6 +24,8 @@ build=${BUILD:-$root/build}
 out=${OUT:-$root/results/bench_petsc}
 ranks=${RANKS:-"4 8 16"}
 bench=${BENCH:-500}
+rounds=${ROUNDS:-5}
+round_ms=${ROUND_MS:-0}
 mkdir -p "$out"
 rm -f "$out/petsc.jsonl" "$out/runs.log"
 prog=$build/src/apps/petsc_ksp/sparsecomm_petsc_ksp
@@ -46,7 +50,7 @@ run_case() {  # label regions case launcher...
   shift 3
   local input=(-matrix "$c")
   [[ $c == gen:* ]] && input=(-gen "${c#gen:}")
-  if ! "$@" "$prog" "${input[@]}" -bench_only -bench "$bench" -sparsecomm_regions "$regions" \
+  if ! "$@" "$prog" "${input[@]}" -bench_only -bench "$bench" -bench_rounds "$rounds" -bench_round_ms "$round_ms" -sparsecomm_regions "$regions" \
       -bench_json "$out/petsc.jsonl" -bench_label "$label" >> "$out/runs.log" 2>&1; then
     echo "bench_petsc.sh: $label, $c failed (see $out/runs.log)"
   fi

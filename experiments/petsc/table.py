@@ -14,7 +14,18 @@ For a cluster case, "inter" is the share of the best PETSc time that the network
 rank count, same run (only PETSc's own times: it does not depend on any sparsecomm result).
 Where it is small, the product would be bound by the CPU of the ranks sharing this
 machine's 2 cores rather than by the network, and the 0.95 goal ("where inter-node
-communication matters") would not apply; the summary prints its range."""
+communication matters") would not apply; the summary prints its range.
+
+"floor" (runs since 2026-11-27) is the latency floor of the same run over the best PETSc
+time: the products with no exchange but one 8-byte message between the leaders of every
+pair of nodes with a dependency, per product (sparsecomm_petsc_ksp's floor variants). No
+scatter can go below it by more than the noise, so where it is above a goal, that case's
+goal is out of reach on this machine; the summary says how many cases are within reach and
+the median of the floors (above the median goal: the median goal is out of reach).
+With --wire, a cluster case's floor is the larger of that and the wire floor after
+duplicate removal (wire_floor.py: the busiest node's distinct inter-node bytes at 1 Gbit/s,
+4 nodes; SuiteSparse cases only), which is what bounds the bandwidth-bound cases.
+Usage: table.py petsc.jsonl [--wire]"""
 import collections
 import json
 import sys
@@ -30,24 +41,45 @@ def load_runs(path):
 
 
 PETSC_OWN = ("petsc -sf_type basic", "petsc -sf_type neighbor")
+FLOOR = "floor: products + one message per node pair"
 
 
 def best(case, prefix):
     """The fastest scatter of one case whose name starts with prefix (a string or a tuple:
     PETSC_OWN, "sparsecomm ", "petsc -sf_type sparsecomm/auto"): (name, us), or (None, None)
     if the case has none."""
-    names = [k for k in case if k.startswith(prefix)]
+    names = [k for k in case if k.startswith(prefix) and not k.startswith("floor")]
     if not names:
         return None, None
     k = min(names, key=lambda k: case[k]["us"])
     return k, case[k]["us"]
 
 
-def table(runs, title, ours, cluster_goal, node_goal, median_goal=None):
+def wire_floors(runs, rate=125.0, nodes=4):
+    """{(label, ranks, matrix): us} the wire floor after duplicate removal of each cluster
+    case whose matrix is a shared SuiteSparse file (wire_floor.py's count)."""
+    import os
+    import wire_floor
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "suitesparse")
+    if not os.path.isdir(data):
+        data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "suitesparse")
+    out, patterns = {}, {}
+    for label, ranks, matrix in runs:
+        path = os.path.join(data, matrix + ".mtx")
+        if label != "cluster" or ranks % nodes or not os.path.exists(path):
+            continue
+        if matrix not in patterns:
+            patterns[matrix] = wire_floor.read_pattern(path)
+        n, rows, cols = patterns[matrix]
+        out[(label, ranks, matrix)] = wire_floor.node_bytes(n, rows, cols, nodes, ranks // nodes)[1] / rate
+    return out
+
+
+def table(runs, title, ours, cluster_goal, node_goal, median_goal=None, wire=None):
     print(title + "\n")
     print("%-8s %5s  %-34s %-22s %9s  %-30s %9s %7s  %s" % (
         "setting", "ranks", "matrix", "best PETSc", "us", "sparsecomm", "us", "ratio", "goal"))
-    summary = collections.defaultdict(lambda: [0, 0, []])
+    summary = collections.defaultdict(lambda: [0, 0, [], 0, 0, []])  # met, n, ratios, reachable, met there, floors
     shares = collections.defaultdict(list)  # ranks -> network share of PETSc's time, cluster cases
     for key in sorted(runs, key=lambda k: (k[0] != "node", k[1], k[2])):
         label, ranks, matrix = key
@@ -62,6 +94,18 @@ def table(runs, title, ours, cluster_goal, node_goal, median_goal=None):
         s[0] += ok
         s[1] += 1
         s[2].append(ratio)
+        floor = runs[key][FLOOR]["us"] / tp if FLOOR in runs[key] else None
+        if floor is not None and wire and key in wire:
+            floor = max(floor, wire[key] / tp)
+        reach = ""
+        if floor is not None:
+            s[5].append(floor)
+            reach = "  floor %.2f" % floor
+            if floor <= limit:
+                s[3] += 1
+                s[4] += ok
+            elif not ok:
+                reach += " (out of reach)"
         inter = ""
         if label == "cluster":
             tn = best(runs.get(("node", ranks, matrix), {}), PETSC_OWN)[1]
@@ -71,14 +115,20 @@ def table(runs, title, ours, cluster_goal, node_goal, median_goal=None):
                 shares[ranks].append(share)
         print("%-8s %5d  %-34s %-22s %9.1f  %-30s %9.1f %7.3f  %s%s" % (
             label, ranks, matrix[:34], bp.replace("petsc ", ""), tp, bo.replace("sparsecomm ", "")[:30], to, ratio,
-            ("met" if ok else "NOT met") + " (<= %.2f)" % limit, inter))
+            ("met" if ok else "NOT met") + " (<= %.2f)" % limit, inter + reach))
     print("\n%-8s %5s %8s %12s %12s" % ("setting", "ranks", "goal met", "median ratio", "worst ratio"))
-    for (label, ranks), (ok, n, rs) in sorted(summary.items(), key=lambda kv: (kv[0][0] != "node", kv[0][1])):
+    for (label, ranks), (ok, n, rs, nreach, okreach, floors) in sorted(summary.items(),
+                                                                    key=lambda kv: (kv[0][0] != "node", kv[0][1])):
         rs.sort()
         med = rs[len(rs) // 2]
         extra = ""
         if median_goal and label == "cluster":
             extra = "   median goal <= %.2f %s" % (median_goal, "met" if med <= median_goal else "NOT met")
+            if floors:
+                fm = sorted(floors)[len(floors) // 2]
+                extra += " (median floor %.3f%s)" % (fm, ": out of reach" if fm > median_goal else "")
+        if floors:
+            extra += "   within reach (floor <= goal): met %d of %d" % (okreach, nreach)
         print("%-8s %5d %4d/%-3d %12.3f %12.3f%s" % (label, ranks, ok, n, med, rs[-1], extra))
     if shares:
         print("\nthe network's share of the best PETSc time on the cluster (inter): " + ", ".join(
@@ -86,19 +136,21 @@ def table(runs, title, ours, cluster_goal, node_goal, median_goal=None):
             for r, v in sorted(shares.items())))
 
 
-def main(path):
+def main(path, with_wire=False):
     runs = load_runs(path)
     if not runs:
         sys.exit("table.py: no results in " + path)
-    table(runs, "1. MatMult, best sparsecomm backend (adapter) / best PETSc scatter", "sparsecomm ", 0.95, 1.05)
+    wire = wire_floors(runs) if with_wire else None
+    table(runs, "1. MatMult, best sparsecomm backend (adapter) / best PETSc scatter", "sparsecomm ", 0.95, 1.05, wire=wire)
     print()
     table(runs, "2. MatMult, -sf_type sparsecomm (auto) / best PETSc scatter (basic, neighbor)",
-          "petsc -sf_type sparsecomm/auto", 0.90, 1.05, median_goal=0.75)
+          "petsc -sf_type sparsecomm/auto", 0.90, 1.05, median_goal=0.75, wire=wire)
 
 
 if __name__ == "__main__":
     if any(a in ("-h", "--help") for a in sys.argv[1:]):  # usage: the module docstring
         sys.exit(print(__doc__.strip()))
-    if len(sys.argv) != 2:
+    args = [a for a in sys.argv[1:] if a != "--wire"]
+    if len(args) != 1:
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(args[0], with_wire="--wire" in sys.argv[1:])

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "common/cli.hpp"
 #include "common/provenance.hpp"
@@ -31,21 +32,26 @@ namespace {
 using namespace sparsecomm;
 
 // Time per MatMult of one batch of `reps` products (after 3 warm-up ones), max over ranks.
-double time_matmult(Mat A, Vec x, Vec y, int reps) {
+// With `makespan`, from the first rank's start to the last rank's end instead: for
+// products that do not communicate, whose ranks, sharing cores, would otherwise each be
+// timed while running alone. It reads every rank's MPI_Wtime on one scale, which holds
+// where the ranks share one host's clock (this machine, and the emulated cluster on it).
+double time_matmult(Mat A, Vec x, Vec y, int reps, bool makespan = false) {
   MPI_Comm comm;
   PetscObjectGetComm((PetscObject)A, &comm);
   for (int i = 0; i < 3; ++i) MatMult(A, x, y);
   MPI_Barrier(comm);
   const double t0 = MPI_Wtime();
   for (int i = 0; i < reps; ++i) MatMult(A, x, y);
-  double local = (MPI_Wtime() - t0) / reps, mx = 0;
-  MPI_Allreduce(&local, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return mx;
+  const double t1 = MPI_Wtime();
+  double local[2] = {makespan ? -t0 : 0.0, makespan ? t1 : t1 - t0}, mx[2] = {0, 0};
+  MPI_Allreduce(local, mx, 2, MPI_DOUBLE, MPI_MAX, comm);
+  return (mx[0] + mx[1]) / reps;  // makespan: max t1 - min t0
 }
 
 struct Settings {
   PetscBool has_matrix = PETSC_FALSE, use = PETSC_FALSE, bench_only = PETSC_FALSE;
-  PetscInt bench = 0, rounds = 5;
+  PetscInt bench = 0, rounds = 5, round_ms = 0;
   std::string matrix, gen_spec = "rotate:128,128";
   char json[PETSC_MAX_PATH_LEN] = "";
   char json_label[64] = "";
@@ -62,6 +68,7 @@ PetscErrorCode read_settings(Settings& st) {
   PetscCall(PetscOptionsGetBool(nullptr, nullptr, "-use_sparsecomm", &st.use, nullptr));
   PetscCall(PetscOptionsGetInt(nullptr, nullptr, "-bench", &st.bench, nullptr));
   PetscCall(PetscOptionsGetInt(nullptr, nullptr, "-bench_rounds", &st.rounds, nullptr));
+  PetscCall(PetscOptionsGetInt(nullptr, nullptr, "-bench_round_ms", &st.round_ms, nullptr));
   PetscCall(PetscOptionsGetBool(nullptr, nullptr, "-bench_only", &st.bench_only, nullptr));
   PetscCall(PetscOptionsGetString(nullptr, nullptr, "-bench_json", st.json, sizeof st.json, nullptr));
   PetscCall(PetscOptionsGetString(nullptr, nullptr, "-bench_label", st.json_label, sizeof st.json_label, nullptr));
@@ -119,6 +126,130 @@ struct Variant {
   Mat m;
 };
 
+// The compute floor: MatMult_MPIAIJ without its scatter. Each rank multiplies its diagonal
+// block by its part of x and adds its off-diagonal block times a ghost vector that is never
+// updated (values wrong, time right). No scatter, however fast, can make the product take
+// less than this: what remains is the two local products and the load imbalance between
+// ranks that share this machine's cores. It is timed like the other variants and named
+// with FLOOR_NAME, which report_bench never counts as a sparsecomm result.
+//
+// The latency floor adds what any scatter must do at the least: where a node needs values
+// owned on another node, one message has to cross from that node to it every product. In
+// the floor one rank per node (its leader) sends one 8-byte message to the leader of every
+// node that needs values from it, and receives one from every node it needs values from,
+// started before the diagonal product and completed after it, as MatMult_MPIAIJ overlaps
+// its scatter; the other ranks only compute. A real scatter moves more and wakes more
+// ranks, so it cannot beat this floor by more than the rounds' noise.
+const char* const FLOOR_NAME = "floor: products without the exchange";
+const char* const LATENCY_FLOOR_NAME = "floor: products + one message per node pair";
+
+bool is_floor(const std::string& name) { return name == FLOOR_NAME || name == LATENCY_FLOOR_NAME; }
+
+struct FloorCtx {
+  Mat ad = nullptr, ao = nullptr;  // borrowed from the basic variant's matrix
+  Vec xl = nullptr, yl = nullptr, ghosts = nullptr;
+  MPI_Comm comm = MPI_COMM_NULL;   // the latency floor's own duplicate
+  std::vector<int> to, from;       // leaders this leader sends to and receives from
+  std::vector<MPI_Request> reqs;
+  std::vector<double> in, out;
+};
+
+PetscErrorCode floor_mult(Mat S, Vec x, Vec y) {
+  FloorCtx* c;
+  const PetscScalar* px;
+  PetscScalar* py;
+  PetscFunctionBeginUser;
+  PetscCall(MatShellGetContext(S, &c));
+  PetscCall(VecGetArrayRead(x, &px));
+  PetscCall(VecGetArray(y, &py));
+  PetscCall(VecPlaceArray(c->xl, px));
+  PetscCall(VecPlaceArray(c->yl, py));
+  size_t n = 0;
+  for (size_t i = 0; i < c->from.size(); ++i)
+    PetscCallMPI(MPI_Irecv(&c->in[i], 1, MPI_DOUBLE, c->from[i], 0, c->comm, &c->reqs[n++]));
+  for (size_t i = 0; i < c->to.size(); ++i)
+    PetscCallMPI(MPI_Isend(&c->out[i], 1, MPI_DOUBLE, c->to[i], 0, c->comm, &c->reqs[n++]));
+  PetscCall(MatMult(c->ad, c->xl, c->yl));
+  if (n) PetscCallMPI(MPI_Waitall(static_cast<int>(n), c->reqs.data(), MPI_STATUSES_IGNORE));
+  PetscCall(MatMultAdd(c->ao, c->ghosts, c->yl, c->yl));
+  PetscCall(VecResetArray(c->xl));
+  PetscCall(VecResetArray(c->yl));
+  PetscCall(VecRestoreArray(y, &py));
+  PetscCall(VecRestoreArrayRead(x, &px));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode floor_destroy(Mat S) {
+  FloorCtx* c;
+  PetscFunctionBeginUser;
+  PetscCall(MatShellGetContext(S, &c));
+  PetscCall(VecDestroy(&c->xl));
+  PetscCall(VecDestroy(&c->yl));
+  PetscCall(VecDestroy(&c->ghosts));
+  if (c->comm != MPI_COMM_NULL) PetscCallMPI(MPI_Comm_free(&c->comm));
+  delete c;
+  PetscFunctionReturn(0);
+}
+
+/// Which node leaders exchange in the latency floor: leader of region a sends to the leader
+/// of region b when some rank of b has a ghost owned by a rank of a (regions: the
+/// adapter's -sparsecomm_regions, default node).
+PetscErrorCode latency_partners(Mat base, const PetscInt* garray, PetscInt nghost, FloorCtx* c) {
+  PetscFunctionBeginUser;
+  MPI_Comm comm;
+  PetscCall(PetscObjectGetComm((PetscObject)base, &comm));
+  char buf[256] = "node";
+  PetscCall(PetscOptionsGetString(nullptr, nullptr, "-sparsecomm_regions", buf, sizeof buf, nullptr));
+  try {
+    const Locality loc = Locality::parse(comm, buf);
+    const int R = loc.num_regions();
+    const PetscInt* ranges;
+    PetscCall(MatGetOwnershipRangesColumn(base, &ranges));
+    std::vector<int> need(static_cast<size_t>(R) * R, 0), all(need.size(), 0);  // need[b * R + a]: b needs from a
+    for (PetscInt g = 0; g < nghost; ++g) {
+      const int owner = static_cast<int>(std::upper_bound(ranges, ranges + loc.size() + 1, garray[g]) - ranges) - 1;
+      if (!loc.same_region(owner)) need[static_cast<size_t>(loc.region()) * R + loc.region_of(owner)] = 1;
+    }
+    PetscCallMPI(MPI_Allreduce(need.data(), all.data(), R * R, MPI_INT, MPI_MAX, comm));
+    PetscCallMPI(MPI_Comm_dup(comm, &c->comm));
+    if (loc.local_rank() == 0)
+      for (int r = 0; r < R; ++r) {
+        if (all[static_cast<size_t>(r) * R + loc.region()]) c->to.push_back(loc.member(r, 0));
+        if (all[static_cast<size_t>(loc.region()) * R + r]) c->from.push_back(loc.member(r, 0));
+      }
+  } catch (const std::exception& e) {
+    SETERRQ(comm, PETSC_ERR_USER, "%s", e.what());
+  }
+  c->reqs.resize(c->to.size() + c->from.size());
+  c->in.assign(c->from.size(), 0.0), c->out.assign(c->to.size(), 1.0);
+  PetscFunctionReturn(0);
+}
+
+/// A floor variant over an assembled MATMPIAIJ `base` (which must outlive it); with
+/// `latency`, the one with a message per node pair.
+PetscErrorCode make_floor(Mat base, bool latency, Mat* S) {
+  PetscFunctionBeginUser;
+  auto* c = new FloorCtx();
+  const PetscInt* garray;
+  PetscCall(MatMPIAIJGetSeqAIJ(base, &c->ad, &c->ao, &garray));
+  PetscInt m, n, mo, no;
+  PetscCall(MatGetLocalSize(base, &m, &n));
+  PetscCall(MatGetSize(c->ao, &mo, &no));
+  if (latency) PetscCall(latency_partners(base, garray, no, c));
+  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, n, nullptr, &c->xl));
+  PetscCall(VecCreateSeqWithArray(PETSC_COMM_SELF, 1, m, nullptr, &c->yl));
+  PetscCall(VecCreateSeq(PETSC_COMM_SELF, no, &c->ghosts));
+  PetscCall(VecSet(c->ghosts, 1.0));
+  MPI_Comm comm;
+  PetscCall(PetscObjectGetComm((PetscObject)base, &comm));
+  PetscInt M, N;
+  PetscCall(MatGetSize(base, &M, &N));
+  PetscCall(MatCreateShell(comm, m, n, M, N, c, S));
+  PetscCall(MatShellSetOperation(*S, MATOP_MULT, (void (*)(void))floor_mult));
+  PetscCall(MatShellSetOperation(*S, MATOP_DESTROY, (void (*)(void))floor_destroy));
+  PetscFunctionReturn(0);
+}
+
 /// Every variant's matrix: PETSc's two star-forest types (the scatter is set up at
 /// assembly, so each gets its own copy assembled under that -sf_type) and every sparsecomm
 /// backend.
@@ -149,29 +280,38 @@ PetscErrorCode make_variants(const DistCsr<double>& a, std::vector<Variant>& rs)
     PetscCall(petsc::attach(B));
     rs.push_back({"sparsecomm " + name, B});
   }
+  for (bool latency : {false, true}) {  // destroyed before rs[0] (bench_scatters frees from the back)
+    Mat S;
+    PetscCall(make_floor(rs[0].m, latency, &S));
+    rs.push_back({latency ? LATENCY_FLOOR_NAME : FLOOR_NAME, S});
+  }
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode report_bench(const Settings& st, const std::string& label, const std::vector<Variant>& rs,
-                            const std::vector<apps::RoundStats>& times) {
+                            const std::vector<apps::RoundStats>& times, int per_round) {
   PetscFunctionBeginUser;
   const size_t best_petsc = times[0].median <= times[1].median ? 0 : 1;
   size_t best_ours = 2;
   for (size_t i = 2; i < rs.size(); ++i)
-    if (times[i].median < times[best_ours].median) best_ours = i;
+    if (!is_floor(rs[i].name) && times[i].median < times[best_ours].median) best_ours = i;
   int np, rank;
   MPI_Comm_size(PETSC_COMM_WORLD, &np);
   MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                         "\nMatMult on %d ranks, %d products per variant in %d interleaved rounds (median over "
                         "rounds of the max over ranks)\n",
-                        np, (int)st.bench, (int)st.rounds));
+                        np, per_round * (int)st.rounds, (int)st.rounds));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-42s %12s %18s %8s\n", "scatter", "us/MatMult", "vs best PETSc", "spread"));
   for (size_t i = 0; i < rs.size(); ++i)
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-42s %12.1f %18.3f %7.0f%%\n", rs[i].name.c_str(), times[i].median * 1e6,
                           times[i].median / times[best_petsc].median, times[i].spread * 100));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "best sparsecomm (%s) / best PETSc (%s) = %.3f\n", rs[best_ours].name.c_str(),
                         rs[best_petsc].name.c_str(), times[best_ours].median / times[best_petsc].median));
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (is_floor(rs[i].name))
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s / best PETSc (%s) = %.3f\n", rs[i].name.c_str(),
+                            rs[best_petsc].name.c_str(), times[i].median / times[best_petsc].median));
   for (size_t i = 0; i < rs.size(); ++i)  // the zero-source-change path, as -dll_append gives it
     if (rs[i].name == "petsc -sf_type sparsecomm/auto")
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "-sf_type sparsecomm (auto) / best PETSc (%s) = %.3f\n",
@@ -187,6 +327,8 @@ PetscErrorCode report_bench(const Settings& st, const std::string& label, const 
         j["scatter"] = rs[i].name;
         j["us"] = times[i].median * 1e6;
         j["spread"] = times[i].spread;
+        j["rounds"] = static_cast<int>(st.rounds);
+        j["products_per_round"] = per_round;
         js.write(j);
       }
     } catch (const std::exception& e) {
@@ -205,11 +347,20 @@ PetscErrorCode bench_scatters(const Settings& st, const DistCsr<double>& a, cons
   PetscCall(VecDuplicate(b, &y));
   PetscCall(VecSet(x, 1.0));
   PetscCall(make_variants(a, rs));
-  const int per_round = static_cast<int>(st.bench / st.rounds);
-  const auto times = apps::interleaved_rounds(rs.size(), static_cast<int>(st.rounds),
-                                              [&](size_t i) { return time_matmult(rs[i].m, x, y, per_round); });
-  for (auto& r : rs) PetscCall(MatDestroy(&r.m));
-  PetscCall(report_bench(st, label, rs, times));
+  // -bench_round_ms T: at least T ms per variant and round (more products than -bench
+  // gives where one product is short), sized by PETSc's own product. A round of a few ms is
+  // as long as one time slice of the ranks sharing a core, and its time is then mostly
+  // whom the scheduler ran; longer rounds average that out.
+  int per_round = static_cast<int>(st.bench / st.rounds);
+  if (st.round_ms > 0) {
+    const double one = time_matmult(rs[0].m, x, y, 20);  // max over ranks: alike everywhere
+    per_round = std::max(per_round, static_cast<int>(std::min(1e7, st.round_ms * 1e-3 / std::max(one, 1e-9))));
+  }
+  const auto times = apps::interleaved_rounds(rs.size(), static_cast<int>(st.rounds), [&](size_t i) {
+    return time_matmult(rs[i].m, x, y, per_round, is_floor(rs[i].name));
+  });
+  for (auto r = rs.rbegin(); r != rs.rend(); ++r) PetscCall(MatDestroy(&r->m));  // the floor borrows from rs[0]
+  PetscCall(report_bench(st, label, rs, times, per_round));
   PetscCall(VecDestroy(&y));
   PetscFunctionReturn(0);
 }
@@ -260,7 +411,7 @@ int main(int argc, char** argv) {
   PetscCall(PetscInitialize(&argc, &argv, nullptr,
                             "sparsecomm_petsc_ksp: KSP with MatMult through sparsecomm.\n"
                             "  -matrix NAME | -gen SPEC, -use_sparsecomm, -sparsecomm_backend NAME, -bench N, -bench_rounds R,\n"
-                            "  -bench_only, -bench_json FILE, -bench_label NAME\n"));
+                            "  -bench_round_ms T, -bench_only, -bench_json FILE, -bench_label NAME\n"));
   PetscCall(SparsecommPetscInitialize());  // -sf_type sparsecomm, as the plugin would register it
   PetscErrorCode ierr = run();
   PetscCall(PetscFinalize());
