@@ -184,7 +184,9 @@ void NodeExchange::advance() {
 
 bool NodeExchange::progress(Op& op, bool block) {
   for (int it = 0;; ++it) {
-    if (!op.staged()) advance();
+    // Every call in flight moves, not only this one: a later call's queued write that
+    // another rank waits for is made while this one waits for its messages.
+    if (!staging_.empty()) advance();
     if (op.staged() && block && staging_.empty()) {  // nothing left to advance here: MPI's own wait
       if (!op.reqs.empty()) PMPI_Waitall(static_cast<int>(op.reqs.size()), op.reqs.data(), MPI_STATUSES_IGNORE);
       return true;
