@@ -74,4 +74,4 @@ if [ "${CLUSTER:-1}" = 1 ]; then
   fi
 fi
 echo "== [$(( $(date +%s) - t0 )) s] summary"
-/usr/bin/python3 "$here/table.py" "$out/petsc.jsonl" | tee "$out/table.txt"
+/usr/bin/python3 "$here/table.py" "$out/petsc.jsonl" --wire | tee "$out/table.txt"

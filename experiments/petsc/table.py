@@ -16,15 +16,16 @@ Where it is small, the product would be bound by the CPU of the ranks sharing th
 machine's 2 cores rather than by the network, and the 0.95 goal ("where inter-node
 communication matters") would not apply; the summary prints its range.
 
-"floor" (runs since 2026-11-27) is the latency floor of the same run over the best PETSc
-time: the products with no exchange but one 8-byte message between the leaders of every
-pair of nodes with a dependency, per product (sparsecomm_petsc_ksp's floor variants). No
-scatter can go below it by more than the noise, so where it is above a goal, that case's
-goal is out of reach on this machine; the summary says how many cases are within reach and
-the median of the floors (above the median goal: the median goal is out of reach).
-With --wire, a cluster case's floor is the larger of that and the wire floor after
-duplicate removal (wire_floor.py: the busiest node's distinct inter-node bytes at 1 Gbit/s,
-4 nodes; SuiteSparse cases only), which is what bounds the bandwidth-bound cases.
+"floor" (runs since 2026-11-27) is the compute floor of the same run over the best PETSc
+time: the products with no exchange at all, from the first rank's start to the last rank's
+end (sparsecomm_petsc_ksp's floor variant). With --wire, a cluster case's floor is the larger
+of that and the wire floor after duplicate removal (wire_floor.py: the busiest node's
+distinct inter-node bytes at 1 Gbit/s, 4 nodes; SuiteSparse cases only). No scatter can go
+below it by more than the noise, so where it is above a goal, that case's goal is out of
+reach on this machine; the summary says how many cases are within reach and the median of
+the floors (above the median goal: the median goal is out of reach). "ref" is the
+one-message reference (the products plus one 8-byte message into every rank with ghosts):
+not a bound, printed for comparison.
 Usage: table.py petsc.jsonl [--wire]"""
 import collections
 import json
@@ -41,14 +42,15 @@ def load_runs(path):
 
 
 PETSC_OWN = ("petsc -sf_type basic", "petsc -sf_type neighbor")
-FLOOR = "floor: products + one message per node pair"
+FLOOR = "floor: products without the exchange"
+REFERENCE = "reference: products + one message per rank"
 
 
 def best(case, prefix):
     """The fastest scatter of one case whose name starts with prefix (a string or a tuple:
     PETSC_OWN, "sparsecomm ", "petsc -sf_type sparsecomm/auto"): (name, us), or (None, None)
     if the case has none."""
-    names = [k for k in case if k.startswith(prefix) and not k.startswith("floor")]
+    names = [k for k in case if k.startswith(prefix) and k not in (FLOOR, REFERENCE)]
     if not names:
         return None, None
     k = min(names, key=lambda k: case[k]["us"])
@@ -101,6 +103,8 @@ def table(runs, title, ours, cluster_goal, node_goal, median_goal=None, wire=Non
         if floor is not None:
             s[5].append(floor)
             reach = "  floor %.2f" % floor
+            if REFERENCE in runs[key]:
+                reach += ", ref %.2f" % (runs[key][REFERENCE]["us"] / tp)
             if floor <= limit:
                 s[3] += 1
                 s[4] += ok
