@@ -50,7 +50,19 @@ double time_per_call(MPI_Comm comm, int reps, F&& f, int warmup = -1) {
 /// Median over rounds and spread ((max - min) / median) of one variant's times.
 struct RoundStats {
   double median = 0, spread = 0;
+  std::vector<double> rounds;  // the time of every round, in round order
 };
+
+/// The paired ratio of variant a to variant b of one interleaved_rounds() run: the median
+/// over rounds of a's time over b's in the same round. A slow phase of the machine that
+/// spans a round hits both and cancels, where a ratio of the two medians keeps it (on the
+/// emulated cluster here: run-to-run deviation of a ratio 0.07-0.09 unpaired, 0.02-0.03
+/// paired; experiments/petsc/README.md).
+inline double paired_ratio(const RoundStats& a, const RoundStats& b) {
+  std::vector<double> q;
+  for (size_t r = 0; r < a.rounds.size() && r < b.rounds.size(); ++r) q.push_back(a.rounds[r] / b.rounds[r]);
+  return q.empty() ? a.median / b.median : median_of(q);
+}
 
 /// Times `n` variants in `rounds` interleaved rounds: each round calls time(i) once for
 /// every variant i (seconds), round r starting with variant r mod n, so that a slow phase
@@ -69,6 +81,7 @@ std::vector<RoundStats> interleaved_rounds(size_t n, int rounds, F&& time) {
     out[i].median = median_of(t[i]);
     const auto [lo, hi] = std::minmax_element(t[i].begin(), t[i].end());
     out[i].spread = (*hi - *lo) / out[i].median;
+    out[i].rounds = t[i];
   }
   return out;
 }
