@@ -6,7 +6,8 @@ rank's inputs to the model (`rank_terms`, see src/apps/autoeval/app.cpp). This s
 predicts from them exactly as src/comm/plan/model.cpp does (`base`, checked against the
 run's own predictions) and as the variants below do, with the model parameters the run
 used (run.sh keeps them as model_<setting>_np<ranks>.txt), and reports for each how often
-the choice is within 10% of the best measured backend, on all cases and on those held out
+the choice is within 10% of the best measured backend (paired per round where the run
+recorded its rounds), on all cases and on those held out
 of tuning (heldout.txt), and the worst regret. The measured times are fixed, so variants
 are compared on the same noise.
 
@@ -193,6 +194,21 @@ def pick_of(pred, variant="base", work=None):
     return pick
 
 
+def regret_of(by, pick):
+    """The pick's time over the best backend's: paired where the run recorded its rounds
+    (largest over backends of the median over rounds of the two times of one round, at
+    least 1; autoeval since 2026-11-27), else the ratio of the medians."""
+    if all(r.get("rounds_s") for r in by.values()):
+        mine = by[pick]["rounds_s"]
+
+        def med(v):
+            v = sorted(v)
+            n = len(v)
+            return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+        return max(1.0, max(med([x / y for x, y in zip(mine, r["rounds_s"])]) for r in by.values()))
+    return by[pick]["measured_s"] / min(r["measured_s"] for r in by.values())
+
+
 def main():
     runs = [a for a in sys.argv[1:] if os.path.isdir(a)]
     variants = ["base"] + [a for a in sys.argv[1:] if not os.path.isdir(a)]
@@ -218,8 +234,7 @@ def main():
                 pick = pick_of(pred, variant, work)
                 if variant == "base":
                     mismatch += pick != next(iter(by.values()))["auto"]
-                best = min(r["measured_s"] for r in by.values())
-                regret = by[pick]["measured_s"] / best
+                regret = regret_of(by, pick)
                 name = os.path.basename(matrix)
                 if regret > 1.1 and os.environ.get("VERBOSE"):
                     print("  miss %s %d %s: %s (best %s) %.2f: %s" % (
