@@ -128,9 +128,11 @@ struct Variant {
 
 // The compute floor: MatMult_MPIAIJ without its scatter. Each rank multiplies its diagonal
 // block by its part of x and adds its off-diagonal block times a ghost vector that is never
-// updated (values wrong, time right). No scatter, however fast, can make the product take
-// less than this: what remains is the two local products and the load imbalance between
-// ranks that share this machine's cores.
+// updated (values wrong, time right): the two local products and the load imbalance
+// between ranks that share this machine's cores. Close to a bound, not a strict one: timed
+// from the first rank's start it includes the ranks' skew in leaving the barrier (at 16
+// ranks on this node a scatter has measured below it), so experiments/petsc/table.py
+// prints it for comparison and decides "out of reach" by the wire floor alone.
 //
 // The one-message reference adds the least a point-to-point scatter waits for: every rank
 // with ghosts receives one 8-byte message per product, from the owner of its first ghost
