@@ -8,7 +8,6 @@ of PETSc's own scatters (-sf_type basic, neighbor) against
      <= 0.75, on the node never above 1.05.
 Median us per MatMult over interleaved rounds, every variant in the same run; a ratio is
 paired (per round, median over rounds) where the run recorded its rounds.
-Usage: table.py petsc.jsonl
 
 For a cluster case, "inter" is the share of the best PETSc time that the network adds:
 1 - best PETSc time on the single node / best PETSc time on the cluster, same matrix and
