@@ -81,15 +81,11 @@ def best_paired(case, prefix, against):
 def wire_floors(runs, rate=125.0, nodes=4):
     """{(label, ranks, matrix): us} the wire floor after duplicate removal of each cluster
     case whose matrix is a shared SuiteSparse file (wire_floor.py's count)."""
-    import os
     import wire_floor
-    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "suitesparse")
-    if not os.path.isdir(data):
-        data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "suitesparse")
     out, patterns = {}, {}
     for label, ranks, matrix in runs:
-        path = os.path.join(data, matrix + ".mtx")
-        if label != "cluster" or ranks % nodes or not os.path.exists(path):
+        path = wire_floor.matrix_path(matrix) if label == "cluster" and ranks % nodes == 0 else None
+        if path is None:
             continue
         if matrix not in patterns:
             patterns[matrix] = wire_floor.read_pattern(path)

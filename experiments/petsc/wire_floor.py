@@ -13,7 +13,7 @@ of RATE bytes per microsecond, no scatter can take less time than that.
 With --jsonl (the JSON lines of experiments/petsc/run.sh) it also prints PETSc's best time of
 the cluster run of the same case, each floor as a share of it, and the best sparsecomm
 backend's ratio. Standard library only; Matrix Market coordinate files (symmetric ones
-expanded), from --data (default: ../shared/data/suitesparse next to the project).
+expanded), from --data (default: the library's own search, matrix_path() below).
 """
 import argparse
 import bisect
@@ -22,6 +22,24 @@ import sys
 from collections import defaultdict
 
 from table import PETSC_OWN, best, load_runs  # the same reading of run.sh's JSON lines
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def matrix_path(name, data=None):
+    """The .mtx file of a shared matrix ("Group/Name", "Group_Name" or a path), or None:
+    in `data` if given, else where the library looks (src/matrix/data_path.cpp): each entry
+    of $SPARSECOMM_DATA, then ../shared/data/suitesparse beside the project."""
+    if name.endswith(".mtx"):
+        return name if os.path.exists(name) else None
+    dirs = [data] if data else [d for d in os.environ.get("SPARSECOMM_DATA", "").split(":") if d] + [
+        os.path.join(HERE, "..", "..", "..", "shared", "data", "suitesparse")]
+    for d in dirs:
+        path = os.path.join(d, name.replace("/", "_") + ".mtx")
+        if os.path.exists(path):
+            return path
+    return None
 
 
 def read_pattern(path):
@@ -87,12 +105,11 @@ def node_bytes(n, rows, cols, nodes, ppn, value_bytes=8):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("matrices", nargs="+", help="SuiteSparse names (Group/Name or Group_Name) or .mtx paths")
     ap.add_argument("--layouts", default="4x1,4x2,4x4", help="NODESxRANKS_PER_NODE, comma-separated")
     ap.add_argument("--rate", type=float, default=125.0, help="link bytes per microsecond (1 Gbit/s = 125)")
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data", "suitesparse"))
+    ap.add_argument("--data", help="directory of the .mtx files (default: the library's search path)")
     ap.add_argument("--jsonl", help="experiments/petsc/run.sh JSON lines: compare with its cluster run")
     a = ap.parse_args()
     layouts = []
@@ -108,9 +125,9 @@ def main():
     print("%-30s %6s %12s %12s %10s %10s%s" % ("matrix", "layout", "bytes", "dedup bytes", "floor[us]", "dedup[us]",
                                               "  petsc[us] floor/petsc dedup/petsc best-sparsecomm/petsc" if runs else ""))
     for m in a.matrices:
-        path = m if m.endswith(".mtx") else os.path.join(a.data, m.replace("/", "_") + ".mtx")
-        if not os.path.exists(path):
-            sys.exit("wire_floor: matrix '%s' not found (%s)" % (m, path))
+        path = matrix_path(m, a.data)
+        if path is None:
+            sys.exit("wire_floor: matrix '%s' not found (--data, $SPARSECOMM_DATA, ../shared/data/suitesparse)" % m)
         label = os.path.basename(path)[:-4]
         n, rows, cols = read_pattern(path)
         for nodes, ppn in layouts:
