@@ -1,6 +1,8 @@
-"""Shared helpers of the plot scripts: command-line arguments and JSON-lines records."""
+"""Shared helpers of the plot and table scripts: command-line arguments, JSON-lines records,
+paired ratios."""
 import json
 import os
+import statistics
 import sys
 
 
@@ -35,3 +37,15 @@ def records(src, *benches):
             r = json.loads(line)
             if r.get("bench") in benches:
                 yield r
+
+
+def paired(a, b):
+    """The paired ratio of two variants of one interleaved run (apps::paired_ratio): the
+    median over rounds of a's time over b's in the same round; a, b: every round's time."""
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+def paired_regret(pick, every):
+    """A choice's regret, paired: the largest over the variants (their rounds in `every`,
+    the pick's own among them) of paired(pick, variant), at least 1."""
+    return max(1.0, max(paired(pick, r) for r in every))

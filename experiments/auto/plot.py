@@ -22,25 +22,20 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def paired(a, b):
-    """Median over rounds of a's time over b's in the same round."""
-    return statistics.median(x / y for x, y in zip(a, b))
-
-
 def regret(c, best):
     """Auto's pick against the best: paired where the run recorded its rounds (runs since
     2026-11-27: the largest over backends of the median over rounds of the pick's time
     over that backend's in the same round, at least 1), else the ratio of the medians."""
     rounds = c.get("rounds")
     if rounds and c["auto"] in rounds and len(rounds) == len(c["b"]):
-        return max(1.0, max(paired(rounds[c["auto"]], r) for r in rounds.values()))
+        return plotlib.paired_regret(rounds[c["auto"]], rounds.values())
     return c["b"][c["auto"]][0] / c["b"][best][0]
 
 
 def vs_p2p(c):
     rounds = c.get("rounds")
     if rounds and c["auto"] in rounds and "p2p" in rounds:
-        return paired(rounds[c["auto"]], rounds["p2p"])
+        return plotlib.paired(rounds[c["auto"]], rounds["p2p"])
     return c["b"][c["auto"]][0] / c["b"]["p2p"][0]
 
 

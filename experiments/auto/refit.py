@@ -21,6 +21,9 @@ import os
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import plotlib  # noqa: E402
+
 # auto's candidates in its order (BackendHooks::setup_rank, then name): a tie goes to the first.
 ORDER = ["p2p", "neighbor", "shm", "aggregated_2step", "aggregated", "aggregated_dedup", "combined"]
 FIELDS = ["alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "msg_intra", "byte_intra", "msg_inter",
@@ -199,13 +202,7 @@ def regret_of(by, pick):
     (largest over backends of the median over rounds of the two times of one round, at
     least 1; autoeval since 2026-11-27), else the ratio of the medians."""
     if all(r.get("rounds_s") for r in by.values()):
-        mine = by[pick]["rounds_s"]
-
-        def med(v):
-            v = sorted(v)
-            n = len(v)
-            return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-        return max(1.0, max(med([x / y for x, y in zip(mine, r["rounds_s"])]) for r in by.values()))
+        return plotlib.paired_regret(by[pick]["rounds_s"], [r["rounds_s"] for r in by.values()])
     return by[pick]["measured_s"] / min(r["measured_s"] for r in by.values())
 
 

@@ -29,7 +29,11 @@ rank with ghosts: not a bound).
 Usage: table.py petsc.jsonl [--wire]"""
 import collections
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import plotlib  # noqa: E402
 
 
 def load_runs(path):
@@ -46,11 +50,15 @@ FLOOR = "floor: products without the exchange"
 REFERENCE = "reference: products + one message per rank"
 
 
+def candidates(case, prefix):
+    """The scatters of one case whose name starts with prefix (a string or a tuple:
+    PETSC_OWN, "sparsecomm ", "petsc -sf_type sparsecomm/auto"), never the yardsticks."""
+    return [k for k in case if k.startswith(prefix) and k not in (FLOOR, REFERENCE)]
+
+
 def best(case, prefix):
-    """The fastest scatter of one case whose name starts with prefix (a string or a tuple:
-    PETSC_OWN, "sparsecomm ", "petsc -sf_type sparsecomm/auto"): (name, us), or (None, None)
-    if the case has none."""
-    names = [k for k in case if k.startswith(prefix) and k not in (FLOOR, REFERENCE)]
+    """The fastest of candidates(case, prefix): (name, us), or (None, None) if none."""
+    names = candidates(case, prefix)
     if not names:
         return None, None
     k = min(names, key=lambda k: case[k]["us"])
@@ -63,15 +71,13 @@ def paired(case, a, b):
     of the machine cancels), else the ratio of the medians."""
     ra, rb = case[a].get("rounds_us"), case[b].get("rounds_us")
     if ra and rb and len(ra) == len(rb):
-        q = sorted(x / y for x, y in zip(ra, rb))
-        n = len(q)
-        return q[n // 2] if n % 2 else (q[n // 2 - 1] + q[n // 2]) / 2
+        return plotlib.paired(ra, rb)
     return case[a]["us"] / case[b]["us"]
 
 
 def best_paired(case, prefix, against):
-    """The scatter starting with prefix of lowest paired ratio to `against`: (name, ratio)."""
-    names = [k for k in case if k.startswith(prefix) and k not in (FLOOR, REFERENCE)]
+    """The one of candidates(case, prefix) of lowest paired ratio to `against`: (name, ratio)."""
+    names = candidates(case, prefix)
     if not names:
         return None, None
     k = min(names, key=lambda k: paired(case, k, against))
