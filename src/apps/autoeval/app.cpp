@@ -125,8 +125,8 @@ struct Settings {
 
 // One matrix's figures per backend.
 struct Evaluated {
-  std::map<std::string, double> measured, predicted, spread;
-  std::map<std::string, apps::RoundStats> rounds;  // every round's time (paired ratios)
+  std::map<std::string, apps::RoundStats> measured;  // median, spread and every round's time
+  std::map<std::string, double> predicted;
   std::map<std::string, apps::Json> load, terms;
   std::vector<std::string> wrong;  // backends whose exchange delivered wrong values
 };
@@ -158,10 +158,7 @@ Evaluated evaluate(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, 
     Plan& plan = *plans[order[i]];
     return apps::time_per_call(comm, st.per_round, [&] { plan.exchange(x.data(), g.data()); });
   });
-  for (size_t i = 0; i < order.size(); ++i) {
-    ev.measured[order[i]] = times[i].median, ev.spread[order[i]] = times[i].spread;
-    ev.rounds[order[i]] = times[i];
-  }
+  for (size_t i = 0; i < order.size(); ++i) ev.measured[order[i]] = times[i];
   return ev;
 }
 
@@ -174,10 +171,10 @@ void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const s
     j["ranks"] = comm_size(comm);
     j["regions"] = st.loc.describe();
     j["backend"] = b;
-    j["measured_s"] = v;
+    j["measured_s"] = v.median;
     j["predicted_s"] = ev.predicted.at(b);
-    j["spread"] = ev.spread.at(b);
-    j["rounds_s"] = ev.rounds.at(b).rounds;
+    j["spread"] = v.spread;
+    j["rounds_s"] = v.rounds;
     j["auto"] = chosen;
     j["load"] = ev.load.at(b);
     j["rank_terms"] = ev.terms.at(b);
@@ -211,23 +208,23 @@ void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t 
   auto& measured = ev.measured;
   std::string best;
   for (const auto& [b, v] : measured)
-    if (best.empty() || v < measured[best]) best = b;
+    if (best.empty() || v.median < measured[best].median) best = b;
   double err = 0;
-  for (const auto& [b, v] : measured) err = std::max(err, std::abs(std::log(ev.predicted[b] / v)));
+  for (const auto& [b, v] : measured) err = std::max(err, std::abs(std::log(ev.predicted[b] / v.median)));
   // Regret, paired (apps::paired_ratio): auto's pick against each backend round by round,
   // median over rounds, the largest over backends (1 where the pick is itself the best).
-  const apps::RoundStats& pick = ev.rounds[chosen->name()];
+  const apps::RoundStats& pick = measured[chosen->name()];
   double regret = 1;
-  for (const auto& [b, r] : ev.rounds) regret = std::max(regret, apps::paired_ratio(pick, r));
+  for (const auto& [b, r] : measured) regret = std::max(regret, apps::paired_ratio(pick, r));
   ++tally.cases;
   tally.within10 += regret <= 1.10;
-  tally.never_worse += apps::paired_ratio(pick, ev.rounds["p2p"]) <= 1.10;
+  tally.never_worse += apps::paired_ratio(pick, measured["p2p"]) <= 1.10;
   const std::string name = m.substr(m.find_last_of('/') + 1);
   if (rank == 0)
     std::cerr << "autoeval: [" << tally.cases << "/" << nmats << "] " << name << ": auto " << chosen->name() << ", regret "
               << apps::num("%.2f", regret) << " (" << apps::num("%.1f", MPI_Wtime() - t_matrix) << " s, "
               << apps::num("%.0f", MPI_Wtime() - t_start) << " s in all)" << std::endl;
-  tally.t.add({name, chosen->name(), apps::num("%.2f", regret), apps::num("%.2f", measured["p2p"] / measured[best]), best,
+  tally.t.add({name, chosen->name(), apps::num("%.2f", regret), apps::num("%.2f", measured["p2p"].median / measured[best].median), best,
                apps::num("%.2f", err)});
   if (js) append_json(*js, comm, st, name, ev, chosen->name());
 }
