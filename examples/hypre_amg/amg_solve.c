@@ -7,6 +7,10 @@
  * every matvec, restriction and interpolation of every V-cycle exchanges through sparsecomm.
  *
  *   amg_solve [-n N] [-angle DEG] [-eps E] [-matrix FILE.mtx] [-solves K] [-tol T]
+ *             [-threads single|multiple]
+ *
+ * -threads multiple initializes MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE), as a
+ * threaded application would (the solve itself stays on one thread).
  *
  * Prints per solve: iterations, final relative residual, setup and solve seconds (max over
  * ranks). Exit 1 if PCG did not converge. */
@@ -114,7 +118,10 @@ int main(int argc, char **argv) {
   const char *matrix = NULL;
   size_t count;
   Entry *e;
-  MPI_Init(&argc, &argv);
+  int want = MPI_THREAD_SINGLE, provided;
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (!strcmp(argv[i], "-threads")) want = strcmp(argv[i + 1], "multiple") ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE;
+  MPI_Init_thread(&argc, &argv, want, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -124,7 +131,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-matrix")) matrix = argv[i + 1];
     else if (!strcmp(argv[i], "-solves")) solves = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-tol")) tol = atof(argv[i + 1]);
-    else {
+    else if (!strcmp(argv[i], "-threads") && (!strcmp(argv[i + 1], "single") || !strcmp(argv[i + 1], "multiple"))) {
+      if (want == MPI_THREAD_MULTIPLE && provided < MPI_THREAD_MULTIPLE) {
+        if (rank == 0) fprintf(stderr, "amg_solve: MPI_THREAD_MULTIPLE not provided (level %d)\n", provided);
+        MPI_Finalize();
+        return 77;
+      }
+    } else {
       if (rank == 0) fprintf(stderr, "amg_solve: unknown option %s\n", argv[i]);
       MPI_Finalize();
       return 2;

@@ -82,6 +82,7 @@ F real(const char* name) {
 struct Settings {
   std::string backend = "auto", regions = "node";
   bool verbose = false, disabled = false;
+  bool thread_multiple = false;  // MPI runs MPI_THREAD_MULTIPLE: disabled (see state())
 };
 
 Settings read_settings() {
@@ -148,6 +149,9 @@ struct State {
   int world_rank = -1;  // known once MPI is up (the report runs after MPI_Finalize)
   ~State() {
     if (!settings.verbose) return;
+    if (settings.thread_multiple)
+      std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: MPI_THREAD_MULTIPLE: every exchange passed to Hypre's own\n",
+                   world_rank);
     std::fprintf(stderr,
                  "sparsecomm hypre hook [rank %d]: %ld packages; exchanges through sparsecomm: %ld matvec, %ld "
                  "transpose; passed to Hypre: %ld of other jobs, double exchanges on packages not built here %ld, "
@@ -165,6 +169,14 @@ State& state() {
     s.destroy = real<DestroyFn>("hypre_ParCSRCommHandleDestroy");
     s.pkg_create = real<PkgCreateFn>("hypre_MatvecCommPkgCreate");
     s.pkg_destroy = real<PkgDestroyFn>("hypre_MatvecCommPkgDestroy");
+    // The hook's state (plans per package, the handles it made, its counters) has no
+    // locks: it serves programs whose Hypre calls never overlap. Under MPI_THREAD_MULTIPLE
+    // two threads may be in Hypre at once (on different matrices), so every call goes to
+    // Hypre's own, as with SPARSECOMM_HYPRE_DISABLE. (Hypre calls these only after MPI_Init.)
+    int up = 0, level = MPI_THREAD_SINGLE;
+    MPI_Initialized(&up);
+    if (up) MPI_Query_thread(&level), MPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+    if (level == MPI_THREAD_MULTIPLE) s.settings.disabled = s.settings.thread_multiple = true;
   });
   return s;
 }
@@ -365,7 +377,7 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgCreate(hypre
 
 __attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgDestroy(hypre_ParCSRCommPkg* comm_pkg) {
   State& s = state();
-  s.plans.erase(comm_pkg);  // a plan in flight completes in its destructor
+  if (!s.settings.disabled) s.plans.erase(comm_pkg);  // a plan in flight completes in its destructor
   return s.pkg_destroy(comm_pkg);
 }
 

@@ -77,6 +77,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -127,6 +128,7 @@ struct Global {
   // Calls through sparsecomm / passed to MPI, per entry point (kEntryName).
   long handled[12] = {}, passed[12] = {};
   long agreements[4] = {};  // agreements (blocking calls, persistent inits), per Kind
+  std::atomic<long> threaded{0};  // calls passed on because MPI runs MPI_THREAD_MULTIPLE
   Global() {
     const auto get = [](const char* n) -> const char* {
       const char* v = std::getenv(n);
@@ -151,6 +153,9 @@ struct Global {
     for (int k = 0; k < 4; ++k) line += std::string(k ? ", " : " ") + kCallName[k] + " " + std::to_string(agreements[k]);
     std::fprintf(stderr, "sparsecomm mpi [rank %d]: through sparsecomm / passed to MPI: %s\n", world_rank,
                  line.c_str());
+    if (threaded.load() > 0)
+      std::fprintf(stderr, "sparsecomm mpi [rank %d]: MPI_THREAD_MULTIPLE: %ld calls passed to MPI's own\n", world_rank,
+                   threaded.load());
   }
 };
 
@@ -982,6 +987,34 @@ void deliver(const Neighbors& nb, const char* staged, const void* send, void* re
   }
 }
 
+// Whether MPI runs with MPI_THREAD_MULTIPLE. The layer's state (each communicator's plans
+// and agreements, the call counters, the request table, depth()) has no locks: it serves
+// programs whose MPI calls never overlap (MPI_THREAD_SINGLE, FUNNELED, SERIALIZED — the
+// last one's program orders its calls, and that order is the synchronization). Under
+// MPI_THREAD_MULTIPLE two threads may be inside the layer at once, so every call goes
+// straight to MPI's own before anything of the layer's is touched (only an atomic count,
+// reported with SPARSECOMM_MPI_VERBOSE). Asked once: the level is fixed at MPI_Init_thread.
+bool thread_multiple() {
+  static const bool multiple = [] {
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE) {
+      Global& g = global();
+      PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
+      if (g.verbose && g.world_rank == 0)
+        std::fprintf(stderr, "sparsecomm mpi: MPI_THREAD_MULTIPLE: the layer steps aside, every neighborhood "
+                             "collective goes to MPI's own\n");
+    }
+    return level == MPI_THREAD_MULTIPLE;
+  }();
+  return multiple;
+}
+bool passed_for_threads() {
+  if (!thread_multiple()) return false;
+  global().threaded.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 // Depth of the layer's own work on this process: the plans it runs call MPI themselves
 // (the neighbor backends call MPI_Ineighbor_allgatherv / _alltoallv on communicators of
 // their own), and those calls must go to MPI, not back into the layer.
@@ -1314,6 +1347,7 @@ int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::
 template <class Pass>
 int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
+  if (passed_for_threads()) return pass();
   const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
   const NodeExchange::Side rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
   if (const int rc = node_call(entry, kAllgather, mode, request, NodeExchange::kOneBlock, snd, rcv, comm); rc >= 0)
@@ -1346,6 +1380,7 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
 template <class Pass>
 int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
+  if (passed_for_threads()) return pass();
   const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
   const NodeExchange::Side rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
   if (const int rc = node_call(entry, kAlltoall, mode, request, NodeExchange::kBlocks, snd, rcv, comm); rc >= 0)
@@ -1378,6 +1413,7 @@ template <class Pass>
 int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request* request, Pass pass) {
+  if (passed_for_threads()) return pass();
   const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
   const NodeExchange::Side rcv{recvbuf, 0, recvcounts, displs, recvtype};
   if (const int rc = node_call(entry, kAllgatherv, mode, request, NodeExchange::kOneBlock, snd, rcv, comm); rc >= 0)
@@ -1433,6 +1469,7 @@ template <class Pass>
 int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcounts[], const int sdispls[],
                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
+  if (passed_for_threads()) return pass();
   const NodeExchange::Side snd{sendbuf, 0, sendcounts, sdispls, sendtype};
   const NodeExchange::Side rcv{recvbuf, 0, recvcounts, rdispls, recvtype};
   if (const int rc = node_call(entry, kAlltoallv, mode, request, NodeExchange::kBlocksV, snd, rcv, comm); rc >= 0)
