@@ -85,8 +85,10 @@ def predict(m, ranks, variant, label=""):
     per rank as calibrated, before for_layout), single_flow (byte_inter / ranks per region),
     beta_flow (the ping-pong's beta_inter), link_everywhere (for_layout's rule on emulated
     regions too), no_ingress (the region's link priced by injection alone, the model before
-    the fifth session of 11-26), free_window_stages, half_window_stages, margin<N> and order_ties (pick_of:
-    ties to the earlier candidate, not to the one with less work), and on the
+    the fifth session of 11-26), free_window_stages, half_window_stages, margin<N>, order_ties (pick_of:
+    ties to the earlier candidate, not to the one with less work) and, on 11-27,
+    worktie<N> (pick_of: of the candidates within N% of the lowest prediction, the one with
+    the least total work), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
@@ -188,6 +190,11 @@ def pick_of(pred, variant="base", work=None):
         for b in sorted(pred, key=lambda b: ORDER.index(b) if b in ORDER else len(ORDER)):
             if pred[b] <= low * (1 + margin[0]):
                 return b
+    near = [float(v[len("worktie"):]) / 100 for v in variant.split("+") if v.startswith("worktie")]
+    if near and work:  # within near of the lowest prediction: the least total work
+        low = min(pred.values())
+        close = [b for b in pred if pred[b] <= low * (1 + near[0])]
+        return min(close, key=lambda b: (work[b], ORDER.index(b) if b in ORDER else len(ORDER)))
     pick, cost = None, float("inf")
     for b in sorted(pred, key=lambda b: ORDER.index(b) if b in ORDER else len(ORDER)):
         tie = cost * (1 - 1e-9) <= pred[b] <= cost * (1 + 1e-9)
