@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin            # MPI: Open MPI, Debian's default
+  gfortran                              # Fortran programs under the PMPI layer (tests)
   libeigen3-dev                         # serial reference (tests)
   libgtest-dev libgmock-dev             # GoogleTest
   libbenchmark-dev                      # Google Benchmark

@@ -1,0 +1,138 @@
+! A plain Fortran MPI program (no sparsecomm in it), built twice: with `use mpi` and, with
+! -DUSE_F08, with `use mpi_f08`. On a distributed graph (each rank: the next two and the
+! previous rank of a ring, and itself) it calls the blocking MPI_NEIGHBOR_ALLGATHER,
+! _ALLTOALL, _ALLGATHERV and _ALLTOALLV, a non-blocking MPI_INEIGHBOR_ALLGATHER completed
+! by MPI_WAIT, and MPI_NEIGHBOR_ALLGATHER with MPI_BOTTOM and absolute addresses, and
+! checks every received value against MPI's definition.
+!
+!   fortran_nbr [calls, default 50]
+!
+! Prints "fortran_nbr (API): N calls, V values checked on P ranks, W wrong".
+program fortran_nbr
+#ifdef USE_F08
+  use mpi_f08
+#else
+  use mpi
+#endif
+  implicit none
+#ifdef USE_F08
+  type(MPI_Comm) :: g
+  type(MPI_Request) :: req
+  type(MPI_Datatype) :: abs_s, abs_r
+  character(len=*), parameter :: api = "use mpi_f08"
+#else
+  integer :: g, req, abs_s, abs_r
+  character(len=*), parameter :: api = "use mpi"
+#endif
+  integer, parameter :: deg = 4
+  integer :: ierr, p, me, c, f, i, j, u, n, k, seen, calls, s
+  integer :: src(deg), dst(deg), sdst(deg), cnt(deg), dsp(deg), one(1)
+  integer(kind=MPI_ADDRESS_KIND) :: addr(1)
+  integer, allocatable :: sb(:), rb(:)
+  integer(kind=8) :: mine(2), total(2)
+  character(len=32) :: arg
+
+  call MPI_Init(ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, p, ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
+  calls = 50
+  if (command_argument_count() > 0) then
+    call get_command_argument(1, arg)
+    read (arg, *) calls
+  end if
+  dst = [mod(me + 1, p), mod(me + 2, p), mod(me - 1 + p, p), me]
+  src = [mod(me - 1 + p, p), mod(me - 2 + 2 * p, p), mod(me + 1, p), me]
+  call MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, deg, src, MPI_UNWEIGHTED, deg, dst, MPI_UNWEIGHTED, &
+                                      MPI_INFO_NULL, .false., g, ierr)
+  mine = 0
+  do c = 1, calls
+    n = 1 + mod(c, 5)
+    allocate (sb(deg * n), rb(deg * n))
+    do i = 1, deg
+      cnt(i) = n
+      dsp(i) = (i - 1) * n
+    end do
+    do f = 0, 5
+      ! f: 0 allgather, 1 alltoall, 2 allgatherv, 3 alltoallv, 4 ineighbor_allgather + wait,
+      ! 5 allgather on MPI_BOTTOM (types of absolute addresses)
+      do j = 1, deg
+        do u = 1, n
+          if (f == 1 .or. f == 3) then
+            sb((j - 1) * n + u) = val(me, c, f, j - 1, u)
+          else
+            sb((j - 1) * n + u) = val(me, c, f, 0, u)
+          end if
+        end do
+      end do
+      rb = -1
+      select case (f)
+      case (0)
+        call MPI_Neighbor_allgather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, g, ierr)
+      case (1)
+        call MPI_Neighbor_alltoall(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, g, ierr)
+      case (2)
+        call MPI_Neighbor_allgatherv(sb, n, MPI_INTEGER, rb, cnt, dsp, MPI_INTEGER, g, ierr)
+      case (3)
+        call MPI_Neighbor_alltoallv(sb, cnt, dsp, MPI_INTEGER, rb, cnt, dsp, MPI_INTEGER, g, ierr)
+      case (4)
+        call MPI_Ineighbor_allgather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, g, req, ierr)
+        call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
+      case (5)
+        ! one block of n integers at sb's absolute address; receive blocks at rb's (each
+        ! block one type extent apart: the type spans n integers)
+        one(1) = n
+        call MPI_Get_address(sb, addr(1), ierr)
+        call MPI_Type_create_hindexed(1, one, addr, MPI_INTEGER, abs_s, ierr)
+        call MPI_Type_commit(abs_s, ierr)
+        call MPI_Get_address(rb, addr(1), ierr)
+        call MPI_Type_create_hindexed(1, one, addr, MPI_INTEGER, abs_r, ierr)
+        call MPI_Type_commit(abs_r, ierr)
+        call MPI_Neighbor_allgather(MPI_BOTTOM, 1, abs_s, MPI_BOTTOM, 1, abs_r, g, ierr)
+        call MPI_Type_free(abs_s, ierr)
+        call MPI_Type_free(abs_r, ierr)
+      end select
+      if (ierr /= MPI_SUCCESS) mine(2) = mine(2) + 1
+      do i = 1, deg
+        s = src(i)
+        j = 0
+        if (f == 1 .or. f == 3) then
+          ! the k-th receive slot naming s takes s's k-th send slot naming this rank
+          sdst = [mod(s + 1, p), mod(s + 2, p), mod(s - 1 + p, p), s]
+          seen = count(src(1:i - 1) == s)
+          do k = 1, deg
+            if (sdst(k) == me) then
+              if (seen == 0) exit
+              seen = seen - 1
+            end if
+          end do
+          j = k - 1
+        end if
+        do u = 1, n
+          mine(1) = mine(1) + 1
+          if (rb((i - 1) * n + u) /= val(s, c, f, j, u)) mine(2) = mine(2) + 1
+        end do
+      end do
+    end do
+    deallocate (sb, rb)
+  end do
+  call MPI_Reduce(mine, total, 2, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  if (me == 0) then
+    if (total(2) == 0) then
+      write (*, '(a,a,a,i0,a,i0,a,i0,a)') "fortran_nbr (", api, "): ", 6 * calls, " calls, ", total(1), &
+        " values checked on ", p, " ranks, 0 wrong"
+    else
+      write (*, '(a,a,a,i0,a,i0,a,i0,a,i0,a)') "fortran_nbr (", api, "): ", 6 * calls, " calls, ", total(1), &
+        " values checked on ", p, " ranks, ", total(2), " WRONG"
+    end if
+  end if
+  call MPI_Comm_free(g, ierr)
+  call MPI_Finalize(ierr)
+
+contains
+
+  integer function val(r, c, f, j, u)
+    integer, intent(in) :: r, c, f, j, u
+    val = r * 100000 + mod(c, 97) * 1000 + f * 100 + j * 20 + u
+  end function val
+
+end program fortran_nbr
