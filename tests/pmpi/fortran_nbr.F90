@@ -1,9 +1,17 @@
 ! A plain Fortran MPI program (no sparsecomm in it), built twice: with `use mpi` and, with
 ! -DUSE_F08, with `use mpi_f08`. On a distributed graph (each rank: the next two and the
-! previous rank of a ring, and itself) it calls the blocking MPI_NEIGHBOR_ALLGATHER,
-! _ALLTOALL, _ALLGATHERV and _ALLTOALLV, a non-blocking MPI_INEIGHBOR_ALLGATHER completed
-! by MPI_WAIT, and MPI_NEIGHBOR_ALLGATHER with MPI_BOTTOM and absolute addresses, and
-! checks every received value against MPI's definition.
+! previous rank of a ring, and itself) it calls, per round, ten forms (nine with mpi_f08,
+! which has no binding for Open MPI's MPIX_ persistent collectives):
+!   0-3 the blocking MPI_NEIGHBOR_ALLGATHER, _ALLTOALL, _ALLGATHERV, _ALLTOALLV;
+!   4 MPI_INEIGHBOR_ALLGATHER + MPI_WAIT;
+!   5 MPI_NEIGHBOR_ALLGATHER on MPI_BOTTOM with types of absolute addresses;
+!   6 MPI_INEIGHBOR_ALLTOALL and a message to itself (MPI_IRECV, MPI_ISEND) completed
+!     together by MPI_WAITALL with statuses (the self message's status checked);
+!   7 MPI_INEIGHBOR_ALLGATHERV completed by an MPI_TEST loop;
+!   8 MPI_INEIGHBOR_ALLTOALLV and a message to itself completed by MPI_WAITANY until
+!     MPI_UNDEFINED (each index seen once), then MPI_REQUEST_GET_STATUS on a null request;
+!   9 (use mpi) MPIX_NEIGHBOR_ALLGATHER_INIT, MPI_START, MPI_WAIT twice, MPI_REQUEST_FREE;
+! and checks every received value against MPI's definition.
 !
 !   fortran_nbr [calls, default 50]
 !
@@ -13,17 +21,24 @@ program fortran_nbr
   use mpi_f08
 #else
   use mpi
+  use mpi_ext
 #endif
   implicit none
 #ifdef USE_F08
   type(MPI_Comm) :: g
-  type(MPI_Request) :: req
+  type(MPI_Request) :: req, reqs(3)
   type(MPI_Datatype) :: abs_s, abs_r
+  type(MPI_Status) :: sts(3), st1
   character(len=*), parameter :: api = "use mpi_f08"
+  integer, parameter :: forms = 9
 #else
-  integer :: g, req, abs_s, abs_r
+  integer :: g, req, abs_s, abs_r, reqs(3)
+  integer :: sts(MPI_STATUS_SIZE, 3), st1(MPI_STATUS_SIZE)
   character(len=*), parameter :: api = "use mpi"
+  integer, parameter :: forms = 10
 #endif
+  logical :: done, hit(3)
+  integer :: selfin, selfout, idx, rep
   integer, parameter :: deg = 4
   integer :: ierr, p, me, c, f, i, j, u, n, k, seen, calls, s
   integer :: src(deg), dst(deg), sdst(deg), cnt(deg), dsp(deg), one(1)
@@ -52,12 +67,10 @@ program fortran_nbr
       cnt(i) = n
       dsp(i) = (i - 1) * n
     end do
-    do f = 0, 5
-      ! f: 0 allgather, 1 alltoall, 2 allgatherv, 3 alltoallv, 4 ineighbor_allgather + wait,
-      ! 5 allgather on MPI_BOTTOM (types of absolute addresses)
+    do f = 0, forms - 1
       do j = 1, deg
         do u = 1, n
-          if (f == 1 .or. f == 3) then
+          if (f == 1 .or. f == 3 .or. f == 6 .or. f == 8) then
             sb((j - 1) * n + u) = val(me, c, f, j - 1, u)
           else
             sb((j - 1) * n + u) = val(me, c, f, 0, u)
@@ -90,12 +103,66 @@ program fortran_nbr
         call MPI_Neighbor_allgather(MPI_BOTTOM, 1, abs_s, MPI_BOTTOM, 1, abs_r, g, ierr)
         call MPI_Type_free(abs_s, ierr)
         call MPI_Type_free(abs_r, ierr)
+      case (6)
+        selfout = 7000 + c
+        selfin = -1
+        call MPI_Ineighbor_alltoall(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, g, reqs(1), ierr)
+        call MPI_Irecv(selfin, 1, MPI_INTEGER, me, 5, MPI_COMM_WORLD, reqs(2), ierr)
+        call MPI_Isend(selfout, 1, MPI_INTEGER, me, 5, MPI_COMM_WORLD, reqs(3), ierr)
+        call MPI_Waitall(3, reqs, sts, ierr)
+        if (selfin /= 7000 + c) mine(2) = mine(2) + 1
+#ifdef USE_F08
+        if (sts(2)%MPI_SOURCE /= me .or. sts(2)%MPI_TAG /= 5) mine(2) = mine(2) + 1
+        if (reqs(1) /= MPI_REQUEST_NULL .or. reqs(2) /= MPI_REQUEST_NULL) mine(2) = mine(2) + 1
+#else
+        if (sts(MPI_SOURCE, 2) /= me .or. sts(MPI_TAG, 2) /= 5) mine(2) = mine(2) + 1
+        if (reqs(1) /= MPI_REQUEST_NULL .or. reqs(2) /= MPI_REQUEST_NULL) mine(2) = mine(2) + 1
+#endif
+      case (7)
+        call MPI_Ineighbor_allgatherv(sb, n, MPI_INTEGER, rb, cnt, dsp, MPI_INTEGER, g, req, ierr)
+        done = .false.
+        do while (.not. done)
+          call MPI_Test(req, done, st1, ierr)
+        end do
+        if (req /= MPI_REQUEST_NULL) mine(2) = mine(2) + 1
+      case (8)
+        selfout = 8000 + c
+        selfin = -1
+        call MPI_Ineighbor_alltoallv(sb, cnt, dsp, MPI_INTEGER, rb, cnt, dsp, MPI_INTEGER, g, reqs(1), ierr)
+        call MPI_Isend(selfout, 1, MPI_INTEGER, me, 6, MPI_COMM_WORLD, reqs(2), ierr)
+        call MPI_Irecv(selfin, 1, MPI_INTEGER, me, 6, MPI_COMM_WORLD, reqs(3), ierr)
+        hit = .false.
+        do
+          call MPI_Waitany(3, reqs, idx, st1, ierr)
+          if (idx == MPI_UNDEFINED) exit
+          if (idx < 1 .or. idx > 3) then
+            mine(2) = mine(2) + 1
+            exit
+          end if
+          if (hit(idx)) mine(2) = mine(2) + 1
+          hit(idx) = .true.
+        end do
+        if (.not. all(hit) .or. selfin /= 8000 + c) mine(2) = mine(2) + 1
+        call MPI_Request_get_status(reqs(1), done, st1, ierr)
+        if (.not. done) mine(2) = mine(2) + 1
+#ifndef USE_F08
+      case (9)
+        call MPIX_Neighbor_allgather_init(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, g, MPI_INFO_NULL, req, ierr)
+        do rep = 1, 2
+          rb = -1
+          call MPI_Start(req, ierr)
+          call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
+        end do
+        if (req == MPI_REQUEST_NULL) mine(2) = mine(2) + 1  ! persistent: still allocated
+        call MPI_Request_free(req, ierr)
+        if (req /= MPI_REQUEST_NULL) mine(2) = mine(2) + 1
+#endif
       end select
       if (ierr /= MPI_SUCCESS) mine(2) = mine(2) + 1
       do i = 1, deg
         s = src(i)
         j = 0
-        if (f == 1 .or. f == 3) then
+        if (f == 1 .or. f == 3 .or. f == 6 .or. f == 8) then
           ! the k-th receive slot naming s takes s's k-th send slot naming this rank
           sdst = [mod(s + 1, p), mod(s + 2, p), mod(s - 1 + p, p), s]
           seen = count(src(1:i - 1) == s)
@@ -118,10 +185,10 @@ program fortran_nbr
   call MPI_Reduce(mine, total, 2, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   if (me == 0) then
     if (total(2) == 0) then
-      write (*, '(a,a,a,i0,a,i0,a,i0,a)') "fortran_nbr (", api, "): ", 6 * calls, " calls, ", total(1), &
+      write (*, '(a,a,a,i0,a,i0,a,i0,a)') "fortran_nbr (", api, "): ", forms * calls, " calls, ", total(1), &
         " values checked on ", p, " ranks, 0 wrong"
     else
-      write (*, '(a,a,a,i0,a,i0,a,i0,a,i0,a)') "fortran_nbr (", api, "): ", 6 * calls, " calls, ", total(1), &
+      write (*, '(a,a,a,i0,a,i0,a,i0,a,i0,a)') "fortran_nbr (", api, "): ", forms * calls, " calls, ", total(1), &
         " values checked on ", p, " ranks, ", total(2), " WRONG"
     end if
   end if

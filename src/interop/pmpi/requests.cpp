@@ -90,6 +90,9 @@ MPI_Request register_operation(std::unique_ptr<Operation> op, bool persistent, b
   return h;
 }
 
+bool any_requests() { return !table().empty(); }
+bool is_ours(MPI_Request r) { return find(r) != nullptr; }
+
 void fail(const char* what) {
   std::fprintf(stderr, "sparsecomm mpi: error: %s\n", what);
   std::fflush(stderr);

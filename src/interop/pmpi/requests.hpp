@@ -36,4 +36,9 @@ MPI_Request register_operation(std::unique_ptr<Operation> op, bool persistent, b
 /// operation (an MPI error of a plan's messages) has no communicator to report it through.
 [[noreturn]] void fail(const char* what);
 
+/// Whether the layer has any request alive (false: every completion call is MPI's alone).
+bool any_requests();
+/// Whether `r` is one of the layer's requests.
+bool is_ours(MPI_Request r);
+
 }  // namespace sparsecomm::pmpi
