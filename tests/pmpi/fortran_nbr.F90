@@ -1,7 +1,7 @@
 ! A plain Fortran MPI program (no sparsecomm in it), built twice: with `use mpi` and, with
 ! -DUSE_F08, with `use mpi_f08`. On a distributed graph (each rank: the next two and the
-! previous rank of a ring, and itself) it calls, per round, ten forms (nine with mpi_f08,
-! which has no binding for Open MPI's MPIX_ persistent collectives):
+! previous rank of a ring, and itself) it calls, per round, fifteen forms (thirteen with
+! mpi_f08, which has no binding for Open MPI's MPIX_ persistent collectives):
 !   0-3 the blocking MPI_NEIGHBOR_ALLGATHER, _ALLTOALL, _ALLGATHERV, _ALLTOALLV;
 !   4 MPI_INEIGHBOR_ALLGATHER + MPI_WAIT;
 !   5 MPI_NEIGHBOR_ALLGATHER on MPI_BOTTOM with types of absolute addresses;
@@ -11,6 +11,10 @@
 !   8 MPI_INEIGHBOR_ALLTOALLV and a message to itself completed by MPI_WAITANY until
 !     MPI_UNDEFINED (each index seen once), then MPI_REQUEST_GET_STATUS on a null request;
 !   9 (use mpi) MPIX_NEIGHBOR_ALLGATHER_INIT, MPI_START, MPI_WAIT twice, MPI_REQUEST_FREE;
+!   10-13 MPI_INEIGHBOR_ALLGATHER, _ALLGATHERV, _ALLTOALL, _ALLTOALLV, each with a message
+!     to itself, completed by MPI_TESTALL, MPI_WAITSOME, MPI_TESTANY, MPI_TESTSOME loops;
+!   14 (use mpi) MPIX_NEIGHBOR_ALLGATHER_INIT and a persistent message to itself
+!     (MPI_SEND_INIT, MPI_RECV_INIT) started by one MPI_STARTALL, MPI_WAITALL, freed;
 ! and checks every received value against MPI's definition.
 !
 !   fortran_nbr [calls, default 50]
@@ -30,15 +34,15 @@ program fortran_nbr
   type(MPI_Datatype) :: abs_s, abs_r
   type(MPI_Status) :: sts(3), st1
   character(len=*), parameter :: api = "use mpi_f08"
-  integer, parameter :: forms = 9
+  integer, parameter :: forms = 13
 #else
   integer :: g, req, abs_s, abs_r, reqs(3)
   integer :: sts(MPI_STATUS_SIZE, 3), st1(MPI_STATUS_SIZE)
   character(len=*), parameter :: api = "use mpi"
-  integer, parameter :: forms = 10
+  integer, parameter :: forms = 15
 #endif
   logical :: done, hit(3)
-  integer :: selfin, selfout, idx, rep
+  integer :: selfin, selfout, idx, rep, outc, idxs(3), pending
   integer, parameter :: deg = 4
   integer :: ierr, p, me, c, f, i, j, u, n, k, seen, calls, s
   integer :: src(deg), dst(deg), sdst(deg), cnt(deg), dsp(deg), one(1)
@@ -67,10 +71,13 @@ program fortran_nbr
       cnt(i) = n
       dsp(i) = (i - 1) * n
     end do
-    do f = 0, forms - 1
+    do f = 0, 14
+#ifdef USE_F08
+      if (f == 9 .or. f == 14) cycle
+#endif
       do j = 1, deg
         do u = 1, n
-          if (f == 1 .or. f == 3 .or. f == 6 .or. f == 8) then
+          if (f == 1 .or. f == 3 .or. f == 6 .or. f == 8 .or. f == 12 .or. f == 13) then
             sb((j - 1) * n + u) = val(me, c, f, j - 1, u)
           else
             sb((j - 1) * n + u) = val(me, c, f, 0, u)
@@ -157,12 +164,83 @@ program fortran_nbr
         call MPI_Request_free(req, ierr)
         if (req /= MPI_REQUEST_NULL) mine(2) = mine(2) + 1
 #endif
+      case (10:13)
+        selfout = 9000 + f * 100 + c
+        selfin = -1
+        select case (f)
+        case (10)
+          call MPI_Ineighbor_allgather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, g, reqs(1), ierr)
+        case (11)
+          call MPI_Ineighbor_allgatherv(sb, n, MPI_INTEGER, rb, cnt, dsp, MPI_INTEGER, g, reqs(1), ierr)
+        case (12)
+          call MPI_Ineighbor_alltoall(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, g, reqs(1), ierr)
+        case (13)
+          call MPI_Ineighbor_alltoallv(sb, cnt, dsp, MPI_INTEGER, rb, cnt, dsp, MPI_INTEGER, g, reqs(1), ierr)
+        end select
+        call MPI_Irecv(selfin, 1, MPI_INTEGER, me, 7, MPI_COMM_WORLD, reqs(2), ierr)
+        call MPI_Isend(selfout, 1, MPI_INTEGER, me, 7, MPI_COMM_WORLD, reqs(3), ierr)
+        hit = .false.
+        select case (f)
+        case (10)
+          done = .false.
+          do while (.not. done)
+            call MPI_Testall(3, reqs, done, sts, ierr)
+          end do
+          hit = .true.
+        case (11, 13)
+          pending = 3
+          do while (pending > 0)
+            if (f == 11) then
+              call MPI_Waitsome(3, reqs, outc, idxs, sts, ierr)
+            else
+              call MPI_Testsome(3, reqs, outc, idxs, sts, ierr)
+            end if
+            if (outc == MPI_UNDEFINED) exit
+            do k = 1, outc
+              if (idxs(k) < 1 .or. idxs(k) > 3) then
+                mine(2) = mine(2) + 1
+              else
+                if (hit(idxs(k))) mine(2) = mine(2) + 1
+                hit(idxs(k)) = .true.
+              end if
+            end do
+            pending = pending - outc
+          end do
+        case (12)
+          do
+            call MPI_Testany(3, reqs, idx, done, st1, ierr)
+            if (done .and. idx == MPI_UNDEFINED) exit
+            if (done) then
+              if (idx < 1 .or. idx > 3) then
+                mine(2) = mine(2) + 1
+                exit
+              end if
+              if (hit(idx)) mine(2) = mine(2) + 1
+              hit(idx) = .true.
+            end if
+          end do
+        end select
+        if (.not. all(hit) .or. selfin /= 9000 + f * 100 + c) mine(2) = mine(2) + 1
+#ifndef USE_F08
+      case (14)
+        selfout = 14000 + c
+        selfin = -1
+        call MPIX_Neighbor_allgather_init(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, g, MPI_INFO_NULL, reqs(1), ierr)
+        call MPI_Send_init(selfout, 1, MPI_INTEGER, me, 8, MPI_COMM_WORLD, reqs(2), ierr)
+        call MPI_Recv_init(selfin, 1, MPI_INTEGER, me, 8, MPI_COMM_WORLD, reqs(3), ierr)
+        call MPI_Startall(3, reqs, ierr)
+        call MPI_Waitall(3, reqs, sts, ierr)
+        if (selfin /= 14000 + c) mine(2) = mine(2) + 1
+        do k = 1, 3
+          call MPI_Request_free(reqs(k), ierr)
+        end do
+#endif
       end select
       if (ierr /= MPI_SUCCESS) mine(2) = mine(2) + 1
       do i = 1, deg
         s = src(i)
         j = 0
-        if (f == 1 .or. f == 3 .or. f == 6 .or. f == 8) then
+        if (f == 1 .or. f == 3 .or. f == 6 .or. f == 8 .or. f == 12 .or. f == 13) then
           ! the k-th receive slot naming s takes s's k-th send slot naming this rank
           sdst = [mod(s + 1, p), mod(s + 2, p), mod(s - 1 + p, p), s]
           seen = count(src(1:i - 1) == s)
