@@ -4,6 +4,7 @@
 // reference_exchange.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 #include <set>
 #include <string>
@@ -157,7 +158,12 @@ TEST_P(SddeConformance, LocalityCountsAndUserTrafficIsolation) {
     MPI_Irecv(&user_in, 1, MPI_INT64_T, left, tag, MPI_COMM_WORLD, &ureq[1]);
     MPI_Waitall(2, ureq, MPI_STATUSES_IGNORE);
     EXPECT_EQ(user_in, 4242 + left);
-    if (strategy.rfind("locality_", 0) == 0) {
+    if (strategy == "node_window") {
+      // The locality-aware exchange over the real nodes, the redistribution through each
+      // node's window: one message per other node (dense pattern), none inside a node.
+      const Locality nodes = Locality::parse(MPI_COMM_WORLD, "node");
+      EXPECT_EQ(stats.total().sent_inter.msgs + stats.total().sent_intra.msgs, nodes.num_regions() - 1);
+    } else if (strategy.rfind("locality_", 0) == 0) {
       // Exactly one inter-region message per destination region other than mine (dense
       // pattern: every region is a destination), none inter-region in the redistribution.
       const auto& steps = stats.steps();
@@ -196,6 +202,48 @@ TEST(SddeTyped, DoublesRoundTrip) {
   const int src = (me + p - 1) % p;
   EXPECT_EQ(got.ranks[0], src);
   EXPECT_EQ(got.message(0), (std::vector<double>{src + 0.5, -1.25}));
+}
+
+// The locality-aware exchanges' redistribution through a region's shared-memory window
+// (sdde.cpp, RegionWindow) where the region lies within one node: messages from a few
+// bytes to 720 KB (the window starts at 64 KiB per buffer and grows twice), alternating
+// sizes so both buffers are reused, every value checked; and no intra-region message where
+// the window carries the step.
+TEST(SddeWindow, GrowsReusesAndReplacesMessages) {
+  const int p = test::size(), me = test::rank();
+  for (const std::string regions : {"ppn:2", "ppn:4", "flat"}) {
+    Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(loc.local_comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int node_size = 0;
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    const bool windowed = node_size == loc.local_size() && !std::getenv("SPARSECOMM_SDDE_WINDOW");
+    Sdde sdde(MPI_COMM_WORLD, loc);
+    const int sizes[] = {10, 40000, 5, 90000, 3, 1, 90000, 0};
+    for (const std::string strategy : {"locality_personalized", "locality_nbx"}) {
+      for (int round = 0; round < 8; ++round) {
+        auto gen = [&](int s) {
+          SparseMessages<int64_t> m;
+          for (int k = 1; k <= std::min(p - 1, 3); ++k) {
+            const int d = (s + k) % p;
+            std::vector<int64_t> x(static_cast<size_t>(sizes[round] + k));
+            for (size_t i = 0; i < x.size(); ++i) x[i] = s * 1000003LL + d * 1009LL + static_cast<int64_t>(i) + round;
+            m.add(d, x);
+          }
+          return m;
+        };
+        Stats stats;
+        auto got = sdde.exchange(gen(me), strategy, &stats);
+        ASSERT_EQ(got, expected_for(me, p, gen)) << regions << " " << strategy << " round " << round;
+        if (windowed) {
+          const auto& steps = stats.steps();
+          EXPECT_TRUE(!steps.count("intra") || steps.at("intra").sent_intra.msgs + steps.at("intra").sent_inter.msgs == 0)
+              << regions << " " << strategy << ": the region is within one node, yet intra-region messages were sent";
+        }
+      }
+    }
+  }
 }
 
 // Bad input on ONE rank must make every rank throw the same error, and nobody hang.

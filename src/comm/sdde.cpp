@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <string>
+#include <vector>
 
 namespace sparsecomm {
 namespace detail {
@@ -353,8 +355,222 @@ using detail::ByteMessages;
 namespace {
 // A function-local static, not a namespace-scope one: tests instantiate parameters from
 // Sdde::strategies() during static initialisation, whose order across files is unspecified.
+#ifndef SPARSECOMM_SMPI
+// The redistribution step of the locality-aware exchange (step 3 below) through an MPI-3
+// shared-memory window, where the region lies within one node (MPI_COMM_TYPE_SHARED: the
+// real node). A message inside a node is otherwise copied into Open MPI's shared segment
+// and out again, and each one is probed and matched; here every rank writes what it has
+// for each region member into its own segment once, and each member reads its part
+// straight out of the writers' segments (Hoefler et al., "MPI+MPI", Computing 95, 2013,
+// for the window; the step is Geyko et al.'s redistribution, done without messages). The
+// personalized step's reduction stays, as the one collective: an MPI_Allreduce over the
+// region of [bytes needed, failed], which tells every rank that the writes are done (so
+// the reads may start), whether the segments were large enough, and whether any rank's
+// input failed — nothing more on the success path.
+//
+// Segment of a rank: two buffers of `cap_` bytes (double buffering, by the parity of the
+// region's exchange count), each [total][offset per member][length per member][records].
+// Reuse is safe without a further sync: a rank writes buffer e % 2 in exchange e only after
+// the allreduce of exchange e - 1, which every member entered after reading exchange
+// e - 2's buffers. Memory model: one passive-target epoch (MPI_Win_lock_all) for the
+// window's lifetime, MPI_Win_sync after the writes and before the reads, the allreduce as
+// the processes' synchronization (MPI-3.1 11.5.5, the unified model of shared windows).
+// When some rank needs more than `cap_`, every rank learns it from the allreduce, frees the
+// window and allocates one of twice the largest need, writes again and meets once more.
+//
+// The window lives as long as the region communicator (an attribute, freed in its delete
+// callback at MPI_Comm_free: collective over the region, as the window's own free), so the
+// temporary Sdde objects of plan set-ups share it. SPARSECOMM_SDDE_WINDOW=0 turns it off
+// (agreed over the region at first use, like the node check).
+class RegionWindow {
+ public:
+  /// Collective over `region` at its first call: the region's window, or null when the
+  /// region is not within one node (or the window is turned off) — alike on its ranks.
+  static RegionWindow* of(MPI_Comm region) {
+    static int keyval = MPI_KEYVAL_INVALID;
+    if (keyval == MPI_KEYVAL_INVALID)
+      SPC_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &RegionWindow::release, &keyval, nullptr));
+    void* v = nullptr;
+    int found = 0;
+    SPC_MPI(MPI_Comm_get_attr(region, keyval, &v, &found));
+    if (found) return static_cast<RegionWindow*>(v);
+    MPI_Comm node = MPI_COMM_NULL;
+    SPC_MPI(MPI_Comm_split_type(region, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int within = comm_size(node) == comm_size(region) ? 1 : 0;
+    SPC_MPI(MPI_Comm_free(&node));
+    const char* env = std::getenv("SPARSECOMM_SDDE_WINDOW");
+    if (env && *env && std::string(env) == "0") within = 0;
+    int all = 0;
+    SPC_MPI(MPI_Allreduce(&within, &all, 1, MPI_INT, MPI_MIN, region));
+    RegionWindow* w = all ? new RegionWindow(region) : nullptr;
+    SPC_MPI(MPI_Comm_set_attr(region, keyval, w));
+    return w;
+  }
+
+  /// Collective over the region. Delivers to `keep(header, payload)` every record the
+  /// members wrote for me (bundles[i]: my records for member i, already in record format;
+  /// my own index's is empty). True if some member reported `failed` (then nothing is read).
+  template <class Keep>
+  bool exchange(const std::vector<std::vector<char>>& bundles, bool failed, Keep keep) {
+    const int64_t need = header_bytes() + [&] {
+      int64_t b = 0;
+      for (const auto& v : bundles) b += static_cast<int64_t>(v.size());
+      return b;
+    }();
+    if (need <= cap_) write(bundles, need);
+    int64_t mine[2] = {need, failed ? 1 : 0}, most[2];
+    SPC_MPI(MPI_Allreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, comm_));
+    if (most[1]) return true;
+    if (most[0] > cap_) {  // every rank knows: grow alike, write again, meet again
+      resize(2 * most[0]);
+      write(bundles, need);
+      SPC_MPI(MPI_Barrier(comm_));
+    }
+    SPC_MPI(MPI_Win_sync(win_));
+    for (int w = 0; w < size_; ++w) {
+      if (w == me_) continue;
+      const int64_t* h = reinterpret_cast<const int64_t*>(buffer_of(w));
+      const int64_t off = h[1 + me_], len = h[1 + size_ + me_];
+      if (len > 0) detail::for_each_record(buffer_of(w) + off, len, keep);
+    }
+    ++exchanges_;
+    return false;
+  }
+
+  /// Collective over the region, when it is the exchange's whole communicator (one region):
+  /// the exchange itself, each message copied once into my buffer and once out of its
+  /// writer's into `into` (ordered by source rank; rank_of[w]: member w's rank in the
+  /// communicator, local_of: the reverse). Nothing written when `failed`; true if some
+  /// member failed (then nothing is delivered). If into.allocate throws, this rank still
+  /// takes its part in the exchange's collectives, then rethrows.
+  template <class LocalOf>
+  bool exchange_messages(const detail::Outbox& send, bool failed, const std::vector<int>& rank_of, LocalOf local_of,
+                         detail::Delivery& into) {
+    int64_t need = header_bytes();
+    for (size_t i = 0; !failed && i < send.size(); ++i) need += send.len[i];
+    auto write_messages = [&] {
+      char* b = my_buffer();
+      auto* h = reinterpret_cast<int64_t*>(b);
+      h[0] = need;
+      std::fill(h + 1 + size_, h + 1 + 2 * size_, int64_t{-1});  // -1: no message for that member
+      int64_t at = header_bytes();
+      for (size_t i = 0; !failed && i < send.size(); ++i) {
+        const int w = local_of(send.ranks[i]);
+        h[1 + w] = at, h[1 + size_ + w] = send.len[i];
+        if (send.len[i] > 0) std::memcpy(b + at, send.ptr[i], static_cast<size_t>(send.len[i]));
+        at += send.len[i];
+      }
+      SPC_MPI(MPI_Win_sync(win_));
+    };
+    if (need <= cap_) write_messages();
+    int64_t mine[2] = {need, failed ? 1 : 0}, most[2];
+    SPC_MPI(MPI_Allreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, comm_));
+    if (most[1]) return true;
+    if (most[0] > cap_) {
+      resize(2 * most[0]);
+      write_messages();
+      SPC_MPI(MPI_Barrier(comm_));
+    }
+    SPC_MPI(MPI_Win_sync(win_));
+    struct From {
+      int src;
+      const char* at;
+      int64_t len;
+    };
+    std::vector<From> from;
+    for (int w = 0; w < size_; ++w) {
+      const auto* h = reinterpret_cast<const int64_t*>(buffer_of(w));
+      if (h[1 + size_ + me_] >= 0) from.push_back({rank_of[static_cast<size_t>(w)], buffer_of(w) + h[1 + me_], h[1 + size_ + me_]});
+    }
+    std::sort(from.begin(), from.end(), [](const From& a, const From& b) { return a.src < b.src; });
+    into.restart(from.size());
+    for (const From& f : from) into.add(f.src, f.len);
+    std::exception_ptr failure;
+    try {
+      char* out = into.allocate(into.offsets.back());
+      for (size_t k = 0; k < from.size(); ++k)
+        if (from[k].len > 0) std::memcpy(out + into.offsets[k], from[k].at, static_cast<size_t>(from[k].len));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    ++exchanges_;
+    if (failure) std::rethrow_exception(failure);
+    return false;
+  }
+
+ private:
+  explicit RegionWindow(MPI_Comm region) : comm_(region), size_(comm_size(region)), me_(comm_rank(region)) {
+    resize(kFirst);
+  }
+  ~RegionWindow() {
+    if (win_ != MPI_WIN_NULL) {
+      MPI_Win_unlock_all(win_);
+      MPI_Win_free(&win_);
+    }
+  }
+  static int release(MPI_Comm, int, void* v, void*) {
+    delete static_cast<RegionWindow*>(v);
+    return MPI_SUCCESS;
+  }
+  static constexpr int64_t kFirst = 64 * 1024;
+
+  int64_t header_bytes() const { return static_cast<int64_t>(sizeof(int64_t)) * (1 + 2 * static_cast<int64_t>(size_)); }
+  char* my_buffer() const { return base_[me_] + (exchanges_ % 2) * cap_; }
+  const char* buffer_of(int w) const { return base_[static_cast<size_t>(w)] + (exchanges_ % 2) * cap_; }
+
+  // My records into my buffer of this exchange (need <= cap_), made visible.
+  void write(const std::vector<std::vector<char>>& bundles, int64_t need) {
+    char* b = my_buffer();
+    auto* h = reinterpret_cast<int64_t*>(b);
+    h[0] = need;
+    int64_t at = header_bytes();
+    for (int i = 0; i < size_; ++i) {
+      const auto& v = bundles[static_cast<size_t>(i)];
+      h[1 + i] = at, h[1 + size_ + i] = static_cast<int64_t>(v.size());
+      if (!v.empty()) std::memcpy(b + at, v.data(), v.size());
+      at += static_cast<int64_t>(v.size());
+    }
+    SPC_MPI(MPI_Win_sync(win_));
+  }
+
+  // Collective over the region: a window of two buffers of `cap` bytes per rank (the
+  // exchange count restarts with the new window: nothing of the old one is read again).
+  void resize(int64_t cap) {
+    if (win_ != MPI_WIN_NULL) {
+      SPC_MPI(MPI_Win_unlock_all(win_));
+      SPC_MPI(MPI_Win_free(&win_));
+    }
+    cap_ = (cap + 63) / 64 * 64;
+    char* mine = nullptr;
+    SPC_MPI(MPI_Win_allocate_shared(static_cast<MPI_Aint>(2 * cap_), 1, MPI_INFO_NULL, comm_, &mine, &win_));
+    SPC_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_));
+    base_.assign(static_cast<size_t>(size_), nullptr);
+    for (int w = 0; w < size_; ++w) {
+      MPI_Aint bytes = 0;
+      int disp = 0;
+      char* p = nullptr;
+      SPC_MPI(MPI_Win_shared_query(win_, w, &bytes, &disp, &p));
+      base_[static_cast<size_t>(w)] = p;
+    }
+    exchanges_ = 0;
+  }
+
+  MPI_Comm comm_;
+  int size_, me_;
+  MPI_Win win_ = MPI_WIN_NULL;
+  int64_t cap_ = 0;
+  std::vector<char*> base_;
+  uint64_t exchanges_ = 0;
+};
+#endif
+
 const std::vector<std::string>& strategy_list() {
+#ifdef SPARSECOMM_SMPI
   static const std::vector<std::string> s = {"personalized", "nbx", "rma", "locality_personalized", "locality_nbx"};
+#else  // (shared-memory windows: not under SMPI)
+  static const std::vector<std::string> s = {"personalized", "nbx", "rma", "locality_personalized", "locality_nbx",
+                                             "node_window"};
+#endif
   return s;
 }
 }
@@ -370,8 +586,14 @@ Sdde::Sdde(MPI_Comm comm) : Sdde(comm, Locality::detect(comm)) {}
 
 const std::vector<std::string>& Sdde::strategies() { return strategy_list(); }
 
+Sdde& Sdde::over_nodes() {
+  if (!nodes_) nodes_ = std::make_unique<Sdde>(comm_.get(), Locality::parse(comm_.get(), "node"));
+  return *nodes_;
+}
+
 void Sdde::prepare(const std::string& strategy) {
   check_strategy(strategy);
+  if (strategy == "node_window") return over_nodes().prepare("locality_personalized");
   if (group_checked_ || strategy.rfind("locality_", 0) != 0) return;
   group_checked_ = true;  // every rank decides alike, from the locality
   bool equal = loc_.num_regions() > 1;
@@ -469,6 +691,10 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
   if (strategy == "personalized") return detail::personalized(global, send, err, into);
   if (strategy == "nbx") return detail::nbx(global, send, err, into);
   if (strategy == "rma") return detail::rma(global, send, fixed_count * static_cast<int64_t>(elem), err, into);
+  // node_window: the locality-aware exchange with the real nodes as regions, whatever this
+  // Sdde's regions, so that its redistribution runs through each node's window (on one
+  // node: that step alone, one allreduce and no message).
+  if (strategy == "node_window") return over_nodes().locality_exchange(send, false, tag, stats, err, into);
   locality_exchange(send, strategy == "locality_nbx", tag, stats, err, into);
 }
 
@@ -478,9 +704,12 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
 //  2. send each bundle to the rank with my local index (modulo the region's size) in that
 //     region: one inter-region message per (rank, destination region) pair;
 //  3. redistribute every received record inside the region to its final destination.
-// Only step 2 follows the strategy's name (personalized or NBX); step 3 is always the
-// personalized exchange: inside a region its reduction spans few ranks and costs less than
-// NBX's synchronous sends and barrier (MPI Advance's locality-aware exchanges do the same).
+// Only step 2 follows the strategy's name (personalized or NBX); step 3 is the personalized
+// exchange: inside a region its reduction spans few ranks and costs less than NBX's
+// synchronous sends and barrier (MPI Advance's locality-aware exchanges do the same) —
+// and where the region lies within one node, the same reduction with the records passed
+// through a shared-memory window instead of messages (RegionWindow: no message, probe or
+// second copy inside a node).
 // Steps 2 and 3 are themselves sparse exchanges (personalized or NBX). When every region
 // has the same size, step 2 runs on the communicator of the ranks with my local index (one
 // per region; its rank is the region's number), so its collective — the reduction or the
@@ -492,6 +721,18 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
 // (every region holds a member of every group), after which all ranks agree on it.
 void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, Stats* stats, const std::string& err,
                              detail::Delivery& into) {
+#ifndef SPARSECOMM_SMPI
+  // One region within one node: the messages themselves through the window, one copy in
+  // and one out (no bundles, no records).
+  if (loc_.num_regions() == 1)
+    if (RegionWindow* w = RegionWindow::of(local_comm_.get())) {
+      std::vector<int> rank_of(static_cast<size_t>(loc_.local_size()));
+      for (int i = 0; i < loc_.local_size(); ++i) rank_of[static_cast<size_t>(i)] = loc_.member(0, i);
+      if (w->exchange_messages(send, !err.empty(), rank_of, [this](int r) { return loc_.local_index_of(r); }, into))
+        agree(comm_.get(), err);
+      return;
+    }
+#endif
   const int me = comm_.rank();
   const int my_region = loc_.region();
   const int my_local = loc_.local_rank();
@@ -514,7 +755,9 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
     else detail::personalized(ch, o, e, got.d, failed);
     return got.take();
   };
-  auto msg_ptr = [](const ByteMessages& m, size_t i) { return m.bytes.data() + m.offsets[i]; };
+  // One region: no inter-region step; a failed check travels in the redistribution's
+  // collective, and every rank raises it.
+  if (loc_.num_regions() == 1) return redistribute(to_region, {}, !err.empty(), err, true, tag, stats, into);
 
   // Step 2: inter-region bundles.
   prepare(use_nbx ? "locality_nbx" : "locality_personalized");
@@ -532,7 +775,20 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
   bool failed_in_group = false;  // grouped: someone in my group failed (ungrouped: raised here)
   const ByteMessages inter_recv = run(inter, inter_send, err, grouped ? &failed_in_group : nullptr, use_nbx);
 
-  // Step 3: regroup all records for my region by final destination (local index).
+  redistribute(to_region, inter_recv, failed_in_group, err, grouped, tag, stats, into);
+}
+
+// Step 3 of locality_exchange(): every record for my region — my own bundle for it and the
+// bundles received from other regions — goes to its final destination inside the region
+// (a local index), through the region's window where the region lies within one node, else
+// through the personalized exchange on the region's communicator. `failed_here`: a failure
+// this rank knows of (its own check, or its group's in step 2) to carry in this step's
+// collective when `carry` (else none can be pending); then every rank raises `err` (agree:
+// the failing rank's message).
+void Sdde::redistribute(const std::vector<std::vector<char>>& to_region, const detail::ByteMessages& inter_recv,
+                        bool failed_here, const std::string& err, bool carry, int tag, Stats* stats,
+                        detail::Delivery& into) {
+  const int me = comm_.rank();
   std::vector<std::vector<char>> to_local(static_cast<size_t>(loc_.local_size()));
   detail::Inbox got;
   auto keep = [&](const detail::RecordHeader& h, const char* payload) {
@@ -544,22 +800,31 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
     else detail::append_record(to_local[static_cast<size_t>(loc_.local_index_of(h.dest))], h.src, h.dest, payload,
                                h.nbytes);
   };
-  const std::vector<char>& mine_local = to_region[static_cast<size_t>(my_region)];
+  auto msg_ptr = [](const ByteMessages& m, size_t i) { return m.bytes.data() + m.offsets[i]; };
+  const std::vector<char>& mine_local = to_region[static_cast<size_t>(loc_.region())];
   detail::for_each_record(mine_local.data(), static_cast<int64_t>(mine_local.size()), route);
   for (size_t i = 0; i < inter_recv.ranks.size(); ++i)
     detail::for_each_record(msg_ptr(inter_recv, i), inter_recv.offsets[i + 1] - inter_recv.offsets[i], route);
+  bool failed_anywhere = false;
+#ifndef SPARSECOMM_SMPI
+  if (RegionWindow* w = RegionWindow::of(local_comm_.get())) {  // the region within one node
+    failed_anywhere = w->exchange(to_local, failed_here, keep);
+    if (failed_anywhere) agree(comm_.get(), err);
+    got.deliver(into);
+    return;
+  }
+#endif
   detail::Outbox intra_send;
   for (size_t li = 0; li < to_local.size(); ++li)
     if (!to_local[li].empty())
       intra_send.add(static_cast<int>(li), to_local[li].data(), static_cast<int64_t>(to_local[li].size()));
   detail::Channel intra{local_comm_.get(), tag, stats, "intra", [](int) { return true; }};
-  bool failed_anywhere = false;
-  const ByteMessages intra_recv =
-      run(intra, intra_send, failed_in_group ? "failed" : "", grouped ? &failed_anywhere : nullptr, false);
+  detail::IntoBytes received;
+  detail::personalized(intra, intra_send, failed_here ? "failed" : "", received.d, carry ? &failed_anywhere : nullptr);
   if (failed_anywhere) agree(comm_.get(), err);  // every rank knows: the failing rank's message everywhere
+  const ByteMessages intra_recv = received.take();
   for (size_t i = 0; i < intra_recv.ranks.size(); ++i)
-    detail::for_each_record(msg_ptr(intra_recv, i), intra_recv.offsets[i + 1] - intra_recv.offsets[i],
-                            keep);
+    detail::for_each_record(msg_ptr(intra_recv, i), intra_recv.offsets[i + 1] - intra_recv.offsets[i], keep);
   got.deliver(into);
 }
 

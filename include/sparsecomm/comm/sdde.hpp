@@ -197,6 +197,9 @@ class Sdde {
   std::string check_messages(const detail::Outbox& send, size_t elem, int64_t fixed_count) const;
   void locality_exchange(const detail::Outbox& send, bool nbx, int tag, Stats* stats, const std::string& err,
                          detail::Delivery& into);
+  void redistribute(const std::vector<std::vector<char>>& to_region, const detail::ByteMessages& inter_recv,
+                    bool failed_here, const std::string& err, bool carry, int tag, Stats* stats,
+                    detail::Delivery& into);
 
   // Typed exchanges: the messages are sent from send.data and received into the result's
   // data (no conversion copies).
@@ -231,6 +234,10 @@ class Sdde {
     return got;
   }
 
+  /// The exchange over the real nodes ("node_window"): an Sdde on the same communicator with
+  /// one region per node, made at its first use (collective).
+  Sdde& over_nodes();
+
   Comm comm_;
   Comm local_comm_;
   Comm group_comm_;  ///< the ranks with my local index, one per region (equal regions only; made on first use)
@@ -238,6 +245,7 @@ class Sdde {
   Locality loc_;
   int calls_ = 0;
   bool check_args_ = false;
+  std::unique_ptr<Sdde> nodes_;
 };
 
 /// The direct answer, for verification only: a dense MPI_Alltoall of counts and an
