@@ -157,7 +157,11 @@ enum AlltoallvCRSMethod
     ALLTOALLV_CRS_NONBLOCKING,
     ALLTOALLV_CRS_NONBLOCKING_LOC,
     ALLTOALLV_CRS_PERSONALIZED,
-    ALLTOALLV_CRS_PERSONALIZED_LOC
+    ALLTOALLV_CRS_PERSONALIZED_LOC,
+    /* sparsecomm's own, not in MPI Advance (SDDE strategy "node_window"): the locality-aware
+       exchange over the real nodes, whatever the communicator's locality, its
+       redistribution inside each node through a shared-memory window */
+    ALLTOALLV_CRS_NODE_WINDOW_SPARSECOMM
 };
 
 /* ---- algorithm setters (per thread; see above) ----------------------------------------- */

@@ -74,6 +74,7 @@ const char* crsv_strategy(int m) {
     case ALLTOALLV_CRS_NONBLOCKING: return "nbx";
     case ALLTOALLV_CRS_NONBLOCKING_LOC: return "locality_nbx";
     case ALLTOALLV_CRS_PERSONALIZED_LOC: return "locality_personalized";
+    case ALLTOALLV_CRS_NODE_WINDOW_SPARSECOMM: return "node_window";
     default: return "personalized";
   }
 }
