@@ -39,8 +39,9 @@
  *                        combined
  *   sparsecomm_sdde      personalized, nbx, rma (fixed-size        CRS calls (default
  *                        only), locality_personalized,             personalized, as MPI Advance);
- *                        locality_nbx                              setup steps of the
- *                                                                  neighborhood calls (default nbx)
+ *                        locality_nbx, node_window (the            setup steps of the
+ *                        locality-aware exchange over the real     neighborhood calls (default nbx)
+ *                        nodes, a shared window inside each)
  *   sparsecomm_regions   node (default), ppn:<k>, cyclic:<n>,      locality-aware strategies and
  *                        list:<r0>,<r1>,..., flat, single          backends
  *   sparsecomm_persistent true/false: persistent point-to-point    neighbor allgather(v)

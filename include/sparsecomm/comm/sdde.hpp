@@ -15,6 +15,12 @@
 //                          messages for one destination region travel in one bundle to the rank
 //                          with my local index in that region, then are redistributed inside the
 //                          region. Inter-region: at most one message per (rank, region) pair.
+//                          Where a region lies within one node, the redistribution goes
+//                          through a shared-memory window (no message inside the node).
+//   node_window            the locality-aware exchange over the real nodes, whatever the
+//                          regions given: on one node, each message copied once into the
+//                          writer's window segment and once out, one allreduce in all (not
+//                          under SMPI, which has no shared windows).
 //
 // Every strategy delivers zero-length messages (a receiver learns "nothing from you"),
 // self-messages, and returns received messages sorted by source rank, so results never
