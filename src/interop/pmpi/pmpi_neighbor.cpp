@@ -120,10 +120,18 @@ struct Settings {
   bool node_exchange = true;  // auto's one-node exchange for calls without the hint (NodeExchange)
 };
 
+struct CommPlans;  // (below: a communicator's plans and agreements)
+
 struct Global {
   Settings env;
   bool verbose = false, disabled = false, checked = false;
   int keyval = MPI_KEYVAL_INVALID;
+  // The communicator of the last call and its entry (the attribute's own value, not a
+  // reference of ours): most programs call on one communicator in a row, and an entry
+  // point asks for it up to three times per call. Forgotten in delete_plans, before MPI
+  // can hand the handle out again.
+  MPI_Comm last_comm = MPI_COMM_NULL;
+  std::shared_ptr<CommPlans>* last_plans = nullptr;
   int world_rank = -1;
   // Calls through sparsecomm / passed to MPI, per entry point (kEntryName).
   long handled[12] = {}, passed[12] = {};
@@ -298,6 +306,8 @@ struct CommPlans {
 };
 
 int delete_plans(MPI_Comm, int, void* value, void*) {
+  Global& g = global();
+  if (g.last_plans == value) g.last_comm = MPI_COMM_NULL, g.last_plans = nullptr;
   delete static_cast<std::shared_ptr<CommPlans>*>(value);
   return MPI_SUCCESS;
 }
@@ -323,11 +333,15 @@ void apply_info(MPI_Comm comm, Settings* s) {
 
 // This communicator's entry, created at its first call (local: no communication).
 std::shared_ptr<CommPlans> plans_of(Global& g, MPI_Comm comm) {
+  if (comm == g.last_comm && g.last_plans) return *g.last_plans;
   if (g.keyval == MPI_KEYVAL_INVALID) PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_plans, &g.keyval, nullptr);
   void* v = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, g.keyval, &v, &found);
-  if (found) return *static_cast<std::shared_ptr<CommPlans>*>(v);
+  if (found) {
+    g.last_comm = comm, g.last_plans = static_cast<std::shared_ptr<CommPlans>*>(v);
+    return *g.last_plans;
+  }
   auto p = std::make_shared<CommPlans>();
   int inter = 0, topo = MPI_UNDEFINED;
   PMPI_Comm_test_inter(comm, &inter);
@@ -335,7 +349,9 @@ std::shared_ptr<CommPlans> plans_of(Global& g, MPI_Comm comm) {
   p->usable = !inter && read_neighbors(comm, topo, &p->nb);
   p->settings = g.env;
   apply_info(comm, &p->settings);
-  PMPI_Comm_set_attr(comm, g.keyval, new std::shared_ptr<CommPlans>(p));
+  auto* slot = new std::shared_ptr<CommPlans>(p);
+  PMPI_Comm_set_attr(comm, g.keyval, slot);
+  g.last_comm = comm, g.last_plans = slot;
   return p;
 }
 
