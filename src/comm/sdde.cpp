@@ -386,8 +386,11 @@ class RegionWindow {
  public:
   /// Collective over `region` at its first call: the region's window, or null when the
   /// region is not within one node (or the window is turned off) — alike on its ranks.
-  static RegionWindow* of(MPI_Comm region) {
-    static int keyval = MPI_KEYVAL_INVALID;
+  /// `slot`: which of the region's windows (an exchange that needs two at once, node_window
+  /// across nodes, asks for 0 and 1).
+  static RegionWindow* of(MPI_Comm region, int slot = 0) {
+    static int keyvals[2] = {MPI_KEYVAL_INVALID, MPI_KEYVAL_INVALID};
+    int& keyval = keyvals[slot];
     if (keyval == MPI_KEYVAL_INVALID)
       SPC_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &RegionWindow::release, &keyval, nullptr));
     void* v = nullptr;
@@ -406,6 +409,33 @@ class RegionWindow {
     SPC_MPI(MPI_Comm_set_attr(region, keyval, w));
     return w;
   }
+
+  /// Collective over the region: `write(buffer)` fills my buffer of this round with `need`
+  /// bytes (called only where they fit), then one allreduce of [need, failed] — the round's
+  /// only collective; when some member needs more, every member grows the window alike,
+  /// writes again and meets once more. True if some member reported `failed`. After it,
+  /// segment(w) is member w's buffer of this round, until next().
+  template <class Write>
+  bool publish(int64_t need, bool failed, Write write) {
+    if (need <= cap_) {
+      write(my_buffer());
+      SPC_MPI(MPI_Win_sync(win_));
+    }
+    int64_t mine[2] = {need, failed ? 1 : 0}, most[2];
+    SPC_MPI(MPI_Allreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, comm_));
+    if (most[1]) return true;
+    if (most[0] > cap_) {
+      resize(2 * most[0]);
+      write(my_buffer());
+      SPC_MPI(MPI_Win_sync(win_));
+      SPC_MPI(MPI_Barrier(comm_));
+    }
+    SPC_MPI(MPI_Win_sync(win_));
+    return false;
+  }
+  const char* segment(int w) const { return buffer_of(w); }
+  /// The round is over: the next one writes the other buffer.
+  void next() { ++exchanges_; }
 
   /// Collective over the region. Delivers to `keep(header, payload)` every record the
   /// members wrote for me (bundles[i]: my records for member i, already in record format;
@@ -694,7 +724,7 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
   // node_window: the locality-aware exchange with the real nodes as regions, whatever this
   // Sdde's regions, so that its redistribution runs through each node's window (on one
   // node: that step alone, one allreduce and no message).
-  if (strategy == "node_window") return over_nodes().locality_exchange(send, false, tag, stats, err, into);
+  if (strategy == "node_window") return over_nodes().node_window_exchange(send, err, tag, stats, into);
   locality_exchange(send, strategy == "locality_nbx", tag, stats, err, into);
 }
 
@@ -776,6 +806,128 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
   const ByteMessages inter_recv = run(inter, inter_send, err, grouped ? &failed_in_group : nullptr, use_nbx);
 
   redistribute(to_region, inter_recv, failed_in_group, err, grouped, tag, stats, into);
+}
+
+// node_window (this Sdde's regions are the real nodes, over_nodes()). On one node: the
+// window exchange of locality_exchange(). Across nodes, one leader per node (local index
+// 0) carries all of its node's inter-node traffic, so that each pair of nodes exchanges
+// one message (Geyko et al.'s bundling taken one step further: per node pair, not per
+// (rank, node) pair; their paper's "gather inside the node first"):
+//  1. every rank writes its records into its segment of the node's first window, by
+//     destination member (its own node) and by destination node; one allreduce over the
+//     node ([bytes needed, failed]: publish()); then every rank takes the records for it
+//     from the members' segments;
+//  2. the leader concatenates, per other node, every member's bundle for it and sends it
+//     to that node's leader (the personalized exchange on the leaders' communicator, which
+//     also carries a failure flag from node to node);
+//  3. the leader writes what it received into the node's second window; one allreduce
+//     over the node; every rank takes the records addressed to it.
+// Two node-wide reductions and one reduction over the leaders: no rank but the leaders
+// sends a message. A failed check travels in step 1's reduction to the node, in step 2's
+// to every leader and in step 3's to every rank, which then all raise it (agree).
+// Window reuse: a rank writes the first window again (next exchange, step 1) only after
+// this exchange's step 3 reduction, which every member entered after reading it; the
+// second one after the next step 1 reduction, after every member read it.
+void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& err, int tag, Stats* stats,
+                                detail::Delivery& into) {
+#ifndef SPARSECOMM_SMPI
+  if (loc_.num_regions() > 1) {
+    if (leader_windows_ < 0) {  // first use, collective: windows on every node, the leaders' communicator
+      int ok = RegionWindow::of(local_comm_.get(), 0) && RegionWindow::of(local_comm_.get(), 1) ? 1 : 0, all = 0;
+      SPC_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm_.get()));
+      MPI_Comm c = MPI_COMM_NULL;
+      SPC_MPI(MPI_Comm_split(comm_.get(), loc_.local_rank() == 0 ? 0 : MPI_UNDEFINED, loc_.region(), &c));
+      if (c != MPI_COMM_NULL) leaders_comm_ = Comm::adopt(c);
+      leader_windows_ = all;
+    }
+    if (leader_windows_ == 1) {
+      RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0);
+      RegionWindow& in = *RegionWindow::of(local_comm_.get(), 1);
+      const int me = comm_.rank(), members = loc_.local_size(), nodes = loc_.num_regions();
+      const int my_node = loc_.region();
+      const bool leader = loc_.local_rank() == 0;
+      bool failed = !err.empty();
+      // Step 1: my records, per member of my node and per other node.
+      std::vector<std::vector<char>> to_member(static_cast<size_t>(members)), to_node(static_cast<size_t>(nodes));
+      for (size_t i = 0; !failed && i < send.size(); ++i) {
+        const int d = send.ranks[i], r = loc_.region_of(d);
+        auto& b = r == my_node ? to_member[static_cast<size_t>(loc_.local_index_of(d))] : to_node[static_cast<size_t>(r)];
+        detail::append_record(b, me, d, send.ptr[i], send.len[i]);
+      }
+      const int64_t slots = 1 + 2 * static_cast<int64_t>(members + nodes), head = 8 * slots;
+      int64_t need = head;
+      for (const auto& v : to_member) need += static_cast<int64_t>(v.size());
+      for (const auto& v : to_node) need += static_cast<int64_t>(v.size());
+      auto write_out = [&](char* b) {  // [need][member offsets][member lengths][node offsets][node lengths] records
+        auto* h = reinterpret_cast<int64_t*>(b);
+        h[0] = need;
+        int64_t at = head;
+        auto put = [&](const std::vector<char>& v, int64_t* off, int64_t* len) {
+          *off = at, *len = static_cast<int64_t>(v.size());
+          if (!v.empty()) std::memcpy(b + at, v.data(), v.size());
+          at += static_cast<int64_t>(v.size());
+        };
+        for (int w = 0; w < members; ++w) put(to_member[static_cast<size_t>(w)], &h[1 + w], &h[1 + members + w]);
+        for (int r = 0; r < nodes; ++r)
+          put(to_node[static_cast<size_t>(r)], &h[1 + 2 * members + r], &h[1 + 2 * members + nodes + r]);
+      };
+      const bool node_failed = out.publish(need, failed, write_out);
+      detail::Inbox got;
+      auto keep = [&](const detail::RecordHeader& hd, const char* payload) {
+        if (hd.nbytes > 0) std::memcpy(got.append(hd.src, hd.nbytes), payload, static_cast<size_t>(hd.nbytes));
+        else got.append(hd.src, 0);
+      };
+      auto field = [&](int w, int64_t k) { return reinterpret_cast<const int64_t*>(out.segment(w))[k]; };
+      const int mi = loc_.local_rank();
+      if (!node_failed)
+        for (int w = 0; w < members; ++w)
+          if (const int64_t len = field(w, 1 + members + mi); len > 0)
+            detail::for_each_record(out.segment(w) + field(w, 1 + mi), len, keep);
+      // Step 2: the leaders, one bundle per pair of nodes.
+      bool any_failed = node_failed;
+      detail::ByteMessages inbound;
+      if (leader) {
+        std::vector<std::vector<char>> bundle(static_cast<size_t>(nodes));
+        detail::Outbox o;
+        for (int r = 0; !node_failed && r < nodes; ++r) {
+          if (r == my_node) continue;
+          auto& b = bundle[static_cast<size_t>(r)];
+          for (int w = 0; w < members; ++w) {
+            const int64_t len = field(w, 1 + 2 * members + nodes + r);
+            if (len > 0) b.insert(b.end(), out.segment(w) + field(w, 1 + 2 * members + r), out.segment(w) + field(w, 1 + 2 * members + r) + len);
+          }
+          if (!b.empty()) o.add(r, b.data(), static_cast<int64_t>(b.size()));
+        }
+        detail::Channel ch{leaders_comm_.get(), tag, stats, "inter", [](int) { return false; }};
+        detail::IntoBytes rec;
+        bool leaders_failed = false;
+        detail::personalized(ch, o, node_failed ? "failed" : "", rec.d, &leaders_failed);
+        any_failed = leaders_failed;
+        inbound = rec.take();
+      }
+      out.next();
+      // Step 3: what the leader received, to every member.
+      const int64_t need_in = 8 + static_cast<int64_t>(inbound.bytes.size());
+      auto write_in = [&](char* b) {
+        reinterpret_cast<int64_t*>(b)[0] = static_cast<int64_t>(inbound.bytes.size());
+        if (!inbound.bytes.empty()) std::memcpy(b + 8, inbound.bytes.data(), inbound.bytes.size());
+      };
+      const bool failed_anywhere = in.publish(need_in, any_failed, write_in);
+      if (failed_anywhere) {
+        in.next();
+        agree(comm_.get(), err);  // every rank: the failing rank's message
+      }
+      const int64_t total = reinterpret_cast<const int64_t*>(in.segment(0))[0];
+      detail::for_each_record(in.segment(0) + 8, total, [&](const detail::RecordHeader& hd, const char* payload) {
+        if (hd.dest == me) keep(hd, payload);
+      });
+      in.next();
+      got.deliver(into);
+      return;
+    }
+  }
+#endif
+  locality_exchange(send, false, tag, stats, err, into);
 }
 
 // Step 3 of locality_exchange(): every record for my region — my own bundle for it and the

@@ -17,10 +17,12 @@
 //                          region. Inter-region: at most one message per (rank, region) pair.
 //                          Where a region lies within one node, the redistribution goes
 //                          through a shared-memory window (no message inside the node).
-//   node_window            the locality-aware exchange over the real nodes, whatever the
-//                          regions given: on one node, each message copied once into the
-//                          writer's window segment and once out, one allreduce in all (not
-//                          under SMPI, which has no shared windows).
+//   node_window            the real nodes, whatever the regions given, and a shared window in
+//                          each: on one node each message is copied once into the writer's
+//                          segment and once out, one allreduce in all; across nodes one
+//                          leader per node sends one bundle per pair of nodes, gathered from
+//                          and scattered to its node through the windows (not under SMPI,
+//                          which has no shared windows).
 //
 // Every strategy delivers zero-length messages (a receiver learns "nothing from you"),
 // self-messages, and returns received messages sorted by source rank, so results never
@@ -203,6 +205,8 @@ class Sdde {
   std::string check_messages(const detail::Outbox& send, size_t elem, int64_t fixed_count) const;
   void locality_exchange(const detail::Outbox& send, bool nbx, int tag, Stats* stats, const std::string& err,
                          detail::Delivery& into);
+  void node_window_exchange(const detail::Outbox& send, const std::string& err, int tag, Stats* stats,
+                            detail::Delivery& into);
   void redistribute(const std::vector<std::vector<char>>& to_region, const detail::ByteMessages& inter_recv,
                     bool failed_here, const std::string& err, bool carry, int tag, Stats* stats,
                     detail::Delivery& into);
@@ -252,6 +256,8 @@ class Sdde {
   int calls_ = 0;
   bool check_args_ = false;
   std::unique_ptr<Sdde> nodes_;
+  Comm leaders_comm_;        ///< node_window across nodes: local index 0 of every region (made on first use)
+  int leader_windows_ = -1;  ///< node_window across nodes: every region has its windows (-1: not yet asked)
 };
 
 /// The direct answer, for verification only: a dense MPI_Alltoall of counts and an
