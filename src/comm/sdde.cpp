@@ -442,28 +442,27 @@ class RegionWindow {
   /// my own index's is empty). True if some member reported `failed` (then nothing is read).
   template <class Keep>
   bool exchange(const std::vector<std::vector<char>>& bundles, bool failed, Keep keep) {
-    const int64_t need = header_bytes() + [&] {
-      int64_t b = 0;
-      for (const auto& v : bundles) b += static_cast<int64_t>(v.size());
-      return b;
-    }();
-    if (need <= cap_) write(bundles, need);
-    int64_t mine[2] = {need, failed ? 1 : 0}, most[2];
-    SPC_MPI(MPI_Allreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, comm_));
-    if (most[1]) return true;
-    if (most[0] > cap_) {  // every rank knows: grow alike, write again, meet again
-      resize(2 * most[0]);
-      write(bundles, need);
-      SPC_MPI(MPI_Barrier(comm_));
-    }
-    SPC_MPI(MPI_Win_sync(win_));
+    int64_t need = header_bytes();
+    for (const auto& v : bundles) need += static_cast<int64_t>(v.size());
+    auto write = [&](char* b) {  // [need][offset per member][length per member] records
+      auto* h = reinterpret_cast<int64_t*>(b);
+      h[0] = need;
+      int64_t at = header_bytes();
+      for (int i = 0; i < size_; ++i) {
+        const auto& v = bundles[static_cast<size_t>(i)];
+        h[1 + i] = at, h[1 + size_ + i] = static_cast<int64_t>(v.size());
+        if (!v.empty()) std::memcpy(b + at, v.data(), v.size());
+        at += static_cast<int64_t>(v.size());
+      }
+    };
+    if (publish(need, failed, write)) return true;
     for (int w = 0; w < size_; ++w) {
       if (w == me_) continue;
       const int64_t* h = reinterpret_cast<const int64_t*>(buffer_of(w));
       const int64_t off = h[1 + me_], len = h[1 + size_ + me_];
       if (len > 0) detail::for_each_record(buffer_of(w) + off, len, keep);
     }
-    ++exchanges_;
+    next();
     return false;
   }
 
@@ -478,11 +477,10 @@ class RegionWindow {
                          detail::Delivery& into) {
     int64_t need = header_bytes();
     for (size_t i = 0; !failed && i < send.size(); ++i) need += send.len[i];
-    auto write_messages = [&] {
-      char* b = my_buffer();
+    auto write = [&](char* b) {  // [need][offset per member][length per member, -1: none] messages
       auto* h = reinterpret_cast<int64_t*>(b);
       h[0] = need;
-      std::fill(h + 1 + size_, h + 1 + 2 * size_, int64_t{-1});  // -1: no message for that member
+      std::fill(h + 1 + size_, h + 1 + 2 * size_, int64_t{-1});
       int64_t at = header_bytes();
       for (size_t i = 0; !failed && i < send.size(); ++i) {
         const int w = local_of(send.ranks[i]);
@@ -490,18 +488,8 @@ class RegionWindow {
         if (send.len[i] > 0) std::memcpy(b + at, send.ptr[i], static_cast<size_t>(send.len[i]));
         at += send.len[i];
       }
-      SPC_MPI(MPI_Win_sync(win_));
     };
-    if (need <= cap_) write_messages();
-    int64_t mine[2] = {need, failed ? 1 : 0}, most[2];
-    SPC_MPI(MPI_Allreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, comm_));
-    if (most[1]) return true;
-    if (most[0] > cap_) {
-      resize(2 * most[0]);
-      write_messages();
-      SPC_MPI(MPI_Barrier(comm_));
-    }
-    SPC_MPI(MPI_Win_sync(win_));
+    if (publish(need, failed, write)) return true;
     struct From {
       int src;
       const char* at;
@@ -523,7 +511,7 @@ class RegionWindow {
     } catch (...) {
       failure = std::current_exception();
     }
-    ++exchanges_;
+    next();
     if (failure) std::rethrow_exception(failure);
     return false;
   }
@@ -547,21 +535,6 @@ class RegionWindow {
   int64_t header_bytes() const { return static_cast<int64_t>(sizeof(int64_t)) * (1 + 2 * static_cast<int64_t>(size_)); }
   char* my_buffer() const { return base_[me_] + (exchanges_ % 2) * cap_; }
   const char* buffer_of(int w) const { return base_[static_cast<size_t>(w)] + (exchanges_ % 2) * cap_; }
-
-  // My records into my buffer of this exchange (need <= cap_), made visible.
-  void write(const std::vector<std::vector<char>>& bundles, int64_t need) {
-    char* b = my_buffer();
-    auto* h = reinterpret_cast<int64_t*>(b);
-    h[0] = need;
-    int64_t at = header_bytes();
-    for (int i = 0; i < size_; ++i) {
-      const auto& v = bundles[static_cast<size_t>(i)];
-      h[1 + i] = at, h[1 + size_ + i] = static_cast<int64_t>(v.size());
-      if (!v.empty()) std::memcpy(b + at, v.data(), v.size());
-      at += static_cast<int64_t>(v.size());
-    }
-    SPC_MPI(MPI_Win_sync(win_));
-  }
 
   // Collective over the region: a window of two buffers of `cap` bytes per rank (the
   // exchange count restarts with the new window: nothing of the old one is read again).
