@@ -162,11 +162,22 @@ TEST_P(SddeConformance, LocalityCountsAndUserTrafficIsolation) {
     MPI_Waitall(2, ureq, MPI_STATUSES_IGNORE);
     EXPECT_EQ(user_in, 4242 + left);
     if (strategy == "node_window") {
-      // Across nodes one leader per node sends its node's bundle to every other node's
-      // leader (dense pattern: every node is a destination); nobody else sends a message,
-      // and nothing inside a node is a message.
+      // Across nodes each pair of nodes exchanges one message and nothing inside a node is
+      // a message. With agents (the default while nodes - 1 <= 2 x the smallest node) the
+      // pair (a, b)'s message leaves node a from its member (a + b) mod |a|; with leaders
+      // (SPARSECOMM_SDDE_NODE_EXCHANGE=leaders) local index 0 sends its node's bundle to
+      // every other node (dense pattern: every node is a destination).
       const Locality nodes = Locality::parse(MPI_COMM_WORLD, "node");
-      const int64_t expect = nodes.local_rank() == 0 ? nodes.num_regions() - 1 : 0;
+      int smallest = nodes.region_size(0);
+      for (int r = 1; r < nodes.num_regions(); ++r) smallest = std::min(smallest, nodes.region_size(r));
+      const char* how = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
+      const bool agents = how && *how && std::string(how) != "auto" ? std::string(how) == "agents"
+                                                                    : nodes.num_regions() - 1 <= 2 * smallest;
+      int64_t expect = 0;
+      for (int r = 0; r < nodes.num_regions(); ++r)
+        if (r != nodes.region())
+          expect += agents ? ((nodes.region() + r) % nodes.local_size() == nodes.local_rank() ? 1 : 0)
+                           : (nodes.local_rank() == 0 ? 1 : 0);
       EXPECT_EQ(stats.total().sent_inter.msgs + stats.total().sent_intra.msgs, expect);
     } else if (strategy.rfind("locality_", 0) == 0) {
       // Exactly one inter-region message per destination region other than mine (dense
@@ -346,6 +357,39 @@ TEST(SddeErrors, BadInputOnOneRankThrowsEverywhere) {
     expect_all_throw_same([&] { checked.exchange(none, me == bad ? "nbx" : "personalized"); },
                           "different strategies");
   }
+}
+
+// node_window across nodes: $SPARSECOMM_SDDE_NODE_EXCHANGE chooses agents or leaders at the
+// first exchange; a value that is unknown, or not alike on every rank, is an error on every
+// rank (and the next exchange, with a good value, works). Needs more than one node.
+TEST(SddeErrors, NodeExchangeChoiceAgreed) {
+  const auto& all = Sdde::strategies();
+  if (std::find(all.begin(), all.end(), "node_window") == all.end()) GTEST_SKIP() << "no shared windows in this build";
+  if (Locality::parse(MPI_COMM_WORLD, "node").num_regions() < 2) GTEST_SKIP() << "one node: no inter-node step";
+  const int p = test::size(), me = test::rank();
+  const char* before = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
+  const std::string saved = before ? before : "";
+  SparseMessages<int64_t> m;
+  m.add((me + 1) % p, std::vector<int64_t>{me});
+  auto expect = expected_for(me, p, [&](int s) {
+    SparseMessages<int64_t> x;
+    x.add((s + 1) % p, std::vector<int64_t>{s});
+    return x;
+  });
+  setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", "sideways", 1);
+  {
+    Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
+    expect_all_throw_same([&] { sdde.exchange(m, "node_window"); }, "valid values: agents, leaders, auto");
+  }
+  setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", me == p - 1 ? "leaders" : "agents", 1);
+  {
+    Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
+    expect_all_throw_same([&] { sdde.exchange(m, "node_window"); }, "differs between ranks");
+    setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", "leaders", 1);
+    EXPECT_EQ(sdde.exchange(m, "node_window"), expect);
+  }
+  if (before) setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", saved.c_str(), 1);
+  else unsetenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
 }
 
 }  // namespace

@@ -782,22 +782,27 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
 }
 
 // node_window (this Sdde's regions are the real nodes, over_nodes()). On one node: the
-// window exchange of locality_exchange(). Across nodes, one leader per node (local index
-// 0) carries all of its node's inter-node traffic, so that each pair of nodes exchanges
-// one message (Geyko et al.'s bundling taken one step further: per node pair, not per
-// (rank, node) pair; their paper's "gather inside the node first"):
+// window exchange of locality_exchange(). Across nodes, each pair of nodes exchanges one
+// message (Geyko et al.'s bundling taken one step further: per node pair, not per (rank,
+// node) pair; their paper's "gather inside the node first"):
 //  1. every rank writes its records into its segment of the node's first window, by
 //     destination member (its own node) and by destination node; one allreduce over the
 //     node ([bytes needed, failed]: publish()); then every rank takes the records for it
 //     from the members' segments;
-//  2. the leader concatenates, per other node, every member's bundle for it and sends it
-//     to that node's leader (the personalized exchange on the leaders' communicator, which
-//     also carries a failure flag from node to node);
-//  3. the leader writes what it received into the node's second window; one allreduce
-//     over the node; every rank takes the records addressed to it.
-// Two node-wide reductions and one reduction over the leaders: no rank but the leaders
-// sends a message. A failed check travels in step 1's reduction to the node, in step 2's
-// to every leader and in step 3's to every rank, which then all raise it (agree).
+//  2. per other node, one rank concatenates every member's bundle for it and sends it.
+//     Agents (few nodes): the pair (a, b)'s message goes from member (a + b) mod |a| of a to
+//     member (a + b) mod |b| of b — both sides compute the pair's two ranks, every pair
+//     sends its message even when empty, so no reduction tells anyone what to expect, and
+//     the pairs' work is spread over the members (multi-lane: Traff and Hunold, "Decomposing
+//     MPI collectives for exploiting multi-lane communication", CLUSTER 2020). Leaders (many
+//     nodes, where every pair's message would cost more than a reduction): local index 0
+//     sends every bundle, by the personalized exchange on the leaders' communicator;
+//  3. every rank writes what it received into its segment of the node's second window; one
+//     allreduce over the node; every rank takes the records addressed to it.
+// Two node-wide reductions (and with leaders, one over the leaders); no rank sends a
+// message inside a node. A failed check travels in step 1's reduction to the node, in step
+// 2's messages (a flag in front of every bundle; with leaders, their reduction) to every
+// node and in step 3's reduction to every rank, which then all raise it (agree).
 // Window reuse: a rank writes the first window again (next exchange, step 1) only after
 // this exchange's step 3 reduction, which every member entered after reading it; the
 // second one after the next step 1 reduction, after every member read it.
@@ -806,12 +811,33 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
 #ifndef SPARSECOMM_SMPI
   if (loc_.num_regions() > 1) {
     if (leader_windows_ < 0) {  // first use, collective: windows on every node, the leaders' communicator
-      int ok = RegionWindow::of(local_comm_.get(), 0) && RegionWindow::of(local_comm_.get(), 1) ? 1 : 0, all = 0;
-      SPC_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm_.get()));
-      MPI_Comm c = MPI_COMM_NULL;
-      SPC_MPI(MPI_Comm_split(comm_.get(), loc_.local_rank() == 0 ? 0 : MPI_UNDEFINED, loc_.region(), &c));
-      if (c != MPI_COMM_NULL) leaders_comm_ = Comm::adopt(c);
-      leader_windows_ = all;
+      // Agents or leaders ($SPARSECOMM_SDDE_NODE_EXCHANGE = agents | leaders; unset or
+      // "auto": agents while every member is the agent of at most two other nodes, i.e.
+      // nodes - 1 <= 2 x the smallest node; beyond, each pair's message would cost more than
+      // the leaders' one reduction). Agreed here: a rank that asks otherwise is an error on
+      // every rank.
+      const char* env = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
+      const std::string how = env && *env ? env : "auto";
+      int smallest = loc_.region_size(0);
+      for (int r = 1; r < loc_.num_regions(); ++r) smallest = std::min(smallest, loc_.region_size(r));
+      const int want = how == "auto" ? (loc_.num_regions() - 1 <= 2 * smallest ? 1 : 2)
+                       : how == "agents" ? 1 : how == "leaders" ? 2 : 0;
+      int mine[3] = {RegionWindow::of(local_comm_.get(), 0) && RegionWindow::of(local_comm_.get(), 1) ? 1 : 0, want,
+                     -want},
+          all[3];
+      SPC_MPI(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm_.get()));
+      if (all[1] == 0)
+        throw InputError("SPARSECOMM_SDDE_NODE_EXCHANGE='" + how +
+                         "' on some rank; valid values: agents, leaders, auto (all ranks alike)");
+      if (all[1] != -all[2])
+        throw InputError("SPARSECOMM_SDDE_NODE_EXCHANGE differs between ranks: set it alike on every rank");
+      agents_ = all[1] == 1;
+      if (!agents_) {
+        MPI_Comm c = MPI_COMM_NULL;
+        SPC_MPI(MPI_Comm_split(comm_.get(), loc_.local_rank() == 0 ? 0 : MPI_UNDEFINED, loc_.region(), &c));
+        if (c != MPI_COMM_NULL) leaders_comm_ = Comm::adopt(c);
+      }
+      leader_windows_ = all[0];
     }
     if (leader_windows_ == 1) {
       RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0);
@@ -856,44 +882,104 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
         for (int w = 0; w < members; ++w)
           if (const int64_t len = field(w, 1 + members + mi); len > 0)
             detail::for_each_record(out.segment(w) + field(w, 1 + mi), len, keep);
-      // Step 2: the leaders, one bundle per pair of nodes.
+      auto node_bundle = [&](int r, std::vector<char>& b) {  // every member's records for node r
+        for (int w = 0; w < members; ++w) {
+          const int64_t len = field(w, 1 + 2 * members + nodes + r);
+          const char* at = out.segment(w) + field(w, 1 + 2 * members + r);
+          if (len > 0) b.insert(b.end(), at, at + len);
+        }
+      };
+      // Step 2: one bundle per pair of nodes; `inbound`: what this rank received for its node.
       bool any_failed = node_failed;
-      detail::ByteMessages inbound;
-      if (leader) {
+      std::vector<detail::ByteMessages> inbound;
+      if (agents_) {
+        // Every pair of nodes (a, b) has one agent on each side, the member (a + b) modulo
+        // the node's size: the same formula on both sides, so sender and receiver are known
+        // to each other and every pair exchanges one message (empty ones too) — no
+        // reduction to learn who sends, and the pairs' copying and sending are spread over
+        // the node's members instead of one leader. Each bundle starts with 8 bytes: the
+        // sending node's failure flag, so that a failure reaches every node.
+        auto agent = [&](int a, int b) { return loc_.member(a, (a + b) % loc_.region_size(a)); };
+        detail::Channel ch{comm_.get(), tag, stats, "inter", [](int) { return false; }};
+        std::vector<std::vector<char>> bundle(static_cast<size_t>(nodes));
+        detail::Outbox o;
+        std::vector<int> from;
+        for (int r = 0; r < nodes; ++r) {
+          if (r == my_node || agent(my_node, r) != me) continue;
+          auto& b = bundle[static_cast<size_t>(r)];
+          b.assign(8, 0);
+          b[0] = node_failed ? 1 : 0;
+          if (!node_failed) node_bundle(r, b);
+          o.add(agent(r, my_node), b.data(), static_cast<int64_t>(b.size()));
+          from.push_back(agent(r, my_node));
+        }
+        std::vector<MPI_Request> sreqs;
+        detail::post_sends(ch, o, sreqs, false);
+        inbound.resize(from.size());
+        std::vector<MPI_Request> rreqs(from.size(), MPI_REQUEST_NULL);
+        for (size_t k = 0; k < from.size(); ++k) {  // each received as soon as it is announced
+          MPI_Message msg;
+          MPI_Status st;
+          int n = 0;
+          SPC_MPI(MPI_Mprobe(from[k], tag, comm_.get(), &msg, &st));
+          SPC_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
+          inbound[k].bytes.resize(static_cast<size_t>(n));
+          SPC_MPI(MPI_Imrecv(inbound[k].bytes.data(), n, MPI_BYTE, &msg, &rreqs[k]));
+          if (stats) stats->record_recv("inter", false, n);
+        }
+        wait_all(rreqs);
+        wait_all(sreqs);
+        for (const auto& m : inbound) any_failed = any_failed || m.bytes.empty() || m.bytes[0] != 0;
+      } else if (leader) {
+        // One leader per node (local index 0) sends one bundle per pair of nodes: the
+        // personalized exchange on the leaders' communicator (many nodes: its reduction
+        // costs fewer messages than every pair's).
         std::vector<std::vector<char>> bundle(static_cast<size_t>(nodes));
         detail::Outbox o;
         for (int r = 0; !node_failed && r < nodes; ++r) {
           if (r == my_node) continue;
           auto& b = bundle[static_cast<size_t>(r)];
-          for (int w = 0; w < members; ++w) {
-            const int64_t len = field(w, 1 + 2 * members + nodes + r);
-            if (len > 0) b.insert(b.end(), out.segment(w) + field(w, 1 + 2 * members + r), out.segment(w) + field(w, 1 + 2 * members + r) + len);
-          }
-          if (!b.empty()) o.add(r, b.data(), static_cast<int64_t>(b.size()));
+          b.assign(8, 0);
+          node_bundle(r, b);
+          if (b.size() > 8) o.add(r, b.data(), static_cast<int64_t>(b.size()));
         }
         detail::Channel ch{leaders_comm_.get(), tag, stats, "inter", [](int) { return false; }};
         detail::IntoBytes rec;
         bool leaders_failed = false;
         detail::personalized(ch, o, node_failed ? "failed" : "", rec.d, &leaders_failed);
         any_failed = leaders_failed;
-        inbound = rec.take();
+        detail::ByteMessages m = rec.take();
+        for (size_t i = 0; i < m.ranks.size(); ++i) {
+          inbound.emplace_back();
+          inbound.back().bytes.assign(m.bytes.data() + m.offsets[i], m.bytes.data() + m.offsets[i + 1]);
+        }
       }
       out.next();
-      // Step 3: what the leader received, to every member.
-      const int64_t need_in = 8 + static_cast<int64_t>(inbound.bytes.size());
+      // Step 3: what each agent (or the leader) received, to every member: each writes the
+      // bundles' records after their flags into its segment, [length][records].
+      int64_t inbound_bytes = 0;
+      for (const auto& m : inbound) inbound_bytes += std::max<int64_t>(static_cast<int64_t>(m.bytes.size()) - 8, 0);
       auto write_in = [&](char* b) {
-        reinterpret_cast<int64_t*>(b)[0] = static_cast<int64_t>(inbound.bytes.size());
-        if (!inbound.bytes.empty()) std::memcpy(b + 8, inbound.bytes.data(), inbound.bytes.size());
+        reinterpret_cast<int64_t*>(b)[0] = any_failed ? 0 : inbound_bytes;
+        int64_t at = 8;
+        for (size_t k = 0; !any_failed && k < inbound.size(); ++k) {
+          const auto& m = inbound[k];
+          const size_t n = m.bytes.size() - 8;
+          if (n > 0) std::memcpy(b + at, m.bytes.data() + 8, n);
+          at += static_cast<int64_t>(n);
+        }
       };
-      const bool failed_anywhere = in.publish(need_in, any_failed, write_in);
+      const bool failed_anywhere = in.publish(any_failed ? 8 : 8 + inbound_bytes, any_failed, write_in);
       if (failed_anywhere) {
         in.next();
         agree(comm_.get(), err);  // every rank: the failing rank's message
       }
-      const int64_t total = reinterpret_cast<const int64_t*>(in.segment(0))[0];
-      detail::for_each_record(in.segment(0) + 8, total, [&](const detail::RecordHeader& hd, const char* payload) {
-        if (hd.dest == me) keep(hd, payload);
-      });
+      for (int w = 0; w < members; ++w) {
+        const int64_t total = reinterpret_cast<const int64_t*>(in.segment(w))[0];
+        detail::for_each_record(in.segment(w) + 8, total, [&](const detail::RecordHeader& hd, const char* payload) {
+          if (hd.dest == me) keep(hd, payload);
+        });
+      }
       in.next();
       got.deliver(into);
       return;

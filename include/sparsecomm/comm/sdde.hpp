@@ -20,9 +20,12 @@
 //   node_window            the real nodes, whatever the regions given, and a shared window in
 //                          each: on one node each message is copied once into the writer's
 //                          segment and once out, one allreduce in all; across nodes one
-//                          leader per node sends one bundle per pair of nodes, gathered from
-//                          and scattered to its node through the windows (not under SMPI,
-//                          which has no shared windows).
+//                          bundle per pair of nodes, gathered from and scattered to the node
+//                          through the windows, sent by the pair's agents (a rank on each
+//                          side both compute; no reduction: every pair exchanges one message)
+//                          or, with many nodes, by one leader per node
+//                          ($SPARSECOMM_SDDE_NODE_EXCHANGE = agents | leaders | auto).
+//                          Not under SMPI, which has no shared windows.
 //
 // Every strategy delivers zero-length messages (a receiver learns "nothing from you"),
 // self-messages, and returns received messages sorted by source rank, so results never
@@ -256,7 +259,8 @@ class Sdde {
   int calls_ = 0;
   bool check_args_ = false;
   std::unique_ptr<Sdde> nodes_;
-  Comm leaders_comm_;        ///< node_window across nodes: local index 0 of every region (made on first use)
+  Comm leaders_comm_;        ///< node_window across nodes by leaders: local index 0 of every region (made on first use)
+  bool agents_ = false;      ///< node_window across nodes: every pair of nodes through its two agents (not leaders)
   int leader_windows_ = -1;  ///< node_window across nodes: every region has its windows (-1: not yet asked)
 };
 
