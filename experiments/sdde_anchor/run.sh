@@ -9,6 +9,7 @@
 #   experiments/sdde_anchor/run.sh          (results in results/sdde_anchor/)
 #
 # Environment: BUILD (build), OUT (results/sdde_anchor), WORK (/tmp/mpi_advance), NPS ("8 16"),
+# SPARSECOMM_ENV ("NAME=value ..." set for sparsecomm's ranks only, e.g. its SDDE settings),
 # PPN (4), REPS (50), ROUNDS (2), MATRICES (below), MPI_ADVANCE_SRC (an unpacked source tree
 # instead of cloning), CLUSTER ("NODES RATE", e.g. "4 1000mbit": every run on the emulated
 # cluster of scripts/cluster.sh with PPN ranks per node, root only; NPS is then NODES x PPN).
@@ -61,7 +62,10 @@ for np in $nps; do
       for b in "${order[@]}"; do
         np_args=(-np "$np")
         [ -n "${CLUSTER:-}" ] && np_args=()
-        timeout 900 "${launch[@]}" "${np_args[@]}" "$work/$b" "$data/$m.mtx" "$ppn" "$reps" >> "$results" \
+        prog=("$work/$b")
+        # shellcheck disable=SC2206  # SPARSECOMM_ENV: words "NAME=value" for sparsecomm's ranks
+        [ "$b" = bench_sparsecomm ] && [ -n "${SPARSECOMM_ENV:-}" ] && prog=(env $SPARSECOMM_ENV "$work/$b")
+        timeout 900 "${launch[@]}" "${np_args[@]}" "${prog[@]}" "$data/$m.mtx" "$ppn" "$reps" >> "$results" \
           2>> "$out/stderr.log" || echo "run.sh: $b on $m at $np ranks failed" | tee -a "$out/stderr.log"
       done
     done
