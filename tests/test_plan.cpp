@@ -495,6 +495,15 @@ TEST(PlanAuto, ModelAgreedInTheGather) {
       EXPECT_NE(e.find("[on rank " + std::to_string(last) + "]"), std::string::npos) << e;
       e = error_of(me_last ? other : good);
       EXPECT_NE(e.find("different performance model parameters"), std::string::npos) << e;
+      // A file that one rank cannot read (a mistyped path) is an error, not the defaults.
+      e = error_of(me_last ? dir + "/agree_missing.txt" : good);  // (each rank's own temp dir)
+      EXPECT_NE(e.find("cannot read the parameter file '"), std::string::npos) << e;
+      EXPECT_NE(e.find("/agree_missing.txt'"), std::string::npos) << e;
+      EXPECT_NE(e.find("[on rank " + std::to_string(last) + "]"), std::string::npos) << e;
+    }
+    {  // ... and on every rank alike when all name it.
+      const std::string e = error_of(dir + "/agree_missing.txt");
+      EXPECT_NE(e.find("cannot read the parameter file"), std::string::npos) << e;
     }
     EXPECT_EQ(error_of(good), "");  // nothing left in flight: the next plan is fine
   }

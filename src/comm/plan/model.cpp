@@ -13,9 +13,14 @@ ModelParams ModelParams::load(const std::string& path_in) {
   if (path.empty())
     if (const char* e = std::getenv("SPARSECOMM_MODEL")) path = e;
   ModelParams m;
-  if (path.empty()) return m;
+  if (path.empty() || path == "builtin") return m;
+  // A file that was named but cannot be read is the caller's mistake (a mistyped
+  // $SPARSECOMM_MODEL), not a request for the defaults: they would silently steer auto.
   std::ifstream in(path);
-  if (!in) return m;  // documented: missing file means defaults
+  if (!in)
+    throw InputError("model: cannot read the parameter file '" + path +
+                     "' (a file written by sparsecomm calibrate; \"builtin\" for the documented defaults; "
+                     "nothing, to measure this machine's)");
   std::map<std::string, double*> keys = {{"alpha_intra", &m.alpha_intra}, {"beta_intra", &m.beta_intra},
                                          {"alpha_inter", &m.alpha_inter}, {"beta_inter", &m.beta_inter},
                                          {"region_rate", &m.region_rate}, {"stage_intra", &m.stage_intra},

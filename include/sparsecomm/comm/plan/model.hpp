@@ -51,8 +51,9 @@ struct ModelParams {
   double stage_shm = 1.0e-6;     ///< s per extra stage whose transfers all go through windows
 
   /// Documented defaults (above) overridden by `key value` lines of a file written by
-  /// `sparsecomm_calibrate`. Path: `path`, else $SPARSECOMM_MODEL; missing file: defaults.
-  /// A malformed file is an InputError naming the line. Files of earlier versions: the key
+  /// `sparsecomm_calibrate`. Path: `path`, else $SPARSECOMM_MODEL; neither, or "builtin":
+  /// the defaults. A file that cannot be read is an InputError naming it, a malformed one an
+  /// InputError naming the line. Files of earlier versions: the key
   /// `stage` sets both stage costs, a class's msg/byte default to its alpha/beta, and
   /// stage_shm to stage_intra.
   static ModelParams load(const std::string& path = "");
