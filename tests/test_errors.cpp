@@ -59,6 +59,22 @@ TEST(Agree, SeveralFailLowestRankWinsAndCountIsGiven) {
   EXPECT_TRUE(same_on_all_ranks(msg));
 }
 
+// An error agreed inside a step and agreed again by its caller (every rank then fails with
+// the same annotated message) keeps one annotation; a fresh failure on some ranks gets its own.
+TEST(Agree, AgreedTwiceIsAnnotatedOnce) {
+  const int p = test::size(), bad = p - 1;
+  const std::string first = catch_message<InputError>(
+      [&] { agree(MPI_COMM_WORLD, test::rank() == bad ? "row 12 out of range" : ""); });
+  const std::string again = catch_message<InputError>([&] { agree(MPI_COMM_WORLD, first); });
+  EXPECT_EQ(again, first);
+  EXPECT_TRUE(same_on_all_ranks(again));
+  if (p > 1) {  // not every rank failed: annotated, even though the text carries an annotation
+    const std::string some = catch_message<InputError>([&] { agree(MPI_COMM_WORLD, test::rank() == bad ? first : ""); });
+    EXPECT_NE(some, first);
+    EXPECT_NE(some.find(first + " [reported by rank " + std::to_string(bad) + "]"), std::string::npos) << some;
+  }
+}
+
 TEST(Agree, AgreedKeepsTheErrorKind) {
   const int bad = test::size() / 2;
   std::string msg = catch_message<NotImplementedError>([&] {

@@ -44,7 +44,10 @@ void agree_kind(MPI_Comm comm, ErrorKind kind, const std::string& local_error, i
   if (rank == root) text.assign(local_error.begin(), local_error.end());
   if (header[0] > 0) SPC_MPI(MPI_Bcast(text.data(), static_cast<int>(header[0]), MPI_CHAR, root, comm));
   std::string msg(text.begin(), text.end());
-  if (size > 1) {
+  // Every rank failed with a message an earlier agreement already annotated (an error
+  // agreed inside a step, agreed again by the caller): the same error everywhere, said once.
+  const bool agreed_before = sums[0] == size && msg.find(" [reported by rank ") != std::string::npos;
+  if (size > 1 && !agreed_before) {
     msg += " [reported by rank " + std::to_string(root);
     if (sums[0] > 1) msg += "; " + std::to_string(sums[0]) + " ranks failed";
     msg += "]";
