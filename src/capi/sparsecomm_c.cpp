@@ -402,12 +402,9 @@ void Options::set(const std::string& key, const std::string& raw) {
   const std::string v = trim(raw);
   auto bad = [&](const std::string& why) { fail(SPC_ERR_INFO_VALUE, "info key " + key + ": '" + raw + "' " + why); };
   auto boolean = [&] {
-    std::string l = v;
-    for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (l == "true" || l == "1" || l == "yes" || l == "on") return true;
-    if (l == "false" || l == "0" || l == "no" || l == "off") return false;
-    bad("is not a boolean (true/false, 1/0, yes/no, on/off)");
-    return false;
+    bool b = false;
+    if (!parse_bool(v, b)) bad("is not a boolean (true/false, 1/0, yes/no, on/off)");
+    return b;
   };
   if (key == "sparsecomm_backend") {
     if (v.empty()) bad("is empty");

@@ -2,6 +2,7 @@
 // Whole-string number parsing shared by the option parsers (CLI, C API info keys,
 // region layouts, topology specs): each caller words its own error, none repeats the
 // stoll / stod / position / exception dance, and none accepts trailing garbage ("2x").
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -37,6 +38,17 @@ inline bool parse_double(const std::string& s, double& out) {
   if (used != s.size() || !std::isfinite(v)) return false;
   out = v;
   return true;
+}
+
+/// True when `s` is a boolean spelling (true/false, 1/0, yes/no, on/off; any case), stored
+/// in `out`; false otherwise, `out` untouched. The one spelling of every switch: C API info
+/// keys, backend options, PETSc options, the interposition layers' environment and MPI_Info.
+inline bool parse_bool(const std::string& s, bool& out) {
+  std::string l = s;
+  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l == "true" || l == "1" || l == "yes" || l == "on") return out = true, true;
+  if (l == "false" || l == "0" || l == "no" || l == "off") return out = false, true;
+  return false;
 }
 
 }  // namespace sparsecomm

@@ -8,19 +8,6 @@
 
 namespace sparsecomm {
 
-namespace {
-
-// The boolean spellings of the C API's info values and PETSc's options.
-bool parse_bool(const std::string& s, bool& out) {
-  std::string l = s;
-  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (l == "true" || l == "1" || l == "yes" || l == "on") return out = true, true;
-  if (l == "false" || l == "0" || l == "no" || l == "off") return out = false, true;
-  return false;
-}
-
-}  // namespace
-
 std::string option_value_error(const OptionSpec& spec, const std::string& value) {
   switch (spec.kind) {
     case OptionSpec::Kind::integer: {

@@ -56,6 +56,7 @@
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/core/stats.hpp"
+#include "core/parse.hpp"
 
 namespace sparsecomm::hypre_hook {
 namespace {
@@ -83,14 +84,19 @@ struct Settings {
   std::string backend = "auto", regions = "node";
   bool verbose = false, disabled = false;
   bool thread_multiple = false;  // MPI runs MPI_THREAD_MULTIPLE: disabled (see state())
+  std::string bad;               // a switch's value that did not parse, reported at the first package
 };
 
 Settings read_settings() {
   Settings s;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_BACKEND"); v && *v) s.backend = v;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_REGIONS"); v && *v) s.regions = v;
-  if (const char* v = std::getenv("SPARSECOMM_HYPRE_VERBOSE"); v && *v && std::strcmp(v, "0") != 0) s.verbose = true;
-  if (const char* v = std::getenv("SPARSECOMM_HYPRE_DISABLE"); v && *v && std::strcmp(v, "0") != 0) s.disabled = true;
+  // Switches: true/false, 1/0, yes/no, on/off. Anything else is an error at the first package
+  // (a value that does not say "disable" leaves the hook on, to report it).
+  for (auto [name, out] : {std::pair<const char*, bool*>{"SPARSECOMM_HYPRE_VERBOSE", &s.verbose},
+                           std::pair<const char*, bool*>{"SPARSECOMM_HYPRE_DISABLE", &s.disabled}})
+    if (const char* v = std::getenv(name); v && *v && !parse_bool(v, *out) && s.bad.empty())
+      s.bad = std::string(name) + "='" + v + "' is not a boolean (true/false, 1/0, yes/no, on/off)";
   return s;
 }
 
@@ -187,6 +193,7 @@ void check_settings(State& s, MPI_Comm comm) {
   if (s.settings_checked) return;
   std::string error;
   try {
+    if (!s.settings.bad.empty()) throw InputError(s.settings.bad);
     backend_hooks(s.settings.backend);  // InputError listing the valid names
     (void)Locality::parse(comm, s.settings.regions);
   } catch (const std::exception& e) {

@@ -95,6 +95,7 @@
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "core/parse.hpp"
 
 namespace sparsecomm::pmpi {
 namespace {
@@ -118,13 +119,26 @@ struct Settings {
   int aware = -1;  // topology-aware combining; -1: the backend's default
   bool fixed = false;
   bool node_exchange = true;  // auto's one-node exchange for calls without the hint (NodeExchange)
+  std::string bad;            // the first value that did not parse (environment or MPI_Info), or ""
 };
+
+// Parsers of one setting: a value that does not parse is kept in `s->bad` (the first one),
+// reported on every rank at the communicator's first call (check_settings), never guessed.
+void set_flag(Settings* s, const std::string& name, const std::string& v, bool* out) {
+  if (!parse_bool(v, *out) && s->bad.empty())
+    s->bad = name + "='" + v + "' is not a boolean (true/false, 1/0, yes/no, on/off)";
+}
+void set_int(Settings* s, const std::string& name, const std::string& v, int* out) {
+  int64_t x = 0;
+  if (parse_int(v, x) && x >= INT32_MIN && x <= INT32_MAX) *out = static_cast<int>(x);
+  else if (s->bad.empty()) s->bad = name + "='" + v + "' is not an integer";
+}
 
 struct CommPlans;  // (below: a communicator's plans and agreements)
 
 struct Global {
   Settings env;
-  bool verbose = false, disabled = false, checked = false;
+  bool verbose = false, disabled = false;
   int keyval = MPI_KEYVAL_INVALID;
   // The communicator of the last call and its entry (the attribute's own value, not a
   // reference of ours): most programs call on one communicator in a row, and an entry
@@ -144,12 +158,15 @@ struct Global {
     };
     if (const char* v = get("SPARSECOMM_MPI_BACKEND")) env.backend = v;
     if (const char* v = get("SPARSECOMM_MPI_REGIONS")) env.regions = v;
-    if (const char* v = get("SPARSECOMM_MPI_K")) env.k = std::atoi(v);
-    if (const char* v = get("SPARSECOMM_MPI_AWARE")) env.aware = std::strcmp(v, "0") != 0;
-    if (const char* v = get("SPARSECOMM_MPI_FIXED_COUNTS")) env.fixed = std::strcmp(v, "0") != 0;
-    if (const char* v = get("SPARSECOMM_MPI_NODE_EXCHANGE")) env.node_exchange = std::strcmp(v, "0") != 0;
-    if (const char* v = get("SPARSECOMM_MPI_VERBOSE")) verbose = std::strcmp(v, "0") != 0;
-    if (const char* v = get("SPARSECOMM_MPI_DISABLE")) disabled = std::strcmp(v, "0") != 0;
+    if (const char* v = get("SPARSECOMM_MPI_K")) set_int(&env, "SPARSECOMM_MPI_K", v, &env.k);
+    bool b = false;
+    if (const char* v = get("SPARSECOMM_MPI_AWARE")) set_flag(&env, "SPARSECOMM_MPI_AWARE", v, &b), env.aware = b;
+    if (const char* v = get("SPARSECOMM_MPI_FIXED_COUNTS")) set_flag(&env, "SPARSECOMM_MPI_FIXED_COUNTS", v, &env.fixed);
+    if (const char* v = get("SPARSECOMM_MPI_NODE_EXCHANGE"))
+      set_flag(&env, "SPARSECOMM_MPI_NODE_EXCHANGE", v, &env.node_exchange);
+    if (const char* v = get("SPARSECOMM_MPI_VERBOSE")) set_flag(&env, "SPARSECOMM_MPI_VERBOSE", v, &verbose);
+    // A value that does not say "disable" leaves the layer on, to report it at the first call.
+    if (const char* v = get("SPARSECOMM_MPI_DISABLE")) set_flag(&env, "SPARSECOMM_MPI_DISABLE", v, &disabled);
   }
   ~Global() {
     if (!verbose || world_rank < 0) return;
@@ -278,6 +295,9 @@ struct CommPlans {
   bool usable = false;  // an intracommunicator with a topology
   Neighbors nb;
   Settings settings;
+  // The settings were checked at this communicator's first call (each communicator has its
+  // own, from its MPI_Info keys): by the first agreement, or locally by a non-blocking call.
+  mutable bool checked = false;
   std::unique_ptr<Locality> loc;
   int one_node = -1;  // every rank of the communicator on one node (1), or not (0); -1 unknown
   std::map<int64_t, std::shared_ptr<Choice>> cache[2];  // allgather, alltoall: per block size
@@ -323,11 +343,12 @@ void apply_info(MPI_Comm comm, Settings* s) {
     return flag != 0;
   };
   std::string v;
-  if (get("sparsecomm_fixed_counts", &v)) s->fixed = v == "true" || v == "1";
+  if (get("sparsecomm_fixed_counts", &v)) set_flag(s, "MPI_Info sparsecomm_fixed_counts", v, &s->fixed);
   if (get("sparsecomm_backend", &v)) s->backend = v;
   if (get("sparsecomm_regions", &v)) s->regions = v;
-  if (get("sparsecomm_k", &v)) s->k = std::atoi(v.c_str());
-  if (get("sparsecomm_aware", &v)) s->aware = v == "true" || v == "1";
+  if (get("sparsecomm_k", &v)) set_int(s, "MPI_Info sparsecomm_k", v, &s->k);
+  bool b = false;
+  if (get("sparsecomm_aware", &v)) set_flag(s, "MPI_Info sparsecomm_aware", v, &b), s->aware = b;
   PMPI_Info_free(&info);
 }
 
@@ -374,6 +395,7 @@ bool halo_only(const std::string& name) {
 // The bad setting of `s`, or "".
 std::string check_settings(const Settings& s) {
   try {
+    if (!s.bad.empty()) throw InputError(s.bad);
     if (s.backend != "auto" && s.backend != "mpi" && !halo_only(s.backend)) {
       const auto g = gather_backend_names(), h = backend_names();
       if (std::find(g.begin(), g.end(), s.backend) == g.end()) {
@@ -793,8 +815,9 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
     return r;
   }
   if (mode == kNonblocking) {
-    if (!g.checked) {
+    if (!r.p->checked) {
       if (const std::string e = check_settings(r.p->settings); !e.empty()) bad_settings(comm, e, false);
+      r.p->checked = true;
     }
     return r;
   }
@@ -803,16 +826,15 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
 }
 
 // Collective. The element-wise max over the communicator of `in` (three flags or values),
-// with the settings checked at the first agreement: a bad one ends every rank.
+// with the settings checked at the communicator's first agreement: a bad one ends every rank.
 std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::array<long long, 3>& in) {
-  Global& g = global();
   std::string error;
-  if (!g.checked) error = check_settings(p.settings);
+  if (!p.checked) error = check_settings(p.settings);
   const long long mine[4] = {in[0], in[1], in[2], error.empty() ? 0 : 1};
   long long out[4];
   PMPI_Allreduce(mine, out, 4, MPI_LONG_LONG, MPI_MAX, comm);
   if (out[3]) bad_settings(comm, error, true);
-  g.checked = true;
+  p.checked = true;
   return {out[0], out[1], out[2]};
 }
 
