@@ -1,15 +1,23 @@
 #include "sparsecomm/comm/sdde.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <exception>
 #include <functional>
 #include <map>
 #include <memory>
+#include <new>
 #include <numeric>
 #include <string>
 #include <vector>
+
+#ifndef SPARSECOMM_SMPI
+#include "comm/plan/shm_channel.hpp"  // detail::node_of: the node's patience for flag waits
+#endif
 
 namespace sparsecomm {
 namespace detail {
@@ -363,20 +371,26 @@ namespace {
 // for each region member into its own segment once, and each member reads its part
 // straight out of the writers' segments (Hoefler et al., "MPI+MPI", Computing 95, 2013,
 // for the window; the step is Geyko et al.'s redistribution, done without messages). The
-// personalized step's reduction stays, as the one collective: an MPI_Allreduce over the
-// region of [bytes needed, failed], which tells every rank that the writes are done (so
-// the reads may start), whether the segments were large enough, and whether any rank's
-// input failed — nothing more on the success path.
+// personalized step's reduction becomes a flag per member in the window: each rank writes
+// its records, then [bytes needed, failed] into its header and, last, its round number
+// (a release store); each waits until every member's round number has reached this round
+// (acquire loads), then reads every header — so all learn that the writes are done (the
+// reads may start), whether the segments were large enough and whether any rank's input
+// failed, with no MPI call at all on the success path (a barrier of flags: the last
+// member to arrive releases the others at once, where an MPI_Allreduce over the region
+// takes log2(size) dependent messages, each a wake-up on an oversubscribed node).
 //
-// Segment of a rank: two buffers of `cap_` bytes (double buffering, by the parity of the
-// region's exchange count), each [total][offset per member][length per member][records].
-// Reuse is safe without a further sync: a rank writes buffer e % 2 in exchange e only after
-// the allreduce of exchange e - 1, which every member entered after reading exchange
-// e - 2's buffers. Memory model: one passive-target epoch (MPI_Win_lock_all) for the
-// window's lifetime, MPI_Win_sync after the writes and before the reads, the allreduce as
-// the processes' synchronization (MPI-3.1 11.5.5, the unified model of shared windows).
-// When some rank needs more than `cap_`, every rank learns it from the allreduce, frees the
-// window and allocates one of twice the largest need, writes again and meets once more.
+// Segment of a rank: a header line [round][need, failed per parity] and two buffers of
+// `cap_` bytes (double buffering, by the parity of the round), each [total][offset per
+// member][length per member][records]. Reuse is safe without a further sync: a rank writes
+// buffer and header slot r % 2 in round r only after every member published round r - 1,
+// which each did after reading round r - 2's. Memory model: C++ release/acquire on
+// lock-free 64-bit atomics in the window (address-free across processes, as the shm
+// backends' epochs: comm/plan/shm_channel.hpp), one passive-target epoch
+// (MPI_Win_lock_all) for the window's lifetime (the unified model of shared windows,
+// MPI-3.1 11.5.5). When some rank needs more than `cap_`, every rank learns it from the
+// headers, frees the window and allocates one of twice the largest need (collective),
+// writes again and meets once more (MPI_Barrier).
 //
 // The window lives as long as the region communicator (an attribute, freed in its delete
 // callback at MPI_Comm_free: collective over the region, as the window's own free), so the
@@ -410,32 +424,42 @@ class RegionWindow {
     return w;
   }
 
-  /// Collective over the region: `write(buffer)` fills my buffer of this round with `need`
-  /// bytes (called only where they fit), then one allreduce of [need, failed] — the round's
-  /// only collective; when some member needs more, every member grows the window alike,
-  /// writes again and meets once more. True if some member reported `failed`. After it,
-  /// segment(w) is member w's buffer of this round, until next().
+  /// Collective over the region (a round): `write(buffer)` fills my buffer of this round
+  /// with `need` bytes (called only where they fit), then I publish [need, failed] and the
+  /// round, and wait for every member's (no MPI call); when some member needs more, every
+  /// member grows the window alike, writes again and meets once more. True if some member
+  /// reported `failed`. After it, segment(w) is member w's buffer of this round, until the
+  /// next publish().
   template <class Write>
   bool publish(int64_t need, bool failed, Write write) {
-    if (need <= cap_) {
-      write(my_buffer());
-      SPC_MPI(MPI_Win_sync(win_));
+    const uint64_t r = ++round_;
+    if (need <= cap_) write(my_buffer());
+    Line* mine = line(me_);
+    mine->need[r % 2] = need, mine->failed[r % 2] = failed ? 1 : 0;
+    mine->round.store(r, std::memory_order_release);
+    int64_t most = 0;
+    bool any_failed = false;
+    for (int w = 0; w < size_; ++w) {
+      const Line* l = line(w);
+      for (int i = 0; l->round.load(std::memory_order_acquire) < r; ++i) {
+        if (i % 64 == 63) {  // now and then let MPI progress (this rank's own pending traffic)
+          int flag = 0;
+          SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE));
+        }
+        if (i >= patience_) sched_yield();
+      }
+      most = std::max(most, l->need[r % 2]);
+      any_failed = any_failed || l->failed[r % 2] != 0;
     }
-    int64_t mine[2] = {need, failed ? 1 : 0}, most[2];
-    SPC_MPI(MPI_Allreduce(mine, most, 2, MPI_INT64_T, MPI_MAX, comm_));
-    if (most[1]) return true;
-    if (most[0] > cap_) {
-      resize(2 * most[0]);
+    if (any_failed) return true;
+    if (most > cap_) {
+      resize(2 * most);
       write(my_buffer());
-      SPC_MPI(MPI_Win_sync(win_));
       SPC_MPI(MPI_Barrier(comm_));
     }
-    SPC_MPI(MPI_Win_sync(win_));
     return false;
   }
   const char* segment(int w) const { return buffer_of(w); }
-  /// The round is over: the next one writes the other buffer.
-  void next() { ++exchanges_; }
 
   /// Collective over the region. Delivers to `keep(header, payload)` every record the
   /// members wrote for me (bundles[i]: my records for member i, already in record format;
@@ -462,7 +486,6 @@ class RegionWindow {
       const int64_t off = h[1 + me_], len = h[1 + size_ + me_];
       if (len > 0) detail::for_each_record(buffer_of(w) + off, len, keep);
     }
-    next();
     return false;
   }
 
@@ -511,13 +534,13 @@ class RegionWindow {
     } catch (...) {
       failure = std::current_exception();
     }
-    next();
     if (failure) std::rethrow_exception(failure);
     return false;
   }
 
  private:
-  explicit RegionWindow(MPI_Comm region) : comm_(region), size_(comm_size(region)), me_(comm_rank(region)) {
+  explicit RegionWindow(MPI_Comm region)
+      : comm_(region), size_(comm_size(region)), me_(comm_rank(region)), patience_(detail::node_of(region)->patience) {
     resize(kFirst);
   }
   ~RegionWindow() {
@@ -531,21 +554,37 @@ class RegionWindow {
     return MPI_SUCCESS;
   }
   static constexpr int64_t kFirst = 64 * 1024;
+  static constexpr int64_t kLine = 64;
+
+  // A member's header line: the last round it published, and per parity of the round its
+  // [bytes needed, failed] (a slow member may still read the previous round's).
+  struct Line {
+    std::atomic<uint64_t> round;
+    int64_t need[2];
+    int64_t failed[2];
+  };
+  static_assert(std::atomic<uint64_t>::is_always_lock_free, "the window's flags need lock-free 64-bit atomics");
+  static_assert(sizeof(Line) <= kLine, "a header line is one cache line");
 
   int64_t header_bytes() const { return static_cast<int64_t>(sizeof(int64_t)) * (1 + 2 * static_cast<int64_t>(size_)); }
-  char* my_buffer() const { return base_[me_] + (exchanges_ % 2) * cap_; }
-  const char* buffer_of(int w) const { return base_[static_cast<size_t>(w)] + (exchanges_ % 2) * cap_; }
+  Line* line(int w) const { return reinterpret_cast<Line*>(base_[static_cast<size_t>(w)]); }
+  char* my_buffer() const { return base_[me_] + kLine + static_cast<int64_t>(round_ % 2) * cap_; }
+  const char* buffer_of(int w) const {
+    return base_[static_cast<size_t>(w)] + kLine + static_cast<int64_t>(round_ % 2) * cap_;
+  }
 
-  // Collective over the region: a window of two buffers of `cap` bytes per rank (the
-  // exchange count restarts with the new window: nothing of the old one is read again).
+  // Collective over the region: a window of a header line and two buffers of `cap` bytes
+  // per rank. My line says this round (nothing of the old window is read again), and the
+  // caller meets the region before anyone reads the new one (the constructor here; a
+  // growth in publish() after its rewrite).
   void resize(int64_t cap) {
     if (win_ != MPI_WIN_NULL) {
       SPC_MPI(MPI_Win_unlock_all(win_));
       SPC_MPI(MPI_Win_free(&win_));
     }
-    cap_ = (cap + 63) / 64 * 64;
+    cap_ = (cap + kLine - 1) / kLine * kLine;
     char* mine = nullptr;
-    SPC_MPI(MPI_Win_allocate_shared(static_cast<MPI_Aint>(2 * cap_), 1, MPI_INFO_NULL, comm_, &mine, &win_));
+    SPC_MPI(MPI_Win_allocate_shared(static_cast<MPI_Aint>(kLine + 2 * cap_), 1, MPI_INFO_NULL, comm_, &mine, &win_));
     SPC_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_));
     base_.assign(static_cast<size_t>(size_), nullptr);
     for (int w = 0; w < size_; ++w) {
@@ -555,15 +594,19 @@ class RegionWindow {
       SPC_MPI(MPI_Win_shared_query(win_, w, &bytes, &disp, &p));
       base_[static_cast<size_t>(w)] = p;
     }
-    exchanges_ = 0;
+    Line* l = new (mine) Line;
+    l->round.store(round_, std::memory_order_release);
+    l->need[0] = l->need[1] = l->failed[0] = l->failed[1] = 0;
+    if (round_ == 0) SPC_MPI(MPI_Barrier(comm_));  // the first window: every line set before any is read
   }
 
   MPI_Comm comm_;
   int size_, me_;
+  int patience_;  // checks of a flag before yielding the core (NodeComm::patience)
   MPI_Win win_ = MPI_WIN_NULL;
   int64_t cap_ = 0;
   std::vector<char*> base_;
-  uint64_t exchanges_ = 0;
+  uint64_t round_ = 0;  // rounds published (publish() calls), this window and its predecessors
 };
 #endif
 
@@ -696,7 +739,7 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
   if (strategy == "rma") return detail::rma(global, send, fixed_count * static_cast<int64_t>(elem), err, into);
   // node_window: the locality-aware exchange with the real nodes as regions, whatever this
   // Sdde's regions, so that its redistribution runs through each node's window (on one
-  // node: that step alone, one allreduce and no message).
+  // node: that step alone, one round of the window's flags and no message).
   if (strategy == "node_window") return over_nodes().node_window_exchange(send, err, tag, stats, into);
   locality_exchange(send, strategy == "locality_nbx", tag, stats, err, into);
 }
@@ -710,9 +753,9 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
 // Only step 2 follows the strategy's name (personalized or NBX); step 3 is the personalized
 // exchange: inside a region its reduction spans few ranks and costs less than NBX's
 // synchronous sends and barrier (MPI Advance's locality-aware exchanges do the same) —
-// and where the region lies within one node, the same reduction with the records passed
-// through a shared-memory window instead of messages (RegionWindow: no message, probe or
-// second copy inside a node).
+// and where the region lies within one node, the records pass through a shared-memory
+// window instead, the reduction replaced by the window's flags (RegionWindow: no message,
+// probe, collective or second copy inside a node).
 // Steps 2 and 3 are themselves sparse exchanges (personalized or NBX). When every region
 // has the same size, step 2 runs on the communicator of the ranks with my local index (one
 // per region; its rank is the region's number), so its collective — the reduction or the
@@ -786,9 +829,9 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
 // message (Geyko et al.'s bundling taken one step further: per node pair, not per (rank,
 // node) pair; their paper's "gather inside the node first"):
 //  1. every rank writes its records into its segment of the node's first window, by
-//     destination member (its own node) and by destination node; one allreduce over the
-//     node ([bytes needed, failed]: publish()); then every rank takes the records for it
-//     from the members' segments;
+//     destination member (its own node) and by destination node, then publishes
+//     [bytes needed, failed] and waits for every member's (publish(): flags in the window,
+//     no MPI call); then every rank takes the records for it from the members' segments;
 //  2. per other node, one rank concatenates every member's bundle for it and sends it.
 //     Agents (few nodes): the pair (a, b)'s message goes from member (a + b) mod |a| of a to
 //     member (a + b) mod |b| of b — both sides compute the pair's two ranks, every pair
@@ -797,15 +840,13 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
 //     MPI collectives for exploiting multi-lane communication", CLUSTER 2020). Leaders (many
 //     nodes, where every pair's message would cost more than a reduction): local index 0
 //     sends every bundle, by the personalized exchange on the leaders' communicator;
-//  3. every rank writes what it received into its segment of the node's second window; one
-//     allreduce over the node; every rank takes the records addressed to it.
-// Two node-wide reductions (and with leaders, one over the leaders); no rank sends a
-// message inside a node. A failed check travels in step 1's reduction to the node, in step
-// 2's messages (a flag in front of every bundle; with leaders, their reduction) to every
-// node and in step 3's reduction to every rank, which then all raise it (agree).
-// Window reuse: a rank writes the first window again (next exchange, step 1) only after
-// this exchange's step 3 reduction, which every member entered after reading it; the
-// second one after the next step 1 reduction, after every member read it.
+//  3. every rank writes what it received into its segment of the node's second window and
+//     publishes it; every rank takes the records addressed to it.
+// Two rounds of each node's window flags (and with leaders, one reduction over the
+// leaders); no rank sends a message inside a node. A failed check travels in step 1's
+// round to the node, in step 2's messages (a flag in front of every bundle; with leaders,
+// their reduction) to every node and in step 3's round to every rank, which then all raise
+// it (agree). Each window is reused by its own rounds (RegionWindow: double-buffered).
 void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& err, int tag, Stats* stats,
                                 detail::Delivery& into) {
 #ifndef SPARSECOMM_SMPI
@@ -954,7 +995,6 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
           inbound.back().bytes.assign(m.bytes.data() + m.offsets[i], m.bytes.data() + m.offsets[i + 1]);
         }
       }
-      out.next();
       // Step 3: what each agent (or the leader) received, to every member: each writes the
       // bundles' records after their flags into its segment, [length][records].
       int64_t inbound_bytes = 0;
@@ -970,17 +1010,13 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
         }
       };
       const bool failed_anywhere = in.publish(any_failed ? 8 : 8 + inbound_bytes, any_failed, write_in);
-      if (failed_anywhere) {
-        in.next();
-        agree(comm_.get(), err);  // every rank: the failing rank's message
-      }
+      if (failed_anywhere) agree(comm_.get(), err);  // every rank: the failing rank's message
       for (int w = 0; w < members; ++w) {
         const int64_t total = reinterpret_cast<const int64_t*>(in.segment(w))[0];
         detail::for_each_record(in.segment(w) + 8, total, [&](const detail::RecordHeader& hd, const char* payload) {
           if (hd.dest == me) keep(hd, payload);
         });
       }
-      in.next();
       got.deliver(into);
       return;
     }

@@ -16,10 +16,11 @@
 //                          with my local index in that region, then are redistributed inside the
 //                          region. Inter-region: at most one message per (rank, region) pair.
 //                          Where a region lies within one node, the redistribution goes
-//                          through a shared-memory window (no message inside the node).
+//                          through a shared-memory window (no message inside the node, and
+//                          flags in the window instead of the reduction).
 //   node_window            the real nodes, whatever the regions given, and a shared window in
 //                          each: on one node each message is copied once into the writer's
-//                          segment and once out, one allreduce in all; across nodes one
+//                          segment and once out, one round of flags in all; across nodes one
 //                          bundle per pair of nodes, gathered from and scattered to the node
 //                          through the windows, sent by the pair's agents (a rank on each
 //                          side both compute; no reduction: every pair exchanges one message)
