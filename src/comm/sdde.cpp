@@ -235,10 +235,48 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
 // left waiting, and then every rank knows whether one failed: all raise that error
 // (agree). The success path runs no collective beyond the barrier itself.
 // `failed_out`: as for personalized() (what arrived is dropped).
-void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into, bool* failed_out = nullptr) {
+// `shared`: where the communicator lies within one node, the barrier through its shared
+// window's flags (each rank publishes its arrival and failure flag; the barrier completes
+// when every rank's has arrived) instead of NonblockingBarrier's messages.
+struct SharedBarrier {
+  virtual ~SharedBarrier() = default;
+  virtual void arrive(bool failed) = 0;
+  virtual bool test(bool* any_failed) = 0;  // true once every rank arrived
+};
+
+void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into, bool* failed_out = nullptr,
+         SharedBarrier* shared = nullptr) {
   std::vector<MPI_Request> reqs;
   if (err.empty()) post_sends(ch, send, reqs, true);
   Inbox got;
+  if (shared) {
+    bool arrived = false, any_failed = false;
+    while (true) {
+      int flag = 0;
+      MPI_Status st;
+      SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, ch.tag, ch.comm, &flag, &st));
+      if (flag) {
+        receive_probed(ch, st, got);
+        continue;
+      }
+      if (!arrived) {
+        int done = 1;
+        if (!reqs.empty()) SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
+        if (done) shared->arrive(!err.empty()), arrived = true;
+      } else if (shared->test(&any_failed)) {
+        break;
+      }
+    }
+    if (any_failed) {
+      if (failed_out) {
+        *failed_out = true;
+        return;
+      }
+      agree(ch.comm, err);  // throws on every rank
+    }
+    got.deliver(into);
+    return;
+  }
   std::unique_ptr<NonblockingBarrier> barrier;
   while (true) {
     int flag = 0;
@@ -489,6 +527,46 @@ class RegionWindow {
     return false;
   }
 
+  /// A round without data, split in two for NBX's barrier: arrive() publishes my arrival
+  /// and failure flag; arrived() is true once every member's arrival of this round shows
+  /// (then *any_failed: whether one reported failure). Between them the caller keeps
+  /// receiving.
+  void arrive(bool failed) {
+    const uint64_t r = ++round_;
+    Line* mine = line(me_);
+    mine->need[r % 2] = 0, mine->failed[r % 2] = failed ? 1 : 0;
+    mine->round.store(r, std::memory_order_release);
+  }
+  bool arrived(bool* any_failed) const {
+    bool f = false;
+    for (int w = 0; w < size_; ++w) {
+      const Line* l = line(w);
+      if (l->round.load(std::memory_order_acquire) < round_) return false;
+      f = f || l->failed[round_ % 2] != 0;
+    }
+    *any_failed = f;
+    return true;
+  }
+
+  /// Collective over the region, when it is the exchange's whole communicator: the
+  /// personalized exchange's reduction in shared memory — every rank writes its row of the
+  /// table (per destination: the message's bytes, or -1 for none), one round, and each reads
+  /// its column: *from, (source, bytes) of every message to expect, in source order (also
+  /// when some member failed: a failed member's row is empty). True if some member reported
+  /// `failed`. (The window holds a row from the start: the round never grows it.)
+  bool table_messages(const detail::Outbox& send, bool failed, std::vector<std::pair<int, int64_t>>* from) {
+    auto write = [&](char* b) {
+      auto* row = reinterpret_cast<int64_t*>(b);
+      std::fill(row, row + size_, int64_t{-1});
+      for (size_t i = 0; !failed && i < send.size(); ++i) row[send.ranks[i]] = send.len[i];
+    };
+    const bool any_failed = publish(8 * static_cast<int64_t>(size_), failed, write);
+    from->clear();
+    for (int w = 0; w < size_; ++w)
+      if (const int64_t n = reinterpret_cast<const int64_t*>(buffer_of(w))[me_]; n >= 0) from->emplace_back(w, n);
+    return any_failed;
+  }
+
   /// Collective over the region, when it is the exchange's whole communicator (one region):
   /// the exchange itself, each message copied once into my buffer and once out of its
   /// writer's into `into` (ordered by source rank; rank_of[w]: member w's rank in the
@@ -541,7 +619,7 @@ class RegionWindow {
  private:
   explicit RegionWindow(MPI_Comm region)
       : comm_(region), size_(comm_size(region)), me_(comm_rank(region)), patience_(detail::node_of(region)->patience) {
-    resize(kFirst);
+    resize(std::max<int64_t>(kFirst, 8 * static_cast<int64_t>(size_)));  // (a table row fits: table_messages)
   }
   ~RegionWindow() {
     if (win_ != MPI_WIN_NULL) {
@@ -608,6 +686,44 @@ class RegionWindow {
   std::vector<char*> base_;
   uint64_t round_ = 0;  // rounds published (publish() calls), this window and its predecessors
 };
+#endif
+
+#ifndef SPARSECOMM_SMPI
+// The personalized exchange where the communicator lies within one node: the messages go
+// out at once, while the table of who sends what to whom is read in the node's window
+// (RegionWindow::table_messages: the reduction of the personalized exchange, with the
+// sizes); then each message is received straight into its place in source order, with no
+// probe. A failure anywhere: every message is still received (and dropped) before every
+// rank raises it (agree: the failing rank's message).
+void personalized_in_window(const detail::Channel& ch, const detail::Outbox& send, const std::string& err,
+                            detail::Delivery& into, RegionWindow& w) {
+  std::vector<MPI_Request> reqs;
+  if (err.empty()) detail::post_sends(ch, send, reqs, false);
+  std::vector<std::pair<int, int64_t>> from;
+  const bool failed = w.table_messages(send, !err.empty(), &from);
+  into.restart(from.size());
+  for (const auto& [src, n] : from) into.add(src, n);
+  std::exception_ptr failure;
+  char* out = nullptr;
+  if (!failed) try {
+      out = into.allocate(into.offsets.back());  // (may be null for 0 bytes)
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  const bool keep = !failed && !failure;
+  std::vector<std::vector<char>> drain(keep ? 0 : from.size());  // received and dropped
+  std::vector<MPI_Request> rreqs(from.size(), MPI_REQUEST_NULL);
+  for (size_t k = 0; k < from.size(); ++k) {
+    const auto& [src, n] = from[k];
+    char* at = keep ? out + into.offsets[k] : (drain[k].resize(static_cast<size_t>(n)), drain[k].data());
+    SPC_MPI(MPI_Irecv(at, static_cast<int>(n), MPI_BYTE, src, ch.tag, ch.comm, &rreqs[k]));
+    if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(src), n);
+  }
+  wait_all(rreqs);
+  wait_all(reqs);
+  if (failed) agree(ch.comm, err);  // every rank
+  if (failure) std::rethrow_exception(failure);
+}
 #endif
 
 const std::vector<std::string>& strategy_list() {
@@ -734,8 +850,32 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
   const int tag = 1000 + (calls_++ % 2048);
   ScopedTimer timer(stats, "sdde." + strategy);
   detail::Channel global{comm_.get(), tag, stats, "direct", [this](int r) { return loc_.same_region(r); }};
-  if (strategy == "personalized") return detail::personalized(global, send, err, into);
-  if (strategy == "nbx") return detail::nbx(global, send, err, into);
+  if (strategy == "personalized") {
+#ifndef SPARSECOMM_SMPI
+    // From the second call of an Sdde on: where the communicator lies within one node, the
+    // counts (and sizes) are exchanged through its shared window (made then, collectively:
+    // a one-shot Sdde does not pay for a window it would use once).
+    if (++personalized_calls_ >= 2)
+      if (RegionWindow* w = RegionWindow::of(comm_.get(), 0)) return personalized_in_window(global, send, err, into, *w);
+#endif
+    return detail::personalized(global, send, err, into);
+  }
+  if (strategy == "nbx") {
+#ifndef SPARSECOMM_SMPI
+    // As personalized: from the second call on, within one node, the barrier in the window.
+    if (++nbx_calls_ >= 2)
+      if (RegionWindow* w = RegionWindow::of(comm_.get(), 0)) {
+        struct Flags : detail::SharedBarrier {
+          RegionWindow* w;
+          explicit Flags(RegionWindow* x) : w(x) {}
+          void arrive(bool failed) override { w->arrive(failed); }
+          bool test(bool* any_failed) override { return w->arrived(any_failed); }
+        } flags(w);
+        return detail::nbx(global, send, err, into, nullptr, &flags);
+      }
+#endif
+    return detail::nbx(global, send, err, into);
+  }
   if (strategy == "rma") return detail::rma(global, send, fixed_count * static_cast<int64_t>(elem), err, into);
   // node_window: the locality-aware exchange with the real nodes as regions, whatever this
   // Sdde's regions, so that its redistribution runs through each node's window (on one

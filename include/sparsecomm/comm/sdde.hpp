@@ -5,9 +5,14 @@
 //   personalized           counts reduced with MPI_Reduce_scatter_block, then matched
 //                          probes and receives straight into the result
 //                          (the "personalized" exchange of Hoefler, Siebert and Lumsdaine,
-//                          PPoPP'10; O(P) counts per rank).
+//                          PPoPP'10; O(P) counts per rank). Within one node, from an Sdde's
+//                          second call: the messages go out at once while the reduction's
+//                          table (with the sizes) is read in a shared window, then each is
+//                          received into place with no probe.
 //   nbx                    non-blocking consensus: synchronous sends, probe-receive until the
-//                          sends are matched, then a non-blocking barrier (same paper, NBX).
+//                          sends are matched, then a non-blocking barrier (same paper, NBX);
+//                          within one node, from an Sdde's second call, the barrier as flags
+//                          in a shared window.
 //   rma                    one-sided puts into a window of one slot per rank, between two
 //                          fences; fixed-size messages only (MPI Advance's RMA variant).
 //   locality_personalized  locality-aware aggregation (Geyko, Collom, Schafer, Bridges and
@@ -258,6 +263,8 @@ class Sdde {
   bool group_checked_ = false;
   Locality loc_;
   int calls_ = 0;
+  int personalized_calls_ = 0;  ///< personalized exchanges made (from the second, counts through a node window)
+  int nbx_calls_ = 0;           ///< nbx exchanges made (from the second, the barrier through a node window)
   bool check_args_ = false;
   std::unique_ptr<Sdde> nodes_;
   Comm leaders_comm_;        ///< node_window across nodes by leaders: local index 0 of every region (made on first use)
