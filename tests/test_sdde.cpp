@@ -267,8 +267,9 @@ TEST(SddeWindow, GrowsReusesAndReplacesMessages) {
 // sleeping a random 0-40 us before some calls (odd ranks more often: even ranks run ahead
 // into the next call and write the other buffer while slow ones still read). A stale, torn
 // or overwritten read of the double-buffered segments fails it. node_window (the whole
-// exchange through the node's window on one node) and locality_personalized in regions of
-// 2 (the redistribution through each region's window).
+// exchange through the node's window on one node), locality_personalized in regions of 2
+// (the redistribution through each region's window), and personalized and nbx (on one
+// node, from the second call: the table and the barrier through the window's flags).
 TEST(SddeWindow, JitteredBackToBackExchanges) {
   const int p = test::size(), me = test::rank();
   const auto& all = Sdde::strategies();
@@ -277,7 +278,7 @@ TEST(SddeWindow, JitteredBackToBackExchanges) {
   std::mt19937 rng(static_cast<unsigned>(99 + 31 * me));
   std::uniform_int_distribution<int> delay(0, 40), coin(0, 9);
   const int iters = p <= 3 ? 2000 : 500;
-  for (const std::string strategy : {"node_window", "locality_personalized"}) {
+  for (const std::string strategy : {"node_window", "locality_personalized", "personalized", "nbx"}) {
     long wrong = 0;
     for (int it = 0; it < iters; ++it) {
       auto gen = [&](int s) {
