@@ -238,46 +238,39 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
 // `shared`: where the communicator lies within one node, the barrier through its shared
 // window's flags (each rank publishes its arrival and failure flag; the barrier completes
 // when every rank's has arrived) instead of NonblockingBarrier's messages.
-struct SharedBarrier {
-  virtual ~SharedBarrier() = default;
+struct NbxBarrier {  // entered once: arrive(), then test() until every rank arrived
+  virtual ~NbxBarrier() = default;
   virtual void arrive(bool failed) = 0;
-  virtual bool test(bool* any_failed) = 0;  // true once every rank arrived
+  virtual bool test(bool* any_failed) = 0;  // true once every rank arrived (then *any_failed)
+};
+
+// The barrier by messages: a non-blocking reduction of the flags on the exchange's
+// communicator. Its messages use a tag range of their own (data tags are 1000..3047):
+// never matched by NBX's probe, nor by a later exchange.
+class MessageBarrier : public NbxBarrier {
+ public:
+  MessageBarrier(MPI_Comm comm, int tag) : comm_(comm), tag_(tag) {}
+  void arrive(bool failed) override { b_ = std::make_unique<NonblockingBarrier>(comm_, tag_, failed ? 1 : 0); }
+  bool test(bool* any_failed) override {
+    if (!b_->test()) return false;
+    *any_failed = b_->flag() != 0;
+    return true;
+  }
+
+ private:
+  MPI_Comm comm_;
+  int tag_;
+  std::unique_ptr<NonblockingBarrier> b_;
 };
 
 void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into, bool* failed_out = nullptr,
-         SharedBarrier* shared = nullptr) {
+         NbxBarrier* shared = nullptr) {
   std::vector<MPI_Request> reqs;
   if (err.empty()) post_sends(ch, send, reqs, true);
   Inbox got;
-  if (shared) {
-    bool arrived = false, any_failed = false;
-    while (true) {
-      int flag = 0;
-      MPI_Status st;
-      SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, ch.tag, ch.comm, &flag, &st));
-      if (flag) {
-        receive_probed(ch, st, got);
-        continue;
-      }
-      if (!arrived) {
-        int done = 1;
-        if (!reqs.empty()) SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
-        if (done) shared->arrive(!err.empty()), arrived = true;
-      } else if (shared->test(&any_failed)) {
-        break;
-      }
-    }
-    if (any_failed) {
-      if (failed_out) {
-        *failed_out = true;
-        return;
-      }
-      agree(ch.comm, err);  // throws on every rank
-    }
-    got.deliver(into);
-    return;
-  }
-  std::unique_ptr<NonblockingBarrier> barrier;
+  MessageBarrier by_messages(ch.comm, ch.tag + 4096);
+  NbxBarrier& barrier = shared ? *shared : by_messages;
+  bool arrived = false, any_failed = false;
   while (true) {
     int flag = 0;
     MPI_Status st;
@@ -286,18 +279,15 @@ void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery
       receive_probed(ch, st, got);
       continue;
     }
-    if (!barrier) {
-      int done = 0;
-      if (reqs.empty()) done = 1;
-      else SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
-      // The barrier's own messages use a tag range of their own (data tags are 1000..3047):
-      // never matched by the probe above, nor by a later exchange.
-      if (done) barrier = std::make_unique<NonblockingBarrier>(ch.comm, ch.tag + 4096, err.empty() ? 0 : 1);
-    } else if (barrier->test()) {
+    if (!arrived) {
+      int done = 1;
+      if (!reqs.empty()) SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
+      if (done) barrier.arrive(!err.empty()), arrived = true;
+    } else if (barrier.test(&any_failed)) {
       break;
     }
   }
-  if (barrier->flag()) {
+  if (any_failed) {
     if (failed_out) {
       *failed_out = true;
       return;
@@ -865,7 +855,7 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
     // As personalized: from the second call on, within one node, the barrier in the window.
     if (++nbx_calls_ >= 2)
       if (RegionWindow* w = RegionWindow::of(comm_.get(), 0)) {
-        struct Flags : detail::SharedBarrier {
+        struct Flags : detail::NbxBarrier {
           RegionWindow* w;
           explicit Flags(RegionWindow* x) : w(x) {}
           void arrive(bool failed) override { w->arrive(failed); }
