@@ -462,9 +462,7 @@ class RegionWindow {
   bool publish(int64_t need, bool failed, Write write) {
     const uint64_t r = ++round_;
     if (need <= cap_) write(my_buffer());
-    Line* mine = line(me_);
-    mine->need[r % 2] = need, mine->failed[r % 2] = failed ? 1 : 0;
-    mine->round.store(r, std::memory_order_release);
+    announce(need, failed);
     int64_t most = 0;
     bool any_failed = false;
     for (int w = 0; w < size_; ++w) {
@@ -522,10 +520,8 @@ class RegionWindow {
   /// (then *any_failed: whether one reported failure). Between them the caller keeps
   /// receiving.
   void arrive(bool failed) {
-    const uint64_t r = ++round_;
-    Line* mine = line(me_);
-    mine->need[r % 2] = 0, mine->failed[r % 2] = failed ? 1 : 0;
-    mine->round.store(r, std::memory_order_release);
+    ++round_;
+    announce(0, failed);
   }
   bool arrived(bool* any_failed) const {
     bool f = false;
@@ -636,6 +632,13 @@ class RegionWindow {
 
   int64_t header_bytes() const { return static_cast<int64_t>(sizeof(int64_t)) * (1 + 2 * static_cast<int64_t>(size_)); }
   Line* line(int w) const { return reinterpret_cast<Line*>(base_[static_cast<size_t>(w)]); }
+  // My header of this round: [need, failed] in its parity's slot, then the round number
+  // (the release store the other members wait for).
+  void announce(int64_t need, bool failed) {
+    Line* mine = line(me_);
+    mine->need[round_ % 2] = need, mine->failed[round_ % 2] = failed ? 1 : 0;
+    mine->round.store(round_, std::memory_order_release);
+  }
   char* my_buffer() const { return base_[me_] + kLine + static_cast<int64_t>(round_ % 2) * cap_; }
   const char* buffer_of(int w) const {
     return base_[static_cast<size_t>(w)] + kLine + static_cast<int64_t>(round_ % 2) * cap_;
@@ -1060,9 +1063,12 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
           if (len > 0) b.insert(b.end(), at, at + len);
         }
       };
-      // Step 2: one bundle per pair of nodes; `inbound`: what this rank received for its node.
+      // Step 2: one bundle per pair of nodes; `inbound`: the bundles this rank received for
+      // its node (each [8-byte flag][records]), where they arrived.
       bool any_failed = node_failed;
-      std::vector<detail::ByteMessages> inbound;
+      std::vector<std::vector<char>> received;  // agents: one buffer per bundle
+      detail::ByteMessages from_leaders;        // leaders: the personalized exchange's result
+      std::vector<std::pair<const char*, int64_t>> inbound;
       if (agents_) {
         // Every pair of nodes (a, b) has one agent on each side, the member (a + b) modulo
         // the node's size: the same formula on both sides, so sender and receiver are known
@@ -1086,7 +1092,7 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
         }
         std::vector<MPI_Request> sreqs;
         detail::post_sends(ch, o, sreqs, false);
-        inbound.resize(from.size());
+        received.resize(from.size());
         std::vector<MPI_Request> rreqs(from.size(), MPI_REQUEST_NULL);
         for (size_t k = 0; k < from.size(); ++k) {  // each received as soon as it is announced
           MPI_Message msg;
@@ -1094,13 +1100,16 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
           int n = 0;
           SPC_MPI(MPI_Mprobe(from[k], tag, comm_.get(), &msg, &st));
           SPC_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
-          inbound[k].bytes.resize(static_cast<size_t>(n));
-          SPC_MPI(MPI_Imrecv(inbound[k].bytes.data(), n, MPI_BYTE, &msg, &rreqs[k]));
+          received[k].resize(static_cast<size_t>(n));
+          SPC_MPI(MPI_Imrecv(received[k].data(), n, MPI_BYTE, &msg, &rreqs[k]));
           if (stats) stats->record_recv("inter", false, n);
         }
         wait_all(rreqs);
         wait_all(sreqs);
-        for (const auto& m : inbound) any_failed = any_failed || m.bytes.empty() || m.bytes[0] != 0;
+        for (const auto& m : received) {
+          any_failed = any_failed || m.size() < 8 || m[0] != 0;
+          inbound.emplace_back(m.data(), static_cast<int64_t>(m.size()));
+        }
       } else if (leader) {
         // One leader per node (local index 0) sends one bundle per pair of nodes: the
         // personalized exchange on the leaders' communicator (many nodes: its reduction
@@ -1119,24 +1128,22 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
         bool leaders_failed = false;
         detail::personalized(ch, o, node_failed ? "failed" : "", rec.d, &leaders_failed);
         any_failed = leaders_failed;
-        detail::ByteMessages m = rec.take();
-        for (size_t i = 0; i < m.ranks.size(); ++i) {
-          inbound.emplace_back();
-          inbound.back().bytes.assign(m.bytes.data() + m.offsets[i], m.bytes.data() + m.offsets[i + 1]);
-        }
+        from_leaders = rec.take();
+        for (size_t i = 0; i < from_leaders.ranks.size(); ++i)
+          inbound.emplace_back(from_leaders.bytes.data() + from_leaders.offsets[i],
+                               from_leaders.offsets[i + 1] - from_leaders.offsets[i]);
       }
       // Step 3: what each agent (or the leader) received, to every member: each writes the
       // bundles' records after their flags into its segment, [length][records].
       int64_t inbound_bytes = 0;
-      for (const auto& m : inbound) inbound_bytes += std::max<int64_t>(static_cast<int64_t>(m.bytes.size()) - 8, 0);
+      for (const auto& [at, len] : inbound) inbound_bytes += std::max<int64_t>(len - 8, 0);
       auto write_in = [&](char* b) {
         reinterpret_cast<int64_t*>(b)[0] = any_failed ? 0 : inbound_bytes;
-        int64_t at = 8;
+        int64_t to = 8;
         for (size_t k = 0; !any_failed && k < inbound.size(); ++k) {
-          const auto& m = inbound[k];
-          const size_t n = m.bytes.size() - 8;
-          if (n > 0) std::memcpy(b + at, m.bytes.data() + 8, n);
-          at += static_cast<int64_t>(n);
+          const auto& [at, len] = inbound[k];
+          if (len > 8) std::memcpy(b + to, at + 8, static_cast<size_t>(len - 8));
+          to += std::max<int64_t>(len - 8, 0);
         }
       };
       const bool failed_anywhere = in.publish(any_failed ? 8 : 8 + inbound_bytes, any_failed, write_in);
