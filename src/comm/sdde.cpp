@@ -21,6 +21,13 @@
 
 namespace sparsecomm {
 namespace detail {
+// NBX's barrier (nbx() below), entered once: arrive(), then test() until every rank arrived.
+struct NbxBarrier {
+  virtual ~NbxBarrier() = default;
+  virtual void arrive(bool failed) = 0;
+  virtual bool test(bool* any_failed) = 0;  // true once every rank arrived (then *any_failed)
+};
+
 namespace {
 
 // A communicator, a tag and where to count: one "step" of an exchange.
@@ -235,14 +242,10 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
 // left waiting, and then every rank knows whether one failed: all raise that error
 // (agree). The success path runs no collective beyond the barrier itself.
 // `failed_out`: as for personalized() (what arrived is dropped).
-// `shared`: where the communicator lies within one node, the barrier through its shared
-// window's flags (each rank publishes its arrival and failure flag; the barrier completes
-// when every rank's has arrived) instead of NonblockingBarrier's messages.
-struct NbxBarrier {  // entered once: arrive(), then test() until every rank arrived
-  virtual ~NbxBarrier() = default;
-  virtual void arrive(bool failed) = 0;
-  virtual bool test(bool* any_failed) = 0;  // true once every rank arrived (then *any_failed)
-};
+// `shared`: another barrier than NonblockingBarrier's messages — where the communicator
+// lies within one node, its shared window's flags (each rank publishes its arrival and
+// failure flag; the barrier completes when every rank's has arrived); across nodes, the
+// nodes' windows and one message per pair of nodes (Sdde::node_barrier).
 
 // The barrier by messages: a non-blocking reduction of the flags on the exchange's
 // communicator. Its messages use a tag range of their own (data tags are 1000..3047):
@@ -456,8 +459,9 @@ class RegionWindow {
   /// with `need` bytes (called only where they fit), then I publish [need, failed] and the
   /// round, and wait for every member's (no MPI call); when some member needs more, every
   /// member grows the window alike, writes again and meets once more. True if some member
-  /// reported `failed`. After it, segment(w) is member w's buffer of this round, until the
-  /// next publish().
+  /// reported `failed` (the buffers are written all the same: a failed member writes what it
+  /// has, usually nothing). After it, segment(w) is member w's buffer of this round, until
+  /// the next publish().
   template <class Write>
   bool publish(int64_t need, bool failed, Write write) {
     const uint64_t r = ++round_;
@@ -477,13 +481,12 @@ class RegionWindow {
       most = std::max(most, l->need[r % 2]);
       any_failed = any_failed || l->failed[r % 2] != 0;
     }
-    if (any_failed) return true;
-    if (most > cap_) {
+    if (most > cap_) {  // also when some member failed: the others' buffers may still be read (node_table)
       resize(2 * most);
       write(my_buffer());
       SPC_MPI(MPI_Barrier(comm_));
     }
-    return false;
+    return any_failed;
   }
   const char* segment(int w) const { return buffer_of(w); }
 
@@ -682,18 +685,20 @@ class RegionWindow {
 #endif
 
 #ifndef SPARSECOMM_SMPI
-// The personalized exchange where the communicator lies within one node: the messages go
-// out at once, while the table of who sends what to whom is read in the node's window
-// (RegionWindow::table_messages: the reduction of the personalized exchange, with the
-// sizes); then each message is received straight into its place in source order, with no
-// probe. A failure anywhere: every message is still received (and dropped) before every
-// rank raises it (agree: the failing rank's message).
-void personalized_in_window(const detail::Channel& ch, const detail::Outbox& send, const std::string& err,
-                            detail::Delivery& into, RegionWindow& w) {
+// The personalized exchange where the table of who sends what to whom is read in shared
+// memory (`table(&from)`: the reduction of the personalized exchange, with the sizes; true
+// if some rank failed) — within one node, RegionWindow::table_messages; across nodes,
+// Sdde::node_table. The messages go out at once, while the table is read; then each
+// message is received straight into its place in source order, with no probe. A failure
+// anywhere: every message is still received (and dropped) before every rank raises it
+// (agree: the failing rank's message).
+template <class Table>
+void personalized_by_table(const detail::Channel& ch, const detail::Outbox& send, const std::string& err,
+                           detail::Delivery& into, Table table) {
   std::vector<MPI_Request> reqs;
   if (err.empty()) detail::post_sends(ch, send, reqs, false);
   std::vector<std::pair<int, int64_t>> from;
-  const bool failed = w.table_messages(send, !err.empty(), &from);
+  const bool failed = table(&from);
   into.restart(from.size());
   for (const auto& [src, n] : from) into.add(src, n);
   std::exception_ptr failure;
@@ -848,15 +853,25 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
     // From the second call of an Sdde on: where the communicator lies within one node, the
     // counts (and sizes) are exchanged through its shared window (made then, collectively:
     // a one-shot Sdde does not pay for a window it would use once).
-    if (++personalized_calls_ >= 2)
-      if (RegionWindow* w = RegionWindow::of(comm_.get(), 0)) return personalized_in_window(global, send, err, into, *w);
+    // Across nodes (agents: few nodes), the table through every node's windows and one
+    // message per pair of nodes (node_table).
+    if (++personalized_calls_ >= 2) {
+      const bool failed = !err.empty();
+      if (RegionWindow* w = RegionWindow::of(comm_.get(), 0))
+        return personalized_by_table(global, send, err, into, [&](auto* from) { return w->table_messages(send, failed, from); });
+      Sdde& nodes = over_nodes();
+      if (nodes.node_windows() && nodes.agents_)
+        return personalized_by_table(global, send, err, into,
+                                     [&](auto* from) { return nodes.node_table(send, failed, tag, from); });
+    }
 #endif
     return detail::personalized(global, send, err, into);
   }
   if (strategy == "nbx") {
 #ifndef SPARSECOMM_SMPI
-    // As personalized: from the second call on, within one node, the barrier in the window.
-    if (++nbx_calls_ >= 2)
+    // As personalized: from the second call on, the barrier in the window within one node,
+    // across nodes through the nodes' windows (node_barrier).
+    if (++nbx_calls_ >= 2) {
       if (RegionWindow* w = RegionWindow::of(comm_.get(), 0)) {
         struct Flags : detail::NbxBarrier {
           RegionWindow* w;
@@ -866,6 +881,9 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
         } flags(w);
         return detail::nbx(global, send, err, into, nullptr, &flags);
       }
+      Sdde& nodes = over_nodes();
+      if (nodes.node_windows() && nodes.agents_) return detail::nbx(global, send, err, into, nullptr, nodes.node_barrier(tag).get());
+    }
 #endif
     return detail::nbx(global, send, err, into);
   }
@@ -957,6 +975,204 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
   redistribute(to_region, inter_recv, failed_in_group, err, grouped, tag, stats, into);
 }
 
+#ifndef SPARSECOMM_SMPI
+// The windows of the nodes and how pairs of nodes talk, for node_window across nodes and
+// for the direct strategies' tables and barriers (node_table, node_barrier).
+bool Sdde::node_windows() {
+  if (leader_windows_ < 0) {  // first use, collective: windows on every node, the leaders' communicator
+    if (loc_.num_regions() <= 1) {  // one node: nothing across nodes (alike on every rank)
+      leader_windows_ = 0;
+      return false;
+    }
+    // Agents or leaders ($SPARSECOMM_SDDE_NODE_EXCHANGE = agents | leaders; unset or
+    // "auto": agents while every member is the agent of at most two other nodes, i.e.
+    // nodes - 1 <= 2 x the smallest node; beyond, each pair's message would cost more than
+    // the leaders' one reduction). Agreed here: a rank that asks otherwise is an error on
+    // every rank.
+    const char* env = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
+    const std::string how = env && *env ? env : "auto";
+    int smallest = loc_.region_size(0);
+    for (int r = 1; r < loc_.num_regions(); ++r) smallest = std::min(smallest, loc_.region_size(r));
+    const int want = how == "auto" ? (loc_.num_regions() - 1 <= 2 * smallest ? 1 : 2)
+                     : how == "agents" ? 1 : how == "leaders" ? 2 : 0;
+    int mine[3] = {RegionWindow::of(local_comm_.get(), 0) && RegionWindow::of(local_comm_.get(), 1) ? 1 : 0, want,
+                   -want},
+        all[3];
+    SPC_MPI(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm_.get()));
+    if (all[1] == 0)
+      throw InputError("SPARSECOMM_SDDE_NODE_EXCHANGE='" + how +
+                       "' on some rank; valid values: agents, leaders, auto (all ranks alike)");
+    if (all[1] != -all[2])
+      throw InputError("SPARSECOMM_SDDE_NODE_EXCHANGE differs between ranks: set it alike on every rank");
+    agents_ = all[1] == 1;
+    if (!agents_) {
+      MPI_Comm c = MPI_COMM_NULL;
+      SPC_MPI(MPI_Comm_split(comm_.get(), loc_.local_rank() == 0 ? 0 : MPI_UNDEFINED, loc_.region(), &c));
+      if (c != MPI_COMM_NULL) leaders_comm_ = Comm::adopt(c);
+    }
+    leader_windows_ = all[0];
+  }
+  return leader_windows_ == 1;
+}
+
+// The personalized exchange's table across nodes (agents; Sdde::exchange_into, from the
+// second call): who sends how many bytes to me, learned in two rounds of each node's
+// windows and one message per pair of nodes, instead of MPI_Reduce_scatter_block over every
+// rank — a reduction of P counters whose log2(P) dependent steps cross the network, where
+// here one step does (the hierarchical reduction of Traff and Hunold's multi-lane
+// decomposition, CLUSTER 2020, with node_window's agents):
+//  1. every rank writes its row (per destination rank: the message's bytes, or -1) into its
+//     segment of the node's first window and publishes it; a rank whose input failed
+//     writes an empty row (its messages were not sent);
+//  2. the agent of the pair (my node, b) (node_window's formula) collects from every
+//     member's row the entries for b's ranks — (source, destination's index in b, bytes) —
+//     and sends them, after an 8-byte failure flag, to b's agent of the pair, receiving
+//     its list for my node; every pair sends, also when empty or failed;
+//  3. every rank writes what it received into its segment of the second window and
+//     publishes it: each then reads its column of its node's rows and its entries of the
+//     lists.
+// Every rank learns every message sent to it also when some rank failed (the sends went
+// out before the table: the caller drains them), and whether any did.
+bool Sdde::node_table(const detail::Outbox& send, bool failed, int tag, std::vector<std::pair<int, int64_t>>* from) {
+  RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0);
+  RegionWindow& in = *RegionWindow::of(local_comm_.get(), 1);
+  const int p = comm_.size(), me = comm_.rank(), members = loc_.local_size(), nodes = loc_.num_regions();
+  const int my_node = loc_.region(), mi = loc_.local_rank();
+  auto write_row = [&](char* b) {
+    auto* row = reinterpret_cast<int64_t*>(b);
+    std::fill(row, row + p, int64_t{-1});
+    for (size_t i = 0; !failed && i < send.size(); ++i) row[send.ranks[i]] = send.len[i];
+  };
+  const bool node_failed = out.publish(8 * static_cast<int64_t>(p), failed, write_row);
+  auto row = [&](int w) { return reinterpret_cast<const int64_t*>(out.segment(w)); };
+  struct Entry {
+    int32_t src, dest;  // source rank; destination's local index in its node
+    int64_t bytes;
+  };
+  static_assert(sizeof(Entry) == 16, "entries are packed as 16 bytes");
+  auto agent = [&](int a, int b) { return loc_.member(a, (a + b) % loc_.region_size(a)); };
+  std::vector<std::vector<int64_t>> lists;  // per pair of mine: [flag][entries], 8-byte words
+  std::vector<int> partners;
+  for (int r = 0; r < nodes; ++r) {
+    if (r == my_node || agent(my_node, r) != me) continue;
+    std::vector<int64_t> l(1, node_failed ? 1 : 0);
+    for (int w = 0; w < members; ++w)
+      for (int j = 0; j < loc_.region_size(r); ++j)
+        if (const int64_t n = row(w)[loc_.member(r, j)]; n >= 0) {
+          const Entry e{loc_.member(my_node, w), j, n};
+          l.resize(l.size() + 2);
+          std::memcpy(&l[l.size() - 2], &e, sizeof(e));
+        }
+    lists.push_back(std::move(l));
+    partners.push_back(agent(r, my_node));
+  }
+  std::vector<MPI_Request> sreqs(partners.size()), rreqs(partners.size());
+  for (size_t k = 0; k < partners.size(); ++k)
+    SPC_MPI(MPI_Isend(lists[k].data(), static_cast<int>(lists[k].size()), MPI_INT64_T, partners[k], tag, comm_.get(),
+                      &sreqs[k]));
+  std::vector<std::vector<int64_t>> got(partners.size());
+  for (size_t k = 0; k < partners.size(); ++k) {
+    MPI_Message msg;
+    MPI_Status st;
+    int n = 0;
+    SPC_MPI(MPI_Mprobe(partners[k], tag, comm_.get(), &msg, &st));
+    SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
+    got[k].resize(static_cast<size_t>(n));
+    SPC_MPI(MPI_Imrecv(got[k].data(), n, MPI_INT64_T, &msg, &rreqs[k]));
+  }
+  wait_all(rreqs);
+  wait_all(sreqs);
+  bool any_failed = node_failed;
+  int64_t words = 1;
+  for (const auto& g : got) {
+    any_failed = any_failed || g.empty() || g[0] != 0;
+    if (!g.empty()) words += static_cast<int64_t>(g.size()) - 1;
+  }
+  auto write_in = [&](char* b) {  // [words][entries of every list]
+    auto* w = reinterpret_cast<int64_t*>(b);
+    w[0] = words;
+    int64_t at = 1;
+    for (const auto& g : got)
+      if (g.size() > 1) {
+        std::memcpy(w + at, g.data() + 1, 8 * (g.size() - 1));
+        at += static_cast<int64_t>(g.size()) - 1;
+      }
+  };
+  const bool failed_anywhere = in.publish(8 * words, any_failed, write_in);
+  from->clear();
+  for (int w = 0; w < members; ++w)
+    if (const int64_t n = row(w)[me]; n >= 0) from->emplace_back(loc_.member(my_node, w), n);
+  for (int w = 0; w < members; ++w) {
+    const auto* l = reinterpret_cast<const int64_t*>(in.segment(w));
+    for (int64_t at = 1; at + 1 < l[0]; at += 2) {
+      Entry e;
+      std::memcpy(&e, l + at, sizeof(e));
+      if (e.dest == mi) from->emplace_back(e.src, e.bytes);
+    }
+  }
+  std::sort(from->begin(), from->end());
+  return failed_anywhere;
+}
+
+// NBX's barrier across nodes (agents; Sdde::exchange_into, from the second call): the
+// dissemination of MPI_Ibarrier over every rank replaced by the hierarchy of node_table —
+// a round of the node's first window (every member arrived), then one message per pair of
+// nodes (my node arrived, and its failure flag) between the pair's agents, then a round of
+// the second window (each member arrives once its pairs' messages came): when it completes,
+// every member of every node has arrived. Non-blocking throughout: test() advances it.
+std::unique_ptr<detail::NbxBarrier> Sdde::node_barrier(int tag) {
+  class Barrier : public detail::NbxBarrier {
+   public:
+    Barrier(Sdde& s, int tag) : out_(*RegionWindow::of(s.local_comm_.get(), 0)), in_(*RegionWindow::of(s.local_comm_.get(), 1)) {
+      const Locality& loc = s.loc_;
+      const int my_node = loc.region(), me = s.comm_.rank();
+      auto agent = [&](int a, int b) { return loc.member(a, (a + b) % loc.region_size(a)); };
+      for (int r = 0; r < loc.num_regions(); ++r)
+        if (r != my_node && agent(my_node, r) == me) partners_.push_back(agent(r, my_node));
+      comm_ = s.comm_.get(), tag_ = tag;
+      flags_.assign(partners_.size(), 0);
+      reqs_.assign(2 * partners_.size(), MPI_REQUEST_NULL);
+    }
+    void arrive(bool failed) override {
+      for (size_t k = 0; k < partners_.size(); ++k)
+        SPC_MPI(MPI_Irecv(&flags_[k], 1, MPI_INT64_T, partners_[k], tag_, comm_, &reqs_[partners_.size() + k]));
+      out_.arrive(failed);
+      stage_ = 1;
+    }
+    bool test(bool* any_failed) override {
+      if (stage_ == 1) {  // my node arrived: tell the other nodes of my pairs
+        if (!out_.arrived(&node_failed_)) return false;
+        mine_ = node_failed_ ? 1 : 0;
+        for (size_t k = 0; k < partners_.size(); ++k)
+          SPC_MPI(MPI_Isend(&mine_, 1, MPI_INT64_T, partners_[k], tag_, comm_, &reqs_[k]));
+        stage_ = 2;
+      }
+      if (stage_ == 2) {  // the nodes of my pairs arrived: so do I, in the second round
+        int done = 1;
+        if (!reqs_.empty()) SPC_MPI(MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &done, MPI_STATUSES_IGNORE));
+        if (!done) return false;
+        bool f = node_failed_;
+        for (int64_t x : flags_) f = f || x != 0;
+        in_.arrive(f);
+        stage_ = 3;
+      }
+      return in_.arrived(any_failed);
+    }
+
+   private:
+    RegionWindow &out_, &in_;
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    int tag_ = 0, stage_ = 0;
+    bool node_failed_ = false;
+    int64_t mine_ = 0;
+    std::vector<int> partners_;
+    std::vector<int64_t> flags_;
+    std::vector<MPI_Request> reqs_;  // [sends per partner][receives per partner]
+  };
+  return std::make_unique<Barrier>(*this, tag);
+}
+#endif
+
 // node_window (this Sdde's regions are the real nodes, over_nodes()). On one node: the
 // window exchange of locality_exchange(). Across nodes, each pair of nodes exchanges one
 // message (Geyko et al.'s bundling taken one step further: per node pair, not per (rank,
@@ -984,36 +1200,7 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
                                 detail::Delivery& into) {
 #ifndef SPARSECOMM_SMPI
   if (loc_.num_regions() > 1) {
-    if (leader_windows_ < 0) {  // first use, collective: windows on every node, the leaders' communicator
-      // Agents or leaders ($SPARSECOMM_SDDE_NODE_EXCHANGE = agents | leaders; unset or
-      // "auto": agents while every member is the agent of at most two other nodes, i.e.
-      // nodes - 1 <= 2 x the smallest node; beyond, each pair's message would cost more than
-      // the leaders' one reduction). Agreed here: a rank that asks otherwise is an error on
-      // every rank.
-      const char* env = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
-      const std::string how = env && *env ? env : "auto";
-      int smallest = loc_.region_size(0);
-      for (int r = 1; r < loc_.num_regions(); ++r) smallest = std::min(smallest, loc_.region_size(r));
-      const int want = how == "auto" ? (loc_.num_regions() - 1 <= 2 * smallest ? 1 : 2)
-                       : how == "agents" ? 1 : how == "leaders" ? 2 : 0;
-      int mine[3] = {RegionWindow::of(local_comm_.get(), 0) && RegionWindow::of(local_comm_.get(), 1) ? 1 : 0, want,
-                     -want},
-          all[3];
-      SPC_MPI(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm_.get()));
-      if (all[1] == 0)
-        throw InputError("SPARSECOMM_SDDE_NODE_EXCHANGE='" + how +
-                         "' on some rank; valid values: agents, leaders, auto (all ranks alike)");
-      if (all[1] != -all[2])
-        throw InputError("SPARSECOMM_SDDE_NODE_EXCHANGE differs between ranks: set it alike on every rank");
-      agents_ = all[1] == 1;
-      if (!agents_) {
-        MPI_Comm c = MPI_COMM_NULL;
-        SPC_MPI(MPI_Comm_split(comm_.get(), loc_.local_rank() == 0 ? 0 : MPI_UNDEFINED, loc_.region(), &c));
-        if (c != MPI_COMM_NULL) leaders_comm_ = Comm::adopt(c);
-      }
-      leader_windows_ = all[0];
-    }
-    if (leader_windows_ == 1) {
+    if (node_windows()) {
       RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0);
       RegionWindow& in = *RegionWindow::of(local_comm_.get(), 1);
       const int me = comm_.rank(), members = loc_.local_size(), nodes = loc_.num_regions();

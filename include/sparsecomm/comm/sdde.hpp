@@ -124,6 +124,7 @@ struct Delivery {
   /// Appends the next message (in source order): `bytes` from `src`.
   void add(int src, int64_t bytes) { ranks.push_back(src), offsets.push_back(offsets.back() + bytes); }
 };
+struct NbxBarrier;  // NBX's barrier (src/comm/sdde.cpp)
 }  // namespace detail
 
 /// The SDDE strategy of setup steps (plans, combining, topologies) when the caller does not
@@ -256,6 +257,16 @@ class Sdde {
   /// The exchange over the real nodes ("node_window"): an Sdde on the same communicator with
   /// one region per node, made at its first use (collective).
   Sdde& over_nodes();
+  /// On over_nodes(), collective at its first call (then alike on every rank without
+  /// communication): whether every node has its two windows (node_window across nodes),
+  /// and agents_ set (agents or leaders).
+  bool node_windows();
+  /// On over_nodes(), when node_windows() and agents_: the personalized exchange's table
+  /// across nodes. *from: (source, bytes) of every message this rank is sent, in source
+  /// order (also when a rank failed: its row is empty). True if some rank reported `failed`.
+  bool node_table(const detail::Outbox& send, bool failed, int tag, std::vector<std::pair<int, int64_t>>* from);
+  /// On over_nodes(), when node_windows() and agents_: NBX's barrier across nodes.
+  std::unique_ptr<detail::NbxBarrier> node_barrier(int tag);
 
   Comm comm_;
   Comm local_comm_;
