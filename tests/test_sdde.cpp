@@ -267,9 +267,11 @@ TEST(SddeWindow, GrowsReusesAndReplacesMessages) {
 // sleeping a random 0-40 us before some calls (odd ranks more often: even ranks run ahead
 // into the next call and write the other buffer while slow ones still read). A stale, torn
 // or overwritten read of the double-buffered segments fails it. node_window (the whole
-// exchange through the node's window on one node), locality_personalized in regions of 2
-// (the redistribution through each region's window), and personalized and nbx (on one
-// node, from the second call: the table and the barrier through the window's flags).
+// exchange through the node's window on one node), locality_personalized and locality_nbx
+// in regions of 2 (the redistribution through each region's window; on the emulated
+// cluster, from the second call, their inter-region step through the nodes' windows), and
+// personalized and nbx (from the second call: the table and the barrier through the
+// window's flags on one node, through the nodes' windows and their agents across nodes).
 TEST(SddeWindow, JitteredBackToBackExchanges) {
   const int p = test::size(), me = test::rank();
   const auto& all = Sdde::strategies();
@@ -278,7 +280,7 @@ TEST(SddeWindow, JitteredBackToBackExchanges) {
   std::mt19937 rng(static_cast<unsigned>(99 + 31 * me));
   std::uniform_int_distribution<int> delay(0, 40), coin(0, 9);
   const int iters = p <= 3 ? 2000 : 500;
-  for (const std::string strategy : {"node_window", "locality_personalized", "personalized", "nbx"}) {
+  for (const std::string strategy : {"node_window", "locality_personalized", "locality_nbx", "personalized", "nbx"}) {
     long wrong = 0;
     for (int it = 0; it < iters; ++it) {
       auto gen = [&](int s) {

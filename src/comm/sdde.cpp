@@ -116,6 +116,29 @@ void receive_probed(const Channel& ch, const MPI_Status& st, Inbox& got) {
   if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(st.MPI_SOURCE), n);
 }
 
+// One message to and one from each rank of `o` (both sides know each other, as the agents
+// of a pair of nodes do; the sizes only the sender knows): each received as soon as it is
+// announced, into a buffer of its own (in o's order).
+std::vector<std::vector<char>> swap_with(const Channel& ch, const Outbox& o) {
+  std::vector<MPI_Request> sreqs;
+  post_sends(ch, o, sreqs, false);
+  std::vector<std::vector<char>> got(o.size());
+  std::vector<MPI_Request> rreqs(o.size(), MPI_REQUEST_NULL);
+  for (size_t k = 0; k < o.size(); ++k) {
+    MPI_Message msg;
+    MPI_Status st;
+    int n = 0;
+    SPC_MPI(MPI_Mprobe(o.ranks[k], ch.tag, ch.comm, &msg, &st));
+    SPC_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
+    got[k].resize(static_cast<size_t>(n));
+    SPC_MPI(MPI_Imrecv(got[k].data(), n, MPI_BYTE, &msg, &rreqs[k]));
+    if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(o.ranks[k]), n);
+  }
+  wait_all(rreqs);
+  wait_all(sreqs);
+  return got;
+}
+
 // Personalized exchange: MPI_Reduce_scatter_block over 0/1 flags tells each rank how many
 // messages to expect; then it takes exactly that many with matched probes and receives
 // them straight into the caller's result (Delivery), in source order. The same single counter per
@@ -956,9 +979,20 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
   // collective, and every rank raises it.
   if (loc_.num_regions() == 1) return redistribute(to_region, {}, !err.empty(), err, true, tag, stats, into);
 
-  // Step 2: inter-region bundles.
+  // Step 2: inter-region bundles. From an Sdde's second call on, where the nodes have their
+  // windows and talk by agents, on the whole communicator with the direct strategies'
+  // table or barrier across nodes (node_table, node_barrier: one step across the network,
+  // where the group's reduction or barrier takes log2(regions)); every rank learns a
+  // failure there.
   prepare(use_nbx ? "locality_nbx" : "locality_personalized");
-  const bool grouped = static_cast<bool>(group_comm_);
+#ifndef SPARSECOMM_SMPI
+  Sdde* nodes = nullptr;
+  if (++locality_calls_ >= 2)
+    if (Sdde& n = over_nodes(); n.node_windows() && n.agents_) nodes = &n;
+#else
+  Sdde* const nodes = nullptr;
+#endif
+  const bool grouped = static_cast<bool>(group_comm_) && !nodes;
   detail::Outbox inter_send;
   for (size_t r = 0; r < to_region.size(); ++r) {
     const int rd = static_cast<int>(r);
@@ -970,6 +1004,15 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
                                   : detail::Channel{comm_.get(), tag, stats, "inter",
                                                     [this](int r) { return loc_.same_region(r); }};
   bool failed_in_group = false;  // grouped: someone in my group failed (ungrouped: raised here)
+#ifndef SPARSECOMM_SMPI
+  if (nodes) {
+    detail::IntoBytes got;
+    if (use_nbx) detail::nbx(inter, inter_send, err, got.d, nullptr, nodes->node_barrier(tag).get());
+    else personalized_by_table(inter, inter_send, err, got.d,
+                               [&](auto* from) { return nodes->node_table(inter_send, !err.empty(), tag, from); });
+    return redistribute(to_region, got.take(), false, err, false, tag, stats, into);
+  }
+#endif
   const ByteMessages inter_recv = run(inter, inter_send, err, grouped ? &failed_in_group : nullptr, use_nbx);
 
   redistribute(to_region, inter_recv, failed_in_group, err, grouped, tag, stats, into);
@@ -1050,63 +1093,52 @@ bool Sdde::node_table(const detail::Outbox& send, bool failed, int tag, std::vec
     int64_t bytes;
   };
   static_assert(sizeof(Entry) == 16, "entries are packed as 16 bytes");
-  auto agent = [&](int a, int b) { return loc_.member(a, (a + b) % loc_.region_size(a)); };
-  std::vector<std::vector<int64_t>> lists;  // per pair of mine: [flag][entries], 8-byte words
-  std::vector<int> partners;
+  std::vector<std::vector<char>> lists(static_cast<size_t>(nodes));  // per pair of mine: [8-byte failure flag][entries]
+  detail::Outbox o;
   for (int r = 0; r < nodes; ++r) {
     if (r == my_node || agent(my_node, r) != me) continue;
-    std::vector<int64_t> l(1, node_failed ? 1 : 0);
+    auto& l = lists[static_cast<size_t>(r)];
+    const int64_t flag = node_failed ? 1 : 0;
+    l.resize(8);
+    std::memcpy(l.data(), &flag, 8);
     for (int w = 0; w < members; ++w)
       for (int j = 0; j < loc_.region_size(r); ++j)
         if (const int64_t n = row(w)[loc_.member(r, j)]; n >= 0) {
           const Entry e{loc_.member(my_node, w), j, n};
-          l.resize(l.size() + 2);
-          std::memcpy(&l[l.size() - 2], &e, sizeof(e));
+          l.resize(l.size() + sizeof(e));
+          std::memcpy(l.data() + l.size() - sizeof(e), &e, sizeof(e));
         }
-    lists.push_back(std::move(l));
-    partners.push_back(agent(r, my_node));
+    o.add(agent(r, my_node), l.data(), static_cast<int64_t>(l.size()));
   }
-  std::vector<MPI_Request> sreqs(partners.size()), rreqs(partners.size());
-  for (size_t k = 0; k < partners.size(); ++k)
-    SPC_MPI(MPI_Isend(lists[k].data(), static_cast<int>(lists[k].size()), MPI_INT64_T, partners[k], tag, comm_.get(),
-                      &sreqs[k]));
-  std::vector<std::vector<int64_t>> got(partners.size());
-  for (size_t k = 0; k < partners.size(); ++k) {
-    MPI_Message msg;
-    MPI_Status st;
-    int n = 0;
-    SPC_MPI(MPI_Mprobe(partners[k], tag, comm_.get(), &msg, &st));
-    SPC_MPI(MPI_Get_count(&st, MPI_INT64_T, &n));
-    got[k].resize(static_cast<size_t>(n));
-    SPC_MPI(MPI_Imrecv(got[k].data(), n, MPI_INT64_T, &msg, &rreqs[k]));
-  }
-  wait_all(rreqs);
-  wait_all(sreqs);
+  const std::vector<std::vector<char>> got =
+      detail::swap_with(detail::Channel{comm_.get(), tag, nullptr, "", [](int) { return false; }}, o);
   bool any_failed = node_failed;
-  int64_t words = 1;
+  int64_t entries = 0;  // received, in every list
   for (const auto& g : got) {
-    any_failed = any_failed || g.empty() || g[0] != 0;
-    if (!g.empty()) words += static_cast<int64_t>(g.size()) - 1;
+    int64_t flag = 1;  // (a list without its flag: failed)
+    if (g.size() >= 8) std::memcpy(&flag, g.data(), 8);
+    any_failed = any_failed || flag != 0;
+    entries += static_cast<int64_t>(g.size() >= 8 ? (g.size() - 8) / sizeof(Entry) : 0);
   }
-  auto write_in = [&](char* b) {  // [words][entries of every list]
-    auto* w = reinterpret_cast<int64_t*>(b);
-    w[0] = words;
-    int64_t at = 1;
+  auto write_in = [&](char* b) {  // [entries][entry...]
+    std::memcpy(b, &entries, 8);
+    char* at = b + 8;
     for (const auto& g : got)
-      if (g.size() > 1) {
-        std::memcpy(w + at, g.data() + 1, 8 * (g.size() - 1));
-        at += static_cast<int64_t>(g.size()) - 1;
+      if (g.size() > 8) {
+        std::memcpy(at, g.data() + 8, g.size() - 8);
+        at += g.size() - 8;
       }
   };
-  const bool failed_anywhere = in.publish(8 * words, any_failed, write_in);
+  const bool failed_anywhere = in.publish(8 + entries * static_cast<int64_t>(sizeof(Entry)), any_failed, write_in);
   from->clear();
   for (int w = 0; w < members; ++w)
     if (const int64_t n = row(w)[me]; n >= 0) from->emplace_back(loc_.member(my_node, w), n);
   for (int w = 0; w < members; ++w) {
-    const auto* l = reinterpret_cast<const int64_t*>(in.segment(w));
-    for (int64_t at = 1; at + 1 < l[0]; at += 2) {
+    int64_t n = 0;
+    std::memcpy(&n, in.segment(w), 8);
+    for (int64_t k = 0; k < n; ++k) {
       Entry e;
-      std::memcpy(&e, l + at, sizeof(e));
+      std::memcpy(&e, in.segment(w) + 8 + k * static_cast<int64_t>(sizeof(Entry)), sizeof(e));
       if (e.dest == mi) from->emplace_back(e.src, e.bytes);
     }
   }
@@ -1124,11 +1156,9 @@ std::unique_ptr<detail::NbxBarrier> Sdde::node_barrier(int tag) {
   class Barrier : public detail::NbxBarrier {
    public:
     Barrier(Sdde& s, int tag) : out_(*RegionWindow::of(s.local_comm_.get(), 0)), in_(*RegionWindow::of(s.local_comm_.get(), 1)) {
-      const Locality& loc = s.loc_;
-      const int my_node = loc.region(), me = s.comm_.rank();
-      auto agent = [&](int a, int b) { return loc.member(a, (a + b) % loc.region_size(a)); };
-      for (int r = 0; r < loc.num_regions(); ++r)
-        if (r != my_node && agent(my_node, r) == me) partners_.push_back(agent(r, my_node));
+      const int my_node = s.loc_.region(), me = s.comm_.rank();
+      for (int r = 0; r < s.loc_.num_regions(); ++r)
+        if (r != my_node && s.agent(my_node, r) == me) partners_.push_back(s.agent(r, my_node));
       comm_ = s.comm_.get(), tag_ = tag;
       flags_.assign(partners_.size(), 0);
       reqs_.assign(2 * partners_.size(), MPI_REQUEST_NULL);
@@ -1263,11 +1293,9 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
         // reduction to learn who sends, and the pairs' copying and sending are spread over
         // the node's members instead of one leader. Each bundle starts with 8 bytes: the
         // sending node's failure flag, so that a failure reaches every node.
-        auto agent = [&](int a, int b) { return loc_.member(a, (a + b) % loc_.region_size(a)); };
         detail::Channel ch{comm_.get(), tag, stats, "inter", [](int) { return false; }};
         std::vector<std::vector<char>> bundle(static_cast<size_t>(nodes));
         detail::Outbox o;
-        std::vector<int> from;
         for (int r = 0; r < nodes; ++r) {
           if (r == my_node || agent(my_node, r) != me) continue;
           auto& b = bundle[static_cast<size_t>(r)];
@@ -1275,24 +1303,8 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
           b[0] = node_failed ? 1 : 0;
           if (!node_failed) node_bundle(r, b);
           o.add(agent(r, my_node), b.data(), static_cast<int64_t>(b.size()));
-          from.push_back(agent(r, my_node));
         }
-        std::vector<MPI_Request> sreqs;
-        detail::post_sends(ch, o, sreqs, false);
-        received.resize(from.size());
-        std::vector<MPI_Request> rreqs(from.size(), MPI_REQUEST_NULL);
-        for (size_t k = 0; k < from.size(); ++k) {  // each received as soon as it is announced
-          MPI_Message msg;
-          MPI_Status st;
-          int n = 0;
-          SPC_MPI(MPI_Mprobe(from[k], tag, comm_.get(), &msg, &st));
-          SPC_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
-          received[k].resize(static_cast<size_t>(n));
-          SPC_MPI(MPI_Imrecv(received[k].data(), n, MPI_BYTE, &msg, &rreqs[k]));
-          if (stats) stats->record_recv("inter", false, n);
-        }
-        wait_all(rreqs);
-        wait_all(sreqs);
+        received = detail::swap_with(ch, o);
         for (const auto& m : received) {
           any_failed = any_failed || m.size() < 8 || m[0] != 0;
           inbound.emplace_back(m.data(), static_cast<int64_t>(m.size()));

@@ -267,6 +267,9 @@ class Sdde {
   bool node_table(const detail::Outbox& send, bool failed, int tag, std::vector<std::pair<int, int64_t>>* from);
   /// On over_nodes(), when node_windows() and agents_: NBX's barrier across nodes.
   std::unique_ptr<detail::NbxBarrier> node_barrier(int tag);
+  /// On over_nodes(), agents: the member of node a that talks to node b, (a + b) modulo a's
+  /// size — both sides compute both ends of every pair.
+  int agent(int a, int b) const { return loc_.member(a, (a + b) % loc_.region_size(a)); }
 
   Comm comm_;
   Comm local_comm_;
@@ -276,6 +279,7 @@ class Sdde {
   int calls_ = 0;
   int personalized_calls_ = 0;  ///< personalized exchanges made (from the second, counts through a node window)
   int nbx_calls_ = 0;           ///< nbx exchanges made (from the second, the barrier through a node window)
+  int locality_calls_ = 0;      ///< locality-aware exchanges made (from the second, step 2 across the nodes' windows)
   bool check_args_ = false;
   std::unique_ptr<Sdde> nodes_;
   Comm leaders_comm_;        ///< node_window across nodes by leaders: local index 0 of every region (made on first use)
