@@ -934,7 +934,11 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
 // has the same size, step 2 runs on the communicator of the ranks with my local index (one
 // per region; its rank is the region's number), so its collective — the reduction or the
 // barrier — spans P / region size ranks instead of P (as MPI Advance's locality-aware
-// exchanges do); otherwise on the global communicator. Step 3 on the region communicator.
+// exchanges do); otherwise on the global communicator. From an Sdde's second call, where
+// the real nodes have their windows and talk by agents, step 2 runs on the global
+// communicator with the table or barrier across the nodes' windows instead (node_table,
+// node_barrier: one step across the network for the whole reduction or barrier). Step 3 on
+// the region communicator.
 // A failed check on some rank (`err`) travels in step 2's collective: that rank bundles
 // nothing. On the global communicator every rank raises the error there; on the group
 // communicator only the group learns it, and carries the flag into step 3's collective
