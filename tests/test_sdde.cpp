@@ -362,6 +362,37 @@ TEST(SddeErrors, BadInputOnOneRankThrowsEverywhere) {
   }
 }
 
+// A failure on one rank while the others send messages larger than the windows: every
+// window round grows the window also on the failure path (the table across nodes still
+// reads the other rows then), every message sent is drained, every rank raises the same
+// error, and the next exchanges (the window grown, or grown again) are right. Three calls
+// per strategy on one Sdde: the second and third take the window paths.
+TEST(SddeErrors, FailureWhileOthersOutgrowTheWindow) {
+  const int p = test::size(), me = test::rank();
+  Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
+  const int bad = p - 1;
+  auto gen = [&](int s, int round) {
+    SparseMessages<int64_t> m;
+    for (int d : {(s + 1) % p, (s + p - 1) % p}) {
+      if (m.size() > 0 && m.ranks.back() == d) continue;  // (p <= 2: one neighbour)
+      std::vector<int64_t> x(static_cast<size_t>(20000 + 5000 * round + s));  // 160 KB and more: beyond a first window
+      for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<int64_t>(s) << 32) + static_cast<int64_t>(i) + round;
+      m.add(d, x);
+    }
+    return m;
+  };
+  for (const auto& strategy : Sdde::strategies()) {
+    if (Sdde::fixed_size_only(strategy)) continue;
+    for (int round = 0; round < 3; ++round) {
+      SparseMessages<int64_t> m = gen(me, round);
+      if (me == bad) m.add(p + 7, std::vector<int64_t>{1});
+      expect_all_throw_same([&] { sdde.exchange(m, strategy); }, "out of range");
+      EXPECT_EQ(sdde.exchange(gen(me, round + 3), strategy), expected_for(me, p, [&](int s) { return gen(s, round + 3); }))
+          << strategy << ", round " << round;
+    }
+  }
+}
+
 // node_window across nodes: $SPARSECOMM_SDDE_NODE_EXCHANGE chooses agents or leaders at the
 // first exchange; a value that is unknown, or not alike on every rank, is an error on every
 // rank (and the next exchange, with a good value, works). Needs more than one node.
