@@ -116,29 +116,6 @@ void receive_probed(const Channel& ch, const MPI_Status& st, Inbox& got) {
   if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(st.MPI_SOURCE), n);
 }
 
-// One message to and one from each rank of `o` (both sides know each other, as the agents
-// of a pair of nodes do; the sizes only the sender knows): each received as soon as it is
-// announced, into a buffer of its own (in o's order).
-std::vector<std::vector<char>> swap_with(const Channel& ch, const Outbox& o) {
-  std::vector<MPI_Request> sreqs;
-  post_sends(ch, o, sreqs, false);
-  std::vector<std::vector<char>> got(o.size());
-  std::vector<MPI_Request> rreqs(o.size(), MPI_REQUEST_NULL);
-  for (size_t k = 0; k < o.size(); ++k) {
-    MPI_Message msg;
-    MPI_Status st;
-    int n = 0;
-    SPC_MPI(MPI_Mprobe(o.ranks[k], ch.tag, ch.comm, &msg, &st));
-    SPC_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
-    got[k].resize(static_cast<size_t>(n));
-    SPC_MPI(MPI_Imrecv(got[k].data(), n, MPI_BYTE, &msg, &rreqs[k]));
-    if (ch.stats) ch.stats->record_recv(ch.step, ch.intra(o.ranks[k]), n);
-  }
-  wait_all(rreqs);
-  wait_all(sreqs);
-  return got;
-}
-
 // Personalized exchange: MPI_Reduce_scatter_block over 0/1 flags tells each rank how many
 // messages to expect; then it takes exactly that many with matched probes and receives
 // them straight into the caller's result (Delivery), in source order. The same single counter per
@@ -560,22 +537,31 @@ class RegionWindow {
     return true;
   }
 
-  /// Collective over the region, when it is the exchange's whole communicator: the
-  /// personalized exchange's reduction in shared memory — every rank writes its row of the
-  /// table (per destination: the message's bytes, or -1 for none), one round, and each reads
-  /// its column: *from, (source, bytes) of every message to expect, in source order (also
-  /// when some member failed: a failed member's row is empty). True if some member reported
-  /// `failed`. (The window holds a row from the start: the round never grows it.)
-  bool table_messages(const detail::Outbox& send, bool failed, std::vector<std::pair<int, int64_t>>* from) {
+  /// Collective over the region: a round of the personalized exchange's table — my row,
+  /// `width` entries, per destination rank the message's bytes or -1 for none (all -1 when
+  /// `failed`: a failed rank sends nothing). True if some member reported `failed`; the
+  /// rows are written either way. After it, row(w) is member w's row, until the next round.
+  bool publish_row(const detail::Outbox& send, bool failed, int width) {
     auto write = [&](char* b) {
       auto* row = reinterpret_cast<int64_t*>(b);
-      std::fill(row, row + size_, int64_t{-1});
+      std::fill(row, row + width, int64_t{-1});
       for (size_t i = 0; !failed && i < send.size(); ++i) row[send.ranks[i]] = send.len[i];
     };
-    const bool any_failed = publish(8 * static_cast<int64_t>(size_), failed, write);
+    return publish(8 * static_cast<int64_t>(width), failed, write);
+  }
+  const int64_t* row(int w) const { return reinterpret_cast<const int64_t*>(buffer_of(w)); }
+
+  /// Collective over the region, when it is the exchange's whole communicator: the
+  /// personalized exchange's reduction in shared memory — every rank writes its row of the
+  /// table, one round, and each reads its column: *from, (source, bytes) of every message to
+  /// expect, in source order (also when some member failed: a failed member's row is empty).
+  /// True if some member reported `failed`. (The window holds a row from the start: the
+  /// round never grows it.)
+  bool table_messages(const detail::Outbox& send, bool failed, std::vector<std::pair<int, int64_t>>* from) {
+    const bool any_failed = publish_row(send, failed, size_);
     from->clear();
     for (int w = 0; w < size_; ++w)
-      if (const int64_t n = reinterpret_cast<const int64_t*>(buffer_of(w))[me_]; n >= 0) from->emplace_back(w, n);
+      if (const int64_t n = row(w)[me_]; n >= 0) from->emplace_back(w, n);
     return any_failed;
   }
 
@@ -882,10 +868,9 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
       const bool failed = !err.empty();
       if (RegionWindow* w = RegionWindow::of(comm_.get(), 0))
         return personalized_by_table(global, send, err, into, [&](auto* from) { return w->table_messages(send, failed, from); });
-      Sdde& nodes = over_nodes();
-      if (nodes.node_windows() && nodes.agents_)
+      if (Sdde* nodes = by_agents())
         return personalized_by_table(global, send, err, into,
-                                     [&](auto* from) { return nodes.node_table(send, failed, tag, from); });
+                                     [&](auto* from) { return nodes->node_table(send, failed, tag, from); });
     }
 #endif
     return detail::personalized(global, send, err, into);
@@ -904,8 +889,7 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
         } flags(w);
         return detail::nbx(global, send, err, into, nullptr, &flags);
       }
-      Sdde& nodes = over_nodes();
-      if (nodes.node_windows() && nodes.agents_) return detail::nbx(global, send, err, into, nullptr, nodes.node_barrier(tag).get());
+      if (Sdde* nodes = by_agents()) return detail::nbx(global, send, err, into, nullptr, nodes->node_barrier(tag).get());
     }
 #endif
     return detail::nbx(global, send, err, into);
@@ -989,13 +973,7 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
   // where the group's reduction or barrier takes log2(regions)); every rank learns a
   // failure there.
   prepare(use_nbx ? "locality_nbx" : "locality_personalized");
-#ifndef SPARSECOMM_SMPI
-  Sdde* nodes = nullptr;
-  if (++locality_calls_ >= 2)
-    if (Sdde& n = over_nodes(); n.node_windows() && n.agents_) nodes = &n;
-#else
-  Sdde* const nodes = nullptr;
-#endif
+  Sdde* const nodes = ++locality_calls_ >= 2 ? by_agents() : nullptr;
   const bool grouped = static_cast<bool>(group_comm_) && !nodes;
   detail::Outbox inter_send;
   for (size_t r = 0; r < to_region.size(); ++r) {
@@ -1020,6 +998,15 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
   const ByteMessages inter_recv = run(inter, inter_send, err, grouped ? &failed_in_group : nullptr, use_nbx);
 
   redistribute(to_region, inter_recv, failed_in_group, err, grouped, tag, stats, into);
+}
+
+Sdde* Sdde::by_agents() {
+#ifdef SPARSECOMM_SMPI
+  return nullptr;  // (no shared windows)
+#else
+  Sdde& nodes = over_nodes();
+  return nodes.node_windows() && nodes.agents_ ? &nodes : nullptr;
+#endif
 }
 
 #ifndef SPARSECOMM_SMPI
@@ -1062,6 +1049,50 @@ bool Sdde::node_windows() {
   return leader_windows_ == 1;
 }
 
+// The agents' step across nodes (node_window, node_table; Traff and Hunold, "Decomposing
+// MPI collectives for exploiting multi-lane communication", CLUSTER 2020): every pair of
+// nodes (a, b) has one agent on each side, agent(a, b) and agent(b, a) — both sides compute
+// both, so sender and receiver know each other and no reduction says who sends. For every
+// pair whose agent on my side I am, one message [8-byte header: my node's failure flag in
+// its first byte][what fill(b, buffer) appends] goes to the other agent and one comes back
+// (each received as soon as it is announced, into a buffer of its own; every pair sends,
+// also when empty or failed). Returns the received messages, header included, in node
+// order; *flagged is set if one came with its flag set (or without a header).
+std::vector<std::vector<char>> Sdde::swap_by_agents(int tag, Stats* stats, bool failed,
+                                                    const std::function<void(int, std::vector<char>&)>& fill,
+                                                    bool* flagged) {
+  const int me = comm_.rank(), my_node = loc_.region(), nodes = loc_.num_regions();
+  const detail::Channel ch{comm_.get(), tag, stats, "inter", [](int) { return false; }};
+  std::vector<std::vector<char>> mine(static_cast<size_t>(nodes));  // (kept until sent)
+  detail::Outbox o;
+  for (int r = 0; r < nodes; ++r) {
+    if (r == my_node || agent(my_node, r) != me) continue;
+    auto& b = mine[static_cast<size_t>(r)];
+    b.assign(8, 0);
+    b[0] = failed ? 1 : 0;
+    fill(r, b);
+    o.add(agent(r, my_node), b.data(), static_cast<int64_t>(b.size()));
+  }
+  std::vector<MPI_Request> sreqs;
+  detail::post_sends(ch, o, sreqs, false);
+  std::vector<std::vector<char>> got(o.size());
+  std::vector<MPI_Request> rreqs(o.size(), MPI_REQUEST_NULL);
+  for (size_t k = 0; k < o.size(); ++k) {
+    MPI_Message msg;
+    MPI_Status st;
+    int n = 0;
+    SPC_MPI(MPI_Mprobe(o.ranks[k], tag, ch.comm, &msg, &st));
+    SPC_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
+    got[k].resize(static_cast<size_t>(n));
+    SPC_MPI(MPI_Imrecv(got[k].data(), n, MPI_BYTE, &msg, &rreqs[k]));
+    if (stats) stats->record_recv(ch.step, false, n);
+  }
+  wait_all(rreqs);
+  wait_all(sreqs);
+  for (const auto& m : got) *flagged = *flagged || m.size() < 8 || m[0] != 0;
+  return got;
+}
+
 // The personalized exchange's table across nodes (agents; Sdde::exchange_into, from the
 // second call): who sends how many bytes to me, learned in two rounds of each node's
 // windows and one message per pair of nodes, instead of MPI_Reduce_scatter_block over every
@@ -1083,47 +1114,26 @@ bool Sdde::node_windows() {
 bool Sdde::node_table(const detail::Outbox& send, bool failed, int tag, std::vector<std::pair<int, int64_t>>* from) {
   RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0);
   RegionWindow& in = *RegionWindow::of(local_comm_.get(), 1);
-  const int p = comm_.size(), me = comm_.rank(), members = loc_.local_size(), nodes = loc_.num_regions();
+  const int p = comm_.size(), me = comm_.rank(), members = loc_.local_size();
   const int my_node = loc_.region(), mi = loc_.local_rank();
-  auto write_row = [&](char* b) {
-    auto* row = reinterpret_cast<int64_t*>(b);
-    std::fill(row, row + p, int64_t{-1});
-    for (size_t i = 0; !failed && i < send.size(); ++i) row[send.ranks[i]] = send.len[i];
-  };
-  const bool node_failed = out.publish(8 * static_cast<int64_t>(p), failed, write_row);
-  auto row = [&](int w) { return reinterpret_cast<const int64_t*>(out.segment(w)); };
+  const bool node_failed = out.publish_row(send, failed, p);
   struct Entry {
     int32_t src, dest;  // source rank; destination's local index in its node
     int64_t bytes;
   };
   static_assert(sizeof(Entry) == 16, "entries are packed as 16 bytes");
-  std::vector<std::vector<char>> lists(static_cast<size_t>(nodes));  // per pair of mine: [8-byte failure flag][entries]
-  detail::Outbox o;
-  for (int r = 0; r < nodes; ++r) {
-    if (r == my_node || agent(my_node, r) != me) continue;
-    auto& l = lists[static_cast<size_t>(r)];
-    const int64_t flag = node_failed ? 1 : 0;
-    l.resize(8);
-    std::memcpy(l.data(), &flag, 8);
+  bool any_failed = node_failed;
+  const std::vector<std::vector<char>> got = swap_by_agents(tag, nullptr, node_failed, [&](int r, std::vector<char>& l) {
     for (int w = 0; w < members; ++w)
       for (int j = 0; j < loc_.region_size(r); ++j)
-        if (const int64_t n = row(w)[loc_.member(r, j)]; n >= 0) {
+        if (const int64_t n = out.row(w)[loc_.member(r, j)]; n >= 0) {
           const Entry e{loc_.member(my_node, w), j, n};
           l.resize(l.size() + sizeof(e));
           std::memcpy(l.data() + l.size() - sizeof(e), &e, sizeof(e));
         }
-    o.add(agent(r, my_node), l.data(), static_cast<int64_t>(l.size()));
-  }
-  const std::vector<std::vector<char>> got =
-      detail::swap_with(detail::Channel{comm_.get(), tag, nullptr, "", [](int) { return false; }}, o);
-  bool any_failed = node_failed;
+  }, &any_failed);
   int64_t entries = 0;  // received, in every list
-  for (const auto& g : got) {
-    int64_t flag = 1;  // (a list without its flag: failed)
-    if (g.size() >= 8) std::memcpy(&flag, g.data(), 8);
-    any_failed = any_failed || flag != 0;
-    entries += static_cast<int64_t>(g.size() >= 8 ? (g.size() - 8) / sizeof(Entry) : 0);
-  }
+  for (const auto& g : got) entries += static_cast<int64_t>(g.size() >= 8 ? (g.size() - 8) / sizeof(Entry) : 0);
   auto write_in = [&](char* b) {  // [entries][entry...]
     std::memcpy(b, &entries, 8);
     char* at = b + 8;
@@ -1136,7 +1146,7 @@ bool Sdde::node_table(const detail::Outbox& send, bool failed, int tag, std::vec
   const bool failed_anywhere = in.publish(8 + entries * static_cast<int64_t>(sizeof(Entry)), any_failed, write_in);
   from->clear();
   for (int w = 0; w < members; ++w)
-    if (const int64_t n = row(w)[me]; n >= 0) from->emplace_back(loc_.member(my_node, w), n);
+    if (const int64_t n = out.row(w)[me]; n >= 0) from->emplace_back(loc_.member(my_node, w), n);
   for (int w = 0; w < members; ++w) {
     int64_t n = 0;
     std::memcpy(&n, in.segment(w), 8);
@@ -1291,28 +1301,13 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
       detail::ByteMessages from_leaders;        // leaders: the personalized exchange's result
       std::vector<std::pair<const char*, int64_t>> inbound;
       if (agents_) {
-        // Every pair of nodes (a, b) has one agent on each side, the member (a + b) modulo
-        // the node's size: the same formula on both sides, so sender and receiver are known
-        // to each other and every pair exchanges one message (empty ones too) — no
-        // reduction to learn who sends, and the pairs' copying and sending are spread over
-        // the node's members instead of one leader. Each bundle starts with 8 bytes: the
-        // sending node's failure flag, so that a failure reaches every node.
-        detail::Channel ch{comm_.get(), tag, stats, "inter", [](int) { return false; }};
-        std::vector<std::vector<char>> bundle(static_cast<size_t>(nodes));
-        detail::Outbox o;
-        for (int r = 0; r < nodes; ++r) {
-          if (r == my_node || agent(my_node, r) != me) continue;
-          auto& b = bundle[static_cast<size_t>(r)];
-          b.assign(8, 0);
-          b[0] = node_failed ? 1 : 0;
+        // Every pair of nodes exchanges one bundle between its two agents (swap_by_agents:
+        // no reduction to learn who sends; the pairs' copying and sending spread over the
+        // node's members instead of one leader), after its node's failure flag.
+        received = swap_by_agents(tag, stats, node_failed, [&](int r, std::vector<char>& b) {
           if (!node_failed) node_bundle(r, b);
-          o.add(agent(r, my_node), b.data(), static_cast<int64_t>(b.size()));
-        }
-        received = detail::swap_with(ch, o);
-        for (const auto& m : received) {
-          any_failed = any_failed || m.size() < 8 || m[0] != 0;
-          inbound.emplace_back(m.data(), static_cast<int64_t>(m.size()));
-        }
+        }, &any_failed);
+        for (const auto& m : received) inbound.emplace_back(m.data(), static_cast<int64_t>(m.size()));
       } else if (leader) {
         // One leader per node (local index 0) sends one bundle per pair of nodes: the
         // personalized exchange on the leaders' communicator (many nodes: its reduction

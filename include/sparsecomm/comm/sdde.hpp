@@ -267,6 +267,15 @@ class Sdde {
   bool node_table(const detail::Outbox& send, bool failed, int tag, std::vector<std::pair<int, int64_t>>* from);
   /// On over_nodes(), when node_windows() and agents_: NBX's barrier across nodes.
   std::unique_ptr<detail::NbxBarrier> node_barrier(int tag);
+  /// Collective at its first call: over_nodes() where the exchange spans several nodes that
+  /// have their windows and talk by agents (node_table, node_barrier apply), else null —
+  /// alike on every rank.
+  Sdde* by_agents();
+  /// On over_nodes(), agents: one message each way per pair of nodes this rank is the agent
+  /// of, [failure flag][fill(node, buffer)]; the received ones, *flagged if one was flagged.
+  std::vector<std::vector<char>> swap_by_agents(int tag, Stats* stats, bool failed,
+                                                const std::function<void(int, std::vector<char>&)>& fill,
+                                                bool* flagged);
   /// On over_nodes(), agents: the member of node a that talks to node b, (a + b) modulo a's
   /// size — both sides compute both ends of every pair.
   int agent(int a, int b) const { return loc_.member(a, (a + b) % loc_.region_size(a)); }
