@@ -16,10 +16,12 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <new>
+#include <string_view>
 
 #include "core/hash.hpp"
 #include "core/parse.hpp"
@@ -39,6 +41,15 @@ const char* const kListsMismatch =
     "(or lists it a different number of times)";
 }  // namespace
 
+class Agreement;
+class AgreementSlots;
+// One persistent reduction of AgreementSlots (below).
+struct AgreementSlot {
+  MaxSum in, out;
+  MPI_Request req = MPI_REQUEST_NULL;
+  Agreement* owner = nullptr;  // whose reduction it runs, until completed
+};
+
 // The agreement of a neighborhood alltoallv init, posted without waiting
 // (docs/architecture.md, "Deferred agreement"). Every rank posts one non-blocking
 // reduction (iallreduce_max_sum) on the communicator's library duplicate: the lowest rank
@@ -50,7 +61,9 @@ const char* const kListsMismatch =
 // of the others, on the request's tag), so every rank reports the same error: the failing
 // ranks at init, the others at the first SPC_Start (or at SPC_Request_free). Nobody waits
 // in a collective that another rank has left: each rank posts the reduction exactly once,
-// whatever path it takes.
+// whatever path it takes. From a communicator's fifth init on, the reduction is one of four
+// persistent ones kept per library duplicate (AgreementSlots), started instead of posted
+// anew: an MPI_Start costs a fifth of building an MPI_Iallreduce's schedule each time.
 class Agreement {
  public:
   struct Local {
@@ -59,15 +72,9 @@ class Agreement {
     uint64_t lists_out = 0, lists_in = 0;  // edge hashes of the neighbor lists
     uint64_t exact_out = 0, exact_in = 0;  // ... with each edge's count and ids (direct path)
   };
-  Agreement(MPI_Comm lib, int tag, Local mine) : lib_(lib), tag_(tag), error_(std::move(mine.error)) {
-    me_ = comm_rank(lib), p_ = comm_size(lib);
-    h_ = mine.options;
-    mine_.max[0] = error_.empty() ? 0 : static_cast<uint64_t>(p_ - me_);  // max: the lowest failing rank
-    mine_.max[1] = h_, mine_.max[2] = ~h_;
-    mine_.sum[0] = mine.lists_out, mine_.sum[1] = mine.lists_in;
-    mine_.sum[2] = mine.exact_out, mine_.sum[3] = mine.exact_in;
-    iallreduce_max_sum(lib_, &mine_, &all_, &req_);
-  }
+  // `slots` (may be null): the library duplicate's persistent reductions; `sequence`: this
+  // init's number on the communicator (alike on every rank).
+  Agreement(MPI_Comm lib, int tag, Local mine, std::shared_ptr<AgreementSlots> slots, uint64_t sequence);
   Agreement(const Agreement&) = delete;
   Agreement& operator=(const Agreement&) = delete;
   ~Agreement() {
@@ -82,10 +89,16 @@ class Agreement {
   // no rank takes the direct path, so comparing them always is right; where ranks disagree
   // on the path (the environment differs), the sums differ and every rank fails instead of
   // the others waiting for setup messages.
-  void settle() {
-    if (!settled_) {
-      settled_ = true;
-      SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE));
+  void settle();
+  // The result, when AgreementSlots completes this agreement's reduction to reuse its slot.
+  void take(const MaxSum& all) {
+    all_ = all;
+    slot_ = nullptr;
+  }
+
+ private:
+  void judge() {
+    {
       if (all_.max[0] != 0) {
         error_ = lowest_failure(p_ - static_cast<int>(all_.max[0]));
       } else if (all_.max[1] != h_ || all_.max[2] != ~h_) {  // alike everywhere, see make_plan
@@ -100,10 +113,8 @@ class Agreement {
                        "SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 names the edge");
       }
     }
-    if (!error_.empty()) throw InputError(error_);
   }
 
- private:
   // The lowest failing rank's message, on every rank.
   std::string lowest_failure(int lowest) {
     if (me_ == lowest) {
@@ -129,9 +140,92 @@ class Agreement {
   uint64_t h_ = 0;
   std::string error_;
   MaxSum mine_, all_;
-  MPI_Request req_ = MPI_REQUEST_NULL;
+  MPI_Request req_ = MPI_REQUEST_NULL;  // the MPI_Iallreduce, where no slot is used
+  std::shared_ptr<AgreementSlots> slots_;
+  AgreementSlot* slot_ = nullptr;  // the persistent reduction, until it completes
   bool settled_ = false;
 };
+
+// The persistent reductions of a library duplicate's agreements: kSlots persistent
+// allreduces (allreduce_max_sum_init), used by the inits numbered kFirst and later, init k
+// on slot k % kSlots. Every rank makes the same inits in the same order (they are
+// collective), so every rank starts slot s for the same agreement, and each slot's
+// persistent collective is started in the same order everywhere. A slot still running for
+// agreement k - kSlots (its request not started yet, so not settled) is completed first and
+// its result handed to that agreement (take): that wait ends once every rank has made init
+// k - kSlots, which each did before its init k. Created on first use on the communicator
+// (local); each slot's persistent request is made (collectively) at its first use. Where
+// the MPI has no persistent collectives, every agreement posts its MPI_Iallreduce.
+class AgreementSlots {
+ public:
+  static constexpr uint64_t kFirst = 4;  // a communicator's first inits: MPI_Iallreduce, no slot made
+  static constexpr size_t kSlots = 4;
+  using Slot = AgreementSlot;
+  explicit AgreementSlots(std::shared_ptr<const Comm> lib) : lib_(std::move(lib)) {}
+  AgreementSlots(const AgreementSlots&) = delete;
+  AgreementSlots& operator=(const AgreementSlots&) = delete;
+  ~AgreementSlots() {  // every agreement holds this: none is running when it goes
+    for (Slot& sl : slots_)
+      if (sl.req != MPI_REQUEST_NULL) MPI_Request_free(&sl.req);
+  }
+  // Starts agreement `owner`'s reduction of `mine` on its slot, or returns null (an early
+  // init, or no persistent collectives): then the agreement posts its own.
+  Slot* start(uint64_t sequence, Agreement* owner, const MaxSum& mine) {
+    if (sequence < kFirst || !available_) return nullptr;
+    Slot& sl = slots_[sequence % kSlots];
+    if (sl.req == MPI_REQUEST_NULL) {
+      if (!allreduce_max_sum_init(lib_->get(), &sl.in, &sl.out, &sl.req)) {
+        available_ = false;  // alike on every rank: a property of the MPI
+        return nullptr;
+      }
+    } else if (sl.owner) {
+      SPC_MPI(MPI_Wait(&sl.req, MPI_STATUS_IGNORE));  // persistent: stays, inactive
+      sl.owner->take(sl.out);
+      sl.owner = nullptr;
+    }
+    sl.in = mine;
+    SPC_MPI(MPI_Start(&sl.req));
+    sl.owner = owner;
+    return &sl;
+  }
+  // Completes the slot's reduction for its owner.
+  void finish(Slot* sl, MaxSum* all) {
+    SPC_MPI(MPI_Wait(&sl->req, MPI_STATUS_IGNORE));
+    *all = sl->out;
+    sl->owner = nullptr;
+  }
+
+ private:
+  std::shared_ptr<const Comm> lib_;  // outlives the requests made on it
+  Slot slots_[kSlots];
+  bool available_ = true;
+};
+
+Agreement::Agreement(MPI_Comm lib, int tag, Local mine, std::shared_ptr<AgreementSlots> slots, uint64_t sequence)
+    : lib_(lib), tag_(tag), error_(std::move(mine.error)) {
+  me_ = comm_rank(lib), p_ = comm_size(lib);
+  h_ = mine.options;
+  mine_.max[0] = error_.empty() ? 0 : static_cast<uint64_t>(p_ - me_);  // max: the lowest failing rank
+  mine_.max[1] = h_, mine_.max[2] = ~h_;
+  mine_.sum[0] = mine.lists_out, mine_.sum[1] = mine.lists_in;
+  mine_.sum[2] = mine.exact_out, mine_.sum[3] = mine.exact_in;
+  if (slots && (slot_ = slots->start(sequence, this, mine_)) != nullptr) slots_ = std::move(slots);
+  else iallreduce_max_sum(lib_, &mine_, &all_, &req_);
+}
+
+void Agreement::settle() {
+  if (!settled_) {
+    settled_ = true;
+    if (slot_) {
+      slots_->finish(slot_, &all_);
+      slot_ = nullptr;
+    } else {
+      SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE));  // (MPI_REQUEST_NULL once a slot's result was taken)
+    }
+    judge();
+  }
+  if (!error_.empty()) throw InputError(error_);
+}
 
 }  // namespace sparsecomm::capi
 
@@ -213,11 +307,21 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-uint64_t fnv(const std::string& s) {
+// FNV-1a over bytes fed piecewise: fnv(a + b) == Fnv().add(a).add(b).h.
+struct Fnv {
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
+  Fnv& add(std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return *this;
+  }
+  Fnv& add(int64_t v) {
+    char buf[24];
+    const int n = std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    return add(std::string_view(buf, static_cast<size_t>(n)));
+  }
+};
+
+uint64_t fnv(const std::string& s) { return Fnv().add(s).h; }
 
 using sparsecomm::detail::edge_hash;
 using sparsecomm::detail::fmix64;
@@ -471,6 +575,16 @@ void Options::apply(MPI_Info info) {
 std::string Options::canonical() const {
   return "backend=" + backend + "|sdde=" + sdde + "|regions=" + regions + "|persistent=" + (persistent ? "1" : "0") +
          "|" + backend_opts.canonical();
+}
+
+// fnv(canonical() + shape + esz + suffix), piece by piece without building the string
+// (a persistent init's hot path): the same bytes, so the same hash.
+uint64_t options_hash(const Options& o, std::string_view shape, int64_t esz, std::string_view suffix) {
+  Fnv f;
+  f.add("backend=").add(o.backend).add("|sdde=").add(o.sdde).add("|regions=").add(o.regions);
+  f.add("|persistent=").add(o.persistent ? "1" : "0").add("|");
+  if (!o.backend_opts.empty()) f.add(o.backend_opts.canonical());
+  return f.add(shape).add(esz).add(suffix).h;
 }
 
 Options OptionSource::resolve() const {
@@ -786,7 +900,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
       for (int j = 0; j < indeg; ++j)
         mine.exact_in += exact_edge(srcs[j], me, kin[j], a.recvcounts[j], ids(a.grecv, a.rdispls[j], a.recvcounts[j]));
     }
-    mine.options = fnv(opt.canonical() + "|alltoallv|esz=" + std::to_string(esz) + (a.ext ? "|ext" : "|positions"));
+    mine.options = options_hash(opt, "|alltoallv|esz=", esz, a.ext ? "|ext" : "|positions");
   } catch (...) {
     const int code = record_current_exception();
     mine.error = coded(code, tl_message);
@@ -795,7 +909,12 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
 
   // 2. The agreement: posted by every rank; settled now unless this rank takes the direct
   //    path and passed its checks (then at the first start).
-  auto agreement = std::make_unique<Agreement>(lib, tag, std::move(mine));
+  struct Slots {  // kept on the communicator; the agreements share it (and through it the duplicate)
+    std::shared_ptr<AgreementSlots> p;
+  };
+  Slots& slots = comm_attached<Slots>(comm);
+  if (!slots.p) slots.p = std::make_shared<AgreementSlots>(lib_ref);
+  auto agreement = std::make_unique<Agreement>(lib, tag, std::move(mine), slots.p, sequence);
   if (!direct) agreement->settle();
 
   if (direct) {

@@ -4,6 +4,10 @@
 #include <cstdio>
 #include <exception>
 
+#if !defined(SPARSECOMM_SMPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI 4.1: MPIX_Allreduce_init (persistent collectives)
+#endif
+
 namespace sparsecomm {
 
 int comm_rank(MPI_Comm comm) {
@@ -150,6 +154,22 @@ MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine) {
   MaxSum out;
   SPC_MPI(MPI_Allreduce(&mine, &out, 1, max_sum_type(), max_sum(), comm));
   return out;
+}
+
+bool allreduce_max_sum_init(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_Request* req) {
+#if defined(SPARSECOMM_SMPI)
+  (void)comm, (void)mine, (void)out, (void)req;
+  return false;
+#elif MPI_VERSION >= 4
+  SPC_MPI(MPI_Allreduce_init(mine, out, 1, max_sum_type(), max_sum(), comm, MPI_INFO_NULL, req));
+  return true;
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+  SPC_MPI(MPIX_Allreduce_init(mine, out, 1, max_sum_type(), max_sum(), comm, MPI_INFO_NULL, req));
+  return true;
+#else
+  (void)comm, (void)mine, (void)out, (void)req;
+  return false;
+#endif
 }
 
 void iallreduce_max_sum(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_Request* req) {

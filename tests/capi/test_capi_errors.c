@@ -284,6 +284,82 @@ static void test_deferred_agreement(MPI_Comm g) {
   CHECK(req == SPC_REQUEST_NULL, "no request on error");
 }
 
+/* Many inits on one communicator: from its fifth, each agreement is a persistent reduction
+ * reused round robin (four per communicator), so a request initialised while the one four
+ * inits before it was never started hands that one its result. Twelve requests in flight,
+ * started in reverse order, each with its own values; a failure and a count mismatch at
+ * inits that use reused reductions, reported as on the first inits; requests that outlive
+ * their communicator. Any number of ranks (one: a self-loop). */
+static void test_agreement_slots(MPI_Comm g0) {
+  enum { N = 12 };
+  const int me = capi_rank, p = capi_size, left = (me - 1 + p) % p;
+  MPI_Comm g;
+  MPI_Comm_dup(g0, &g);
+  double s[N][3], r[N][3];
+  SPC_Request q[N];
+  for (int k = 0; k < N; ++k) {
+    for (int i = 0; i < 3; ++i) s[k][i] = 1000 * k + 10 * me + i, r[k][i] = -1;
+    CHECK_ALL(ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s[k], r[k], &q[k]), SPC_SUCCESS, "init in flight");
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (int k = N - 1; k >= 0; --k) CHECK_RC(SPC_Start(&q[k]), SPC_SUCCESS, "start (reverse order)");
+    int ok = 1;
+    for (int k = 0; k < N; ++k) {
+      CHECK_RC(SPC_Wait(&q[k], MPI_STATUS_IGNORE), SPC_SUCCESS, "wait");
+      for (int i = 0; i < 3; ++i) ok = ok && r[k][i] == 1000 * k + 10 * left + i;
+    }
+    CHECK(ok, "every request delivered its own values (round %d)", round);
+  }
+  for (int k = 0; k < N; ++k) CHECK_RC(SPC_Request_free(&q[k]), SPC_SUCCESS, "free");
+
+  if (p >= 2) {
+    /* A failure on the last rank at an init on a reused reduction, then four more inits
+     * before anyone starts it: the failing rank's error at its init, everyone else's at
+     * the first start, the same message; the inits after it are unaffected. */
+    SPC_Request bad = SPC_REQUEST_NULL, more[4];
+    int rc = ring_init(g, MPI_INFO_NULL, me == last_rank() ? -1 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s[0], r[0], &bad);
+    for (int k = 0; k < 4; ++k)
+      CHECK_ALL(ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s[1 + k], r[1 + k], &more[k]), SPC_SUCCESS,
+                "an init after the failing one");
+    if (me == last_rank()) {
+      CHECK_RC(rc, MPI_ERR_COUNT, "the failing rank reports at its init");
+    } else {
+      CHECK_RC(rc, SPC_SUCCESS, "the others' init returns a request");
+      rc = SPC_Start(&bad);
+      CHECK_RC(rc, MPI_ERR_COUNT, "their first start reports the failing rank's error");
+      CHECK_RC(SPC_Request_free(&bad), MPI_ERR_COUNT, "and free again");
+    }
+    CHECK(message_has(rc, "sendcounts[0] is negative"), "the failing rank's message");
+    CHECK(same_message_everywhere(rc), "the same message everywhere");
+    for (int k = 0; k < 4; ++k) CHECK_ALL(outcome(SPC_SUCCESS, &more[k]), SPC_SUCCESS, "a request after it works");
+
+    /* Counts that differ on one edge at a later init, never started: free reports it. */
+    rc = ring_init(g, MPI_INFO_NULL, me == 0 ? 2 : 3, 3, MPI_DOUBLE, MPI_DOUBLE, s[0], r[0], &bad);
+    CHECK_ALL(rc, SPC_SUCCESS, "a count mismatch passes the local checks");
+    for (int k = 0; k < 4; ++k)  /* its reduction's slot reused before it is settled */
+      CHECK_ALL(ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s[1 + k], r[1 + k], &more[k]), SPC_SUCCESS,
+                "an init after the mismatched one");
+    CHECK_ALL(SPC_Request_free(&bad), SPC_ERR_MISMATCH, "free of the never-started request reports the mismatch");
+    for (int k = 0; k < 4; ++k) CHECK_ALL(outcome(SPC_SUCCESS, &more[k]), SPC_SUCCESS, "a request after it works");
+  }
+
+  /* Requests in flight (reused reductions among them) when the program frees the
+   * communicator: they keep working and free cleanly. */
+  for (int k = 0; k < 6; ++k) {
+    for (int i = 0; i < 3; ++i) r[k][i] = -1;
+    CHECK_ALL(ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s[k], r[k], &q[k]), SPC_SUCCESS, "init");
+  }
+  MPI_Comm_free(&g);
+  int ok = 1;
+  for (int k = 5; k >= 0; --k) {
+    CHECK_RC(SPC_Start(&q[k]), SPC_SUCCESS, "start after the communicator was freed");
+    CHECK_RC(SPC_Wait(&q[k], MPI_STATUS_IGNORE), SPC_SUCCESS, "wait");
+    for (int i = 0; i < 3; ++i) ok = ok && r[k][i] == 1000 * k + 10 * left + i;
+    CHECK_RC(SPC_Request_free(&q[k]), SPC_SUCCESS, "free");
+  }
+  CHECK(ok, "their values arrived");
+}
+
 static void test_crs_args(void) {
   const int me = capi_rank, p = capi_size;
   int dest[2] = {(me + 1) % p, (me + 1) % p};
@@ -421,6 +497,7 @@ int main(int argc, char** argv) {
   test_names_and_info(g);
   test_neighbor_args(g);
   test_deferred_agreement(g);
+  test_agreement_slots(g);
   test_crs_args();
   test_requests(g);
   test_error_strings();

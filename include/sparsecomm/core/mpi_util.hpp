@@ -159,6 +159,11 @@ MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine);
 /// until *req completes. Not in the SMPI build (its non-blocking collectives let ranks
 /// leave early, see NonblockingBarrier).
 void iallreduce_max_sum(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_Request* req);
+/// Collective: the same reduction as a persistent request (MPI-4's MPI_Allreduce_init, or
+/// Open MPI's MPIX_ extension), inactive until MPI_Start; each start reduces what `mine`
+/// holds then. False, nothing created, where the MPI has no persistent collectives (and
+/// in the SMPI build).
+bool allreduce_max_sum_init(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_Request* req);
 
 /// A non-blocking barrier, entered on construction, that carries a flag: once complete,
 /// flag() is the maximum of the flags every rank entered with (NBX's barrier carrying an
