@@ -97,21 +97,20 @@ class Agreement {
   }
 
  private:
+  // The agreed outcome, from the reduction's result.
   void judge() {
-    {
-      if (all_.max[0] != 0) {
-        error_ = lowest_failure(p_ - static_cast<int>(all_.max[0]));
-      } else if (all_.max[1] != h_ || all_.max[2] != ~h_) {  // alike everywhere, see make_plan
-        error_ = coded(SPC_ERR_MISMATCH,
-                       "ranks passed different sparsecomm_* options (backend, regions, SDDE, ...) or datatype sizes");
-      } else if (all_.sum[0] != all_.sum[1]) {
-        error_ = coded(SPC_ERR_MISMATCH, kListsMismatch);
-      } else if (all_.sum[2] != all_.sum[3]) {
-        error_ = coded(SPC_ERR_MISMATCH,
-                       "inconsistent counts: on some edge the sender's sendcounts differ from the receiver's recvcounts "
-                       "(or, _ext, the global ids sent differ from those expected, in value or order); "
-                       "SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 names the edge");
-      }
+    if (all_.max[0] != 0) {
+      error_ = lowest_failure(p_ - static_cast<int>(all_.max[0]));
+    } else if (all_.max[1] != h_ || all_.max[2] != ~h_) {  // alike everywhere, see make_plan
+      error_ = coded(SPC_ERR_MISMATCH,
+                     "ranks passed different sparsecomm_* options (backend, regions, SDDE, ...) or datatype sizes");
+    } else if (all_.sum[0] != all_.sum[1]) {
+      error_ = coded(SPC_ERR_MISMATCH, kListsMismatch);
+    } else if (all_.sum[2] != all_.sum[3]) {
+      error_ = coded(SPC_ERR_MISMATCH,
+                     "inconsistent counts: on some edge the sender's sendcounts differ from the receiver's recvcounts "
+                     "(or, _ext, the global ids sent differ from those expected, in value or order); "
+                     "SPARSECOMM_CHECK_COLLECTIVE_ARGS=1 names the edge");
     }
   }
 
