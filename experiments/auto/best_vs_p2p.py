@@ -14,6 +14,10 @@ import sys
 from collections import defaultdict
 
 
+def med(v):
+    return "%.3f" % statistics.median(v) if v else "-"
+
+
 def paired(a, b):
     return statistics.median(x / y for x, y in zip(a, b))
 
@@ -39,9 +43,10 @@ def main():
                     mats.append(ratio)
                     pick = next(iter(by.values()))["auto"]
                     picks.append(paired(by[pick]["rounds_s"], by["p2p"]["rounds_s"]))
-            print("  %-8s %2d ranks: best / p2p median %.3f over %d matrices, %s over %d levels; auto's pick / p2p %.3f" % (
-                setting[0], setting[1], statistics.median(mats), len(mats),
-                "%.3f" % statistics.median(levels) if levels else "-", len(levels), statistics.median(picks)))
+            if not mats and not levels:
+                continue
+            print("  %-8s %2d ranks: best / p2p median %s over %d matrices, %s over %d levels; auto's pick / p2p %s" % (
+                setting[0], setting[1], med(mats), len(mats), med(levels), len(levels), med(picks)))
 
 
 if __name__ == "__main__":

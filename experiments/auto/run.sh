@@ -93,4 +93,6 @@ if [ "${CLUSTER:-1}" = 1 ]; then
 fi
 say "summary"
 /usr/bin/python3 "$here/plot.py" "$out" | tee "$out/table.txt"
+# Issue 33's "best backend <= 0.65 of p2p" over every case, from the same rounds.
+/usr/bin/python3 "$here/best_vs_p2p.py" "$out" | tee -a "$out/table.txt"
 say "done"
