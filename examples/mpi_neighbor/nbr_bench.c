@@ -17,7 +17,15 @@
  * hint "sparsecomm_fixed_counts" = "true" (an MPI ignores keys it does not know); -info
  * adds any other key to that MPI_Info.
  * Prints "nbr_bench: <topology> <call> size <B> B: <us> us/call, verified" per line; exit 1
- * on a wrong byte. */
+ * on a wrong byte.
+ *
+ * -paired R: then also R rounds, each timing REPS calls through the MPI_ name and REPS
+ * through the PMPI_ name (MPI's own implementation, reached past any profiling layer),
+ * alternating which goes first, and prints per call the medians over rounds and the median
+ * of the per-round ratio MPI_ / PMPI_ with its quartiles ("paired" lines). Run without a
+ * profiling library, both names are the same function: the ratio shows the method's own
+ * spread. Run under one (LD_PRELOAD), it is that layer's cost against the MPI it replaces,
+ * measured in one process a few milliseconds apart. */
 #include <mpi.h>
 #if defined(OPEN_MPI)
 #include <mpi-ext.h>
@@ -88,9 +96,52 @@ static void neighbors(const char *topo, int rank, int p, int **dst, int *nd, int
 
 static unsigned char byte_of(int from, int to, size_t k) { return (unsigned char)(from * 131 + to * 7 + k * 13 + 1); }
 
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The q-quantile of v[0..n) (sorted in place), by the nearest rank. */
+static double quantile(double *v, int n, double q) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  int i = (int)(q * (n - 1) + 0.5);
+  return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+/* One call of kind `call` (0 allgather, 1 ineighbor_allgather, 2 persistent, 3 alltoall),
+ * through the MPI_ names (pmpi = 0) or the PMPI_ ones; `preq`: the persistent request made
+ * through the same names. */
+static void one_call(int call, int pmpi, const unsigned char *sb, unsigned char *rb, int B, MPI_Comm g,
+                     MPI_Request *preq) {
+  MPI_Request req;
+  if (call == 0) {
+    if (pmpi) PMPI_Neighbor_allgather(sb, B, MPI_BYTE, rb, B, MPI_BYTE, g);
+    else MPI_Neighbor_allgather(sb, B, MPI_BYTE, rb, B, MPI_BYTE, g);
+  } else if (call == 1) {
+    if (pmpi) {
+      PMPI_Ineighbor_allgather(sb, B, MPI_BYTE, rb, B, MPI_BYTE, g, &req);
+      PMPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Ineighbor_allgather(sb, B, MPI_BYTE, rb, B, MPI_BYTE, g, &req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+  } else if (call == 2) {
+    if (pmpi) {
+      PMPI_Start(preq);
+      PMPI_Wait(preq, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Start(preq);
+      MPI_Wait(preq, MPI_STATUS_IGNORE);
+    }
+  } else {
+    if (pmpi) PMPI_Neighbor_alltoall(sb, B, MPI_BYTE, rb, B, MPI_BYTE, g);
+    else MPI_Neighbor_alltoall(sb, B, MPI_BYTE, rb, B, MPI_BYTE, g);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *topo = "moore:2,1", *sizes_arg = "4,64,4096";
-  int reps = 100, rank, p, *dst, *src, nd, ns, bad = 0, fixed = 0;
+  int reps = 100, rank, p, *dst, *src, nd, ns, bad = 0, fixed = 0, paired = 0;
   MPI_Info info = MPI_INFO_NULL;
   MPI_Comm g;
   MPI_Init(&argc, &argv);
@@ -101,6 +152,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-sizes")) sizes_arg = argv[i + 1];
     else if (!strcmp(argv[i], "-reps")) reps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-fixed-counts")) fixed = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-paired")) paired = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-info")) {
       char *kv = strdup(argv[i + 1]), *eq = strchr(kv, '=');
       if (eq) {
@@ -153,7 +205,6 @@ int main(int argc, char **argv) {
           for (int s = 0; s < ns; s++)
             for (size_t k = 0; k < B; k++) bad += rb[s * B + k] != byte_of(src[s], call == 3 ? rank : -1, k);
       }
-      if (preq != MPI_REQUEST_NULL) MPI_Request_free(&preq);
       t = reps > 0 ? t / reps : 0;
       MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       int allbad = 0;
@@ -161,6 +212,36 @@ int main(int argc, char **argv) {
       if (rank == 0)
         printf("nbr_bench: %s on %d ranks, %s size %zu B: %.2f us/call, %s\n", topo, p, name, B, tmax * 1e6,
                allbad ? "WRONG BYTES" : "verified");
+      if (paired > 0 && reps > 0) {
+        MPI_Request pp = MPI_REQUEST_NULL; /* the persistent request made through PMPI_ */
+#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+        if (call == 2) PMPIX_Neighbor_allgather_init(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g, MPI_INFO_NULL, &pp);
+#endif
+        double *tm = malloc(sizeof(double) * (size_t)paired), *tp = malloc(sizeof(double) * (size_t)paired),
+               *ratio = malloc(sizeof(double) * (size_t)paired);
+        for (int round = 0; round < paired; round++) {
+          double mine[2], most[2];
+          for (int k = 0; k < 2; k++) {
+            const int pmpi = (k + round) % 2; /* who goes first alternates */
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = MPI_Wtime();
+            for (int rep = 0; rep < reps; rep++) one_call(call, pmpi, sb, rb, (int)B, g, pmpi ? &pp : &preq);
+            mine[pmpi] = (MPI_Wtime() - t0) / reps;
+          }
+          MPI_Allreduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+          tm[round] = most[0], tp[round] = most[1], ratio[round] = most[0] / most[1];
+        }
+        if (pp != MPI_REQUEST_NULL) PMPI_Request_free(&pp);
+        if (rank == 0) {
+          const double q1 = quantile(ratio, paired, 0.25), q3 = quantile(ratio, paired, 0.75);
+          printf("nbr_bench: paired %s on %d ranks, %s size %zu B: MPI_ %.2f us/call, PMPI_ %.2f us/call, "
+                 "MPI_/PMPI_ %.3f [%.3f-%.3f] over %d rounds\n",
+                 topo, p, name, B, quantile(tm, paired, 0.5) * 1e6, quantile(tp, paired, 0.5) * 1e6,
+                 quantile(ratio, paired, 0.5), q1, q3, paired);
+        }
+        free(tm), free(tp), free(ratio);
+      }
+      if (preq != MPI_REQUEST_NULL) MPI_Request_free(&preq);
     }
     free(sb), free(rb);
     MPI_Comm_free(&g);

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Summary of experiments/pmpi/paired.sh: per call and size, the median over runs of each
+run's paired MPI_ / PMPI_ ratio, under the library (auto) and without it (A/A), and the
+worst of those medians; plus the PMPI_ baseline's time with the library loaded against
+without it (across processes: the run-to-run noise the paired ratio avoids).
+
+    experiments/pmpi/paired.py results/pmpi_paired/runs.txt
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+LINE = re.compile(r"(\w+) (\d+) nbr_bench: paired (\S+) on (\d+) ranks, (\S+) size (\d+) B: MPI_ ([\d.]+) us/call, "
+                  r"PMPI_ ([\d.]+) us/call, MPI_/PMPI_ ([\d.]+)")
+
+
+def main():
+    ratio, base = defaultdict(list), defaultdict(list)
+    for line in open(sys.argv[1]):
+        m = LINE.match(line)
+        if not m:
+            continue
+        variant, _, topo, ranks, call, size, _, pmpi, r = m.groups()
+        key = (topo, int(ranks), call, int(size))
+        ratio[(variant,) + key].append(float(r))
+        base[(variant,) + key].append(float(pmpi))
+    keys = sorted({k[1:] for k in ratio})
+    print("%-10s %5s %-30s %6s %22s %22s %18s" % ("topology", "ranks", "call", "bytes", "auto: MPI_/PMPI_",
+                                                   "A/A: MPI_/PMPI_", "PMPI_ with/without"))
+    worst = {"auto": 0.0, "none": 0.0}
+    cross = []
+    for k in keys:
+        a, n = ratio.get(("auto",) + k, []), ratio.get(("none",) + k, [])
+        ma = statistics.median(a) if a else float("nan")
+        mn = statistics.median(n) if n else float("nan")
+        if a:
+            worst["auto"] = max(worst["auto"], ma)
+        if n:
+            worst["none"] = max(worst["none"], mn)
+        ba, bn = base.get(("auto",) + k), base.get(("none",) + k)
+        c = statistics.median(ba) / statistics.median(bn) if ba and bn else float("nan")
+        if ba and bn:
+            cross.append(c)
+        print("%-10s %5d %-30s %6d %8.3f (%s) %8.3f (%s) %18.3f" % (
+            k[0], k[1], k[2], k[3], ma, " ".join("%.2f" % x for x in a), mn, " ".join("%.2f" % x for x in n), c))
+    print("worst median: auto %.3f (goal: never above 1.05), A/A %.3f; PMPI_ with / without the library across "
+          "processes: median %.3f, range %.2f-%.2f" % (worst["auto"], worst["none"],
+                                                      statistics.median(cross) if cross else float("nan"),
+                                                      min(cross) if cross else float("nan"),
+                                                      max(cross) if cross else float("nan")))
+
+
+if __name__ == "__main__":
+    main()
