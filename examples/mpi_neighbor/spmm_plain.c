@@ -9,6 +9,12 @@
  * serve unchanged, run with and without LD_PRELOAD.
  *
  *   spmm_plain -matrix FILE.mtx [-cols 16] [-reps 20] [-mode column|block] [-fixed-counts 1]
+ *              [-paired R]
+ *
+ * -paired R: then R rounds, each REPS products through MPI_Neighbor_allgather and REPS
+ * through PMPI_Neighbor_allgather (MPI's own, past any profiling layer), in the order A B B A
+ * (swapped every other round); prints the medians and the median of the per-round ratio (nbr_bench's
+ * -paired, for this kernel).
  *
  * Prints "spmm_plain: <file> on <P> ranks, <K> columns, <mode>: <us> us/product (max over
  * ranks of the mean), in-degree max <d>, verified"; exit 1 on a wrong value, 2 on bad
@@ -27,6 +33,51 @@ typedef struct {
   int *ptr, *col;
   double *val;
 } Csr;
+
+/* What one product needs (set up in main). */
+typedef struct {
+  const Csr *a;
+  int lo, hi, b, width, calls, K, me;
+  const int *slot;
+  double *mine, *got, *c;
+  MPI_Comm g;
+} Product;
+
+static double b_of(int i, int j);
+
+/* One product C = A x B: `calls` allgathers through MPI_ (pmpi = 0) or PMPI_. */
+static void product(const Product *q, int pmpi) {
+  const Csr *a = q->a;
+  const int b = q->b, width = q->width, lo = q->lo, K = q->K;
+  memset(q->c, 0, sizeof(double) * ((size_t)(q->hi - lo) + 1) * (size_t)K);
+  for (int call = 0; call < q->calls; call++) {
+    /* my block of B (padded rows are zero) for this call's columns */
+    for (int i = 0; i < b; i++)
+      for (int w = 0; w < width; w++) q->mine[i * width + w] = lo + i < q->hi ? b_of(lo + i, call + w) : 0.0;
+    if (pmpi) PMPI_Neighbor_allgather(q->mine, b * width, MPI_DOUBLE, q->got, b * width, MPI_DOUBLE, q->g);
+    else MPI_Neighbor_allgather(q->mine, b * width, MPI_DOUBLE, q->got, b * width, MPI_DOUBLE, q->g);
+    for (int i = lo; i < q->hi; i++)
+      for (int e = a->ptr[i]; e < a->ptr[i + 1]; e++) {
+        const int col = a->col[e], owner = col / b;
+        const double *row = owner == q->me ? &q->mine[(col - lo) * width]
+                                           : &q->got[((size_t)q->slot[owner] * (size_t)b + (size_t)(col - owner * b)) *
+                                                     (size_t)width];
+        for (int w = 0; w < width; w++) q->c[(size_t)(i - lo) * (size_t)K + (size_t)(call + w)] += a->val[e] * row[w];
+      }
+  }
+}
+
+static int cmp_double(const void *x, const void *y) {
+  const double u = *(const double *)x, v = *(const double *)y;
+  return (u > v) - (u < v);
+}
+
+/* The q-quantile of v[0..n) (sorted in place), by the nearest rank. */
+static double quantile(double *v, int n, double q) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  int i = (int)(q * (n - 1) + 0.5);
+  return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
 
 static double b_of(int i, int j) { return 1.0 + (double)((i * 7 + j * 13) % 17) * 0.125; }
 
@@ -92,7 +143,7 @@ static int read_mtx(const char *path, Csr *a) {
 
 int main(int argc, char **argv) {
   const char *path = NULL, *mode = "column";
-  int K = 16, reps = 20, fixed = 0, me, P;
+  int K = 16, reps = 20, fixed = 0, paired = 0, me, P;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -102,6 +153,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-reps")) reps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-mode")) mode = argv[i + 1];
     else if (!strcmp(argv[i], "-fixed-counts")) fixed = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-paired")) paired = atoi(argv[i + 1]);
   }
   Csr a;
   int bad = !path || K < 1 || reps < 0 || (strcmp(mode, "column") && strcmp(mode, "block"));
@@ -142,22 +194,10 @@ int main(int argc, char **argv) {
   double *c = malloc(sizeof(double) * ((size_t)(hi - lo) + 1) * (size_t)K);
   long wrong = 0;
   double t = 0;
+  const Product q = {&a, lo, hi, b, width, calls, K, me, slot, mine, got, c, g};
   for (int rep = -1; rep < reps; rep++) { /* rep -1: checked, then timed */
-    memset(c, 0, sizeof(double) * ((size_t)(hi - lo) + 1) * (size_t)K);
     const double t0 = MPI_Wtime();
-    for (int call = 0; call < calls; call++) {
-      /* my block of B (padded rows are zero) for this call's columns */
-      for (int i = 0; i < b; i++)
-        for (int w = 0; w < width; w++) mine[i * width + w] = lo + i < hi ? b_of(lo + i, call + w) : 0.0;
-      MPI_Neighbor_allgather(mine, b * width, MPI_DOUBLE, got, b * width, MPI_DOUBLE, g);
-      for (int i = lo; i < hi; i++)
-        for (int e = a.ptr[i]; e < a.ptr[i + 1]; e++) {
-          const int col = a.col[e], owner = col / b;
-          const double *row = owner == me ? &mine[(col - lo) * width]
-                                          : &got[((size_t)slot[owner] * (size_t)b + (size_t)(col - owner * b)) * (size_t)width];
-          for (int w = 0; w < width; w++) c[(size_t)(i - lo) * (size_t)K + (size_t)(call + w)] += a.val[e] * row[w];
-        }
-    }
+    product(&q, 0);
     if (rep >= 0) t += MPI_Wtime() - t0;
     if (rep == -1)
       for (int i = lo; i < hi; i++)
@@ -178,6 +218,31 @@ int main(int argc, char **argv) {
   if (me == 0)
     printf("spmm_plain: %s on %d ranks, %d columns, %s: %.2f us/product, in-degree max %d, %s\n", base, P, K, mode,
            tmax * 1e6, indeg, allwrong ? "WRONG VALUES" : "verified");
+  if (paired > 0 && reps > 0) {
+    double *tm = malloc(sizeof(double) * (size_t)paired), *tp = malloc(sizeof(double) * (size_t)paired),
+           *ratio = malloc(sizeof(double) * (size_t)paired);
+    for (int round = 0; round < paired; round++) {
+      /* A B B A within the round, A and B swapped every other round (as nbr_bench). */
+      double mine_t[2] = {0, 0}, most[2];
+      for (int k = 0; k < 4; k++) {
+        const int pmpi = ((k == 1 || k == 2) + round) % 2;
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        for (int rep = 0; rep < reps; rep++) product(&q, pmpi);
+        mine_t[pmpi] += (MPI_Wtime() - t0) / (2.0 * reps);
+      }
+      MPI_Allreduce(mine_t, most, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      tm[round] = most[0], tp[round] = most[1], ratio[round] = most[0] / most[1];
+    }
+    if (me == 0) {
+      const double q1 = quantile(ratio, paired, 0.25), q3 = quantile(ratio, paired, 0.75);
+      printf("spmm_plain: paired %s on %d ranks, %d columns, %s: MPI_ %.2f us/product, PMPI_ %.2f us/product, "
+             "MPI_/PMPI_ %.3f [%.3f-%.3f] over %d rounds\n",
+             base, P, K, mode, quantile(tm, paired, 0.5) * 1e6, quantile(tp, paired, 0.5) * 1e6,
+             quantile(ratio, paired, 0.5), q1, q3, paired);
+    }
+    free(tm), free(tp), free(ratio);
+  }
   MPI_Comm_free(&g);
   free(need), free(src), free(dst), free(slot), free(mine), free(got), free(c);
   free(a.ptr), free(a.col), free(a.val);

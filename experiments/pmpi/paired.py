@@ -15,6 +15,24 @@ LINE = re.compile(r"(\w+) (\d+) nbr_bench: paired (\S+) on (\d+) ranks, (\S+) si
                   r"PMPI_ ([\d.]+) us/call, MPI_/PMPI_ ([\d.]+)")
 
 
+SPMM = re.compile(r"(\w+) (\d+) spmm_plain: paired (\S+) on (\d+) ranks, (\d+) columns, (\w+): MPI_ ([\d.]+) us/product, "
+                  r"PMPI_ ([\d.]+) us/product, MPI_/PMPI_ ([\d.]+) \[([\d.]+)-([\d.]+)\]")
+
+
+def spmm_table(path):
+    rows = [m.groups() for m in map(SPMM.match, open(path)) if m]
+    if not rows:
+        return
+    print("\nSpMM kernel (spmm_plain, one MPI_Neighbor_allgather per column), under the library, MPI_ / PMPI_ "
+          "paired in one process (median [quartiles] over rounds):")
+    worst = 0.0
+    for variant, _, name, ranks, cols, mode, tm, tp, r, q1, q3 in sorted(rows, key=lambda g: float(g[8])):
+        worst = max(worst, float(r))
+        print("  %-36s %3s ranks: %9.1f / %9.1f us/product  %.3f [%s-%s]" % (name, ranks, float(tm), float(tp), float(r), q1,
+                                                                          q3))
+    print("  %d matrices; worst median %.3f, faster (< 1) on %d" % (len(rows), worst, sum(float(g[8]) < 1 for g in rows)))
+
+
 def main():
     ratio, base = defaultdict(list), defaultdict(list)
     for line in open(sys.argv[1]):
@@ -26,6 +44,9 @@ def main():
         ratio[(variant,) + key].append(float(r))
         base[(variant,) + key].append(float(pmpi))
     keys = sorted({k[1:] for k in ratio})
+    if not keys:
+        spmm_table(sys.argv[1])
+        return
     print("%-10s %5s %-30s %6s %22s %22s %18s" % ("topology", "ranks", "call", "bytes", "auto: MPI_/PMPI_",
                                                    "A/A: MPI_/PMPI_", "PMPI_ with/without"))
     worst = {"auto": 0.0, "none": 0.0}
@@ -49,6 +70,7 @@ def main():
                                                       statistics.median(cross) if cross else float("nan"),
                                                       min(cross) if cross else float("nan"),
                                                       max(cross) if cross else float("nan")))
+    spmm_table(sys.argv[1])
 
 
 if __name__ == "__main__":
