@@ -13,13 +13,12 @@ import statistics
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from plotlib import paired  # noqa: E402
+
 
 def med(v):
     return "%.3f" % statistics.median(v) if v else "-"
-
-
-def paired(a, b):
-    return statistics.median(x / y for x, y in zip(a, b))
 
 
 def main():
