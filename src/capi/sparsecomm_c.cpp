@@ -571,18 +571,26 @@ void Options::apply(MPI_Info info) {
   }
 }
 
-std::string Options::canonical() const {
-  return "backend=" + backend + "|sdde=" + sdde + "|regions=" + regions + "|persistent=" + (persistent ? "1" : "0") +
-         "|" + backend_opts.canonical();
+// The canonical form of `o`, piece by piece to put(std::string_view): one description for
+// canonical() (the pieces joined) and options_hash() (the pieces hashed as they come).
+template <class Put>
+void canonical_pieces(const Options& o, Put&& put) {
+  put("backend="), put(o.backend), put("|sdde="), put(o.sdde), put("|regions="), put(o.regions);
+  put("|persistent="), put(o.persistent ? "1" : "0"), put("|");
+  if (!o.backend_opts.empty()) put(o.backend_opts.canonical());
 }
 
-// fnv(canonical() + shape + esz + suffix), piece by piece without building the string
-// (a persistent init's hot path): the same bytes, so the same hash.
+std::string Options::canonical() const {
+  std::string s;
+  canonical_pieces(*this, [&](std::string_view piece) { s += piece; });
+  return s;
+}
+
+// fnv(canonical() + shape + esz + suffix) without building the string (a persistent
+// init's hot path): the same bytes, so the same hash.
 uint64_t options_hash(const Options& o, std::string_view shape, int64_t esz, std::string_view suffix) {
   Fnv f;
-  f.add("backend=").add(o.backend).add("|sdde=").add(o.sdde).add("|regions=").add(o.regions);
-  f.add("|persistent=").add(o.persistent ? "1" : "0").add("|");
-  if (!o.backend_opts.empty()) f.add(o.backend_opts.canonical());
+  canonical_pieces(o, [&](std::string_view piece) { f.add(piece); });
   return f.add(shape).add(esz).add(suffix).h;
 }
 
