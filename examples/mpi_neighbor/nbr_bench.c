@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "paired.h"
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wstringop-overread" /* MPI_UNWEIGHTED is a zero-length array to GCC */
 #endif
@@ -97,18 +99,6 @@ static void neighbors(const char *topo, int rank, int p, int **dst, int *nd, int
 
 static unsigned char byte_of(int from, int to, size_t k) { return (unsigned char)(from * 131 + to * 7 + k * 13 + 1); }
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The q-quantile of v[0..n) (sorted in place), by the nearest rank. */
-static double quantile(double *v, int n, double q) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  int i = (int)(q * (n - 1) + 0.5);
-  return v[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
-
 /* One call of kind `call` (0 allgather, 1 ineighbor_allgather, 2 persistent, 3 alltoall),
  * through the MPI_ names (pmpi = 0) or the PMPI_ ones; `preq`: the persistent request made
  * through the same names. */
@@ -138,6 +128,21 @@ static void one_call(int call, int pmpi, const unsigned char *sb, unsigned char 
     if (pmpi) PMPI_Neighbor_alltoall(sb, B, MPI_BYTE, rb, B, MPI_BYTE, g);
     else MPI_Neighbor_alltoall(sb, B, MPI_BYTE, rb, B, MPI_BYTE, g);
   }
+}
+
+/* one_call for paired_measure: the persistent request made through the names it runs. */
+typedef struct {
+  int call;
+  const unsigned char *sb;
+  unsigned char *rb;
+  int B;
+  MPI_Comm g;
+  MPI_Request *preq, *pp;
+} CallCtx;
+
+static void run_call(void *ctx, int pmpi) {
+  const CallCtx *c = ctx;
+  one_call(c->call, pmpi, c->sb, c->rb, c->B, c->g, pmpi ? c->pp : c->preq);
 }
 
 int main(int argc, char **argv) {
@@ -218,31 +223,13 @@ int main(int argc, char **argv) {
 #ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
         if (call == 2) PMPIX_Neighbor_allgather_init(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g, MPI_INFO_NULL, &pp);
 #endif
-        double *tm = malloc(sizeof(double) * (size_t)paired), *tp = malloc(sizeof(double) * (size_t)paired),
-               *ratio = malloc(sizeof(double) * (size_t)paired);
-        for (int round = 0; round < paired; round++) {
-          /* A B B A within the round, A and B swapped every other round: a drift within
-           * the round and the cost of going first fall on both alike. */
-          double mine[2] = {0, 0}, most[2];
-          for (int k = 0; k < 4; k++) {
-            const int pmpi = ((k == 1 || k == 2) + round) % 2;
-            MPI_Barrier(MPI_COMM_WORLD);
-            const double t0 = MPI_Wtime();
-            for (int rep = 0; rep < reps; rep++) one_call(call, pmpi, sb, rb, (int)B, g, pmpi ? &pp : &preq);
-            mine[pmpi] += (MPI_Wtime() - t0) / (2.0 * reps);
-          }
-          MPI_Allreduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-          tm[round] = most[0], tp[round] = most[1], ratio[round] = most[0] / most[1];
-        }
+        CallCtx cc = {call, sb, rb, (int)B, g, &preq, &pp};
+        const PairedResult r = paired_measure(paired, reps, run_call, &cc);
         if (pp != MPI_REQUEST_NULL) PMPI_Request_free(&pp);
-        if (rank == 0) {
-          const double q1 = quantile(ratio, paired, 0.25), q3 = quantile(ratio, paired, 0.75);
+        if (rank == 0)
           printf("nbr_bench: paired %s on %d ranks, %s size %zu B: MPI_ %.2f us/call, PMPI_ %.2f us/call, "
                  "MPI_/PMPI_ %.3f [%.3f-%.3f] over %d rounds\n",
-                 topo, p, name, B, quantile(tm, paired, 0.5) * 1e6, quantile(tp, paired, 0.5) * 1e6,
-                 quantile(ratio, paired, 0.5), q1, q3, paired);
-        }
-        free(tm), free(tp), free(ratio);
+                 topo, p, name, B, r.mpi_s * 1e6, r.pmpi_s * 1e6, r.ratio, r.q1, r.q3, paired);
       }
       if (preq != MPI_REQUEST_NULL) MPI_Request_free(&preq);
     }

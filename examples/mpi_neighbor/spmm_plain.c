@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "paired.h"
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wstringop-overread" /* MPI_UNWEIGHTED is a zero-length array to GCC */
 #endif
@@ -67,17 +69,8 @@ static void product(const Product *q, int pmpi) {
   }
 }
 
-static int cmp_double(const void *x, const void *y) {
-  const double u = *(const double *)x, v = *(const double *)y;
-  return (u > v) - (u < v);
-}
-
-/* The q-quantile of v[0..n) (sorted in place), by the nearest rank. */
-static double quantile(double *v, int n, double q) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  int i = (int)(q * (n - 1) + 0.5);
-  return v[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
+/* product() for paired_measure. */
+static void run_product(void *ctx, int pmpi) { product(ctx, pmpi); }
 
 static double b_of(int i, int j) { return 1.0 + (double)((i * 7 + j * 13) % 17) * 0.125; }
 
@@ -219,29 +212,11 @@ int main(int argc, char **argv) {
     printf("spmm_plain: %s on %d ranks, %d columns, %s: %.2f us/product, in-degree max %d, %s\n", base, P, K, mode,
            tmax * 1e6, indeg, allwrong ? "WRONG VALUES" : "verified");
   if (paired > 0 && reps > 0) {
-    double *tm = malloc(sizeof(double) * (size_t)paired), *tp = malloc(sizeof(double) * (size_t)paired),
-           *ratio = malloc(sizeof(double) * (size_t)paired);
-    for (int round = 0; round < paired; round++) {
-      /* A B B A within the round, A and B swapped every other round (as nbr_bench). */
-      double mine_t[2] = {0, 0}, most[2];
-      for (int k = 0; k < 4; k++) {
-        const int pmpi = ((k == 1 || k == 2) + round) % 2;
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = MPI_Wtime();
-        for (int rep = 0; rep < reps; rep++) product(&q, pmpi);
-        mine_t[pmpi] += (MPI_Wtime() - t0) / (2.0 * reps);
-      }
-      MPI_Allreduce(mine_t, most, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      tm[round] = most[0], tp[round] = most[1], ratio[round] = most[0] / most[1];
-    }
-    if (me == 0) {
-      const double q1 = quantile(ratio, paired, 0.25), q3 = quantile(ratio, paired, 0.75);
+    const PairedResult r = paired_measure(paired, reps, run_product, (void *)&q);
+    if (me == 0)
       printf("spmm_plain: paired %s on %d ranks, %d columns, %s: MPI_ %.2f us/product, PMPI_ %.2f us/product, "
              "MPI_/PMPI_ %.3f [%.3f-%.3f] over %d rounds\n",
-             base, P, K, mode, quantile(tm, paired, 0.5) * 1e6, quantile(tp, paired, 0.5) * 1e6,
-             quantile(ratio, paired, 0.5), q1, q3, paired);
-    }
-    free(tm), free(tp), free(ratio);
+             base, P, K, mode, r.mpi_s * 1e6, r.pmpi_s * 1e6, r.ratio, r.q1, r.q3, paired);
   }
   MPI_Comm_free(&g);
   free(need), free(src), free(dst), free(slot), free(mine), free(got), free(c);
