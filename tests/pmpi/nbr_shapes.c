@@ -23,8 +23,19 @@
  *
  * nbr_shapes -break-promise: on a communicator created with sparsecomm_fixed_counts =
  * true and MPI_ERRORS_RETURN, every rank calls MPI_Neighbor_allgather with 4 ints, then
- * with 5, and prints what the second call returned (MPI itself: success; the layer: an
- * error, since the hint promised fixed counts). */
+ * with 4 again (a layer that passed the first call on passes it at once), then with 5,
+ * and prints what the calls returned (MPI itself: success; the layer: an error at the
+ * third, since the hint promised fixed counts).
+ *
+ * nbr_shapes -settled-reuse N (run with SPARSECOMM_MPI_BACKEND=p2p and
+ * SPARSECOMM_MPI_FIXED_COUNTS=1): N times, a ring communicator whose MPI_Info names the
+ * backend mpi (every call MPI's own: the layer remembers the arguments and then passes
+ * at once), two allgathers and alltoalls on it, freed; then a ring without info (the
+ * environment's p2p: a plan, agreed at its first call), one of each call on it, values
+ * checked, freed. The second communicator gets the first one's handle (Open MPI hands out
+ * the freed one): if the layer kept passing that handle at once, the p2p calls would not
+ * be the layer's (the verbose counts show it) and the first call's agreement would be
+ * skipped. Prints how often the handle came back. */
 #include <mpi.h>
 #if defined(OPEN_MPI)
 #include <mpi-ext.h>
@@ -492,12 +503,72 @@ static int break_promise(void) {
   MPI_Comm_set_errhandler(g, MPI_ERRORS_RETURN);
   int sb[5] = {1, 2, 3, 4, 5}, rb[64 * 5];
   const int first = MPI_Neighbor_allgather(sb, 4, MPI_INT, rb, 4, MPI_INT, g);
+  const int again = MPI_Neighbor_allgather(sb, 4, MPI_INT, rb, 4, MPI_INT, g);
   const int second = MPI_Neighbor_allgather(sb, 5, MPI_INT, rb, 5, MPI_INT, g);
-  printf("nbr_shapes [rank %d]: first call %s, second call with other counts %s\n", me,
-         first == MPI_SUCCESS ? "succeeded" : "failed", second == MPI_SUCCESS ? "succeeded" : "returned an error");
+  printf("nbr_shapes [rank %d]: first call %s, again %s, call with other counts %s\n", me,
+         first == MPI_SUCCESS ? "succeeded" : "failed", again == MPI_SUCCESS ? "succeeded" : "failed",
+         second == MPI_SUCCESS ? "succeeded" : "returned an error");
   MPI_Comm_free(&g);
   MPI_Finalize();
   return 0;
+}
+
+/* The hints of a ring: fixed counts and `backend`. */
+static MPI_Info ring_info(const char *backend) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "sparsecomm_fixed_counts", "true");
+  MPI_Info_set(info, "sparsecomm_backend", backend);
+  return info;
+}
+
+/* A ring (neighbors me - 1 and me + 1, in and out) with the hints `info` (or none). */
+static MPI_Comm ring_with(MPI_Info info) {
+  const int nb[2] = {mod(me - 1), mod(me + 1)};
+  MPI_Comm g;
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, nb, MPI_UNWEIGHTED, 2, nb, MPI_UNWEIGHTED, info, 0, &g);
+  return g;
+}
+
+/* One allgather and one alltoall of ints on ring_with(), values checked. */
+static void ring_calls(MPI_Comm g, int round) {
+  const int nb[2] = {mod(me - 1), mod(me + 1)};
+  int sb[2], rb[2];
+  sb[0] = val(me, 0, round), sb[1] = val(me, 1, round);
+  fill(rb, 2, -5);
+  MPI_Neighbor_allgather(sb, 1, MPI_INT, rb, 1, MPI_INT, g);
+  for (int i = 0; i < 2; i++) CHECK(rb[i] == val(nb[i], 0, round), "ring allgather %d slot %d: %d", round, i, rb[i]);
+  for (int j = 0; j < 2; j++) sb[j] = me * 1000 + nb[j] + round;  /* the block for destination j */
+  fill(rb, 2, -5);
+  MPI_Neighbor_alltoall(sb, 1, MPI_INT, rb, 1, MPI_INT, g);
+  for (int i = 0; i < 2; i++)
+    CHECK(rb[i] == nb[i] * 1000 + me + round, "ring alltoall %d slot %d: %d", round, i, rb[i]);
+}
+
+static int settled_reuse(int n) {
+  int reused = 0;
+  MPI_Info own = ring_info("mpi");  /* (made once: nothing between a free and a create) */
+  for (int round = 0; round < n; round++) {
+    MPI_Comm a = ring_with(own);
+    ring_calls(a, round);
+    ring_calls(a, round + 1);
+    const MPI_Comm old = a;
+    MPI_Comm_free(&a);
+    MPI_Comm b = ring_with(MPI_INFO_NULL);
+    reused += b == old;
+    ring_calls(b, round + 2);
+    MPI_Comm_free(&b);
+  }
+  MPI_Info_free(&own);
+  long all_wrong = 0;
+  int all_reused = 0;
+  MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&reused, &all_reused, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0)
+    printf("nbr_shapes: settled reuse: %d rounds on %d ranks, a handle came back %d times (over ranks), %ld wrong\n",
+           n, P, all_reused, all_wrong);
+  MPI_Finalize();
+  return all_wrong ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -505,6 +576,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   if (argc > 1 && !strcmp(argv[1], "-break-promise")) return break_promise();
+  if (argc > 2 && !strcmp(argv[1], "-settled-reuse")) return settled_reuse(atoi(argv[2]));
   const char *names[5] = {"ring", "random", "dup+self", "empty rank 0", "self+ring"};
   for (int kind = 0; kind < 5; kind++) {
     Lists l;

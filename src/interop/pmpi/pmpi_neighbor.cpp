@@ -151,6 +151,16 @@ struct Global {
   long handled[12] = {}, passed[12] = {};
   long agreements[4] = {};  // agreements (blocking calls, persistent inits), per Kind
   std::atomic<long> threaded{0};  // calls passed on because MPI runs MPI_THREAD_MULTIPLE
+  // Blocking allgather and alltoall whose arguments were last seen to settle on MPI's own
+  // for good (pass_settled()): the same communicator and arguments again go to MPI's own at
+  // once (passes_at_once()). Forgotten in delete_plans with the communicator's entry.
+  struct Settled {
+    MPI_Comm comm = MPI_COMM_NULL;
+    const void* plans = nullptr;  // the communicator's attribute value
+    bool in_place = false;
+    int sc = 0, rc = 0;
+    MPI_Datatype st = MPI_DATATYPE_NULL, rt = MPI_DATATYPE_NULL;
+  } settled[2];
   Global() {
     const auto get = [](const char* n) -> const char* {
       const char* v = std::getenv(n);
@@ -328,6 +338,8 @@ struct CommPlans {
 int delete_plans(MPI_Comm, int, void* value, void*) {
   Global& g = global();
   if (g.last_plans == value) g.last_comm = MPI_COMM_NULL, g.last_plans = nullptr;
+  for (auto& e : g.settled)
+    if (e.plans == value) e = Global::Settled{};
   delete static_cast<std::shared_ptr<CommPlans>*>(value);
   return MPI_SUCCESS;
 }
@@ -1268,8 +1280,9 @@ bool trial_keeps(MPI_Comm comm, Kind k, Run run, Pass pass) {
 // What every entry point does: decide (`decide_fn(&broken)`), then MPI's own (`pass`) or
 // the plan (`run`, returning the call's code), counted under `counter` (Global::handled /
 // passed).
+// `passed_on` (if given): set when the call went to MPI's own at depth 0.
 template <class Decide, class Pass, class Run>
-int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Run run) {
+int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Run run, bool* passed_on = nullptr) {
   if (depth() > 0) return pass();  // a plan's own call
   Inside inside;
   bool broken = false;
@@ -1286,6 +1299,7 @@ int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Ru
   }
   if (!c || c->declined) {
     ++global().passed[counter];
+    if (passed_on) *passed_on = true;
     return pass();
   }
   int rc = MPI_SUCCESS;
@@ -1380,18 +1394,57 @@ int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::
   return rc == MPI_SUCCESS ? rc : node_error(comm, k, rc);
 }
 
+// The pass-through path at the cost of a shim. Where a blocking allgather or alltoall has
+// settled on MPI's own for good — a communicator the layer cannot use, or one with the
+// fixed-counts hint whose agreed choice for this signature is MPI's own (or was declined
+// by its trial) — every later call with the same communicator and arguments takes that
+// path again, without communication, so a few compares of one cache line decide it
+// instead of the entry's lookups (the communicator's entry, the signature's type queries,
+// the shared pointers). Why it matters: on an oversubscribed node a blocking exchange
+// waits for every rank sharing a core to have run its part, so each rank's CPU per call,
+// with its data cold after the context switches, adds up; the full path measured 2-7%
+// above MPI's own where the layer passes every call (experiments/pmpi/README.md).
+// A datatype handle freed and made again as another type also passes at once: MPI's own
+// is right for any arguments (the size check the hint implies is then MPI's).
+bool passes_at_once(Kind k, MPI_Comm comm, const void* sb, int sc, MPI_Datatype st, int rc, MPI_Datatype rt) {
+  const Global::Settled& e = global().settled[k];
+  return comm == e.comm && sc == e.sc && rc == e.rc && st == e.st && rt == e.rt &&
+         (sb == MPI_IN_PLACE) == e.in_place;
+}
+
+// After a blocking call that went to MPI's own: remembers its arguments if every later
+// call with them will go there too (see passes_at_once). `sig`: the call's signature.
+void note_settled(Kind k, MPI_Comm comm, const void* sb, int sc, MPI_Datatype st, int rc, MPI_Datatype rt,
+                  int64_t sig) {
+  Global& g = global();
+  if (g.disabled || depth() > 0) return;
+  const std::shared_ptr<CommPlans> p = plans_of(g, comm);
+  bool settled = !p->usable;  // (a property of the communicator)
+  if (!settled && !p->node && p->settings.fixed) {  // (as prologue() and decide() take it)
+    const CommPlans::Agreed& a = p->agreed[k];
+    const int64_t local = !p->nb.pairs_unique && k == kAlltoall ? -1 : sig;
+    settled = a.valid && a.local == local && (!a.choice || a.choice->declined);
+  }
+  if (settled) g.settled[k] = {comm, g.last_plans, sb == MPI_IN_PLACE, sc, rc, st, rt};
+}
+
 // The four call shapes, each for blocking (request == null), non-blocking and persistent
 // use; `entry` is the counter (kEntryName), `pass` the call to MPI's own.
 template <class Pass>
 int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
+  if (mode == kBlocking && passes_at_once(kAllgather, comm, sendbuf, sendcount, sendtype, recvcount, recvtype)) {
+    ++global().passed[entry];
+    return pass();
+  }
   if (passed_for_threads()) return pass();
   const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
   const NodeExchange::Side rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
   if (const int rc = node_call(entry, kAllgather, mode, request, NodeExchange::kOneBlock, snd, rcv, comm); rc >= 0)
     return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
-  return dispatch(
+  bool passed_on = false;
+  const int result = dispatch(
       comm, kAllgather, entry,
       [&](bool* broken) {
         auto c = decide(comm, kAllgather, sig, mode, broken);
@@ -1412,19 +1465,27 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
         if (mode == kBlocking) run_blocking(*c, begin, finish);
         else *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
-      });
+      },
+      &passed_on);
+  if (passed_on && mode == kBlocking) note_settled(kAllgather, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, sig);
+  return result;
 }
 
 template <class Pass>
 int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
+  if (mode == kBlocking && passes_at_once(kAlltoall, comm, sendbuf, sendcount, sendtype, recvcount, recvtype)) {
+    ++global().passed[entry];
+    return pass();
+  }
   if (passed_for_threads()) return pass();
   const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
   const NodeExchange::Side rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
   if (const int rc = node_call(entry, kAlltoall, mode, request, NodeExchange::kBlocks, snd, rcv, comm); rc >= 0)
     return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
-  return dispatch(
+  bool passed_on = false;
+  const int result = dispatch(
       comm, kAlltoall, entry,
       [&](bool* broken) {
         auto c = decide(comm, kAlltoall, sig, mode, broken);
@@ -1444,7 +1505,10 @@ int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_
         if (mode == kBlocking) run_blocking(*c, begin, finish);
         else *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
-      });
+      },
+      &passed_on);
+  if (passed_on && mode == kBlocking) note_settled(kAlltoall, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, sig);
+  return result;
 }
 
 template <class Pass>
