@@ -23,14 +23,20 @@ def spmm_table(path):
     rows = [m.groups() for m in map(SPMM.match, open(path)) if m]
     if not rows:
         return
+    aa = {g[2]: g for g in rows if g[0] == "none"}  # SPMM_AA=1: the same matrix without the library
     print("\nSpMM kernel (spmm_plain, one MPI_Neighbor_allgather per column), under the library, MPI_ / PMPI_ "
-          "paired in one process (median [quartiles] over rounds):")
+          "paired in one process (median [quartiles] over rounds)%s:" % (", and A/A without it" if aa else ""))
     worst = 0.0
-    for variant, _, name, ranks, cols, mode, tm, tp, r, q1, q3 in sorted(rows, key=lambda g: float(g[8])):
+    lib = [g for g in rows if g[0] != "none"]
+    for variant, _, name, ranks, cols, mode, tm, tp, r, q1, q3 in sorted(lib, key=lambda g: float(g[8])):
         worst = max(worst, float(r))
-        print("  %-36s %3s ranks: %9.1f / %9.1f us/product  %.3f [%s-%s]" % (name, ranks, float(tm), float(tp), float(r), q1,
-                                                                          q3))
-    print("  %d matrices; worst median %.3f, faster (< 1) on %d" % (len(rows), worst, sum(float(g[8]) < 1 for g in rows)))
+        a = aa.get(name)
+        print("  %-36s %3s ranks: %9.1f / %9.1f us/product  %.3f [%s-%s]%s" % (
+            name, ranks, float(tm), float(tp), float(r), q1, q3,
+            "   A/A %.3f [%s-%s]" % (float(a[8]), a[9], a[10]) if a else ""))
+    print("  %d matrices; worst median %.3f, faster (< 1) on %d%s" % (
+        len(lib), worst, sum(float(g[8]) < 1 for g in lib),
+        "; A/A worst median %.3f" % max(float(g[8]) for g in aa.values()) if aa else ""))
 
 
 def main():

@@ -15,8 +15,9 @@
 # RUNS (3), TOPOS ("er:0.4,3 moore:2,3"), SIZES (4,64,1024,4096,65536), FIXED (1: the
 # fixed-counts hint on the communicators, as run.sh), MATRICES (default every .mtx in
 # ../shared/data/suitesparse: the SpMM kernel spmm_plain -paired under the library, once
-# per matrix; "none" skips it), SPMM_REPS (10), LAYOUT (node, or cluster:NxM on the
-# emulated cluster, scripts/cluster.sh at 1 Gbit/s; root).
+# per matrix; "none" skips it), SPMM_REPS (10), SPMM_AA (0; 1: each matrix's SpMM also run
+# without the library right after, the A/A of the same rounds), LAYOUT (node, or cluster:NxM
+# on the emulated cluster, scripts/cluster.sh at 1 Gbit/s; root).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -55,6 +56,9 @@ if [ "${MATRICES:-}" != none ] && [ -x "$spmm" ]; then
   for m in "${mats[@]}"; do
     launch with "$spmm" -matrix "$data/$m.mtx" -reps "${SPMM_REPS:-10}" -fixed-counts "${FIXED:-1}" \
       -paired "${ROUNDS:-15}" 2>&1 | grep -E "paired|WRONG" | sed "s/^/auto 1 /" >> "$out/runs.txt" || true
+    [ "${SPMM_AA:-0}" = 1 ] || continue
+    launch without "$spmm" -matrix "$data/$m.mtx" -reps "${SPMM_REPS:-10}" -fixed-counts "${FIXED:-1}" \
+      -paired "${ROUNDS:-15}" 2>&1 | grep -E "paired|WRONG" | sed "s/^/none 1 /" >> "$out/runs.txt" || true
   done
   echo "paired.sh: SpMM on ${#mats[@]} matrices done"
 fi
