@@ -36,7 +36,7 @@
 //    has its signature - a hash of counts and displacements - changed, a bad setting), and
 //    a change anywhere rebuilds the plan everywhere. Under auto, where the agreements keep
 //    finding nothing for the library to do (MPI's own, or nothing to move), only every
-//    8th to 128th call agrees and the others are MPI's own at once (steps_aside()); and auto
+//    8th to 1024th call agrees and the others are MPI's own at once (steps_aside()); and auto
 //    charges the agreement to the plans it weighs (agreement_cost; on one node by timing its
 //    shm plan against MPI's own at a signature's first call, trial_keeps()). With the hint that counts are fixed
 //    (MPI_Info key "sparsecomm_fixed_counts" = "true" given when the topology communicator
@@ -151,12 +151,13 @@ struct Global {
   long handled[12] = {}, passed[12] = {};
   long agreements[4] = {};  // agreements (blocking calls, persistent inits), per Kind
   std::atomic<long> threaded{0};  // calls passed on because MPI runs MPI_THREAD_MULTIPLE
-  // Blocking allgather and alltoall whose arguments were last seen to settle on MPI's own
-  // for good (pass_settled()): the same communicator and arguments again go to MPI's own at
+  // Per blocking allgather and alltoall, the communicator whose calls last settled on MPI's
+  // own (note_settled()): the same communicator (and arguments) again go to MPI's own at
   // once (passes_at_once()). Forgotten in delete_plans with the communicator's entry.
   struct Settled {
     MPI_Comm comm = MPI_COMM_NULL;
     const void* plans = nullptr;  // the communicator's attribute value
+    CommPlans* owner = nullptr;   // set: stepping aside without the hint, any arguments
     bool in_place = false;
     int sc = 0, rc = 0;
     MPI_Datatype st = MPI_DATATYPE_NULL, rt = MPI_DATATYPE_NULL;
@@ -861,10 +862,13 @@ std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::arr
 // every rank skips the same calls: MPI orders a communicator's blocking collectives alike
 // on every rank, so the calls are counted alike (the non-blocking and persistent forms
 // never pass here). The cost: after a change that would take a plan (another block size,
-// a contiguous type again), up to gap - 1 calls still run MPI's own. Forced backends agree
-// at every call (the user asked for the backend).
+// a contiguous type again), up to gap - 1 calls still run MPI's own — a speed-up missed for
+// a while, never a slow-down — while each agreement kept costs an allreduce: across the
+// emulated nodes about a millisecond, which at a gap of 128 was 3-5% of a small SpMM's
+// exchanges (experiments/pmpi/README.md), hence the gap's growth to 1024. Forced backends
+// agree at every call (the user asked for the backend).
 constexpr int kAsideAfter = 2;
-constexpr int64_t kAsideFirstGap = 8, kAsideMaxGap = 128;
+constexpr int64_t kAsideFirstGap = 8, kAsideMaxGap = 1024;
 
 bool steps_aside(const CommPlans& p, Mode mode) {
   return mode == kBlocking && !p.settings.fixed && p.settings.backend == "auto";
@@ -1395,37 +1399,51 @@ int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::
 }
 
 // The pass-through path at the cost of a shim. Where a blocking allgather or alltoall has
-// settled on MPI's own for good — a communicator the layer cannot use, or one with the
-// fixed-counts hint whose agreed choice for this signature is MPI's own (or was declined
-// by its trial) — every later call with the same communicator and arguments takes that
-// path again, without communication, so a few compares of one cache line decide it
-// instead of the entry's lookups (the communicator's entry, the signature's type queries,
-// the shared pointers). Why it matters: on an oversubscribed node a blocking exchange
-// waits for every rank sharing a core to have run its part, so each rank's CPU per call,
-// with its data cold after the context switches, adds up; the full path measured 2-7%
-// above MPI's own where the layer passes every call (experiments/pmpi/README.md).
-// A datatype handle freed and made again as another type also passes at once: MPI's own
-// is right for any arguments (the size check the hint implies is then MPI's).
+// settled on MPI's own — a communicator the layer cannot use, or one with the fixed-counts
+// hint whose agreed choice for this signature is MPI's own (or was declined by its trial):
+// for good; or auto stepping aside without the hint (steps_aside()): until its next
+// agreement — the same communicator (and arguments, where they decide) go to MPI's own
+// after a few compares of one cache line, instead of the entry's lookups (the
+// communicator's entry, the signature's type queries, the shared pointers). Every call
+// takes the path the full one would, so every rank still skips and agrees at the same
+// calls. Why it matters: on an oversubscribed node a blocking exchange waits for every rank
+// sharing a core to have run its part, so each rank's CPU per call, with its data cold
+// after the context switches, adds up; the full path measured 2-7% above MPI's own where
+// the layer passes every call (experiments/pmpi/README.md). A datatype handle freed and
+// made again as another type also passes at once: MPI's own is right for any arguments
+// (the size check the hint implies is then MPI's).
 bool passes_at_once(Kind k, MPI_Comm comm, const void* sb, int sc, MPI_Datatype st, int rc, MPI_Datatype rt) {
-  const Global::Settled& e = global().settled[k];
-  return comm == e.comm && sc == e.sc && rc == e.rc && st == e.st && rt == e.rt &&
-         (sb == MPI_IN_PLACE) == e.in_place;
+  Global::Settled& e = global().settled[k];
+  if (comm != e.comm) return false;
+  if (e.owner) {  // skip_agreement() without the rest of the path
+    CommPlans::Aside& a = e.owner->aside[k];
+    if (!a.skipping || a.left <= 1) return false;
+    --a.left;
+    return true;
+  }
+  return sc == e.sc && rc == e.rc && st == e.st && rt == e.rt && (sb == MPI_IN_PLACE) == e.in_place;
 }
 
-// After a blocking call that went to MPI's own: remembers its arguments if every later
-// call with them will go there too (see passes_at_once). `sig`: the call's signature.
+// After a blocking call that went to MPI's own: remembers the communicator (and the
+// arguments, where they decide) if later calls will go there too (see passes_at_once).
+// `sig`: the call's signature.
 void note_settled(Kind k, MPI_Comm comm, const void* sb, int sc, MPI_Datatype st, int rc, MPI_Datatype rt,
                   int64_t sig) {
   Global& g = global();
   if (g.disabled || depth() > 0) return;
   const std::shared_ptr<CommPlans> p = plans_of(g, comm);
+  if (p->node) return;  // (the one-node exchange takes every call: node_call())
+  if (p->usable && steps_aside(*p, kBlocking)) {  // (as prologue() and before_agreement() take it)
+    if (p->aside[k].skipping) g.settled[k] = {comm, g.last_plans, p.get()};
+    return;
+  }
   bool settled = !p->usable;  // (a property of the communicator)
-  if (!settled && !p->node && p->settings.fixed) {  // (as prologue() and decide() take it)
+  if (!settled && p->settings.fixed) {  // (as prologue() and decide() take it)
     const CommPlans::Agreed& a = p->agreed[k];
     const int64_t local = !p->nb.pairs_unique && k == kAlltoall ? -1 : sig;
     settled = a.valid && a.local == local && (!a.choice || a.choice->declined);
   }
-  if (settled) g.settled[k] = {comm, g.last_plans, sb == MPI_IN_PLACE, sc, rc, st, rt};
+  if (settled) g.settled[k] = {comm, g.last_plans, nullptr, sb == MPI_IN_PLACE, sc, rc, st, rt};
 }
 
 // The four call shapes, each for blocking (request == null), non-blocking and persistent
