@@ -7,7 +7,10 @@
  * against MPI's definition: whichever path a call takes (MPI's own while the layer steps
  * aside, or a plan after an agreement), the results are the same.
  *
- *   step_aside [calls per phase, default 40]
+ *   step_aside [calls per phase, default 40] [phases, default all 8]
+ *
+ * (`step_aside 40 2`: only the two phases of 0-byte blocks, where the layer's agreements
+ * under auto fall on calls that follow from its rule alone: 1, 2, 10, 26 and 58.)
  *
  * Prints "step_aside: N calls checked on P ranks, W wrong". */
 #include <mpi.h>
@@ -39,7 +42,8 @@ int main(int argc, char** argv) {
   /* Phases: units per block (0: nothing to move), and whether the type is strided. */
   const int units[] = {0, 0, 3, 3, 5, 0, 2, 7};
   const int strided[] = {0, 0, 1, 0, 0, 0, 1, 0};
-  const int phases = (int)(sizeof units / sizeof units[0]);
+  const int all_phases = (int)(sizeof units / sizeof units[0]);
+  const int phases = argc > 2 && atoi(argv[2]) > 0 && atoi(argv[2]) < all_phases ? atoi(argv[2]) : all_phases;
   for (int ph = 0; ph < phases; ++ph) {
     const int n = units[ph];
     MPI_Datatype t = MPI_INT;
