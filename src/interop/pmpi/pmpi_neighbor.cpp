@@ -802,6 +802,7 @@ std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_
 // What decide() and decide_v() share before and during the agreement.
 struct Prologue {
   bool done = false;                // the outcome is known without agreeing: `choice`
+  bool settled = false;             // ... and for every later call with this signature too
   std::shared_ptr<Choice> choice;   // (null: MPI's own)
   std::shared_ptr<CommPlans> p;     // the communicator's entry, when not done
   int64_t local = -1;               // the local signature, -1 where this rank cannot
@@ -818,6 +819,7 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
   if (g.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
   if (g.disabled) return r;
   r.p = plans_of(g, comm);
+  r.settled = true;
   if (!r.p->usable) return r;  // the same on every rank: a property of the communicator
   if (!r.p->nb.pairs_unique && (k == kAlltoall || k == kAlltoallv)) local = -1;
   r.local = local;
@@ -825,8 +827,10 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
   if (r.p->settings.fixed && mode != kPersistent && a.valid) {
     *broken = local != a.local;
     r.choice = a.choice;
+    r.settled = !*broken;
     return r;
   }
+  r.settled = false;
   if (mode == kNonblocking) {
     if (!r.p->checked) {
       if (const std::string e = check_settings(r.p->settings); !e.empty()) bad_settings(comm, e, false);
@@ -941,16 +945,31 @@ bool starts_node_exchange(CommPlans& p, MPI_Comm comm, Kind k, Mode mode) {
   return true;
 }
 
+// Where decide() found that later calls will take its path without agreeing (for
+// passes_at_once): `settled`, every later call with the same signature (prologue()); or
+// `aside`, auto stepping aside, every call until its next agreement.
+struct Shortcut {
+  bool settled = false;
+  CommPlans* aside = nullptr;
+};
+
 // The agreed choice of an allgather or alltoall call, or null for MPI's own. `local`: this
 // rank's block bytes, or -1 when it cannot run the call through a plan. One allreduce of
 // {cannot, -bytes, bytes}: every rank can, with one block size. Sets *broken when a hinted
-// communicator's call breaks the promise of fixed counts.
-std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken) {
+// communicator's call breaks the promise of fixed counts, and *shortcut (above).
+std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken,
+                               Shortcut* shortcut) {
   const Prologue pre = prologue(comm, k, local, mode, broken);
-  if (pre.done) return pre.choice;
+  if (pre.done) {
+    shortcut->settled = pre.settled;
+    return pre.choice;
+  }
   CommPlans& p = *pre.p;
   local = pre.local;
-  if (!before_agreement(p, k, mode)) return nullptr;  // stepping aside: MPI's own
+  if (!before_agreement(p, k, mode)) {  // stepping aside: MPI's own
+    shortcut->aside = &p;
+    return nullptr;
+  }
   const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
   if (starts_node_exchange(p, comm, k, mode)) return nullptr;  // this call MPI's own; every later one through it
   std::shared_ptr<Choice> c;
@@ -1425,25 +1444,15 @@ bool passes_at_once(Kind k, MPI_Comm comm, const void* sb, int sc, MPI_Datatype 
 }
 
 // After a blocking call that went to MPI's own: remembers the communicator (and the
-// arguments, where they decide) if later calls will go there too (see passes_at_once).
-// `sig`: the call's signature.
+// arguments, where they decide) if decide() found that later calls will go there too
+// (`shortcut`; see passes_at_once).
 void note_settled(Kind k, MPI_Comm comm, const void* sb, int sc, MPI_Datatype st, int rc, MPI_Datatype rt,
-                  int64_t sig) {
+                  const Shortcut& shortcut) {
   Global& g = global();
-  if (g.disabled || depth() > 0) return;
-  const std::shared_ptr<CommPlans> p = plans_of(g, comm);
-  if (p->node) return;  // (the one-node exchange takes every call: node_call())
-  if (p->usable && steps_aside(*p, kBlocking)) {  // (as prologue() and before_agreement() take it)
-    if (p->aside[k].skipping) g.settled[k] = {comm, g.last_plans, p.get()};
-    return;
-  }
-  bool settled = !p->usable;  // (a property of the communicator)
-  if (!settled && p->settings.fixed) {  // (as prologue() and decide() take it)
-    const CommPlans::Agreed& a = p->agreed[k];
-    const int64_t local = !p->nb.pairs_unique && k == kAlltoall ? -1 : sig;
-    settled = a.valid && a.local == local && (!a.choice || a.choice->declined);
-  }
-  if (settled) g.settled[k] = {comm, g.last_plans, nullptr, sb == MPI_IN_PLACE, sc, rc, st, rt};
+  if (!shortcut.aside && !shortcut.settled) return;
+  plans_of(g, comm);  // (the entry's attribute value: g.last_plans)
+  if (shortcut.aside) g.settled[k] = {comm, g.last_plans, shortcut.aside};
+  else g.settled[k] = {comm, g.last_plans, nullptr, sb == MPI_IN_PLACE, sc, rc, st, rt};
 }
 
 // The four call shapes, each for blocking (request == null), non-blocking and persistent
@@ -1462,10 +1471,11 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
     return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   bool passed_on = false;
+  Shortcut shortcut;
   const int result = dispatch(
       comm, kAllgather, entry,
       [&](bool* broken) {
-        auto c = decide(comm, kAllgather, sig, mode, broken);
+        auto c = decide(comm, kAllgather, sig, mode, broken, &shortcut);
         return mode == kBlocking ? c : pollable(c);
       },
       pass,
@@ -1485,7 +1495,7 @@ int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI
         return MPI_SUCCESS;
       },
       &passed_on);
-  if (passed_on && mode == kBlocking) note_settled(kAllgather, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, sig);
+  if (passed_on && mode == kBlocking) note_settled(kAllgather, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, shortcut);
   return result;
 }
 
@@ -1503,10 +1513,11 @@ int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_
     return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   bool passed_on = false;
+  Shortcut shortcut;
   const int result = dispatch(
       comm, kAlltoall, entry,
       [&](bool* broken) {
-        auto c = decide(comm, kAlltoall, sig, mode, broken);
+        auto c = decide(comm, kAlltoall, sig, mode, broken, &shortcut);
         return mode == kBlocking ? c : pollable(c);
       },
       pass,
@@ -1525,7 +1536,7 @@ int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_
         return MPI_SUCCESS;
       },
       &passed_on);
-  if (passed_on && mode == kBlocking) note_settled(kAlltoall, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, sig);
+  if (passed_on && mode == kBlocking) note_settled(kAlltoall, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, shortcut);
   return result;
 }
 
