@@ -40,12 +40,17 @@ launch() {  # with|without program args...: the program on the layout, under the
     CLUSTER_MPIRUN_ARGS="${env[*]}" "$root/scripts/cluster.sh" run "${nodes%x*}" "${nodes#*x}" --rate 1000mbit -- "$@"
   fi
 }
+record() {  # with|without label program args...: launch, its paired lines into runs.txt as "label ..."
+  local with=$1 label=$2
+  shift 2
+  launch "$with" "$@" 2>&1 | grep -E "paired|WRONG" | sed "s/^/$label /" >> "$out/runs.txt" || true
+}
 mkdir -p "$out"
 : > "$out/runs.txt"
 for ((i = 1; i <= ${RUNS:-3}; i++)); do
   for t in "${topos[@]}"; do
-    launch with "$prog" -topo "$t" "${args[@]}" 2>&1 | grep -E "paired|WRONG" | sed "s/^/auto $i /" >> "$out/runs.txt" || true
-    launch without "$prog" -topo "$t" "${args[@]}" 2>&1 | grep -E "paired|WRONG" | sed "s/^/none $i /" >> "$out/runs.txt" || true
+    record with "auto $i" "$prog" -topo "$t" "${args[@]}"
+    record without "none $i" "$prog" -topo "$t" "${args[@]}"
   done
   echo "paired.sh: run $i done"
 done
@@ -54,11 +59,9 @@ spmm=$build/tests/mpi_spmm_plain
 if [ "${MATRICES:-}" != none ] && [ -x "$spmm" ]; then
   if [ -n "${MATRICES:-}" ]; then read -r -a mats <<< "$MATRICES"; else mats=(); for f in "$data"/*.mtx; do mats+=("$(basename "$f" .mtx)"); done; fi
   for m in "${mats[@]}"; do
-    launch with "$spmm" -matrix "$data/$m.mtx" -reps "${SPMM_REPS:-10}" -fixed-counts "${FIXED:-1}" \
-      -paired "${ROUNDS:-15}" 2>&1 | grep -E "paired|WRONG" | sed "s/^/auto 1 /" >> "$out/runs.txt" || true
-    [ "${SPMM_AA:-0}" = 1 ] || continue
-    launch without "$spmm" -matrix "$data/$m.mtx" -reps "${SPMM_REPS:-10}" -fixed-counts "${FIXED:-1}" \
-      -paired "${ROUNDS:-15}" 2>&1 | grep -E "paired|WRONG" | sed "s/^/none 1 /" >> "$out/runs.txt" || true
+    spmm_args=(-matrix "$data/$m.mtx" -reps "${SPMM_REPS:-10}" -fixed-counts "${FIXED:-1}" -paired "${ROUNDS:-15}")
+    record with "auto 1" "$spmm" "${spmm_args[@]}"
+    if [ "${SPMM_AA:-0}" = 1 ]; then record without "none 1" "$spmm" "${spmm_args[@]}"; fi
   done
   echo "paired.sh: SpMM on ${#mats[@]} matrices done"
 fi
