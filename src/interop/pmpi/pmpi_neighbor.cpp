@@ -788,13 +788,17 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
 }
 
 // Collective. The agreed choice of an allgather or alltoall of `bytes`-byte blocks.
+// The choice of a call in which no rank moves a byte (every block empty): no plan, nothing
+// to do, which MPI's own would also do.
+std::shared_ptr<Choice> nothing_to_move(CommPlans& p, MPI_Comm comm, Kind k, const std::string& label) {
+  auto c = std::make_shared<Choice>();
+  c->nothing = true;
+  report(p, comm, k, label, "nothing to move");
+  return c;
+}
+
 std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes) {
-  if (bytes == 0) {
-    auto c = std::make_shared<Choice>();
-    c->nothing = true;
-    report(p, comm, k, block_label(bytes), "nothing to move");
-    return c;
-  }
+  if (bytes == 0) return nothing_to_move(p, comm, k, block_label(bytes));
   if (k == kAllgather) return build_gather(p, comm, k, bytes, true, block_label(bytes));
   return build_halo(p, comm, k, bytes, Layout{}, Layout{}, block_label(bytes));
 }
@@ -991,11 +995,13 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
 }
 
 // The same for allgatherv / alltoallv, whose signature is a hash of this rank's counts
-// (and displacements where the plan depends on them): one allreduce of {cannot, changed};
-// a change on any rank rebuilds the plan on every rank (`build`, collective). With the
-// hint, only the first call agrees.
+// (and displacements where the plan depends on them): one allreduce of {cannot, changed,
+// moves}; a change on any rank rebuilds the plan on every rank (`build`, collective), or,
+// where no rank moves a byte (`moves`: this rank sends or receives a non-empty block),
+// agrees on nothing to move -- no plan, and under auto the calls step aside as for empty
+// fixed-size blocks. With the hint, only the first call agrees.
 template <class Build>
-std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash, Mode mode, Build build,
+std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, bool moves, uint64_t hash, Mode mode, Build build,
                                  bool* broken) {
   const Prologue pre = prologue(comm, k, can ? static_cast<int64_t>(hash >> 1) : -1, mode, broken);
   if (pre.done) return pre.choice;
@@ -1005,13 +1011,14 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, uint64_t hash,
   if (!before_agreement(p, k, mode)) return nullptr;  // stepping aside: MPI's own
   CommPlans::Last& last = p.last[k - kAllgatherv];
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
-  const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, 0});
+  const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, moves ? 1 : 0});
   if (starts_node_exchange(p, comm, k, mode)) return nullptr;  // this call MPI's own; every later one through it
   std::shared_ptr<Choice> c;
+  auto choose = [&] { return out[2] ? build(p) : nothing_to_move(p, comm, k, "variable blocks, all empty"); };
   try {
-    if (!out[0] && mode == kPersistent) return build(p);  // the request's own plan
+    if (!out[0] && mode == kPersistent) return choose();  // the request's own plan
     if (!out[0] && out[1]) {
-      last.choice = build(p);
+      last.choice = choose();
       last.built = true, last.hash = hash;
     }
   } catch (const std::exception& e) {  // plan set-up failed on every rank alike
@@ -1561,8 +1568,12 @@ int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MP
         const int head[2] = {static_cast<int>(sb), static_cast<int>(rsize)};
         h = hash_ints(h, head, 2);
         const bool can = sb >= 0 && rsize > 0 && sb <= INT32_MAX;
+        // (a block sent to no destination moves nothing; one sent where every receiver
+        // expects none is a count mismatch the plan reports, so it counts as moving)
+        bool moves = sb > 0 && !nb.destinations.empty();
+        for (size_t i = 0; i < nb.sources.size() && !moves; ++i) moves = recvcounts[i] != 0;
         auto c = decide_v(
-            comm, kAllgatherv, can, h, mode,
+            comm, kAllgatherv, can, moves, h, mode,
             [&](CommPlans& p) { return build_gather(p, comm, kAllgatherv, sb, false, "variable blocks"); }, broken);
         return mode == kBlocking ? c : pollable(c);
       },
@@ -1619,8 +1630,11 @@ int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcoun
         const int head = static_cast<int>(unit);
         h = hash_ints(h, &head, 1);
         const bool can = sendbuf != MPI_IN_PLACE && unit > 0 && unit == contiguous_bytes(recvtype, 1);
+        bool moves = false;
+        for (size_t j = 0; j < out && !moves; ++j) moves = sendcounts[j] != 0;
+        for (size_t i = 0; i < in && !moves; ++i) moves = recvcounts[i] != 0;
         auto c = decide_v(
-            comm, kAlltoallv, can, h, mode,
+            comm, kAlltoallv, can, moves, h, mode,
             [&](CommPlans& p) {
               return build_halo(p, comm, kAlltoallv, unit, Layout{sendcounts, sdispls}, Layout{recvcounts, rdispls},
                                 "variable blocks");
