@@ -103,6 +103,11 @@ def predict(m, ranks, variant, label=""):
     stages = max(int(h["stages"]) for h, _ in ranks)
     inter = max(int(h["inter_steps"]) for h, _ in ranks)
     msg = max(int(h["message_steps"]) for h, _ in ranks)
+    for o in opts:  # msgx<N>: the loaded per-message costs times N / 100 (inter; msgix: intra too)
+        if o.startswith("msgx"):
+            m = dict(m, msg_inter=m["msg_inter"] * float(o[4:]) / 100)
+        if o.startswith("msgix"):
+            m = dict(m, msg_intra=m["msg_intra"] * float(o[5:]) / 100)
     if "free_window_stages" in opts:  # a stage whose transfers all go through windows costs nothing
         m = dict(m, stage_shm=0.0)
     if "half_window_stages" in opts:
@@ -122,6 +127,7 @@ def predict(m, ranks, variant, label=""):
     if not whole_rank:  # every step: its busiest rank against its busiest region's link
         names = sorted({n for _, st in ranks for n in st})
         total = max(m["copy"] * h["copied"] for h, _ in ranks)
+        work_sum, link_sum = total + stage, 0.0  # link_overlaps: the links' time against the rest
         for n in names:
             busy, inj = 0.0, defaultdict(float)
             for head, st in ranks:
@@ -135,6 +141,10 @@ def predict(m, ranks, variant, label=""):
                 if "step_region_msgs" in opts:  # the region's link also pays per message its ranks send
                     inj[head["region"]] += s[2] * m["msg_inter"] / ppr[head["region"]]
             total += max(busy, max(inj.values()))
+            work_sum += busy
+            link_sum += max(inj.values())
+        if "link_overlaps" in opts:  # back-to-back exchanges: the link streams while ranks do the rest
+            return max(work_sum, link_sum)
         return total + stage
     # region_msgs: the loaded per-message cost msg_inter (every rank of a region sending at
     # once) is the region's message throughput shared by its ranks: a rank pays

@@ -11,7 +11,7 @@
 #   experiments/auto/run.sh            (results in results/eval_auto/; ~15-25 min here)
 #
 # Environment: BUILD (default build), OUT (default results/eval_auto), RANKS (default "8 16"),
-# REPS (exchanges timed per backend, default 100), NX/NY (AMG problem, default 512x512),
+# REPS (exchanges timed per backend, default 100), ROUNDS (interleaved rounds, default 5), NX/NY (AMG problem, default 512x512),
 # CLUSTER=0 to skip the emulated cluster, MATRICES (';'-separated; default: all shared ones,
 # gen:rotate:256,256 and the held-out generators of heldout.txt), MODEL (below).
 set -euo pipefail
@@ -21,6 +21,7 @@ build=${BUILD:-$root/build}
 out=${OUT:-$root/results/eval_auto}
 ranks=${RANKS:-"8 16"}
 reps=${REPS:-100}
+rounds=${ROUNDS:-5}
 mkdir -p "$out"
 rm -f "$out/autoeval.jsonl"
 if [ ! -x "$build/src/apps/cli/sparsecomm" ]; then
@@ -71,7 +72,7 @@ run_setting() {  # name, launcher..., -- np regions
     *) echo "run.sh: MODEL must be calibrate, machine or builtin"; exit 2 ;;
   esac
   say "$name, $np ranks: autoeval over every matrix and AMG level (model: $model_mode)"
-  "$@" "$cli" autoeval --matrices "$matrices;${levels_of[$np]}" --regions "$regions" --reps "$reps" \
+  "$@" "$cli" autoeval --matrices "$matrices;${levels_of[$np]}" --regions "$regions" --reps "$reps" --rounds "$rounds" \
     "${model_args[@]}" --label "$name" --json "$out/autoeval.jsonl" \
     > "$out/autoeval_${name}_np$np.txt"
   # The parameters auto used, for experiments/auto/refit.py (machine: the one cache entry).
