@@ -787,7 +787,6 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   return c;
 }
 
-// Collective. The agreed choice of an allgather or alltoall of `bytes`-byte blocks.
 // The choice of a call in which no rank moves a byte (every block empty): no plan, nothing
 // to do, which MPI's own would also do.
 std::shared_ptr<Choice> nothing_to_move(CommPlans& p, MPI_Comm comm, Kind k, const std::string& label) {
@@ -797,6 +796,7 @@ std::shared_ptr<Choice> nothing_to_move(CommPlans& p, MPI_Comm comm, Kind k, con
   return c;
 }
 
+// Collective. The agreed choice of an allgather or alltoall of `bytes`-byte blocks.
 std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes) {
   if (bytes == 0) return nothing_to_move(p, comm, k, block_label(bytes));
   if (k == kAllgather) return build_gather(p, comm, k, bytes, true, block_label(bytes));
