@@ -443,6 +443,9 @@ cmd_run() {
     # Remote orted stay attached to the rsh agent (no --daemonize), so their errors show.
     --leave-session-attached
     -x SPC_CLUSTER_NODES -x SPC_CLUSTER_PPN -x SPC_CLUSTER_RATE
+    # auto's cached machine model is keyed by it: a model measured over links of another
+    # rate (or none) is not this network's (src/comm/plan/calibrate.cpp, network_tag).
+    -x SPARSECOMM_MODEL_TAG
     -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
   )
   local kv user=" ${extra[*]} "
@@ -454,6 +457,7 @@ cmd_run() {
   # In the background, so that a signal reaches the trap at once (bash runs traps only
   # between foreground commands); fd 9 (the lock) stays with this script.
   SPC_CLUSTER_NODES=$n SPC_CLUSTER_PPN=$ppn SPC_CLUSTER_RATE=$RATE \
+    SPARSECOMM_MODEL_TAG="emulated cluster, links ${RATE:-unlimited}${SPARSECOMM_MODEL_TAG:+; $SPARSECOMM_MODEL_TAG}" \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     nsenter --target "$(holder_pid 0)" --uts --net -- "$mpirun" "${mpirun_args[@]}" "${prog[@]}" 9>&- &
   MPIRUN_PID=$!

@@ -315,11 +315,39 @@ namespace {
 static_assert(sizeof(ModelParams) == ModelParams::kFields * sizeof(double), "ModelParams: kFields doubles");
 
 #ifndef SPARSECOMM_SMPI
+// What else decides the network a run measures, from the environment, as "NAME=value"
+// words in name order (empty where none is set): the transports and waiting Open MPI is
+// told to use (`mpirun --mca x y` reaches every rank as OMPI_MCA_x), UCX's and libfabric's
+// transport choices, and SPARSECOMM_MODEL_TAG, which names what the process cannot see
+// (scripts/cluster.sh sets it to its emulated links' rate). Without them a model measured
+// over one network is read back over another (the emulated cluster without its links' rate
+// limit, then with it: auto priced the links far too fast; experiments/petsc/README.md).
+std::string network_tag() {
+  static const char* const kExact[] = {"SPARSECOMM_MODEL_TAG", "OMPI_MCA_mpi_yield_when_idle", "UCX_TLS",
+                                       "UCX_NET_DEVICES", "FI_PROVIDER"};
+  static const char* const kPrefix[] = {"OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_mtl"};
+  std::vector<std::string> words;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e, name = kv.substr(0, kv.find('='));
+    bool take = false;
+    for (const char* x : kExact) take = take || name == x;
+    for (const char* p : kPrefix) take = take || name.rfind(p, 0) == 0;
+    if (!take) continue;
+    words.push_back(kv);
+    std::replace(words.back().begin(), words.back().end(), '\n', ' ');  // the key is one line of the file
+  }
+  std::sort(words.begin(), words.end());
+  std::string tag;
+  for (const std::string& w : words) tag += (tag.empty() ? "" : " ") + w;
+  return tag;
+}
+
 // The cache key: what the parameters depend on, and a version (raised whenever the
 // measurements change, so older caches are measured again). The host name of rank 0 stands for the
-// machine; ranks per node for oversubscription; the layout for the locality classes. Local:
-// only rank 0 reads and writes the cache, so only its key matters (no broadcast of its host
-// name: one collective fewer on auto's first use).
+// machine; ranks per node for oversubscription; the layout for the locality classes; the
+// network's selection (network_tag(), appended where not empty). Local: only rank 0 reads
+// and writes the cache, so only its key matters (no broadcast of its host name: one
+// collective fewer on auto's first use).
 std::string cache_key(const std::vector<int>& node, const Locality& loc) {
   // Nodes, most and fewest ranks per node, from the node labels.
   std::map<int, int> per_node;
@@ -335,6 +363,7 @@ std::string cache_key(const std::vector<int>& node, const Locality& loc) {
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
   for (int r = 0; r < loc.size(); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
+  if (const std::string net = network_tag(); !net.empty()) k << " net " << net;
   return k.str();
 }
 // From the node labels kept on the communicator (auto needs them too: one detection serves both).
