@@ -53,3 +53,20 @@ function(sparsecomm_add_mpi_test name target)
     endif()
   endforeach()
 endfunction()
+
+# sparsecomm_isolate_test_cache(): every test registered so far in the calling directory
+# gets XDG_CACHE_HOME=<build>/test-cache. auto measures this machine's model on first use
+# and caches it under $XDG_CACHE_HOME; without this the test suite, which runs its MPI jobs
+# two at a time on an oversubscribed machine (and the emulated cluster without a rate
+# limit), would leave models measured under its own load in the user's ~/.cache, which
+# later runs of the same layout and network would read back. Called at the end of each
+# directory's tests (a test's own XDG_CACHE_HOME, set later in its ENVIRONMENT, wins).
+function(sparsecomm_isolate_test_cache)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(t IN LISTS tests)
+    get_test_property(${t} ENVIRONMENT env)
+    if(NOT env MATCHES "XDG_CACHE_HOME=")
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache")
+    endif()
+  endforeach()
+endfunction()
