@@ -140,7 +140,11 @@ def predict(m, ranks, variant, label=""):
                     inj[(head["region"], "in")] += s[7] / max(m["region_rate"], 1.0)
                 if "step_region_msgs" in opts:  # the region's link also pays per message its ranks send
                     inj[head["region"]] += s[2] * m["msg_inter"] / ppr[head["region"]]
-            total += max(busy, max(inj.values()))
+            soft = [float(o[len("softmax"):]) / 100 for o in opts if o.startswith("softmax")]
+            link = max(inj.values())
+            # softmax<N>: a step's CPU work and its link overlap only partly (N% of the shorter
+            # adds), as where the same cores run the network stack that feeds the link
+            total += max(busy, link) + (soft[0] * min(busy, link) if soft else 0.0)
             work_sum += busy
             link_sum += max(inj.values())
         if "link_overlaps" in opts:  # back-to-back exchanges: the link streams while ranks do the rest
