@@ -415,42 +415,31 @@ TEST(Model, MeasuredOnFirstUseAndCached) {
   // Another network selection (a tag, or an Open MPI transport choice as mpirun --mca gives
   // it): a cache file of its own, the network named in its key; the same selection reads it.
   const size_t before_tag = test::rank() == 0 ? files().size() : 0;
-  struct Saved {  // the variables as they were, back afterwards
-    std::string name, value;
-    bool set;
-  };
-  std::vector<Saved> saved_env;
-  for (const char* name : {"SPARSECOMM_MODEL_TAG", "OMPI_MCA_btl_tcp_if_include"}) {
-    const char* v = std::getenv(name);
-    saved_env.push_back({name, v ? v : "", v != nullptr});
-  }
-  setenv("SPARSECOMM_MODEL_TAG", "links 1000mbit", 1);
-  setenv("OMPI_MCA_btl_tcp_if_include", "10.77.0.0/24", 1);
-  const ModelParams tagged = machine_model_uncached(MPI_COMM_WORLD, loc);
-  EXPECT_TRUE(same_everywhere(tagged));
-  if (test::rank() == 0) {
-    EXPECT_EQ(files().size(), before_tag + 1);
-    bool named = false;
-    for (const auto& f : files()) {
-      std::ifstream in(f);
-      std::string line;
-      std::getline(in, line);
-      const size_t net = line.find(" net ");
-      named = named || (net != std::string::npos &&
-                        line.find(" OMPI_MCA_btl_tcp_if_include=10.77.0.0/24", net) != std::string::npos &&
-                        line.find(" SPARSECOMM_MODEL_TAG=links 1000mbit", net) != std::string::npos);
+  {
+    const test::EnvGuard tag("SPARSECOMM_MODEL_TAG", "links 1000mbit");
+    const test::EnvGuard btl("OMPI_MCA_btl_tcp_if_include", "10.77.0.0/24");
+    const ModelParams tagged = machine_model_uncached(MPI_COMM_WORLD, loc);
+    EXPECT_TRUE(same_everywhere(tagged));
+    if (test::rank() == 0) {
+      EXPECT_EQ(files().size(), before_tag + 1);
+      bool named = false;
+      for (const auto& f : files()) {
+        std::ifstream in(f);
+        std::string line;
+        std::getline(in, line);
+        const size_t net = line.find(" net ");
+        named = named || (net != std::string::npos &&
+                          line.find(" OMPI_MCA_btl_tcp_if_include=10.77.0.0/24", net) != std::string::npos &&
+                          line.find(" SPARSECOMM_MODEL_TAG=links 1000mbit", net) != std::string::npos);
+      }
+      EXPECT_TRUE(named);
     }
-    EXPECT_TRUE(named);
-  }
-  const ModelParams tagged_again = machine_model_uncached(MPI_COMM_WORLD, loc);
-  EXPECT_EQ(std::memcmp(&tagged, &tagged_again, sizeof tagged), 0);
-  if (test::rank() == 0) {
-    EXPECT_EQ(files().size(), before_tag + 1);
-  }
-  for (const Saved& v : saved_env) {
-    if (v.set) setenv(v.name.c_str(), v.value.c_str(), 1);
-    else unsetenv(v.name.c_str());
-  }
+    const ModelParams tagged_again = machine_model_uncached(MPI_COMM_WORLD, loc);
+    EXPECT_EQ(std::memcmp(&tagged, &tagged_again, sizeof tagged), 0);
+    if (test::rank() == 0) {
+      EXPECT_EQ(files().size(), before_tag + 1);
+    }
+  }  // (the variables back as they were)
   // builtin: the defaults, measured nothing.
   const ModelParams builtin = ModelParams::resolve(MPI_COMM_WORLD, loc, "builtin"), defaults;
   EXPECT_EQ(std::memcmp(&builtin, &defaults, sizeof defaults), 0);

@@ -759,25 +759,7 @@ TEST(ReaderErrors, OnlyRankZeroReadsTheFile) {
 // ---------------------------------------------------------------------------------------
 // Data search path
 
-// Sets (or unsets) an environment variable for the scope of a test, then restores it.
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value->c_str(), 1);
-    else unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  EnvGuard(const EnvGuard&) = delete;
-  EnvGuard& operator=(const EnvGuard&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::EnvGuard;
 
 const char* kTinyMtx = "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1\n";
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,26 @@ std::vector<Triplet<double>> sorted(std::vector<Triplet<double>> e);
 
 /// Writes `text` into `dir`/`name` and returns the path.
 std::string write_file(const std::string& dir, const std::string& name, const std::string& text);
+
+/// Sets (or unsets) an environment variable for a scope, then restores it.
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) setenv(name, value->c_str(), 1);
+    else unsetenv(name);
+  }
+  ~EnvGuard() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  EnvGuard(const EnvGuard&) = delete;
+  EnvGuard& operator=(const EnvGuard&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace sparsecomm::test
 
