@@ -1038,6 +1038,9 @@ uint64_t hash_ints(uint64_t h, const int* v, size_t n) {
   return h;
 }
 
+// Whether any of n counts is not 0.
+bool any_nonzero(const int* v, size_t n) { return std::any_of(v, v + n, [](int x) { return x != 0; }); }
+
 // The signature of a call: its block bytes when this rank can run it, -1 otherwise.
 int64_t signature(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount, MPI_Datatype recvtype) {
   if (sendbuf == MPI_IN_PLACE) return -1;
@@ -1570,8 +1573,7 @@ int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MP
         const bool can = sb >= 0 && rsize > 0 && sb <= INT32_MAX;
         // (a block sent to no destination moves nothing; one sent where every receiver
         // expects none is a count mismatch the plan reports, so it counts as moving)
-        bool moves = sb > 0 && !nb.destinations.empty();
-        for (size_t i = 0; i < nb.sources.size() && !moves; ++i) moves = recvcounts[i] != 0;
+        const bool moves = (sb > 0 && !nb.destinations.empty()) || any_nonzero(recvcounts, nb.sources.size());
         auto c = decide_v(
             comm, kAllgatherv, can, moves, h, mode,
             [&](CommPlans& p) { return build_gather(p, comm, kAllgatherv, sb, false, "variable blocks"); }, broken);
@@ -1630,9 +1632,7 @@ int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcoun
         const int head = static_cast<int>(unit);
         h = hash_ints(h, &head, 1);
         const bool can = sendbuf != MPI_IN_PLACE && unit > 0 && unit == contiguous_bytes(recvtype, 1);
-        bool moves = false;
-        for (size_t j = 0; j < out && !moves; ++j) moves = sendcounts[j] != 0;
-        for (size_t i = 0; i < in && !moves; ++i) moves = recvcounts[i] != 0;
+        const bool moves = any_nonzero(sendcounts, out) || any_nonzero(recvcounts, in);
         auto c = decide_v(
             comm, kAlltoallv, can, moves, h, mode,
             [&](CommPlans& p) {
