@@ -88,7 +88,9 @@ def predict(m, ranks, variant, label=""):
     the fifth session of 11-26), free_window_stages, half_window_stages, margin<N>, order_ties (pick_of:
     ties to the earlier candidate, not to the one with less work) and, on 11-27,
     worktie<N> (pick_of: of the candidates within N% of the lowest prediction, the one with
-    the least total work), and on the
+    the least total work), on 11-28 no_share (the model before the share of ranks taking
+    part in a step's inter-region messages scaled msg_inter and added stage_inter times
+    itself) and sharepow<N> (that latency term's share to the power N / 100), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
@@ -130,16 +132,25 @@ def predict(m, ranks, variant, label=""):
         work_sum, link_sum = total + stage, 0.0  # link_overlaps: the links' time against the rest
         for n in names:
             busy, inj = 0.0, defaultdict(float)
+            # The share of all ranks with inter-region messages in this step (model.cpp since
+            # 11-28): it scales msg_inter (calibrated with every rank at once) and adds
+            # stage_inter times itself, the step's latency across the network.
+            part = sum(1 for head, st in ranks if n in st and st[n][2] + st[n][6] > 0) / len(ranks)
+            mm = m if "no_share" in opts else dict(m, msg_inter=m["msg_inter"] * part)
             for head, st in ranks:
                 if n not in st:
                     continue
                 s = st[n]
-                busy = max(busy, step_costs(m, s, byte_inter(head)) + m["msg_shm"] * s[8] + m["byte_shm"] * s[9])
+                busy = max(busy, step_costs(mm, s, byte_inter(head)) + m["msg_shm"] * s[8] + m["byte_shm"] * s[9])
                 inj[head["region"]] += s[3] / max(m["region_rate"], 1.0)
                 if "no_ingress" not in opts:  # the region's incoming link too (a full-duplex link)
                     inj[(head["region"], "in")] += s[7] / max(m["region_rate"], 1.0)
                 if "step_region_msgs" in opts:  # the region's link also pays per message its ranks send
                     inj[head["region"]] += s[2] * m["msg_inter"] / ppr[head["region"]]
+            if "no_share" not in opts:
+                # sharepow<N>: the latency term's share to the power N / 100 (tried on 11-28)
+                power = [float(o[len("sharepow"):]) / 100 for o in opts if o.startswith("sharepow")]
+                total += m["stage_inter"] * part ** (power[0] if power else 1.0)
             soft = [float(o[len("softmax"):]) / 100 for o in opts if o.startswith("softmax")]
             link = max(inj.values())
             # softmax<N>: a step's CPU work and its link overlap only partly (N% of the shorter
@@ -186,14 +197,19 @@ def load_run(out):
     return cases, models
 
 
-def work_of(m, ranks, label):
+def work_of(m, ranks, label, no_share=False):
     """model.cpp's total_work: every rank's copies and steps, summed (auto's tie-break)."""
     m = for_layout(m, label)
+    part = defaultdict(float)  # per step: the share of ranks with inter-region messages (scales msg_inter)
+    for head, st in ranks:
+        for n, s in st.items():
+            part[n] += (s[2] + s[6] > 0) / len(ranks)
     w = 0.0
     for head, st in ranks:
         w += m["copy"] * head["copied"]
-        for s in st.values():
-            w += step_costs(m, s, m["byte_inter"]) + m["msg_shm"] * s[8] + m["byte_shm"] * s[9]
+        for n, s in st.items():
+            mm = m if no_share else dict(m, msg_inter=m["msg_inter"] * part[n])
+            w += step_costs(mm, s, m["byte_inter"]) + m["msg_shm"] * s[8] + m["byte_shm"] * s[9]
     return w
 
 
@@ -248,7 +264,8 @@ def main():
                 if variant == "base":
                     for b, r in by.items():
                         worst_check = max(worst_check, abs(pred[b] / r["predicted_s"] - 1))
-                work = {b: work_of(m, [rank_of(v) for v in r["rank_terms"]], label) for b, r in by.items()}
+                work = {b: work_of(m, [rank_of(v) for v in r["rank_terms"]], label, "no_share" in variant.split("+"))
+                        for b, r in by.items()}
                 pick = pick_of(pred, variant, work)
                 if variant == "base":
                     mismatch += pick != next(iter(by.values()))["auto"]

@@ -219,13 +219,16 @@ double predict_virtual(const std::string& name, const virt::HaloPattern& h, cons
   const ModelParams m = for_layout(model, region, h.node);
   const std::vector<virt::RankCounts> c = virt::halo_counts(name, h, region, co);
   const double eb = static_cast<double>(co.width) * co.value_bytes;
+  std::vector<std::map<std::string, bool>> parts(c.size());
+  for (size_t r = 0; r < c.size(); ++r) parts[r] = inter_parts(c[r].counts, c[r].window);
+  const std::map<std::string, double> share = inter_shares(parts);
   std::vector<RankTerms> terms(c.size());
   for (size_t r = 0; r < c.size(); ++r) {
     double own = 0;
     for (const auto& seg : h.send[r]) own += static_cast<double>(seg.size) * eb;
     const auto& t = c[r].counts.total();
     const double staged = std::max(0.0, static_cast<double>(t.sent_intra.bytes + t.sent_inter.bytes) - own);
-    terms[r] = rank_terms(c[r].counts, c[r].window, staged, c[r].stages, m);
+    terms[r] = rank_terms(c[r].counts, c[r].window, staged, c[r].stages, m, share);
   }
   work = total_work(terms);
   return predict_from_terms(terms, region, m);
