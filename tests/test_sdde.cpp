@@ -401,8 +401,9 @@ TEST(SddeErrors, NodeExchangeChoiceAgreed) {
   if (std::find(all.begin(), all.end(), "node_window") == all.end()) GTEST_SKIP() << "no shared windows in this build";
   if (Locality::parse(MPI_COMM_WORLD, "node").num_regions() < 2) GTEST_SKIP() << "one node: no inter-node step";
   const int p = test::size(), me = test::rank();
-  const char* before = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
-  const std::string saved = before ? before : "";
+  // (put back as it was when the test ends, whatever it sets below)
+  const char* now = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
+  const test::EnvGuard keep("SPARSECOMM_SDDE_NODE_EXCHANGE", now ? std::optional<std::string>(now) : std::nullopt);
   SparseMessages<int64_t> m;
   m.add((me + 1) % p, std::vector<int64_t>{me});
   auto expect = expected_for(me, p, [&](int s) {
@@ -422,8 +423,6 @@ TEST(SddeErrors, NodeExchangeChoiceAgreed) {
     setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", "leaders", 1);
     EXPECT_EQ(sdde.exchange(m, "node_window"), expect);
   }
-  if (before) setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", saved.c_str(), 1);
-  else unsetenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
 }
 
 }  // namespace
