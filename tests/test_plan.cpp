@@ -380,10 +380,7 @@ TEST(Model, LoadedCostsDefaultToPingPong) {
 // cache keyed for another layout is not used.
 TEST(Model, MeasuredOnFirstUseAndCached) {
   const std::string cache = test::temp_dir() + "/xdg";
-  const char* before = std::getenv("XDG_CACHE_HOME");
-  const std::string saved = before ? before : "";
-  setenv("XDG_CACHE_HOME", cache.c_str(), 1);
-  unsetenv("SPARSECOMM_MODEL");
+  const test::EnvGuard xdg("XDG_CACHE_HOME", cache), no_model("SPARSECOMM_MODEL", std::nullopt);
   const Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
   auto same_everywhere = [](const ModelParams& m) {
     double lo[ModelParams::kFields], hi[ModelParams::kFields];
@@ -478,8 +475,6 @@ TEST(Model, MeasuredOnFirstUseAndCached) {
   // builtin: the defaults, measured nothing.
   const ModelParams builtin = ModelParams::resolve(MPI_COMM_WORLD, loc, "builtin"), defaults;
   EXPECT_EQ(std::memcmp(&builtin, &defaults, sizeof defaults), 0);
-  if (before) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
-  else unsetenv("XDG_CACHE_HOME");
 }
 
 // auto predicts every candidate from its counts hook without building it: the prediction
@@ -573,10 +568,7 @@ TEST(PlanAuto, ModelAgreedInTheGather) {
   words = 96;
   // The machine's cache, on fresh communicators.
   const std::string cache = dir + "/agree_xdg";
-  const char* before = std::getenv("XDG_CACHE_HOME");
-  const std::string saved = before ? before : "";
-  setenv("XDG_CACHE_HOME", cache.c_str(), 1);
-  unsetenv("SPARSECOMM_MODEL");
+  const test::EnvGuard xdg("XDG_CACHE_HOME", cache), no_model("SPARSECOMM_MODEL", std::nullopt);
   auto files = [&] {
     std::vector<std::string> f;
     if (std::filesystem::exists(cache + "/sparsecomm"))
@@ -602,8 +594,6 @@ TEST(PlanAuto, ModelAgreedInTheGather) {
     EXPECT_TRUE(files().empty());
   }
   MPI_Comm_free(&dup);
-  if (before) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
-  else unsetenv("XDG_CACHE_HOME");
 }
 
 // auto: picks the candidate with the lowest predicted cost, and the model steers it.
