@@ -342,6 +342,9 @@ std::string network_tag() {
   return tag;
 }
 
+// Repetitions of each measurement when auto measures the machine on first use.
+constexpr int kFirstUseReps = 30;
+
 // The cache key: what the parameters depend on, and a version (raised whenever the
 // measurements change, so older caches are measured again). The host name of rank 0 stands for the
 // machine; ranks per node for oversubscription; the layout for the locality classes; the
@@ -359,7 +362,7 @@ std::string cache_key(const std::vector<int>& node, const Locality& loc) {
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
   host[sizeof host - 1] = 0;
   std::ostringstream k;
-  k << "v6 host " << host << " ranks " << node.size() << " nodes " << nodes << " per_node " << least << "-"
+  k << "v7 host " << host << " ranks " << node.size() << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
   for (int r = 0; r < loc.size(); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
@@ -484,7 +487,11 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
   }
   {
     Comm own(comm);  // a duplicate: the measurements' messages stay off the caller's communicator
-    m = calibrate_model(own.get(), loc, 10);
+    // 30 repetitions: with 10 the stage and per-message fits, medians of differences of
+    // ring times on oversubscribed cores, varied two- to fourfold between first uses
+    // (stage_inter 60-135 us at 4x4 on the emulated cluster, 64-77 us with 40), and auto's
+    // choices with them; the few more tenths of a second are paid once per machine and layout.
+    m = calibrate_model(own.get(), loc, kFirstUseReps);
   }
   SPC_MPI(MPI_Bcast(&m, ModelParams::kFields, MPI_DOUBLE, 0, comm));  // rank 0's view, everywhere
   if (comm_rank(comm) == 0 && !path.empty()) write_cache(dir, path, key, m);
