@@ -487,10 +487,9 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
   }
   {
     Comm own(comm);  // a duplicate: the measurements' messages stay off the caller's communicator
-    // 30 repetitions: with 10 the stage and per-message fits, medians of differences of
-    // ring times on oversubscribed cores, varied two- to fourfold between first uses
-    // (stage_inter 60-135 us at 4x4 on the emulated cluster, 64-77 us with 40), and auto's
-    // choices with them; the few more tenths of a second are paid once per machine and layout.
+    // (kFirstUseReps: the stage and per-message fits are medians of differences of ring
+    // times, which on oversubscribed cores need more samples than the byte slopes; the
+    // spread with 10 and 40 is in experiments/auto/README.md)
     m = calibrate_model(own.get(), loc, kFirstUseReps);
   }
   SPC_MPI(MPI_Bcast(&m, ModelParams::kFields, MPI_DOUBLE, 0, comm));  // rank 0's view, everywhere
