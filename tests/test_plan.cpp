@@ -319,39 +319,47 @@ TEST(Model, StepsAddTheirOwnBusiestRanks) {
   EXPECT_TRUE(folded) << "no two of 1000 names share a slot: the fold went untested";
 }
 
-// The loaded inter-region costs were measured with every rank taking part at once: a step
-// in which a share of the ranks exchanges inter-region messages pays that share of
-// msg_inter per message (rank_terms) and that share of stage_inter of latency
-// (predict_from_terms); window transfers take no part.
-TEST(Model, InterStepsPayTheShareOfRanksTakingPart) {
+// The loaded costs were measured with every rank taking part at once: a step in which a
+// share of the ranks exchanges inter-region messages pays that share of msg_inter per
+// message (rank_terms) and that share of stage_inter of latency, and the share taking part
+// in its intra-region messages that share of stage_intra (predict_from_terms); window
+// transfers take no part.
+TEST(Model, StepsPayTheShareOfRanksTakingPart) {
   ModelParams m;
   m.region_rate = 1e30;  // no link term
-  m.stage_inter = 8;
-  auto rank = [](double busy, bool inter) {
+  m.stage_inter = 8, m.stage_intra = 2;
+  auto rank = [](double busy, bool inter, bool intra = false) {
     RankTerms t;
-    t.steps["inter"] = StepTerms{busy, 0, 0, inter};
+    t.steps["x"] = StepTerms{busy, 0, 0, inter, intra};
     return t;
   };
   const std::vector<int> region = {0, 0, 1, 1};
-  const double none = predict_from_terms({rank(1, false), rank(0, false), rank(0, false), rank(0, false)}, region, m);
-  EXPECT_DOUBLE_EQ(none, 1);
+  EXPECT_DOUBLE_EQ(predict_from_terms({rank(1, false), rank(0, false), rank(0, false), rank(0, false)}, region, m), 1);
   EXPECT_DOUBLE_EQ(predict_from_terms({rank(1, true), rank(0, true), rank(0, false), rank(0, false)}, region, m),
                    1 + 8 * 0.5);
   EXPECT_DOUBLE_EQ(predict_from_terms({rank(1, true), rank(0, true), rank(0, true), rank(0, true)}, region, m), 1 + 8);
-  // rank_terms: 3 inter-region messages sent at a quarter of the loaded cost; the flag set.
+  EXPECT_DOUBLE_EQ(
+      predict_from_terms({rank(1, true, true), rank(0, false, true), rank(0, false, true), rank(0, false)}, region, m),
+      1 + 8 * 0.25 + 2 * 0.75);
+  // rank_terms: 3 inter-region messages sent at a quarter of the loaded cost; the flags set.
   Stats c, w;
   for (int i = 0; i < 3; ++i) c.record_send("inter", false, 0);
   c.record_send("local", true, 0);
-  w.record_send("local", true, 0);  // through a window: no message, not inter
+  w.record_send("local", true, 0);  // through a window: no message
+  c.record_recv("direct", true, 0);
   m.msg_inter = 2, m.byte_inter = 0, m.msg_intra = 0, m.msg_shm = 0;
-  const RankTerms all = rank_terms(c, w, 0, 2, m), quarter = rank_terms(c, w, 0, 2, m, {{"inter", 0.25}});
+  const RankTerms all = rank_terms(c, w, 0, 3, m), quarter = rank_terms(c, w, 0, 3, m, {{"inter", 0.25}});
   EXPECT_DOUBLE_EQ(all.steps.at("inter").busy, 6);
   EXPECT_DOUBLE_EQ(quarter.steps.at("inter").busy, 1.5);
   EXPECT_TRUE(quarter.steps.at("inter").inter);
-  EXPECT_FALSE(quarter.steps.at("local").inter);
-  EXPECT_EQ(inter_parts(c, w), (std::map<std::string, bool>{{"inter", true}, {"local", false}}));
-  EXPECT_EQ(inter_shares({inter_parts(c, w), inter_parts(Stats(), Stats())}),
-            (std::map<std::string, double>{{"inter", 0.5}, {"local", 0.0}}));
+  EXPECT_FALSE(quarter.steps.at("inter").intra);
+  EXPECT_FALSE(quarter.steps.at("local").inter || quarter.steps.at("local").intra);
+  EXPECT_TRUE(quarter.steps.at("direct").intra);
+  using Parts = std::map<std::string, bool>;
+  EXPECT_EQ(takes_part(c, w, true), (Parts{{"direct", false}, {"inter", true}, {"local", false}}));
+  EXPECT_EQ(takes_part(c, w, false), (Parts{{"direct", true}, {"inter", false}, {"local", false}}));
+  EXPECT_EQ(step_shares({takes_part(c, w, true), takes_part(Stats(), Stats(), true)}),
+            (std::map<std::string, double>{{"direct", 0.0}, {"inter", 0.5}, {"local", 0.0}}));
 }
 
 TEST(Model, LoadedCostsDefaultToPingPong) {

@@ -90,7 +90,9 @@ def predict(m, ranks, variant, label=""):
     worktie<N> (pick_of: of the candidates within N% of the lowest prediction, the one with
     the least total work), on 11-28 no_share (the model before the share of ranks taking
     part in a step's inter-region messages scaled msg_inter and added stage_inter times
-    itself) and sharepow<N> (that latency term's share to the power N / 100), and on the
+    itself), no_intra (without the intra-region latency term alone), intramsg (msg_intra
+    scaled by the intra share too: no change) and sharepow<N> (the inter latency term's share
+    to the power N / 100), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
@@ -134,7 +136,8 @@ def predict(m, ranks, variant, label=""):
             busy, inj = 0.0, defaultdict(float)
             # The share of all ranks with inter-region messages in this step (model.cpp since
             # 11-28): it scales msg_inter (calibrated with every rank at once) and adds
-            # stage_inter times itself, the step's latency across the network.
+            # stage_inter times itself, the step's latency across the network; the share with
+            # intra-region messages adds stage_intra times itself.
             part = sum(1 for head, st in ranks if n in st and st[n][2] + st[n][6] > 0) / len(ranks)
             mm = m if "no_share" in opts else dict(m, msg_inter=m["msg_inter"] * part)
             for head, st in ranks:
@@ -151,6 +154,9 @@ def predict(m, ranks, variant, label=""):
                 # sharepow<N>: the latency term's share to the power N / 100 (tried on 11-28)
                 power = [float(o[len("sharepow"):]) / 100 for o in opts if o.startswith("sharepow")]
                 total += m["stage_inter"] * part ** (power[0] if power else 1.0)
+                if "no_intra" not in opts:  # and stage_intra times the share with intra-region messages
+                    ipart = sum(1 for head, st in ranks if n in st and st[n][0] + st[n][4] > 0) / len(ranks)
+                    total += m["stage_intra"] * ipart
             soft = [float(o[len("softmax"):]) / 100 for o in opts if o.startswith("softmax")]
             link = max(inj.values())
             # softmax<N>: a step's CPU work and its link overlap only partly (N% of the shorter

@@ -191,11 +191,11 @@ double window_cost(const ModelParams& m, const CommCounters& w) {
          m.byte_shm * static_cast<double>(w.recv_intra.bytes + w.recv_inter.bytes);
 }
 
-std::map<std::string, bool> inter_parts(const Stats& c, const Stats& w) {
+std::map<std::string, bool> takes_part(const Stats& c, const Stats& w, bool inter) {
   std::map<std::string, bool> part;
   for (const auto& [step, k] : c.steps()) {
     const CommCounters mpi = message_part(k, w, step);
-    part[step] = mpi.sent_inter.msgs + mpi.recv_inter.msgs > 0;
+    part[step] = inter ? mpi.sent_inter.msgs + mpi.recv_inter.msgs > 0 : mpi.sent_intra.msgs + mpi.recv_intra.msgs > 0;
   }
   return part;
 }
@@ -211,6 +211,7 @@ RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, 
     if (const auto f = share.find(step); f != share.end()) ms.msg_inter = m.msg_inter * f->second;
     t.busy = step_cost(ms, mpi);
     t.inter = mpi.sent_inter.msgs + mpi.recv_inter.msgs > 0;
+    t.intra = mpi.sent_intra.msgs + mpi.recv_intra.msgs > 0;
     if (const auto ws = w.steps().find(step); ws != w.steps().end()) t.busy += window_cost(m, ws->second);
     // Window transfers stay in the node's memory: they inject nothing into the network.
     t.injected = static_cast<double>(mpi.sent_inter.bytes);
@@ -256,19 +257,20 @@ size_t step_slot(uint64_t tag) { return static_cast<size_t>(tag % kSlots); }
 // each direction at its rate, and a region that many others send to is limited by its
 // incoming side, the hub of a partition); the same folded into one step; the largest copy
 // cost; the stages (most of each kind on one rank).
-// The share of the ranks taking part in inter-region messages, per slot and folded
-// (share_all: ranks with such messages in any step), adds a step's network latency.
+// The shares of the ranks taking part in inter-region and in intra-region messages, per
+// slot (and folded: ranks with such messages in any step), add a step's latency per class.
 struct StepReduction {
-  double copy = 0, busy_all = 0, inj_all = 0, share_all = 0;
-  std::vector<double> busy = std::vector<double>(kSlots, 0.0), inj = std::vector<double>(kSlots, 0.0),
-                      share = std::vector<double>(kSlots, 0.0);
+  double copy = 0, busy_all = 0, inj_all = 0;
+  std::vector<double> busy = std::vector<double>(kSlots, 0.0), inj = std::vector<double>(kSlots, 0.0);
+  std::vector<double> share = std::vector<double>(kSlots + 1, 0.0), ishare = std::vector<double>(kSlots + 1, 0.0);
   bool fold = false;
   int64_t stages = 0, inter = 0, msg = 0;
+  double latency(const ModelParams& m, size_t k) const { return m.stage_inter * share[k] + m.stage_intra * ishare[k]; }
   double total(const ModelParams& m) const {
     double t = copy;
-    if (fold) t += std::max(busy_all, inj_all) + m.stage_inter * share_all;
+    if (fold) t += std::max(busy_all, inj_all) + latency(m, kSlots);
     else
-      for (size_t k = 0; k < kSlots; ++k) t += std::max(busy[k], inj[k]) + m.stage_inter * share[k];
+      for (size_t k = 0; k < kSlots; ++k) t += std::max(busy[k], inj[k]) + latency(m, k);
     return t + stage_cost(m, stages, inter, msg);
   }
 };
@@ -279,7 +281,8 @@ struct StepReduction {
 struct RankSlots {
   std::vector<uint64_t> tag = std::vector<uint64_t>(kSlots, 0);
   std::vector<double> busy = std::vector<double>(kSlots + 1, 0.0), inj = std::vector<double>(kSlots + 1, 0.0),
-                      rec = std::vector<double>(kSlots + 1, 0.0), part = std::vector<double>(kSlots + 1, 0.0);
+                      rec = std::vector<double>(kSlots + 1, 0.0), part = std::vector<double>(kSlots + 1, 0.0),
+                      ipart = std::vector<double>(kSlots + 1, 0.0);
   bool collides = false;
 };
 RankSlots slots_of(const RankTerms& t) {
@@ -293,6 +296,7 @@ RankSlots slots_of(const RankTerms& t) {
     s.inj[k] += st.injected, s.inj[kSlots] += st.injected;
     s.rec[k] += st.received, s.rec[kSlots] += st.received;
     if (st.inter) s.part[k] = s.part[kSlots] = 1;
+    if (st.intra) s.ipart[k] = s.ipart[kSlots] = 1;
   }
   return s;
 }
@@ -311,7 +315,7 @@ double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector
   StepReduction red;
   std::vector<uint64_t> tag_of(kSlots, 0);        // the tag seen in each slot
   std::map<int, std::vector<double>> region_inj, region_rec;  // region -> per slot, folded at [kSlots]
-  std::vector<double> part(kSlots + 1, 0.0);                   // ranks taking part, per slot and folded
+  std::vector<double> part(kSlots + 1, 0.0), ipart(kSlots + 1, 0.0);  // ranks taking part (inter, intra)
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankTerms& t = ranks[r];
     red.copy = std::max(red.copy, t.copy);
@@ -326,7 +330,7 @@ double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector
       red.busy[k] = std::max(red.busy[k], s.busy[k]);
     }
     red.busy_all = std::max(red.busy_all, s.busy[kSlots]);
-    for (size_t k = 0; k <= kSlots; ++k) part[k] += s.part[k];
+    for (size_t k = 0; k <= kSlots; ++k) part[k] += s.part[k], ipart[k] += s.ipart[k];
     std::vector<double>& inj = region_inj[region[r]];
     std::vector<double>& rec = region_rec[region[r]];
     inj.resize(kSlots + 1, 0.0), rec.resize(kSlots + 1, 0.0);
@@ -339,12 +343,11 @@ double predict_from_terms(const std::vector<RankTerms>& ranks, const std::vector
       red.inj_all = std::max(red.inj_all, bytes[kSlots] / rate);
     }
   const double n = static_cast<double>(std::max<size_t>(ranks.size(), 1));
-  for (size_t k = 0; k < kSlots; ++k) red.share[k] = part[k] / n;
-  red.share_all = part[kSlots] / n;
+  for (size_t k = 0; k <= kSlots; ++k) red.share[k] = part[k] / n, red.ishare[k] = ipart[k] / n;
   return red.total(m);
 }
 
-std::map<std::string, double> inter_shares(const std::vector<std::map<std::string, bool>>& parts) {
+std::map<std::string, double> step_shares(const std::vector<std::map<std::string, bool>>& parts) {
   std::map<std::string, double> share;
   for (const auto& p : parts)
     for (const auto& [step, in] : p) share[step] += in ? 1.0 : 0.0;
@@ -365,12 +368,16 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
   node = node_labels(comm);
 #endif
   const ModelParams m = for_layout(model, loc.regions(), node);
-  // The share of the ranks taking part in each step's inter-region messages (per slot, and
-  // folded at [kSlots]): first, since it scales the per-message cost of this rank's terms.
-  std::vector<double> part(kSlots + 1, 0.0);
-  const std::map<std::string, bool> mine = inter_parts(c, w);
+  // The ranks taking part in each step's inter-region messages, then in its intra-region
+  // ones (per slot, folded at [kSlots]): first, since the inter share scales the
+  // per-message cost of this rank's terms.
+  const size_t ip = kSlots + 1;  // where the intra-region counts start
+  std::vector<double> part(2 * ip, 0.0);
+  const std::map<std::string, bool> mine = takes_part(c, w, true), mine_intra = takes_part(c, w, false);
   for (const auto& [name, in] : mine)
     if (in) part[step_slot(step_tag(name))] = part[kSlots] = 1;
+  for (const auto& [name, in] : mine_intra)
+    if (in) part[ip + step_slot(step_tag(name))] = part[ip + kSlots] = 1;
   SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, part.data(), static_cast<int>(part.size()), MPI_DOUBLE, MPI_SUM, comm));
   const double nranks = static_cast<double>(comm_size(comm));
   std::map<std::string, double> share;
@@ -408,8 +415,7 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
   red.busy.assign(times.begin(), times.begin() + kSlots);
   red.inj.assign(times.begin() + kSlots, times.begin() + 2 * kSlots);
   red.busy_all = times[2 * kSlots], red.inj_all = times[2 * kSlots + 1], red.copy = times[2 * kSlots + 2];
-  for (size_t k = 0; k < kSlots; ++k) red.share[k] = part[k] / nranks;
-  red.share_all = part[kSlots] / nranks;
+  for (size_t k = 0; k <= kSlots; ++k) red.share[k] = part[k] / nranks, red.ishare[k] = part[ip + k] / nranks;
   red.stages = static_cast<int64_t>(tags[2 * kSlots + 1]);
   red.inter = static_cast<int64_t>(tags[2 * kSlots + 2]);
   red.msg = static_cast<int64_t>(tags[2 * kSlots + 3]);

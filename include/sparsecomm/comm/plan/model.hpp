@@ -169,10 +169,11 @@ double window_cost(const ModelParams& m, const CommCounters& w);
 
 /// One step of one rank: what it costs the rank (its MPI part's step_cost and its window
 /// reads), the bytes it injects into the network and takes from it (inter-region, not
-/// through a window), and whether it sends or receives inter-region messages in it.
+/// through a window), and whether it sends or receives inter-region and intra-region MPI
+/// messages in it.
 struct StepTerms {
   double busy = 0, injected = 0, received = 0;
-  bool inter = false;
+  bool inter = false, intra = false;
 };
 /// One rank's part of a prediction, before the reductions over ranks: the cost of its
 /// staged copies, each of its steps, its stages and its steps with inter-region traffic and
@@ -184,17 +185,18 @@ struct RankTerms {
   int64_t inter_steps = 0, message_steps = 0;
 };
 /// `share`: per step name, the share of all ranks that send or receive inter-region
-/// messages in that step (inter_shares; a step not in it: 1). The loaded inter-region
+/// messages in that step (step_shares; a step not in it: 1). The loaded inter-region
 /// costs were measured with every rank taking part at once; a step in which only a share
 /// of the ranks does pays that share of msg_inter per message (the emulated cluster's nodes
 /// share the machine's cores, and the per-message cost there is their contention).
 RankTerms rank_terms(const Stats& counts, const Stats& window, double staged_bytes, int stages, const ModelParams& m,
                      const std::map<std::string, double>& share = {});
-/// Whether this rank sends or receives inter-region MPI messages (not window transfers) in
-/// each step of `counts`: what inter_shares() adds up over the ranks.
-std::map<std::string, bool> inter_parts(const Stats& counts, const Stats& window);
-/// Per step name, the share of the ranks (one inter_parts() each) that take part in it.
-std::map<std::string, double> inter_shares(const std::vector<std::map<std::string, bool>>& parts);
+/// Whether this rank sends or receives inter-region (`inter`; else intra-region) MPI
+/// messages, not window transfers, in each step of `counts`: what step_shares() adds up
+/// over the ranks.
+std::map<std::string, bool> takes_part(const Stats& counts, const Stats& window, bool inter);
+/// Per step name, the share of the ranks (one takes_part() each) that take part in it.
+std::map<std::string, double> step_shares(const std::vector<std::map<std::string, bool>>& parts);
 /// The model as it applies to a layout: where every region is one whole node (node[r]:
 /// rank r's node, MPI_COMM_TYPE_SHARED; empty: unknown), inter-region transfers cross a
 /// network link of the region's own, and a rank alone on it moves its bytes at the link's
@@ -209,12 +211,13 @@ ModelParams for_layout(const ModelParams& m, const std::vector<int>& region, con
 /// that step (the bytes its ranks inject or, the other direction of a full-duplex link,
 /// receive, whichever is more, at region_rate), summed over the steps (a plan's steps follow one another:
 /// the ranks that are busiest in two steps need not be the same), plus stage_cost, plus per
-/// step with inter-region messages stage_inter times the share of the ranks taking part in
-/// them (StepTerms::inter): the latency of a step that crosses the network, which
-/// stage_cost leaves out for the first stage, is a full stage_inter where every rank takes
-/// part (as calibrated) and less where only a region's leaders do — so that a 2-step
-/// exchange, in which every rank sends across the network, is not priced as if it crossed
-/// it at the cost of the 3-step's few (experiments/auto/README.md). Steps
+/// step stage_inter times the share of the ranks taking part in its inter-region messages
+/// (StepTerms::inter) and stage_intra times the share taking part in its intra-region ones
+/// (StepTerms::intra): the latency of a step's messages, which stage_cost leaves out for
+/// the first stage, is a full stage where every rank takes part (as calibrated) and less
+/// where only a region's leaders do — so that a 2-step exchange, in which every rank sends
+/// across the network, is not priced as if it crossed it at the cost of the 3-step's few
+/// (experiments/auto/README.md). Steps
 /// are told apart by name (step_slot: the same on every rank); where two names share a slot
 /// anywhere, every step is taken as one. predict_iteration() is this over the ranks of a
 /// real plan; auto also evaluates it on counts computed without building plans

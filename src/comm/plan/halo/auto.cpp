@@ -220,8 +220,8 @@ double predict_virtual(const std::string& name, const virt::HaloPattern& h, cons
   const std::vector<virt::RankCounts> c = virt::halo_counts(name, h, region, co);
   const double eb = static_cast<double>(co.width) * co.value_bytes;
   std::vector<std::map<std::string, bool>> parts(c.size());
-  for (size_t r = 0; r < c.size(); ++r) parts[r] = inter_parts(c[r].counts, c[r].window);
-  const std::map<std::string, double> share = inter_shares(parts);
+  for (size_t r = 0; r < c.size(); ++r) parts[r] = takes_part(c[r].counts, c[r].window, true);
+  const std::map<std::string, double> share = step_shares(parts);
   std::vector<RankTerms> terms(c.size());
   for (size_t r = 0; r < c.size(); ++r) {
     double own = 0;
