@@ -191,12 +191,16 @@ double window_cost(const ModelParams& m, const CommCounters& w) {
          m.byte_shm * static_cast<double>(w.recv_intra.bytes + w.recv_inter.bytes);
 }
 
+namespace {
+// Whether a step's MPI part (message_part) has inter-region (else intra-region) messages.
+bool has_messages(const CommCounters& mpi, bool inter) {
+  return inter ? mpi.sent_inter.msgs + mpi.recv_inter.msgs > 0 : mpi.sent_intra.msgs + mpi.recv_intra.msgs > 0;
+}
+}  // namespace
+
 std::map<std::string, bool> takes_part(const Stats& c, const Stats& w, bool inter) {
   std::map<std::string, bool> part;
-  for (const auto& [step, k] : c.steps()) {
-    const CommCounters mpi = message_part(k, w, step);
-    part[step] = inter ? mpi.sent_inter.msgs + mpi.recv_inter.msgs > 0 : mpi.sent_intra.msgs + mpi.recv_intra.msgs > 0;
-  }
+  for (const auto& [step, k] : c.steps()) part[step] = has_messages(message_part(k, w, step), inter);
   return part;
 }
 
@@ -210,8 +214,7 @@ RankTerms rank_terms(const Stats& c, const Stats& w, double copied, int stages, 
     ModelParams ms = m;
     if (const auto f = share.find(step); f != share.end()) ms.msg_inter = m.msg_inter * f->second;
     t.busy = step_cost(ms, mpi);
-    t.inter = mpi.sent_inter.msgs + mpi.recv_inter.msgs > 0;
-    t.intra = mpi.sent_intra.msgs + mpi.recv_intra.msgs > 0;
+    t.inter = has_messages(mpi, true), t.intra = has_messages(mpi, false);
     if (const auto ws = w.steps().find(step); ws != w.steps().end()) t.busy += window_cost(m, ws->second);
     // Window transfers stay in the node's memory: they inject nothing into the network.
     t.injected = static_cast<double>(mpi.sent_inter.bytes);
