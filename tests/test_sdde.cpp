@@ -401,9 +401,7 @@ TEST(SddeErrors, NodeExchangeChoiceAgreed) {
   if (std::find(all.begin(), all.end(), "node_window") == all.end()) GTEST_SKIP() << "no shared windows in this build";
   if (Locality::parse(MPI_COMM_WORLD, "node").num_regions() < 2) GTEST_SKIP() << "one node: no inter-node step";
   const int p = test::size(), me = test::rank();
-  // (put back as it was when the test ends, whatever it sets below)
-  const char* now = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
-  const test::EnvGuard keep("SPARSECOMM_SDDE_NODE_EXCHANGE", now ? std::optional<std::string>(now) : std::nullopt);
+  const test::EnvGuard keep("SPARSECOMM_SDDE_NODE_EXCHANGE");  // (back as it was, whatever is set below)
   SparseMessages<int64_t> m;
   m.add((me + 1) % p, std::vector<int64_t>{me});
   auto expect = expected_for(me, p, [&](int s) {

@@ -39,10 +39,13 @@ std::string write_file(const std::string& dir, const std::string& name, const st
 /// Sets (or unsets) an environment variable for a scope, then restores it.
 class EnvGuard {
  public:
-  EnvGuard(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
+  EnvGuard(const char* name, const std::optional<std::string>& value) : EnvGuard(name) {
     if (value) setenv(name, value->c_str(), 1);
     else unsetenv(name);
+  }
+  /// Changes nothing now: puts `name` back as it is, whatever the scope sets it to.
+  explicit EnvGuard(const char* name) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
   }
   ~EnvGuard() {
     if (old_) setenv(name_, old_->c_str(), 1);
