@@ -76,6 +76,14 @@ def for_layout(m, label):
     return dict(m, byte_inter=min(m["byte_inter"], 1.0 / max(m["region_rate"], 1.0)))
 
 
+def shares(ranks, n):
+    """The share of all ranks with inter-region and with intra-region messages in step n
+    (model.cpp's takes_part / step_shares)."""
+    inter = sum(1 for _, st in ranks if n in st and st[n][2] + st[n][6] > 0) / len(ranks)
+    intra = sum(1 for _, st in ranks if n in st and st[n][0] + st[n][4] > 0) / len(ranks)
+    return inter, intra
+
+
 def predict(m, ranks, variant, label=""):
     """The prediction of src/comm/plan/model.cpp (`base`: each step's busiest rank against
     its busiest region's link, summed over the steps, since 11-26's third session) or of a
@@ -90,9 +98,9 @@ def predict(m, ranks, variant, label=""):
     worktie<N> (pick_of: of the candidates within N% of the lowest prediction, the one with
     the least total work), on 11-28 no_share (the model before the share of ranks taking
     part in a step's inter-region messages scaled msg_inter and added stage_inter times
-    itself), no_intra (without the intra-region latency term alone), intramsg (msg_intra
-    scaled by the intra share too: no change) and sharepow<N> (the inter latency term's share
-    to the power N / 100), and on the
+    itself), no_intra (without the intra-region latency term alone) and sharepow<N> (the
+    inter latency term's share to the power N / 100; msg_intra scaled by the intra share too
+    changed no pick and is not kept), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
@@ -138,7 +146,7 @@ def predict(m, ranks, variant, label=""):
             # 11-28): it scales msg_inter (calibrated with every rank at once) and adds
             # stage_inter times itself, the step's latency across the network; the share with
             # intra-region messages adds stage_intra times itself.
-            part = sum(1 for head, st in ranks if n in st and st[n][2] + st[n][6] > 0) / len(ranks)
+            part, ipart = shares(ranks, n)
             mm = m if "no_share" in opts else dict(m, msg_inter=m["msg_inter"] * part)
             for head, st in ranks:
                 if n not in st:
@@ -155,7 +163,6 @@ def predict(m, ranks, variant, label=""):
                 power = [float(o[len("sharepow"):]) / 100 for o in opts if o.startswith("sharepow")]
                 total += m["stage_inter"] * part ** (power[0] if power else 1.0)
                 if "no_intra" not in opts:  # and stage_intra times the share with intra-region messages
-                    ipart = sum(1 for head, st in ranks if n in st and st[n][0] + st[n][4] > 0) / len(ranks)
                     total += m["stage_intra"] * ipart
             soft = [float(o[len("softmax"):]) / 100 for o in opts if o.startswith("softmax")]
             link = max(inj.values())
@@ -206,10 +213,7 @@ def load_run(out):
 def work_of(m, ranks, label, no_share=False):
     """model.cpp's total_work: every rank's copies and steps, summed (auto's tie-break)."""
     m = for_layout(m, label)
-    part = defaultdict(float)  # per step: the share of ranks with inter-region messages (scales msg_inter)
-    for head, st in ranks:
-        for n, s in st.items():
-            part[n] += (s[2] + s[6] > 0) / len(ranks)
+    part = {n: shares(ranks, n)[0] for _, st in ranks for n in st}  # per step: scales msg_inter
     w = 0.0
     for head, st in ranks:
         w += m["copy"] * head["copied"]
