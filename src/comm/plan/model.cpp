@@ -362,7 +362,7 @@ namespace {
 
 // The body of both collective predictions below: this rank's terms, reduced over ranks as
 // predict_from_terms() does over a vector of them, in four reductions: the ranks taking
-// part in each step's inter-region messages (sum), the slots' tags and the stages
+// part in each step's inter-region and intra-region messages (sum), the slots' tags and the stages
 // (maximum), the injected and received bytes within each region (sum), the times (maximum).
 double predict_counts(const Stats& c, const Stats& w, double copied, int stages, const Locality& loc,
                       const ModelParams& model, MPI_Comm comm) {
