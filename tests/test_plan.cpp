@@ -524,6 +524,79 @@ TEST(PlanAuto, PredictsWithoutBuilding) {
   }
 }
 
+// With race = N, auto builds the candidates predicted within race_within percent of its
+// model's choice (that one first, at most race_among in all), times them, and takes the
+// fastest measured: the raced entries are exactly those candidates, the winner is the
+// fastest of them, every rank picks alike (the times are maxima over ranks), the plan
+// delivers the pattern's values, and bad race options are an error on every rank.
+TEST(PlanAuto, RacesTheCloseCandidates) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "er:240,0.06,5");
+  const Pattern pat = pattern_from_matrix_reference(a);
+  const Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+  PlanOptions o;
+  o.backend.set("model", "builtin");
+  auto model_only = make_plan("auto", pat, loc, MPI_COMM_WORLD, o);
+  std::vector<std::pair<double, std::string>> predicted;  // (prediction, backend)
+  for (const auto& [k, v] : model_only->setup_stats().timers())
+    if (k.rfind("auto.predict.", 0) == 0) predicted.emplace_back(v, k.substr(13));
+  std::sort(predicted.begin(), predicted.end());
+  const double cheapest = predicted.front().first;
+  for (const auto& [within, among] : std::vector<std::pair<int, int>>{{1000, 16}, {1000, 2}, {25, 3}}) {
+    const std::string what = "race_within " + std::to_string(within) + " race_among " + std::to_string(among);
+    PlanOptions r = o;
+    r.backend.set("race", 4).set("race_within", within).set("race_among", among);
+    auto raced = make_plan("auto", pat, loc, MPI_COMM_WORLD, r);
+    std::map<std::string, double> times;
+    for (const auto& [k, v] : raced->setup_stats().timers())
+      if (k.rfind("auto.race.", 0) == 0) times[k.substr(10)] = v;
+    // The entrants: the model's choice and as many of the others within the margin as
+    // race_among leaves room for, none predicted dearer than one left out (ties in the
+    // prediction go by setup order, not checked here).
+    size_t close = 0;
+    for (const auto& [v, b] : predicted) close += b != model_only->name() && v <= cheapest * (1 + within / 100.0);
+    const size_t entrants = std::min<size_t>(1 + close, static_cast<size_t>(among));
+    if (entrants < 2) {
+      EXPECT_TRUE(times.empty()) << what;  // one candidate: no race
+      EXPECT_EQ(raced->name(), model_only->name()) << what;
+      continue;
+    }
+    EXPECT_EQ(times.size(), entrants) << what;
+    EXPECT_TRUE(times.count(model_only->name())) << what;
+    double dearest_in = 0, cheapest_out = 1e300;
+    for (const auto& [v, b] : predicted) {
+      if (b == model_only->name()) continue;
+      if (times.count(b)) dearest_in = std::max(dearest_in, v);
+      else cheapest_out = std::min(cheapest_out, v);
+    }
+    EXPECT_LE(dearest_in, cheapest_out) << what;
+    double fastest = 1e300;
+    for (const auto& [b, t] : times) {
+      EXPECT_GT(t, 0.0) << b << " " << what;
+      fastest = std::min(fastest, t);
+    }
+    ASSERT_TRUE(times.count(raced->name())) << raced->name() << " " << what;
+    EXPECT_EQ(times[raced->name()], fastest) << what;
+    // Every rank took the same backend.
+    const std::string name = raced->name();
+    int len = static_cast<int>(name.size()), longest = 0;
+    MPI_Allreduce(&len, &longest, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    std::string root = name;
+    root.resize(static_cast<size_t>(longest));
+    MPI_Bcast(root.data(), longest, MPI_CHAR, 0, MPI_COMM_WORLD);
+    EXPECT_EQ(std::string(root.c_str()), name) << what;
+    // The winner delivers the pattern's values (x_j = j + 1 for global column j).
+    std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1), g(static_cast<size_t>(a.num_ghosts()) + 1);
+    for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = static_cast<double>(a.col_begin() + i + 1);
+    raced->exchange(x.data(), g.data());
+    for (int32_t k = 0; k < a.num_ghosts(); ++k) EXPECT_EQ(g[k], static_cast<double>(a.ghost_ids()[k] + 1)) << what;
+  }
+  for (const auto& [key, value] : std::vector<std::pair<std::string, int64_t>>{{"race", -1}, {"race_among", 1}}) {
+    PlanOptions bad = o;
+    bad.backend.set("race", 4).set(key, value);
+    EXPECT_THROW(make_plan("auto", pat, loc, MPI_COMM_WORLD, bad), InputError) << key;
+  }
+}
+
 // auto carries ModelParams::resolve's agreement in its pattern gather (no collective of its
 // own): ranks that disagree on the source, a file that fails on one rank only, or files
 // whose values differ give the same error on every rank, and the communicator stays usable.

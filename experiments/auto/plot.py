@@ -22,14 +22,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def regret(c, best):
-    """Auto's pick against the best: paired where the run recorded its rounds (runs since
-    2026-11-27: the largest over backends of the median over rounds of the pick's time
-    over that backend's in the same round, at least 1), else the ratio of the medians."""
+def regret(c, best, pick=None):
+    """Auto's pick (or `pick`) against the best: paired where the run recorded its rounds
+    (runs since 2026-11-27: the largest over backends of the median over rounds of the
+    pick's time over that backend's in the same round, at least 1), else the ratio of the
+    medians."""
+    pick = pick or c["auto"]
     rounds = c.get("rounds")
-    if rounds and c["auto"] in rounds and len(rounds) == len(c["b"]):
-        return plotlib.paired_regret(rounds[c["auto"]], rounds.values())
-    return c["b"][c["auto"]][0] / c["b"][best][0]
+    if rounds and pick in rounds and len(rounds) == len(c["b"]):
+        return plotlib.paired_regret(rounds[pick], rounds.values())
+    return c["b"][pick][0] / c["b"][best][0]
 
 
 def vs_p2p(c):
@@ -44,7 +46,7 @@ def main():
     cases = OrderedDict()  # (label, ranks, matrix) -> {backend: (measured, predicted)}, auto
     for r in plotlib.records(os.path.join(d, "autoeval.jsonl"), "autoeval"):
         key = (r.get("label") or r["regions"], r["ranks"], r["matrix"])
-        c = cases.setdefault(key, {"b": {}, "auto": r["auto"]})
+        c = cases.setdefault(key, {"b": {}, "auto": r["auto"], "race": r.get("auto_race")})
         c["b"][r["backend"]] = (r["measured_s"], r["predicted_s"])
         if r.get("rounds_s"):
             c.setdefault("rounds", {})[r["backend"]] = r["rounds_s"]
@@ -118,6 +120,30 @@ def main():
                 print(f"  {label:<10}{ranks:>6}  {w}/{len(rg)}  worst {max(rg):.2f}")
         if h_total:
             print(f"  all: {h_within}/{h_total} ({100.0 * h_within / h_total:.0f}%)\n")
+
+    # Runs with `--race N` (run.sh's RACE): auto's picks with its option race, judged on the
+    # same rounds (the race measured at setup, apart from them).
+    if any(c["race"] for c in cases.values()):
+        print("auto with its race option (close candidates timed at setup): within 10% of the best / cases, "
+              "worst regret; in brackets auto without it on the same cases")
+        r_total = r_within = 0
+        for (label, ranks), lst in settings.items():
+            rg, base = [], []
+            for matrix, c in lst:
+                if not c["race"]:
+                    continue
+                meas = {b: v[0] for b, v in c["b"].items()}
+                best = min(meas, key=meas.get)
+                rg.append(regret(c, best, c["race"]))
+                base.append(regret(c, best))
+            if rg:
+                w = sum(r <= 1.10 for r in rg)
+                r_total += len(rg)
+                r_within += w
+                print(f"  {label:<10}{ranks:>6}  {w}/{len(rg)}  worst {max(rg):.2f}   "
+                      f"[{sum(r <= 1.10 for r in base)}/{len(base)}  worst {max(base):.2f}]")
+        if r_total:
+            print(f"  all: {r_within}/{r_total} ({100.0 * r_within / r_total:.0f}%)\n")
 
     print("model error per backend (predicted / measured per exchange):")
     print(f"{'setting':<10}{'ranks':>6}  {'backend':<20}{'median |err|':>13}{'worst |err|':>12}{'median ratio':>13}")

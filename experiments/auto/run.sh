@@ -13,7 +13,9 @@
 # Environment: BUILD (default build), OUT (default results/eval_auto), RANKS (default "8 16"),
 # REPS (exchanges timed per backend, default 100), ROUNDS (interleaved rounds, default 5), NX/NY (AMG problem, default 512x512),
 # CLUSTER=0 to skip the emulated cluster, MATRICES (';'-separated; default: all shared ones,
-# gen:rotate:256,256 and the held-out generators of heldout.txt), MODEL (below).
+# gen:rotate:256,256 and the held-out generators of heldout.txt), MODEL (below), RACE (default
+# 30: auto is also run with its option race=30, the close candidates timed at setup, and its
+# picks judged on the same rounds; 0 to leave it out).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -73,7 +75,7 @@ run_setting() {  # name, launcher..., -- np regions
   esac
   say "$name, $np ranks: autoeval over every matrix and AMG level (model: $model_mode)"
   "$@" "$cli" autoeval --matrices "$matrices;${levels_of[$np]}" --regions "$regions" --reps "$reps" --rounds "$rounds" \
-    "${model_args[@]}" --label "$name" --json "$out/autoeval.jsonl" \
+    --race "${RACE:-30}" "${model_args[@]}" --label "$name" --json "$out/autoeval.jsonl" \
     > "$out/autoeval_${name}_np$np.txt"
   # The parameters auto used, for experiments/auto/refit.py (machine: the one cache entry).
   if [ "$model_mode" = machine ]; then cp "$out"/cache/sparsecomm/model-*.txt "$out/model_${name}_np$np.txt"; fi

@@ -121,6 +121,7 @@ struct Settings {
   ModelParams model;
   std::string model_file, label, json;
   int rounds = 5, per_round = 40;
+  int64_t race = 0;  // > 0: auto is also run with its option race = this, and judged alike
 };
 
 // One matrix's figures per backend.
@@ -163,7 +164,7 @@ Evaluated evaluate(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, 
 }
 
 void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const std::string& name, const Evaluated& ev,
-                 const std::string& chosen) {
+                 const std::string& chosen, const std::string& raced) {
   for (const auto& [b, v] : ev.measured) {
     apps::Json j = apps::json_record("autoeval");
     j["label"] = st.label;
@@ -176,6 +177,7 @@ void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const s
     j["spread"] = v.spread;
     j["rounds_s"] = v.rounds;
     j["auto"] = chosen;
+    if (!raced.empty()) j["auto_race"] = raced;
     j["load"] = ev.load.at(b);
     j["rank_terms"] = ev.terms.at(b);
     js.write(j);
@@ -184,8 +186,9 @@ void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const s
 
 // The tallies over the matrices.
 struct Tally {
-  apps::Table t{{"matrix", "auto picks", "regret", "p2p/best", "best", "pred. error (max |log ratio| over backends)"}};
-  int within10 = 0, never_worse = 0, cases = 0;
+  apps::Table t{{"matrix", "auto picks", "regret", "p2p/best", "best", "pred. error (max |log ratio| over backends)",
+                 "raced picks", "regret"}};
+  int within10 = 0, never_worse = 0, cases = 0, race_within10 = 0;
   std::vector<std::string> wrong;  // "matrix: backend" whose exchange delivered wrong values
 };
 
@@ -205,6 +208,11 @@ void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t 
   PlanOptions po;
   if (!st.model_file.empty()) po.backend.set("model", st.model_file);
   auto chosen = make_plan("auto", pat, st.loc, comm, po);
+  std::string raced;  // auto's pick with the race (its own measurement at setup, not these rounds)
+  if (st.race > 0) {
+    po.backend.set("race", st.race);
+    raced = make_plan("auto", pat, st.loc, comm, po)->name();
+  }
   auto& measured = ev.measured;
   std::string best;
   for (const auto& [b, v] : measured)
@@ -216,6 +224,10 @@ void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t 
   const apps::RoundStats& pick = measured[chosen->name()];
   double regret = 1;
   for (const auto& [b, r] : measured) regret = std::max(regret, apps::paired_ratio(pick, r));
+  double race_regret = 1;
+  if (!raced.empty())
+    for (const auto& [b, r] : measured) race_regret = std::max(race_regret, apps::paired_ratio(measured[raced], r));
+  tally.race_within10 += !raced.empty() && race_regret <= 1.10;
   ++tally.cases;
   tally.within10 += regret <= 1.10;
   tally.never_worse += apps::paired_ratio(pick, measured["p2p"]) <= 1.10;
@@ -225,8 +237,8 @@ void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t 
               << apps::num("%.2f", regret) << " (" << apps::num("%.1f", MPI_Wtime() - t_matrix) << " s, "
               << apps::num("%.0f", MPI_Wtime() - t_start) << " s in all)" << std::endl;
   tally.t.add({name, chosen->name(), apps::num("%.2f", regret), apps::num("%.2f", measured["p2p"].median / measured[best].median), best,
-               apps::num("%.2f", err)});
-  if (js) append_json(*js, comm, st, name, ev, chosen->name());
+               apps::num("%.2f", err), raced.empty() ? "-" : raced, raced.empty() ? "-" : apps::num("%.2f", race_regret)});
+  if (js) append_json(*js, comm, st, name, ev, chosen->name(), raced);
 }
 
 }  // namespace
@@ -243,6 +255,8 @@ int autoeval_main(int argc, char** argv) {
                                               "gen:rotate:256,256"}},
                          {"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured on first use and cached)"}},
                          {"rounds", {"5", "interleaved rounds: each times every backend once; median over rounds"}},
+                         {"race", {"0", "also run auto with its option race = N (timing the close candidates at "
+                                        "setup) and judge its picks alike; 0: auto as configured"}},
                          {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}}},
                         {{"reps", "200"}}),
       "usage: mpirun -np P sparsecomm autoeval [options]\n"
@@ -262,6 +276,7 @@ int autoeval_main(int argc, char** argv) {
     throw InputError("autoeval: need --rounds >= 1 and --reps >= --rounds");
   st.per_round = o.get_count("reps") / st.rounds;
   st.label = o.get("label"), st.json = o.get("json");
+  st.race = o.get_count64("race", 0);
   Tally tally;
   const double t_start = MPI_Wtime();
   const auto js = apps::open_json_lines(comm, st.json);
@@ -272,6 +287,9 @@ int autoeval_main(int argc, char** argv) {
               << "backend (same run; per round, median over rounds)\n\n"
               << tally.t.str() << "\nauto within 10% of the best: " << tally.within10 << "/" << tally.cases
               << "; auto at most 10% slower than always-p2p: " << tally.never_worse << "/" << tally.cases << "\n";
+  if (rank == 0 && st.race > 0)
+    std::cout << "auto with race=" << st.race << " within 10% of the best: " << tally.race_within10 << "/" << tally.cases
+              << "\n";
   if (!tally.wrong.empty()) {
     if (rank == 0) {
       std::cout << "VERIFICATION FAILED: wrong ghost values from";

@@ -66,7 +66,8 @@ int info_main(int argc, char** argv) {
   const int rank = comm_rank(comm), p = comm_size(comm);
   Options o(with_common({"matrix", "gen", "ordering", "regions", "sdde"},
                         {{"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured on first use and cached)"}},
-                         {"iterations", {"0", "expected exchanges, for the setup-inclusive choice"}}}),
+                         {"iterations", {"0", "expected exchanges, for the setup-inclusive choice"}},
+                         {"race", {"0", "exchanges timed per close candidate (auto's option race; 0: the model alone)"}}}),
             "usage: mpirun -np P sparsecomm info [options]\n"
             "example: mpirun -np 8 sparsecomm info --matrix HB/bcsstk13 --regions ppn:4");
   if (!o.parse(argc, argv)) {
@@ -94,6 +95,7 @@ int info_main(int argc, char** argv) {
   if (!o.get("model").empty()) po.backend.set("model", o.get("model"));
   const int64_t iterations = o.get_count64("iterations", 0);
   po.backend.set("iterations", iterations);
+  po.backend.set("race", o.get_count64("race", 0));
   po.sdde = o.get("sdde");
   auto chosen = make_plan("auto", pat, loc, comm, po);
   const ModelParams m = ModelParams::resolve(comm, loc, o.get("model"));  // what auto itself used
@@ -110,14 +112,17 @@ int info_main(int argc, char** argv) {
       t.add({names[i], num("%.0f", red[i].max), num("%.1f", red[i].sum / p), num("%.0f", red[i].sum)});
     std::cout << t.str() << "\ncommon neighborhoods: " << groups << " groups of >= 2 ranks sharing >= 4 destinations "
               << "(pairs)\nmodel: " << m.describe() << "\n\n";
-    Table pr({"backend", "predicted us/exchange", "setup ms (measured)"});
-    for (const auto& [k, v] : chosen->setup_stats().timers())
+    Table pr({"backend", "predicted us/exchange", "setup ms (measured)", "raced us/exchange"});
+    const auto& timers = chosen->setup_stats().timers();
+    for (const auto& [k, v] : timers)
       if (k.rfind("auto.predict.", 0) == 0) {
         const std::string b = k.substr(13);
-        const bool built = chosen->setup_stats().timers().count("auto.setup." + b) > 0;
-        pr.add({b, num("%.2f", v * 1e6), built ? num("%.2f", chosen->setup_stats().time("auto.setup." + b) * 1e3) : "-"});
+        const bool built = timers.count("auto.setup." + b) > 0, raced = timers.count("auto.race." + b) > 0;
+        pr.add({b, num("%.2f", v * 1e6), built ? num("%.2f", chosen->setup_stats().time("auto.setup." + b) * 1e3) : "-",
+                raced ? num("%.2f", chosen->setup_stats().time("auto.race." + b) * 1e6) : "-"});
       }
-    std::cout << pr.str() << "setup: '-' where auto predicted from the counts without building the plan; "
+    std::cout << pr.str() << "setup: '-' where auto predicted from the counts without building the plan; raced: "
+              << "measured at setup (max over ranks, median of rounds), '-' where not in the race; "
               << "auto's own setup " << num("%.2f", auto_setup * 1e3)
               << " ms (choosing " << num("%.2f", chosen->setup_stats().time("auto.choose") * 1e3) << " ms: model "
               << num("%.2f", chosen->setup_stats().time("auto.choose.model") * 1e3) << ", pattern to rank 0 "

@@ -52,7 +52,7 @@ struct PlanOptions {
   /// See comm/messages.hpp. Same name and meaning in GatherOptions.
   bool persistent_requests = kPersistentRequestsDefault;
   /// Options only some backends read, declared by each backend (BackendHooks::options):
-  /// "combined" takes k, theta, aware, rounds; "auto" takes model and iterations; see
+  /// "combined" takes k, theta, aware, rounds; "auto" takes model, iterations and race; see
   /// backend_option_specs() or `sparsecomm info --backends`. Validated by make_plan.
   BackendOptions backend;
 };
@@ -154,6 +154,10 @@ class Plan {
     do_start();
     active_ = true;
   }
+  /// Completes an exchange and leaves the values in the plan's receive buffer, unread: the
+  /// byte-level mirror of start_packed() (what wait_in_place() does without its value type;
+  /// auto times its candidates this way).
+  void wait_packed() { complete("wait_packed"); }
 
   /// start() and wait() without the plan's own copies where it can: the values are sent
   /// from `owned` as they lie where send entry k is owned entry k (sends_in_owned_order():

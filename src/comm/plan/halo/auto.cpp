@@ -22,6 +22,11 @@
 // With the option iterations = N > 0 the choice weighs setup + N x execution cost, and a
 // setup time is only known by building: then every candidate is built and its measured
 // setup (max over ranks) used, as before.
+//
+// With the option race = N > 0 the candidates predicted close to the cheapest are built and
+// timed (race_medians), and the fastest measured is taken; "auto.race.<backend>" holds each
+// one's median seconds per exchange. Off by default: it costs the close candidates' setups
+// and N exchanges each, where the model alone costs one gather and one broadcast.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -318,6 +323,43 @@ std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c,
   return predicted;
 }
 
+// The race (option race = N > 0): where the model's error is larger than the gap between
+// the candidates it ranks first (tens of percent on a loaded network, a few percent apart),
+// only a measurement tells them apart, as self-tuning collectives time their algorithms at
+// run time (Faraj, Yuan and Lowenthal, "STAR-MPI: self tuned adaptive routines for MPI
+// collective operations", ICS 2006); here bounded to the close candidates and done once,
+// at setup. `plans[j]` is timed over `reps` exchanges in up to three interleaved rounds
+// (each round in another order, after a barrier; one exchange each first, unmeasured: a
+// first execution may finish lazy set-up), without pack and unpack (start_packed,
+// wait_packed: the same for every backend). A round's time is the slowest rank's (one
+// allreduce per round), so every rank holds the same medians and decides the same.
+// Collective.
+std::vector<double> race_medians(MPI_Comm c, const std::vector<Plan*>& plans, int64_t reps) {
+  const size_t n = plans.size();
+  for (Plan* p : plans) p->start_packed(), p->wait_packed();
+  const int64_t rounds = std::min<int64_t>(reps, 3), per = (reps + rounds - 1) / rounds;
+  std::vector<std::vector<double>> t(n);
+  std::vector<double> mine(n), slowest(n);
+  for (int64_t r = 0; r < rounds; ++r) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t j = (k + static_cast<size_t>(r)) % n;
+      SPC_MPI(MPI_Barrier(c));
+      const double t0 = MPI_Wtime();
+      for (int64_t i = 0; i < per; ++i) plans[j]->start_packed(), plans[j]->wait_packed();
+      mine[j] = (MPI_Wtime() - t0) / static_cast<double>(per);
+    }
+    SPC_MPI(MPI_Allreduce(mine.data(), slowest.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MAX, c));
+    for (size_t j = 0; j < n; ++j) t[j].push_back(slowest[j]);
+  }
+  std::vector<double> med(n);
+  for (size_t j = 0; j < n; ++j) {
+    std::sort(t[j].begin(), t[j].end());
+    const size_t m = t[j].size();
+    med[j] = m % 2 ? t[j][m / 2] : 0.5 * (t[j][m / 2 - 1] + t[j][m / 2]);
+  }
+  return med;
+}
+
 }  // namespace
 
 namespace detail {
@@ -369,14 +411,49 @@ void register_auto() {
         }
         size_t best = 0;
         double best_cost = std::numeric_limits<double>::infinity();
+        std::vector<double> cost(order.size());
         for (size_t i = 0; i < order.size(); ++i) {
-          const double cost = iterations > 0 ? setup[i] + static_cast<double>(iterations) * predicted[i] : predicted[i];
+          cost[i] = iterations > 0 ? setup[i] + static_cast<double>(iterations) * predicted[i] : predicted[i];
           // Strictly cheaper, or as cheap with less work in all (a candidate built here has
           // no work figure: infinite); else the earlier in setup order (combining that found
           // no groups ties with p2p in both and loses). The inputs are the same on every
           // rank, so every rank decides the same.
-          const bool tie = cost <= best_cost * (1 + 1e-9) && cost >= best_cost * (1 - 1e-9);
-          if (cost < best_cost * (1 - 1e-9) || (tie && work[i] < work[best] * (1 - 1e-9))) best_cost = cost, best = i;
+          const bool tie = cost[i] <= best_cost * (1 + 1e-9) && cost[i] >= best_cost * (1 - 1e-9);
+          if (cost[i] < best_cost * (1 - 1e-9) || (tie && work[i] < work[best] * (1 - 1e-9))) best_cost = cost[i], best = i;
+        }
+        // The race among the close candidates (race_medians): the model's choice first, then
+        // the others predicted within race_within percent of it, cheapest first, at most
+        // race_among in all; each built (make_plan: collective, agreed) and timed, and the
+        // fastest measured taken (with iterations > 0: the least setup + iterations x
+        // measured; a tie keeps the earlier). Every rank decides alike.
+        std::map<std::string, double> raced;
+        if (const int64_t reps = o.backend.get_int("race", 0); reps > 0) {
+          const double within = 1 + static_cast<double>(o.backend.get_int("race_within", 10)) / 100;
+          std::vector<size_t> close = {best};
+          std::vector<size_t> by_cost(order.size());
+          for (size_t i = 0; i < order.size(); ++i) by_cost[i] = i;
+          std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) { return cost[a] < cost[b]; });
+          const auto among = static_cast<size_t>(o.backend.get_int("race_among", 3));
+          for (size_t i : by_cost)
+            if (i != best && close.size() < among && cost[i] <= best_cost * within) close.push_back(i);
+          if (close.size() > 1) {
+            std::vector<Plan*> plans;
+            for (size_t i : close) {
+              if (!built.count(order[i])) {
+                built[order[i]] = make_plan(order[i], p, l, c, options_of(order[i]));
+                setup[i] = allreduce_max(c, built[order[i]]->setup_stats().time("setup.backend"));
+              }
+              plans.push_back(built[order[i]].get());
+            }
+            const std::vector<double> med = race_medians(c, plans, reps);
+            double won = std::numeric_limits<double>::infinity();
+            for (size_t j = 0; j < close.size(); ++j) {
+              const size_t i = close[j];
+              raced[order[i]] = med[j];
+              const double measured = iterations > 0 ? setup[i] + static_cast<double>(iterations) * med[j] : med[j];
+              if (measured < won * (1 - 1e-9)) won = measured, best = i;
+            }
+          }
         }
         // The chosen plan, if not built yet, without make_plan's collectives: auto's own
         // make_plan checked the pattern and the options they derive from, and its agreement
@@ -390,6 +467,7 @@ void register_auto() {
           chosen->setup_stats_mut().add_time("auto.predict." + order[i], predicted[i]);
           if (built.count(order[i]) || i == best) chosen->setup_stats_mut().add_time("auto.setup." + order[i], setup[i]);
         }
+        for (const auto& [b, t] : raced) chosen->setup_stats_mut().add_time("auto.race." + b, t);
         chosen->setup_stats_mut().add_time("auto.choose", MPI_Wtime() - t0 - setup[best]);
         chosen->setup_stats_mut().add_time("auto.choose.model", times.model);
         chosen->setup_stats_mut().add_time("auto.choose.gather", times.gather);
@@ -413,6 +491,13 @@ void register_auto() {
                       "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost (building "
                       "every candidate to measure its setup), 0 by execution cost alone (building only the choice)",
                       0},
+                     {"race", K::integer, "0",
+                      "exchanges timed per close candidate: > 0 builds the candidates predicted within race_within "
+                      "percent of the cheapest and takes the fastest measured, 0 trusts the model",
+                      0},
+                     {"race_within", K::integer, "10", "percent above the cheapest prediction that still races", 0,
+                      1000},
+                     {"race_among", K::integer, "3", "most candidates in a race (the model's choice included)", 2, 16},
                      {"gather_words", K::integer, "96",
                       "words (8 bytes) per rank in the collective that brings rank 0 every rank's neighbors and "
                       "model: a rank with more sends the rest in a second one",
