@@ -6,6 +6,7 @@ must agree token by token (integers exactly, reals to a relative 1e-10; wall-clo
 (SPARSECOMM_HYPRE_VERBOSE: exchanges through sparsecomm > 0, and calls passed to Hypre).
 
 usage: compare.py MPIEXEC HOOK NP BACKENDS PREFIX REGIONS -- PROGRAM [ARGS...]
+(a backend may carry its own options after a colon, auto:race=4: SPARSECOMM_HYPRE_OPTIONS)
 (MPIEXEC may be a command with arguments, split on spaces: tests/hypre_hook/cluster_mpiexec.sh 2 2)
 """
 import os
@@ -41,8 +42,11 @@ def main():
     ref = results(run(mpiexec + ["-np", np_] + program), prefix)
     bad = 0
     for b in backends.split(","):
-        env = ["-x", "LD_PRELOAD=" + hook, "-x", "SPARSECOMM_HYPRE_BACKEND=" + b, "-x",
+        name, _, options = b.partition(":")
+        env = ["-x", "LD_PRELOAD=" + hook, "-x", "SPARSECOMM_HYPRE_BACKEND=" + name, "-x",
                "SPARSECOMM_HYPRE_REGIONS=" + regions, "-x", "SPARSECOMM_HYPRE_VERBOSE=1"]
+        if options:
+            env += ["-x", "SPARSECOMM_HYPRE_OPTIONS=" + options.replace(";", ",")]
         out = run(mpiexec + ["-np", np_] + env + program)
         got = results(out, prefix)
         ok = len(got) == len(ref) and all(len(g) == len(r) and all(same(x, y) for x, y in zip(r, g))

@@ -6,6 +6,8 @@ to a relative 1e-10 (the order of a sum may differ). The sparsecomm runs must al
 the type at work: -log_view lists its SFscStart event with a non-zero count.
 
 usage: compare.py MPIEXEC PROGRAM PLUGIN NP BACKEND[,BACKEND...] [-- extra program options]
+(a backend may carry its own options after a colon, auto:race=4: -sf_sparsecomm_options; ';'
+between several)
 """
 import os
 import re
@@ -40,8 +42,10 @@ def main():
     ref = results(run(base + ["-sf_type", "basic"]))
     bad = 0
     for b in backends.split(","):
-        out = run(base + ["-dll_append", plugin, "-sf_type", "sparsecomm", "-sf_sparsecomm_backend", b,
-                          "-sf_sparsecomm_regions", "ppn:2", "-log_view"])
+        name, _, options = b.partition(":")
+        out = run(base + ["-dll_append", plugin, "-sf_type", "sparsecomm", "-sf_sparsecomm_backend", name,
+                          "-sf_sparsecomm_regions", "ppn:2", "-log_view"] +
+                  (["-sf_sparsecomm_options", options.replace(";", ",")] if options else []))
         got = results(out)
         m = re.search(r"^SFscStart\s+(\d+)", out, re.M)
         used = int(m.group(1)) if m else 0

@@ -26,7 +26,8 @@
 // col_map_offd on the receiver), taken from the matrix at package creation.
 //
 // Environment: SPARSECOMM_HYPRE_BACKEND (default auto), SPARSECOMM_HYPRE_REGIONS (default
-// node), SPARSECOMM_HYPRE_VERBOSE=1 (each package's plans; at exit, per rank, how many
+// node), SPARSECOMM_HYPRE_OPTIONS (the backend's own options, "key=value,...", e.g. auto's
+// race=30), SPARSECOMM_HYPRE_VERBOSE=1 (each package's plans; at exit, per rank, how many
 // exchanges ran here and how many went to Hypre), SPARSECOMM_HYPRE_DISABLE=1 (everything to
 // Hypre). A bad value is reported on every rank at the first package and the program exits
 // (status 2) on every rank, agreed collectively, instead of running something else.
@@ -81,7 +82,7 @@ F real(const char* name) {
 }
 
 struct Settings {
-  std::string backend = "auto", regions = "node";
+  std::string backend = "auto", regions = "node", options;
   bool verbose = false, disabled = false;
   bool thread_multiple = false;  // MPI runs MPI_THREAD_MULTIPLE: disabled (see state())
   std::string bad;               // a switch's value that did not parse, reported at the first package
@@ -91,6 +92,7 @@ Settings read_settings() {
   Settings s;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_BACKEND"); v && *v) s.backend = v;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_REGIONS"); v && *v) s.regions = v;
+  if (const char* v = std::getenv("SPARSECOMM_HYPRE_OPTIONS"); v && *v) s.options = v;
   // Switches: true/false, 1/0, yes/no, on/off. Anything else is an error at the first package
   // (a value that does not say "disable" leaves the hook on, to report it).
   for (auto [name, out] : {std::pair<const char*, bool*>{"SPARSECOMM_HYPRE_VERBOSE", &s.verbose},
@@ -195,6 +197,11 @@ void check_settings(State& s, MPI_Comm comm) {
   try {
     if (!s.settings.bad.empty()) throw InputError(s.settings.bad);
     backend_hooks(s.settings.backend);  // InputError listing the valid names
+    BackendOptions opts;
+    opts.set_list(s.settings.options);
+    if (std::string e = validate_backend_options(s.settings.backend, backend_option_specs(s.settings.backend), opts);
+        !e.empty())
+      throw InputError("SPARSECOMM_HYPRE_OPTIONS: " + e);
     (void)Locality::parse(comm, s.settings.regions);
   } catch (const std::exception& e) {
     error = e.what();
@@ -283,10 +290,15 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   PkgPlans p;
   p.fp = Fingerprint::of(pkg);
   const double t0 = MPI_Wtime();
-  p.fwd = make_plan(s.settings.backend, pat, loc, comm);
+  PlanOptions po;
+  po.backend.set_list(s.settings.options);  // (checked in check_settings)
+  p.fwd = make_plan(s.settings.backend, pat, loc, comm, po);
   // The transpose moves the same entries the other way: it takes the backend chosen for
-  // the matvec (auto's evaluation, most of the set-up time, runs once per package).
-  p.rev = make_plan(p.fwd->name(), pat.reverse(), loc, comm);
+  // the matvec (auto's evaluation, most of the set-up time, runs once per package), with
+  // the options that backend reads.
+  PlanOptions pr;
+  pr.backend = po.backend.only(backend_option_specs(p.fwd->name()));
+  p.rev = make_plan(p.fwd->name(), pat.reverse(), loc, comm, pr);
   p.serial = ++s.packages;
   if (s.settings.verbose) {
     const double dt = MPI_Wtime() - t0;

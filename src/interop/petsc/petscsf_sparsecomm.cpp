@@ -162,6 +162,7 @@ struct Pending {
 
 struct SfData {
   std::string backend = "auto", regions = "node", sdde = "nbx";
+  std::string options;  // the backend's own options, "key=value,..." (-sf_sparsecomm_options)
   // Built by SetUp, cleared by Reset.
   PetscSF inner = nullptr;  // type basic, same graph: every delegated operation
   bool built = false, any_remote = false;
@@ -191,6 +192,7 @@ PlanEntry& plan_for(PetscSF sf, const Unit& u, bool reverse) {
   po.value_bytes = u.carrier;
   po.width = static_cast<int>(u.bytes / u.carrier);
   po.sdde = d->sdde;
+  po.backend.set_list(d->options);  // (checked at SetUp)
   PlanEntry e;
   e.plan = make_plan(d->backend, reverse ? d->pattern.reverse() : d->pattern, *d->loc, comm_of(sf), po);
   e.scratch.resize(static_cast<size_t>(d->pattern.ghost_size()) * u.bytes + 1);
@@ -291,6 +293,10 @@ PetscErrorCode SetUp_Sparsecomm(PetscSF sf) {
   PetscCall(guard(comm, "PetscSFSetUp_Sparsecomm", [&]() -> PetscErrorCode {
     backend_hooks(d->backend);  // an unknown name: InputError listing the valid ones, on every rank alike
     Sdde::check_strategy(d->sdde);
+    BackendOptions opts;
+    opts.set_list(d->options);
+    if (const std::string e = validate_backend_options(d->backend, backend_option_specs(d->backend), opts); !e.empty())
+      throw InputError("-sf_sparsecomm_options: " + e);
     const RowPartition roots = RowPartition::from_local_sizes(comm, sf->nroots);
     std::vector<int64_t> ghosts;
     const int mine = build_lists(sf, d, roots, ghosts) ? 1 : 0;
@@ -349,6 +355,10 @@ PetscErrorCode SetFromOptions_Sparsecomm(PetscSF sf, PetscOptionItems* PetscOpti
   PetscCall(PetscOptionsString("-sf_sparsecomm_sdde", "SDDE strategy that builds the pattern (nbx, personalized, rma, locality_*)",
                                "SparsecommPetscInitialize", d->sdde.c_str(), buf, sizeof buf, &set));
   if (set) d->sdde = buf;
+  PetscCall(PetscOptionsString("-sf_sparsecomm_options",
+                               "the backend's own options, key=value,... (`sparsecomm backends` lists them; auto: race=N, ...)",
+                               "SparsecommPetscInitialize", d->options.c_str(), buf, sizeof buf, &set));
+  if (set) d->options = buf;
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);
 }
@@ -361,6 +371,7 @@ PetscErrorCode View_Sparsecomm(PetscSF sf, PetscViewer v) {
   if (!ascii) PetscFunctionReturn(0);
   PetscCall(PetscViewerASCIIPrintf(v, "  sparsecomm: backend %s, regions %s, SDDE %s\n", d->backend.c_str(),
                                    d->regions.c_str(), d->sdde.c_str()));
+  if (!d->options.empty()) PetscCall(PetscViewerASCIIPrintf(v, "  sparsecomm: backend options %s\n", d->options.c_str()));
   if (!sf->setupcalled || !d->built) PetscFunctionReturn(0);
   if (!d->any_remote) PetscCall(PetscViewerASCIIPrintf(v, "  sparsecomm: every leaf is local (no plan)\n"));
   PetscCall(PetscViewerASCIIPushSynchronized(v));
@@ -382,7 +393,7 @@ PetscErrorCode View_Sparsecomm(PetscSF sf, PetscViewer v) {
 PetscErrorCode Duplicate_Sparsecomm(PetscSF sf, PetscSFDuplicateOption, PetscSF newsf) {
   SfData *d = data(sf), *n = data(newsf);
   PetscFunctionBegin;
-  n->backend = d->backend, n->regions = d->regions, n->sdde = d->sdde;
+  n->backend = d->backend, n->regions = d->regions, n->sdde = d->sdde, n->options = d->options;
   PetscFunctionReturn(0);
 }
 
