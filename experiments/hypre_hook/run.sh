@@ -13,7 +13,8 @@
 # Environment: BUILD (default build), OUT (default results/hypre_hook), ROUNDS (3),
 # SOLVES (2), CASES (default "rotate:512 rotate:1024 GHS_psdef_wathen100 Oberwolfach_gyro_m"),
 # LAYOUTS (default "node:8 cluster:4x2 cluster:4x4"; cluster ones need root), VARIANTS
-# (default "hypre floor auto aggregated_dedup p2p"; "hypre" must be first).
+# (default "hypre floor auto aggregated_dedup p2p"; "hypre" must be first; a backend may
+# carry its own options after a colon, auto:race=30: SPARSECOMM_HYPRE_OPTIONS).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -46,7 +47,9 @@ one() {  # layout case variant round
             sed -n 's/.*"iterations":\([0-9]*\).*/\1/p')
     env=(-x "LD_PRELOAD=$floor" -x "FLOOR_MAXIT=${its_h:-500}")
   elif [ "$v" != hypre ]; then
-    env=(-x "LD_PRELOAD=$hook" -x "SPARSECOMM_HYPRE_BACKEND=$v" -x SPARSECOMM_HYPRE_VERBOSE=1)
+    # (a variant may carry the backend's own options after a colon: auto:race=30)
+    env=(-x "LD_PRELOAD=$hook" -x "SPARSECOMM_HYPRE_BACKEND=${v%%:*}" -x SPARSECOMM_HYPRE_VERBOSE=1)
+    [[ $v == *:* ]] && env+=(-x "SPARSECOMM_HYPRE_OPTIONS=${v#*:}")
   fi
   if [[ $layout == node:* ]]; then
     text=$("$root/scripts/mpirun.sh" -np "${layout#node:}" "${env[@]}" "$prog" "${args[@]}" 2>&1) || true

@@ -50,9 +50,12 @@ FLOOR = "floor: products without the exchange"
 REFERENCE = "reference: products + one message per rank"
 
 
-def candidates(case, prefix):
+def candidates(case, prefix, exact=False):
     """The scatters of one case whose name starts with prefix (a string or a tuple:
-    PETSC_OWN, "sparsecomm ", "petsc -sf_type sparsecomm/auto"), never the yardsticks."""
+    PETSC_OWN, "sparsecomm "), or is it (exact: "petsc -sf_type sparsecomm/auto", which
+    "petsc -sf_type sparsecomm/auto race=30" must not join), never the yardsticks."""
+    if exact:
+        return [prefix] if prefix in case else []
     return [k for k in case if k.startswith(prefix) and k not in (FLOOR, REFERENCE)]
 
 
@@ -75,9 +78,9 @@ def paired(case, a, b):
     return case[a]["us"] / case[b]["us"]
 
 
-def best_paired(case, prefix, against):
-    """The one of candidates(case, prefix) of lowest paired ratio to `against`: (name, ratio)."""
-    names = candidates(case, prefix)
+def best_paired(case, prefix, against, exact=False):
+    """The one of candidates(case, prefix, exact) of lowest paired ratio to `against`: (name, ratio)."""
+    names = candidates(case, prefix, exact)
     if not names:
         return None, None
     k = min(names, key=lambda k: paired(case, k, against))
@@ -100,7 +103,7 @@ def wire_floors(runs, rate=125.0, nodes=4):
     return out
 
 
-def table(runs, title, ours, cluster_goal, node_goal, median_goal=None, wire=None):
+def table(runs, title, ours, cluster_goal, node_goal, median_goal=None, wire=None, exact=False):
     print(title + "\n")
     print("%-8s %5s  %-34s %-22s %9s  %-30s %9s %7s  %s" % (
         "setting", "ranks", "matrix", "best PETSc", "us", "sparsecomm", "us", "ratio", "goal"))
@@ -111,7 +114,7 @@ def table(runs, title, ours, cluster_goal, node_goal, median_goal=None, wire=Non
         bp, tp = best(runs[key], PETSC_OWN)
         if bp is None:
             continue
-        bo, ratio = best_paired(runs[key], ours, bp)
+        bo, ratio = best_paired(runs[key], ours, bp, exact)
         if bo is None:
             continue
         to = runs[key][bo]["us"]
@@ -174,7 +177,12 @@ def main(path, with_wire=False):
     table(runs, "1. MatMult, best sparsecomm backend (adapter) / best PETSc scatter", "sparsecomm ", 0.95, 1.05, wire=wire)
     print()
     table(runs, "2. MatMult, -sf_type sparsecomm (auto) / best PETSc scatter (basic, neighbor)",
-          "petsc -sf_type sparsecomm/auto", 0.90, 1.05, median_goal=0.75, wire=wire)
+          "petsc -sf_type sparsecomm/auto", 0.90, 1.05, median_goal=0.75, wire=wire, exact=True)
+    race = "petsc -sf_type sparsecomm/auto race=30"
+    if any(race in case for case in runs.values()):  # runs since 2026-11-29
+        print()
+        table(runs, "3. MatMult, -sf_type sparsecomm (auto, -sf_sparsecomm_options race=30) / best PETSc scatter",
+              race, 0.90, 1.05, median_goal=0.75, wire=wire, exact=True)
 
 
 if __name__ == "__main__":

@@ -269,12 +269,16 @@ PetscErrorCode make_variants(const DistCsr<double>& a, std::vector<Variant>& rs)
   // The PetscSF type "sparsecomm" (what -dll_append gives an unmodified program): every
   // scatter of the copy goes through it, with its own options (-sf_sparsecomm_regions,
   // default node: what a user who sets nothing gets; -sparsecomm_regions is the adapter's).
-  for (const char* b : {"auto", "p2p", "aggregated_dedup"}) {
+  // auto also with its race (-sf_sparsecomm_options race=30: the close candidates timed).
+  for (const auto& [b, options] : std::vector<std::pair<const char*, const char*>>{
+           {"auto", ""}, {"auto", "race=30"}, {"p2p", ""}, {"aggregated_dedup", ""}}) {
     PetscCall(PetscOptionsSetValue(nullptr, "-sf_type", "sparsecomm"));
     PetscCall(PetscOptionsSetValue(nullptr, "-sf_sparsecomm_backend", b));
+    if (*options) PetscCall(PetscOptionsSetValue(nullptr, "-sf_sparsecomm_options", options));
     Mat B;
     PetscCall(petsc::create_mpiaij(a, &B));
-    rs.push_back({std::string("petsc -sf_type sparsecomm/") + b, B});
+    PetscCall(PetscOptionsClearValue(nullptr, "-sf_sparsecomm_options"));
+    rs.push_back({std::string("petsc -sf_type sparsecomm/") + b + (*options ? std::string(" ") + options : ""), B});
   }
   PetscCall(PetscOptionsClearValue(nullptr, "-sf_sparsecomm_backend"));
   PetscCall(PetscOptionsClearValue(nullptr, "-sf_type"));
