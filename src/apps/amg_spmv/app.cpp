@@ -32,6 +32,7 @@
 
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "common/app_main.hpp"
+#include "common/backend_args.hpp"
 #include "common/cli.hpp"
 #include "common/provenance.hpp"
 #include "common/options.hpp"
@@ -91,6 +92,14 @@ const char* kUsage =
 
 // The run's settings, from the options.
 struct Config {
+  /// The plan of one --backend entry (`name` or `name:key=value[:...]`, e.g. auto:race=30,
+  /// measured beside plain auto): its backend and that entry's own options.
+  std::unique_ptr<Plan> plan(const std::string& entry, const Pattern& pat, MPI_Comm comm) const {
+    PlanOptions popt;
+    popt.sdde = sdde;
+    const std::string name = apps::split_backend_entry(entry, popt.backend);
+    return make_plan(name, pat, loc, comm, popt);
+  }
   int64_t nx = 0, ny = 0;
   double angle = 0, eps = 0;
   int reps = 0, max_levels = 0, nranks = 1;
@@ -255,14 +264,12 @@ Result hypre_baseline(MPI_Comm comm, const Config& cfg, hypre_ParCSRMatrix* Al, 
 Result measure_backend(MPI_Comm comm, const Config& cfg, const std::string& backend, const DistCsr<double>& a,
                        const LevelVectors& v) {
   Result R;
-  PlanOptions popt;
-  popt.sdde = cfg.sdde;
   Sdde sdde(comm, cfg.loc);
   Pattern pat;
   R.setup_sdde = apps::timed(comm, [&] { pat = pattern_from_matrix(a, sdde, cfg.sdde); });
   std::unique_ptr<DistSpmv> spmv_owner;
   R.setup_backend =
-      apps::timed(comm, [&] { spmv_owner = std::make_unique<DistSpmv>(a, make_plan(backend, pat, cfg.loc, comm, popt)); });
+      apps::timed(comm, [&] { spmv_owner = std::make_unique<DistSpmv>(a, cfg.plan(backend, pat, comm)); });
   DistSpmv& spmv = *spmv_owner;
   Plan& plan = spmv.plan();
   R.runs = plan.name();
@@ -285,14 +292,11 @@ Result measure_backend(MPI_Comm comm, const Config& cfg, const std::string& back
 /// e.g. node detection, is in setup_backend). `auto`'s setup is compared with its pick's
 /// from these (issue 34).
 void plan_setup_rounds(MPI_Comm comm, const Config& cfg, const DistCsr<double>& a, Level& L) {
-  PlanOptions popt;
-  popt.sdde = cfg.sdde;
   Sdde sdde(comm, cfg.loc);
   const Pattern pat = pattern_from_matrix(a, sdde, cfg.sdde);
   std::map<std::string, std::vector<double>> t;
   for (int round = 0; round < 5; ++round)
-    for (const auto& b : cfg.backends)
-      t[b].push_back(apps::timed(comm, [&] { make_plan(b, pat, cfg.loc, comm, popt); }));
+    for (const auto& b : cfg.backends) t[b].push_back(apps::timed(comm, [&] { cfg.plan(b, pat, comm); }));
   for (auto& [b, v] : t) {
     std::sort(v.begin(), v.end());
     L.by[b].setup_plan = v[v.size() / 2];
@@ -504,6 +508,8 @@ bool parse_config(MPI_Comm comm, int argc, char** argv, Config& cfg) {
   cfg.reps = opt.get_count("reps");
   cfg.max_levels = opt.get_count("max-levels");
   cfg.backends = opt.get("backend") == "all" ? backend_names() : apps::split_list(opt.get("backend"));
+  std::vector<std::string> names = cfg.backends;
+  (void)apps::backend_options_for("", names);  // every entry's name and own options checked here
   cfg.sdde = opt.get("sdde");
   Sdde::check_strategy(cfg.sdde);
   if (cfg.nx < 2 || cfg.ny < 2 || cfg.reps < 1) throw InputError("--nx, --ny must be >= 2 and --reps >= 1");
