@@ -446,6 +446,7 @@ void register_auto() {
               plans.push_back(built[order[i]].get());
             }
             const std::vector<double> med = race_medians(c, plans, reps);
+            for (Plan* q : plans) q->exec_stats().clear();  // the caller's timers start at its first exchange
             double won = std::numeric_limits<double>::infinity();
             for (size_t j = 0; j < close.size(); ++j) {
               const size_t i = close[j];
