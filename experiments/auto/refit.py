@@ -147,7 +147,9 @@ def predict(m, ranks, variant, label=""):
             # stage_inter times itself, the step's latency across the network; the share with
             # intra-region messages adds stage_intra times itself.
             part, ipart = shares(ranks, n)
-            mm = m if "no_share" in opts else dict(m, msg_inter=m["msg_inter"] * part)
+            # msgsharepow<N>: msg_inter scaled by the share to the power N / 100 (tried on 11-29)
+            mpow = [float(o[len("msgsharepow"):]) / 100 for o in opts if o.startswith("msgsharepow")]
+            mm = m if "no_share" in opts else dict(m, msg_inter=m["msg_inter"] * part ** (mpow[0] if mpow else 1.0))
             for head, st in ranks:
                 if n not in st:
                     continue
