@@ -6,8 +6,9 @@
 // Per level and backend: the pattern through the SDDE, the Plan, then the time of the
 // halo exchange alone (start+wait, packing included) and of the whole SpMV; the baseline
 // is Hypre's comm package (hypre_ParCSRCommHandleCreate/Destroy, packing included) and
-// hypre_ParCSRMatrixMatvec, measured in the same run. Every level's SpMV is checked
-// against hypre_ParCSRMatrixMatvec.
+// hypre_ParCSRMatrixMatvec, measured in the same run, in interleaved rounds (time_level)
+// with ratios paired per round. Every level's SpMV is checked against
+// hypre_ParCSRMatrixMatvec.
 //
 //   mpirun -np 16 sparsecomm_amg_spmv --nx 512 --ny 512 --regions node --json amg.jsonl
 //   mpirun -np 8 sparsecomm_amg_spmv --nx 128 --ny 128 --regions ppn:4 --reps 200
@@ -25,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -49,7 +51,8 @@ using namespace sparsecomm;
 namespace {
 
 struct Result {
-  double comm = 0, spmv = 0, setup_sdde = 0, setup_backend = 0, err = 0;
+  double comm = 0, spmv = 0, setup_sdde = 0, setup_backend = 0, err = 0;  // comm, spmv: medians over rounds
+  std::vector<double> comm_rounds, spmv_rounds;  // every interleaved round's time (time_level)
   double setup_plan = 0;  // the plan alone, median of interleaved rounds (plan_setup_rounds)
   double inter_msgs = 0, intra_msgs = 0, inter_bytes = 0, intra_bytes = 0;
   int stages = 1;
@@ -228,24 +231,30 @@ void dump_level(MPI_Comm comm, const Config& cfg, const Hierarchy& h, int l, con
               << ", SpMV rel err " << apps::num("%.1e", L.reread_err) << " vs hypre_ParCSRMatrixMatvec)\n";
 }
 
+/// What time_level times for one variant of a level: its halo exchange and its whole SpMV.
+struct Timed {
+  std::function<void()> exchange, spmv;
+};
+
 /// Collective. Hypre's own halo exchange (pack into the send buffer + CommHandleCreate /
-/// Destroy), its matvec, and its counts: one message per send neighbor.
+/// Destroy) and its matvec into `t` (the buffers live in `hbuf`, `hghost`), and its counts:
+/// one message per send neighbor.
 Result hypre_baseline(MPI_Comm comm, const Config& cfg, hypre_ParCSRMatrix* Al, const DistCsr<double>& a,
-                      LevelVectors& v) {
+                      LevelVectors& v, std::vector<double>& hbuf, std::vector<double>& hghost, Timed& t) {
   if (!hypre_ParCSRMatrixCommPkg(Al)) hypre_MatvecCommPkgCreate(Al);
   hypre_ParCSRCommPkg* pkg = hypre_ParCSRMatrixCommPkg(Al);
   const int nsends = hypre_ParCSRCommPkgNumSends(pkg);
   const int* starts = hypre_ParCSRCommPkgSendMapStarts(pkg);
   const int* elmts = hypre_ParCSRCommPkgSendMapElmts(pkg);
-  std::vector<double> hbuf(static_cast<size_t>(starts[nsends]) + 1), hghost(static_cast<size_t>(a.num_ghosts()) + 1);
+  hbuf.assign(static_cast<size_t>(starts[nsends]) + 1, 0.0), hghost.assign(static_cast<size_t>(a.num_ghosts()) + 1, 0.0);
   Result H;
   const double* xd = v.xd;
-  H.comm = apps::time_per_call(comm, cfg.reps, [&] {
+  t.exchange = [pkg, nsends, starts, elmts, xd, &hbuf, &hghost] {
     for (int k = 0; k < starts[nsends]; ++k) hbuf[k] = xd[elmts[k]];
     hypre_ParCSRCommHandle* h = hypre_ParCSRCommHandleCreate(1, pkg, hbuf.data(), hghost.data());
     hypre_ParCSRCommHandleDestroy(h);
-  });
-  H.spmv = apps::time_per_call(comm, cfg.reps, [&] { hypre_ParCSRMatrixMatvec(1.0, Al, v.hx, 0.0, v.hy); });
+  };
+  t.spmv = [Al, &v] { hypre_ParCSRMatrixMatvec(1.0, Al, v.hx, 0.0, v.hy); };
   int ninter = 0, nintra = 0;
   double binter = 0, bintra = 0;
   for (int i = 0; i < nsends; ++i) {
@@ -260,24 +269,26 @@ Result hypre_baseline(MPI_Comm comm, const Config& cfg, hypre_ParCSRMatrix* Al, 
 }
 
 /// Collective. One backend on one level: the pattern through the SDDE, the plan, the check
-/// against Hypre's product, the exchange alone and the whole SpMV, and the plan's counts.
+/// against Hypre's product and the plan's counts; its exchange alone and whole SpMV into `t`
+/// (on `spmv_owner`, which the caller keeps while they are timed).
 Result measure_backend(MPI_Comm comm, const Config& cfg, const std::string& backend, const DistCsr<double>& a,
-                       const LevelVectors& v) {
+                       const LevelVectors& v, std::unique_ptr<DistSpmv>& spmv_owner, std::vector<double>& y,
+                       Timed& t) {
   Result R;
   Sdde sdde(comm, cfg.loc);
   Pattern pat;
   R.setup_sdde = apps::timed(comm, [&] { pat = pattern_from_matrix(a, sdde, cfg.sdde); });
-  std::unique_ptr<DistSpmv> spmv_owner;
   R.setup_backend =
       apps::timed(comm, [&] { spmv_owner = std::make_unique<DistSpmv>(a, cfg.plan(backend, pat, comm)); });
   DistSpmv& spmv = *spmv_owner;
   Plan& plan = spmv.plan();
   R.runs = plan.name();
-  std::vector<double> y(static_cast<size_t>(a.local_rows()) + 1);
+  y.assign(static_cast<size_t>(a.local_rows()) + 1, 0.0);
   spmv.apply(v.xs.data(), y.data());
   R.err = compare(y.data(), v.yref, a.local_rows()).allreduce(comm).rel_err();  // +inf on a NaN
-  R.comm = apps::time_per_call(comm, cfg.reps, [&] { spmv.exchange(v.xs.data()); });
-  R.spmv = apps::time_per_call(comm, cfg.reps, [&] { spmv.apply(v.xs.data(), y.data()); });
+  const double* x = v.xs.data();
+  t.exchange = [&spmv, x] { spmv.exchange(x); };
+  t.spmv = [&spmv, x, &y] { spmv.apply(x, y.data()); };
   const auto& c = plan.iteration_counts().total();
   auto red = reduce_all(comm, {double(c.sent_inter.msgs), double(c.sent_intra.msgs), double(c.sent_inter.bytes),
                                double(c.sent_intra.bytes), double(plan.stages())});
@@ -303,6 +314,33 @@ void plan_setup_rounds(MPI_Comm comm, const Config& cfg, const DistCsr<double>& 
   }
 }
 
+/// Collective. The variants' exchanges, then their whole SpMVs, in interleaved rounds
+/// (apps::interleaved_rounds: up to 5 rounds, every round timing every variant once, from a
+/// rotating start), so a slow phase of the machine hits Hypre and each backend alike; a
+/// variant's time is its median over the rounds, and the tables' ratios pair the rounds
+/// (apps::paired_ratio). A variant's round: two calls unmeasured (the one before may have
+/// been another variant's), then reps / rounds calls after a barrier, the slowest rank's
+/// time per call — one batch, not one call per barrier, whose exit skew on oversubscribed
+/// cores would be timed with every call.
+void time_level(MPI_Comm comm, const Config& cfg, const std::vector<std::string>& names, const std::vector<Timed>& t,
+                Level& L) {
+  const int rounds = std::min(cfg.reps, 5), per = std::max(1, cfg.reps / rounds);
+  auto batch = [&](const std::function<void()>& f) {
+    f(), f();
+    MPI_Barrier(comm);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < per; ++i) f();
+    return allreduce_max(comm, (MPI_Wtime() - t0) / per);
+  };
+  const auto ex = apps::interleaved_rounds(names.size(), rounds, [&](size_t i) { return batch(t[i].exchange); });
+  const auto sp = apps::interleaved_rounds(names.size(), rounds, [&](size_t i) { return batch(t[i].spmv); });
+  for (size_t i = 0; i < names.size(); ++i) {
+    Result& R = L.by[names[i]];
+    R.comm = ex[i].median, R.comm_rounds = ex[i].rounds;
+    R.spmv = sp[i].median, R.spmv_rounds = sp[i].rounds;
+  }
+}
+
 /// Collective. Level l: its sizes, the dump (--dump-levels), Hypre's baseline and every backend.
 Level run_level(MPI_Comm comm, const Config& cfg, const Hierarchy& h, int l) {
   hypre_ParCSRMatrix* Al = h.level(l);
@@ -314,8 +352,19 @@ Level run_level(MPI_Comm comm, const Config& cfg, const Hierarchy& h, int l) {
   LevelVectors v(comm, Al, a);
   if (!cfg.dump_dir.empty()) dump_level(comm, cfg, h, l, a, v, L);
   if (cfg.dump_only) return L;
-  L.by["hypre"] = hypre_baseline(comm, cfg, Al, a, v);
-  for (const auto& backend : cfg.backends) L.by[backend] = measure_backend(comm, cfg, backend, a, v);
+  // Every variant built and checked first, then timed in interleaved rounds (time_level).
+  std::vector<std::string> names = {"hypre"};
+  std::vector<Timed> timed(1 + cfg.backends.size());
+  std::vector<double> hbuf, hghost;
+  L.by["hypre"] = hypre_baseline(comm, cfg, Al, a, v, hbuf, hghost, timed[0]);
+  std::vector<std::unique_ptr<DistSpmv>> spmvs(cfg.backends.size());
+  std::vector<std::vector<double>> ys(cfg.backends.size());
+  for (size_t i = 0; i < cfg.backends.size(); ++i) {
+    L.by[cfg.backends[i]] = measure_backend(comm, cfg, cfg.backends[i], a, v, spmvs[i], ys[i], timed[1 + i]);
+    names.push_back(cfg.backends[i]);
+  }
+  time_level(comm, cfg, names, timed, L);
+  spmvs.clear();
   plan_setup_rounds(comm, cfg, a, L);
   return L;
 }
@@ -345,29 +394,47 @@ bool report_dump(const Config& cfg, int nlevels, const std::vector<Level>& out) 
   return ok;
 }
 
-/// Per level: Hypre's time and each backend's with (Hypre / backend), then the sum.
-/// `field` picks the time (comm or whole SpMV).
-std::string time_table(const Config& cfg, const std::vector<Level>& out, double Result::*field) {
+/// Per level: Hypre's time and each backend's with (Hypre / backend, paired over the
+/// rounds), then the sum: of the medians, and its ratio paired too (round r of the sum adds
+/// round r of every level, each timed beside Hypre's round r). `field` picks the time
+/// (comm or whole SpMV), `rounds` its rounds.
+std::string time_table(const Config& cfg, const std::vector<Level>& out, double Result::*field,
+                       std::vector<double> Result::*rounds) {
   using apps::num;
   std::vector<std::string> head = {"level", "rows", "nnz", "hypre"};
   for (const auto& b : cfg.backends) head.push_back(b);
   apps::Table t(head);
   std::map<std::string, double> sum;
+  std::map<std::string, apps::RoundStats> sum_rounds;  // per variant, every round summed over levels
+  auto stats = [&](const Result& R) {
+    apps::RoundStats s;
+    s.median = R.*field, s.rounds = R.*rounds;
+    return s;
+  };
   for (size_t l = 0; l < out.size(); ++l) {
     const Level& L = out[l];
-    const double h = L.by.at("hypre").*field;
+    const Result& H = L.by.at("hypre");
+    const double h = H.*field;
     std::vector<std::string> row = {std::to_string(l), std::to_string(L.rows), std::to_string(L.nnz), num("%.1f", h * 1e6)};
-    sum["hypre"] += h;
+    for (const auto& [name, R] : L.by) {
+      if (name != "hypre" && std::find(cfg.backends.begin(), cfg.backends.end(), name) == cfg.backends.end()) continue;
+      sum[name] += R.*field;
+      auto& sr = sum_rounds[name].rounds;
+      sr.resize(std::max(sr.size(), (R.*rounds).size()), 0.0);
+      for (size_t r = 0; r < (R.*rounds).size(); ++r) sr[r] += (R.*rounds)[r];
+    }
     for (const auto& b : cfg.backends) {
-      const double x = L.by.at(b).*field;
-      sum[b] += x;
-      row.push_back(num("%.1f", x * 1e6) + num(" (%.2f)", h / x));
+      const Result& R = L.by.at(b);
+      row.push_back(num("%.1f", R.*field * 1e6) + num(" (%.2f)", apps::paired_ratio(stats(H), stats(R))));
     }
     t.add(row);
   }
   t.rule();
   std::vector<std::string> total = {"sum", "", "", num("%.1f", sum["hypre"] * 1e6)};
-  for (const auto& b : cfg.backends) total.push_back(num("%.1f", sum[b] * 1e6) + num(" (%.2f)", sum["hypre"] / sum[b]));
+  for (const auto& b : cfg.backends) {
+    sum_rounds[b].median = sum[b], sum_rounds["hypre"].median = sum["hypre"];
+    total.push_back(num("%.1f", sum[b] * 1e6) + num(" (%.2f)", apps::paired_ratio(sum_rounds["hypre"], sum_rounds[b])));
+  }
   t.add(total);
   return t.str();
 }
@@ -446,6 +513,8 @@ void append_json(apps::JsonLines& js, const Config& cfg, const std::vector<Level
       j["runs"] = b == "hypre" ? b : R.runs;
       j["comm_s"] = R.comm;
       j["spmv_s"] = R.spmv;
+      j["comm_rounds_s"] = R.comm_rounds;
+      j["spmv_rounds_s"] = R.spmv_rounds;
       j["setup_sdde_s"] = R.setup_sdde;
       j["setup_plan_s"] = R.setup_backend;
       j["setup_plan_median_s"] = R.setup_plan;
@@ -467,11 +536,12 @@ bool report(const Config& cfg, int nlevels, const std::vector<Level>& out, apps:
      << " deg, eps " << cfg.eps << "), BoomerAMG " << nlevels << " levels\n"
      << cfg.nranks << " ranks, regions " << cfg.loc.describe() << ", SDDE " << cfg.sdde << ", " << cfg.reps
      << " exchanges per level and backend\n"
-     << "comm = halo exchange alone (pack+start+wait+unpack) in us, max over ranks, median of batches;\n"
-     << "(x) = hypre time / backend time, measured in the same run (>1: faster than Hypre)\n\n"
-     << time_table(cfg, out, &Result::comm)
+     << "comm = halo exchange alone (pack+start+wait+unpack) in us, max over ranks, median over interleaved rounds\n"
+     << "(each round times Hypre and every backend once: the median of batches of max over ranks);\n"
+     << "(x) = hypre time / backend time in the same round, median over rounds (>1: faster than Hypre)\n\n"
+     << time_table(cfg, out, &Result::comm, &Result::comm_rounds)
      << "\nwhole SpMV in us (same method), (x) = hypre_ParCSRMatrixMatvec time / backend time\n"
-     << time_table(cfg, out, &Result::spmv)
+     << time_table(cfg, out, &Result::spmv, &Result::spmv_rounds)
      << "\nper rank and exchange, max over ranks: inter-region msgs / intra-region msgs / inter-region bytes\n"
      << counts_table(cfg, out)
      << "\nplan setup per level in ms, max over ranks, median of 5 rounds alternating the backends (auto: its pick,\n"
