@@ -373,18 +373,16 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
   const ModelParams m = for_layout(model, loc.regions(), node);
   // The ranks taking part in each step's inter-region messages, then in its intra-region
   // ones (per slot, folded at [kSlots]): first, since the inter share scales the
-  // per-message cost of this rank's terms.
+  // per-message cost of this rank's terms. This rank's indicators are its terms' flags, as
+  // predict_from_terms reads them (slots_of; the flags do not depend on the share).
   const size_t ip = kSlots + 1;  // where the intra-region counts start
-  std::vector<double> part(2 * ip, 0.0);
-  const std::map<std::string, bool> mine = takes_part(c, w, true), mine_intra = takes_part(c, w, false);
-  for (const auto& [name, in] : mine)
-    if (in) part[step_slot(step_tag(name))] = part[kSlots] = 1;
-  for (const auto& [name, in] : mine_intra)
-    if (in) part[ip + step_slot(step_tag(name))] = part[ip + kSlots] = 1;
+  const RankSlots mine = slots_of(rank_terms(c, w, copied, stages, m));
+  std::vector<double> part = mine.part;
+  part.insert(part.end(), mine.ipart.begin(), mine.ipart.end());
   SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, part.data(), static_cast<int>(part.size()), MPI_DOUBLE, MPI_SUM, comm));
   const double nranks = static_cast<double>(comm_size(comm));
   std::map<std::string, double> share;
-  for (const auto& kv : mine) share[kv.first] = part[step_slot(step_tag(kv.first))] / nranks;
+  for (const auto& kv : c.steps()) share[kv.first] = part[step_slot(step_tag(kv.first))] / nranks;
   const RankTerms t = rank_terms(c, w, copied, stages, m, share);
   // [tag per slot, ~tag per slot (the smallest tag, complemented), two names of mine in
   // one slot, stages, inter, msg]
