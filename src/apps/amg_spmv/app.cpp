@@ -404,25 +404,23 @@ std::string time_table(const Config& cfg, const std::vector<Level>& out, double 
   std::vector<std::string> head = {"level", "rows", "nnz", "hypre"};
   for (const auto& b : cfg.backends) head.push_back(b);
   apps::Table t(head);
-  std::map<std::string, double> sum;
-  std::map<std::string, apps::RoundStats> sum_rounds;  // per variant, every round summed over levels
-  auto stats = [&](const Result& R) {
-    apps::RoundStats s;
-    s.median = R.*field, s.rounds = R.*rounds;
-    return s;
-  };
+  std::map<std::string, apps::RoundStats> sum;  // per variant: the medians and every round, summed over levels
   for (size_t l = 0; l < out.size(); ++l) {
     const Level& L = out[l];
-    const Result& H = L.by.at("hypre");
-    const double h = H.*field;
-    std::vector<std::string> row = {std::to_string(l), std::to_string(L.rows), std::to_string(L.nnz), num("%.1f", h * 1e6)};
     for (const auto& [name, R] : L.by) {
-      if (name != "hypre" && std::find(cfg.backends.begin(), cfg.backends.end(), name) == cfg.backends.end()) continue;
-      sum[name] += R.*field;
-      auto& sr = sum_rounds[name].rounds;
-      sr.resize(std::max(sr.size(), (R.*rounds).size()), 0.0);
-      for (size_t r = 0; r < (R.*rounds).size(); ++r) sr[r] += (R.*rounds)[r];
+      apps::RoundStats& s = sum[name];
+      s.median += R.*field;
+      s.rounds.resize(std::max(s.rounds.size(), (R.*rounds).size()), 0.0);
+      for (size_t r = 0; r < (R.*rounds).size(); ++r) s.rounds[r] += (R.*rounds)[r];
     }
+    auto stats = [&](const Result& R) {
+      apps::RoundStats s;
+      s.median = R.*field, s.rounds = R.*rounds;
+      return s;
+    };
+    const Result& H = L.by.at("hypre");
+    std::vector<std::string> row = {std::to_string(l), std::to_string(L.rows), std::to_string(L.nnz),
+                                    num("%.1f", H.*field * 1e6)};
     for (const auto& b : cfg.backends) {
       const Result& R = L.by.at(b);
       row.push_back(num("%.1f", R.*field * 1e6) + num(" (%.2f)", apps::paired_ratio(stats(H), stats(R))));
@@ -430,11 +428,9 @@ std::string time_table(const Config& cfg, const std::vector<Level>& out, double 
     t.add(row);
   }
   t.rule();
-  std::vector<std::string> total = {"sum", "", "", num("%.1f", sum["hypre"] * 1e6)};
-  for (const auto& b : cfg.backends) {
-    sum_rounds[b].median = sum[b], sum_rounds["hypre"].median = sum["hypre"];
-    total.push_back(num("%.1f", sum[b] * 1e6) + num(" (%.2f)", apps::paired_ratio(sum_rounds["hypre"], sum_rounds[b])));
-  }
+  std::vector<std::string> total = {"sum", "", "", num("%.1f", sum["hypre"].median * 1e6)};
+  for (const auto& b : cfg.backends)
+    total.push_back(num("%.1f", sum[b].median * 1e6) + num(" (%.2f)", apps::paired_ratio(sum["hypre"], sum[b])));
   t.add(total);
   return t.str();
 }
