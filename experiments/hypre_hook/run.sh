@@ -13,7 +13,9 @@
 # Environment: BUILD (default build), OUT (default results/hypre_hook), ROUNDS (3),
 # SOLVES (2), CASES (default "rotate:512 rotate:1024 GHS_psdef_wathen100 Oberwolfach_gyro_m"),
 # LAYOUTS (default "node:8 cluster:4x2 cluster:4x4"; cluster ones need root), VARIANTS
-# (default "hypre floor auto aggregated_dedup p2p"; "hypre" must be first; a backend may
+# (default "hypre floor reference auto aggregated_dedup p2p"; "hypre" must be first; "floor": the
+# exchanges of the solve skipped, "reference": each made one 8-byte message per rank
+# (floor_hook.c; both compared per PCG iteration); a backend may
 # carry its own options after a colon, auto:race=30: SPARSECOMM_HYPRE_OPTIONS).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +26,7 @@ rounds=${ROUNDS:-3}
 solves=${SOLVES:-2}
 read -r -a cases <<< "${CASES:-rotate:512 rotate:1024 GHS_psdef_wathen100 Oberwolfach_gyro_m}"
 read -r -a layouts <<< "${LAYOUTS:-node:8 cluster:4x2 cluster:4x4}"
-read -r -a variants <<< "${VARIANTS:-hypre floor auto aggregated_dedup p2p}"
+read -r -a variants <<< "${VARIANTS:-hypre floor reference auto aggregated_dedup p2p}"
 prog=$build/tests/hypre_amg_solve
 hook=$build/libsparsecomm_hypre_hook.so
 [ -x "$prog" ] && [ -f "$hook" ] || { echo "run.sh: build first ($prog, $hook)"; exit 1; }
@@ -41,11 +43,12 @@ one() {  # layout case variant round
   local layout=$1 c=$2 v=$3 r=$4 args env=() text
   if [[ $c == rotate:* ]]; then args=(-n "${c#rotate:}"); else args=(-matrix "$data/$c.mtx"); fi
   args+=(-solves "$solves")
-  if [ "$v" = floor ]; then  # capped at Hypre's iterations (round 0 runs hypre first)
+  if [ "$v" = floor ] || [ "$v" = reference ]; then  # capped at Hypre's iterations (round 0 runs hypre first)
     local its_h
     its_h=$(grep "\"layout\":\"$layout\",\"case\":\"$c\",\"variant\":\"hypre\"" "$jsonl" | head -1 |
             sed -n 's/.*"iterations":\([0-9]*\).*/\1/p')
     env=(-x "LD_PRELOAD=$floor" -x "FLOOR_MAXIT=${its_h:-500}")
+    [ "$v" = floor ] || env+=(-x FLOOR_MODE=reference)
   elif [ "$v" != hypre ]; then
     # (a variant may carry the backend's own options after a colon: auto:race=30)
     env=(-x "LD_PRELOAD=$hook" -x "SPARSECOMM_HYPRE_BACKEND=${v%%:*}" -x SPARSECOMM_HYPRE_VERBOSE=1)

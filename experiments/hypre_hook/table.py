@@ -8,7 +8,9 @@ and the V-cycles that pay for it (build time / the solve time saved per PCG iter
 the best backend and with auto; never above 1.05 on the node. The variant "floor" (halo
 exchanges of the solve made free, run.sh) is compared per PCG iteration (its solve
 converges in fewer): the lowest solve / Hypre's any backend could reach, so a goal below
-it is out of reach on this machine.
+it is out of reach on this machine. The variant "reference" (each exchange one 8-byte
+message per rank, its neighbor dependencies kept) likewise, per iteration: the lowest a
+backend that leaves each rank with remote ghosts at least one message could reach.
 Usage: table.py hypre_hook.jsonl"""
 import collections
 import json
@@ -40,13 +42,13 @@ def main(path):
             if (l, c) != (layout, case) or v == "hypre":
                 continue
             s, t = median([r["setup_s"] for r in rs]), median([r["solve_s"] for r in rs])
-            if v == "floor":
+            if v in ("floor", "reference"):
                 ratio = median([r["solve_s"] / max(1, r["iterations"]) for r in rs]) / (hv / max(1, its))
                 goal = ""
                 if layout.endswith("4x4"):
                     goal = "0.80 reachable" if ratio <= 0.80 else "0.80 OUT OF REACH here"
                 print("%-12s %-22s %-17s %5d %11s %9.4f %9.4f %7.3f %9s %8s %s" % (
-                    layout, case[:22], "floor (per it.)", rs[0]["iterations"], "-", s, t, ratio, "-", "-", goal))
+                    layout, case[:22], v[:5] + " (per it.)", rs[0]["iterations"], "-", s, t, ratio, "-", "-", goal))
                 summary[(layout, v)].append(ratio)
                 continue
             plans = median([r["plans_ms"] for r in rs])
