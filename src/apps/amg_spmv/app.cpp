@@ -8,7 +8,10 @@
 // is Hypre's comm package (hypre_ParCSRCommHandleCreate/Destroy, packing included) and
 // hypre_ParCSRMatrixMatvec, measured in the same run, in interleaved rounds (time_level)
 // with ratios paired per round. Every level's SpMV is checked against
-// hypre_ParCSRMatrixMatvec.
+// hypre_ParCSRMatrixMatvec. The levels' operators A only: a V-cycle also exchanges along
+// each level's interpolation P (interpolation, and its transpose for restriction), which
+// this program does not time; experiments/hypre_hook/packages.sh times every package of a
+// real solve.
 //
 //   mpirun -np 16 sparsecomm_amg_spmv --nx 512 --ny 512 --regions node --json amg.jsonl
 //   mpirun -np 8 sparsecomm_amg_spmv --nx 128 --ny 128 --regions ppn:4 --reps 200
