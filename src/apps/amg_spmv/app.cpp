@@ -8,10 +8,10 @@
 // is Hypre's comm package (hypre_ParCSRCommHandleCreate/Destroy, packing included) and
 // hypre_ParCSRMatrixMatvec, measured in the same run, in interleaved rounds (time_level)
 // with ratios paired per round. Every level's SpMV is checked against
-// hypre_ParCSRMatrixMatvec. The levels' operators A only: a V-cycle also exchanges along
-// each level's interpolation P (interpolation, and its transpose for restriction), which
-// this program does not time; experiments/hypre_hook/packages.sh times every package of a
-// real solve.
+// hypre_ParCSRMatrixMatvec. A V-cycle also exchanges along each level's interpolation P
+// (P x, and P^T x for the restriction): --interp times those too (run_interp), on Hypre's
+// packed buffers as the Hypre hook runs them; experiments/hypre_hook/packages.sh times every
+// package of a real solve.
 //
 //   mpirun -np 16 sparsecomm_amg_spmv --nx 512 --ny 512 --regions node --json amg.jsonl
 //   mpirun -np 8 sparsecomm_amg_spmv --nx 128 --ny 128 --regions ppn:4 --reps 200
@@ -65,6 +65,9 @@ struct Result {
 struct Level {
   int64_t rows = 0, nnz = 0;
   std::map<std::string, Result> by;  // "hypre" and every backend
+  // --interp, levels with an interpolation P: the exchange along P's comm package (job 1,
+  // the interpolation P x) and its transpose (job 2, the restriction P^T x), comm only.
+  std::map<std::string, Result> interp, restrict_;
   // --dump-levels: the file, and what reading it back found.
   std::string file;
   int64_t hypre_nnz = 0, file_nnz = 0;
@@ -111,7 +114,7 @@ struct Config {
   int reps = 0, max_levels = 0, nranks = 1;
   std::vector<std::string> backends;
   std::string sdde, dump_dir, json;
-  bool dump_only = false;
+  bool dump_only = false, interp = false;
   Locality loc;
 };
 
@@ -149,6 +152,8 @@ class Hierarchy {
   Hierarchy& operator=(const Hierarchy&) = delete;
   int levels() const { return hypre_ParAMGDataNumLevels(reinterpret_cast<hypre_ParAMGData*>(amg_)); }
   hypre_ParCSRMatrix* level(int l) const { return hypre_ParAMGDataAArray(reinterpret_cast<hypre_ParAMGData*>(amg_))[l]; }
+  /// The interpolation from level l + 1 to level l (l < levels() - 1).
+  hypre_ParCSRMatrix* interp(int l) const { return hypre_ParAMGDataPArray(reinterpret_cast<hypre_ParAMGData*>(amg_))[l]; }
   int P = 1, Q = 1;
   double setup_seconds = 0;
 
@@ -325,22 +330,115 @@ void plan_setup_rounds(MPI_Comm comm, const Config& cfg, const DistCsr<double>& 
 /// been another variant's), then reps / rounds calls after a barrier, the slowest rank's
 /// time per call — one batch, not one call per barrier, whose exit skew on oversubscribed
 /// cores would be timed with every call.
-void time_level(MPI_Comm comm, const Config& cfg, const std::vector<std::string>& names, const std::vector<Timed>& t,
-                Level& L) {
+std::vector<apps::RoundStats> rounds_of(MPI_Comm comm, const Config& cfg, size_t n,
+                                        const std::function<const std::function<void()>&(size_t)>& f) {
   const int rounds = std::min(cfg.reps, 5), per = std::max(1, cfg.reps / rounds);
-  auto batch = [&](const std::function<void()>& f) {
-    f(), f();
+  auto batch = [&](const std::function<void()>& g) {
+    g(), g();
     MPI_Barrier(comm);
     const double t0 = MPI_Wtime();
-    for (int i = 0; i < per; ++i) f();
+    for (int i = 0; i < per; ++i) g();
     return allreduce_max(comm, (MPI_Wtime() - t0) / per);
   };
-  const auto ex = apps::interleaved_rounds(names.size(), rounds, [&](size_t i) { return batch(t[i].exchange); });
-  const auto sp = apps::interleaved_rounds(names.size(), rounds, [&](size_t i) { return batch(t[i].spmv); });
+  return apps::interleaved_rounds(n, rounds, [&](size_t i) { return batch(f(i)); });
+}
+
+void time_level(MPI_Comm comm, const Config& cfg, const std::vector<std::string>& names, const std::vector<Timed>& t,
+                Level& L) {
+  const auto ex = rounds_of(comm, cfg, names.size(), [&](size_t i) -> const std::function<void()>& { return t[i].exchange; });
+  const auto sp = rounds_of(comm, cfg, names.size(), [&](size_t i) -> const std::function<void()>& { return t[i].spmv; });
   for (size_t i = 0; i < names.size(); ++i) {
     Result& R = L.by[names[i]];
     R.comm = ex[i].median, R.comm_rounds = ex[i].rounds;
     R.spmv = sp[i].median, R.spmv_rounds = sp[i].rounds;
+  }
+}
+
+/// The comm package of M (created if Hypre has none yet) as a Pattern over Hypre's packed
+/// buffers, as the Hypre hook builds it: the send side is the packed send buffer in order
+/// (global ids first_col_diag + send_map_elmts, for duplicate removal), the receive side the
+/// package's receive buffer (global ids col_map_offd).
+Pattern package_pattern(hypre_ParCSRMatrix* M) {
+  if (!hypre_ParCSRMatrixCommPkg(M)) hypre_MatvecCommPkgCreate(M);
+  const hypre_ParCSRCommPkg* pkg = hypre_ParCSRMatrixCommPkg(M);
+  const HYPRE_BigInt first = hypre_ParCSRMatrixFirstColDiag(M);
+  const HYPRE_BigInt* cmap = hypre_ParCSRMatrixColMapOffd(M);
+  const int ns = pkg->num_sends, nr = pkg->num_recvs;
+  PatternSide send, recv;
+  for (int i = 0; i < ns; ++i) send.ranks.push_back(pkg->send_procs[i]), send.offsets.push_back(pkg->send_map_starts[i + 1]);
+  for (int k = 0; k < (ns ? pkg->send_map_starts[ns] : 0); ++k) {
+    send.indices.push_back(k);
+    send.global_ids.push_back(static_cast<int64_t>(first) + pkg->send_map_elmts[k]);
+  }
+  for (int i = 0; i < nr; ++i) recv.ranks.push_back(pkg->recv_procs[i]), recv.offsets.push_back(pkg->recv_vec_starts[i + 1]);
+  for (int k = 0; k < (nr ? pkg->recv_vec_starts[nr] : 0); ++k) {
+    recv.indices.push_back(k);
+    recv.global_ids.push_back(static_cast<int64_t>(cmap[k]));
+  }
+  const auto nsend = static_cast<int32_t>(send.indices.size()), nrecv = static_cast<int32_t>(recv.indices.size());
+  return Pattern(std::move(send), std::move(recv), nsend, nrecv);
+}
+
+/// Collective. --interp: the exchanges along level l's interpolation P, forward (job 1,
+/// what P x receives) and transposed (job 2, what P^T x sends back), Hypre's
+/// (hypre_ParCSRCommHandleCreate / Destroy on its packed buffers) and every backend's plans
+/// on the same buffers (the transpose with the backend the forward plan runs, as the hook
+/// does); every backend's result checked equal to Hypre's, then all timed in interleaved
+/// rounds.
+void run_interp(MPI_Comm comm, const Config& cfg, const Hierarchy& h, int l, Level& L) {
+  hypre_ParCSRMatrix* Pl = h.interp(l);
+  const Pattern pat = package_pattern(Pl);
+  hypre_ParCSRCommPkg* pkg = hypre_ParCSRMatrixCommPkg(Pl);
+  const auto ns = static_cast<size_t>(pat.send().size()), nr = static_cast<size_t>(pat.recv().size());
+  const int rank = comm_rank(comm);
+  // Inputs: the packed send buffer of x's entries, and the receive side's partial sums of
+  // P^T x (made to differ per rank, as partial sums do).
+  std::vector<double> fsend(ns + 1), rsend(nr + 1), hf(nr + 1), hr(ns + 1);
+  for (size_t k = 0; k < ns; ++k) fsend[k] = std::sin(0.1 * static_cast<double>(pat.send().global_ids[k]));
+  for (size_t k = 0; k < nr; ++k) rsend[k] = std::cos(0.1 * static_cast<double>(pat.recv().global_ids[k])) + rank;
+  std::vector<std::string> names = {"hypre"};
+  std::vector<std::function<void()>> fwd, rev;
+  fwd.push_back([pkg, &fsend, &hf] {
+    hypre_ParCSRCommHandleDestroy(hypre_ParCSRCommHandleCreate(1, pkg, fsend.data(), hf.data()));
+  });
+  rev.push_back([pkg, &rsend, &hr] {
+    hypre_ParCSRCommHandleDestroy(hypre_ParCSRCommHandleCreate(2, pkg, rsend.data(), hr.data()));
+  });
+  fwd[0](), rev[0]();  // Hypre's results: the reference
+  std::vector<std::unique_ptr<Plan>> plans;
+  std::vector<std::vector<double>> outs;
+  outs.reserve(2 * cfg.backends.size());  // the lambdas keep references to its elements
+  for (const std::string& b : cfg.backends) {
+    PlanOptions popt;
+    popt.sdde = cfg.sdde;
+    plans.push_back(make_plan(apps::split_backend_entry(b, popt.backend), pat, cfg.loc, comm, popt));
+    Plan* pf = plans.back().get();
+    PlanOptions pr;
+    pr.sdde = cfg.sdde;
+    pr.backend = popt.backend.only(backend_option_specs(pf->name()));
+    plans.push_back(make_plan(pf->name(), pat.reverse(), cfg.loc, comm, pr));
+    Plan* pb = plans.back().get();
+    std::vector<double>& of = outs.emplace_back(nr + 1, 0.0);
+    std::vector<double>& ob = outs.emplace_back(ns + 1, 0.0);
+    fwd.push_back([pf, &fsend, &of] { pf->start(fsend.data()), pf->wait(of.data()); });
+    rev.push_back([pb, &rsend, &ob] { pb->start(rsend.data()), pb->wait(ob.data()); });
+    fwd.back()(), rev.back()();
+    // Moved values, not computed ones: equal bit for bit, else the rank counts a mismatch.
+    double bad = 0;
+    for (size_t k = 0; k < nr; ++k) bad += of[k] != hf[k] ? 1 : 0;
+    for (size_t k = 0; k < ns; ++k) bad += ob[k] != hr[k] ? 1 : 0;
+    const double err = allreduce_max(comm, bad);
+    L.interp[b].err = L.restrict_[b].err = err;
+    L.interp[b].runs = L.restrict_[b].runs = pf->name();
+    names.push_back(b);
+  }
+  L.interp["hypre"], L.restrict_["hypre"];
+  const auto tf = rounds_of(comm, cfg, names.size(), [&](size_t i) -> const std::function<void()>& { return fwd[i]; });
+  const auto tr = rounds_of(comm, cfg, names.size(), [&](size_t i) -> const std::function<void()>& { return rev[i]; });
+  for (size_t i = 0; i < names.size(); ++i) {
+    Result &F = L.interp[names[i]], &R = L.restrict_[names[i]];
+    F.comm = tf[i].median, F.comm_rounds = tf[i].rounds;
+    R.comm = tr[i].median, R.comm_rounds = tr[i].rounds;
   }
 }
 
@@ -369,6 +467,7 @@ Level run_level(MPI_Comm comm, const Config& cfg, const Hierarchy& h, int l) {
   time_level(comm, cfg, names, timed, L);
   spmvs.clear();
   plan_setup_rounds(comm, cfg, a, L);
+  if (cfg.interp && l + 1 < h.levels()) run_interp(comm, cfg, h, l, L);
   return L;
 }
 
@@ -402,7 +501,8 @@ bool report_dump(const Config& cfg, int nlevels, const std::vector<Level>& out) 
 /// round r of every level, each timed beside Hypre's round r). `field` picks the time
 /// (comm or whole SpMV), `rounds` its rounds.
 std::string time_table(const Config& cfg, const std::vector<Level>& out, double Result::*field,
-                       std::vector<double> Result::*rounds) {
+                       std::vector<double> Result::*rounds,
+                       std::map<std::string, Result> Level::*which = &Level::by) {
   using apps::num;
   std::vector<std::string> head = {"level", "rows", "nnz", "hypre"};
   for (const auto& b : cfg.backends) head.push_back(b);
@@ -410,7 +510,9 @@ std::string time_table(const Config& cfg, const std::vector<Level>& out, double 
   std::map<std::string, apps::RoundStats> sum;  // per variant: the medians and every round, summed over levels
   for (size_t l = 0; l < out.size(); ++l) {
     const Level& L = out[l];
-    for (const auto& [name, R] : L.by) {
+    const std::map<std::string, Result>& by = L.*which;
+    if (by.empty()) continue;  // (no interpolation below the coarsest level)
+    for (const auto& [name, R] : by) {
       apps::RoundStats& s = sum[name];
       s.median += R.*field;
       s.rounds.resize(std::max(s.rounds.size(), (R.*rounds).size()), 0.0);
@@ -421,11 +523,11 @@ std::string time_table(const Config& cfg, const std::vector<Level>& out, double 
       s.median = R.*field, s.rounds = R.*rounds;
       return s;
     };
-    const Result& H = L.by.at("hypre");
+    const Result& H = by.at("hypre");
     std::vector<std::string> row = {std::to_string(l), std::to_string(L.rows), std::to_string(L.nnz),
                                     num("%.1f", H.*field * 1e6)};
     for (const auto& b : cfg.backends) {
-      const Result& R = L.by.at(b);
+      const Result& R = by.at(b);
       row.push_back(num("%.1f", R.*field * 1e6) + num(" (%.2f)", apps::paired_ratio(stats(H), stats(R))));
     }
     t.add(row);
@@ -498,6 +600,25 @@ std::string plan_setup_table(const Config& cfg, const std::vector<Level>& out) {
 }
 
 void append_json(apps::JsonLines& js, const Config& cfg, const std::vector<Level>& out) {
+  // --interp: records of their own kind ("amg_interp"), so readers of amg_spmv's see only A's.
+  for (size_t l = 0; l < out.size(); ++l)
+    for (const auto* which : {&out[l].interp, &out[l].restrict_})
+      for (const auto& [b, R] : *which) {
+        apps::Json j = apps::json_record("amg_interp");
+        j["nx"] = cfg.nx;
+        j["ny"] = cfg.ny;
+        j["ranks"] = cfg.nranks;
+        j["regions"] = cfg.loc.describe();
+        j["level"] = l;
+        j["op"] = which == &out[l].interp ? "interpolation" : "restriction";
+        j["backend"] = b;
+        j["runs"] = b == "hypre" ? b : R.runs;
+        j["comm_s"] = R.comm;
+        j["comm_rounds_s"] = R.comm_rounds;
+        j["mismatches"] = R.err;
+        j["reps"] = cfg.reps;
+        js.write(j);
+      }
   for (size_t l = 0; l < out.size(); ++l)
     for (const auto& [b, R] : out[l].by) {
       apps::Json j = apps::json_record("amg_spmv");
@@ -550,6 +671,18 @@ bool report(const Config& cfg, int nlevels, const std::vector<Level>& out, apps:
      << "\nsetup: pattern via SDDE + plan, summed over levels; hierarchy SpMVs until the setup pays for itself\n";
   bool ok = true;
   os << setup_table(cfg, out, ok);
+  if (cfg.interp) {
+    double bad = 0;
+    for (const Level& L : out)
+      for (const auto& [b, R] : L.interp) bad += R.err;
+    os << "\ninterpolation P x: the exchange along level l's P (to level l from l + 1; job 1 of its comm package), in us,\n"
+       << "same method as comm above; every backend's values checked equal to Hypre's ("
+       << (bad == 0 ? "all equal" : "MISMATCHES") << ")\n"
+       << time_table(cfg, out, &Result::comm, &Result::comm_rounds, &Level::interp)
+       << "\nrestriction P^T x: the transpose exchange (job 2), the backend the interpolation's plan runs\n"
+       << time_table(cfg, out, &Result::comm, &Result::comm_rounds, &Level::restrict_);
+    ok = ok && bad == 0;
+  }
   std::cout << os.str() << (ok ? "all levels verified against hypre_ParCSRMatrixMatvec\n" : "VERIFICATION FAILED\n");
   if (js) append_json(*js, cfg, out);
   return ok;
@@ -565,7 +698,9 @@ bool parse_config(MPI_Comm comm, int argc, char** argv, Config& cfg) {
                                        {"max-levels", {"25", "BoomerAMG max levels"}},
                                        {"dump-levels", {"", "write each level to DIR/level_L.mtx and DIR/levels.tsv, "
                                                             "read back and checked (format above)"}},
-                                       {"dump-only", {"", "[flag] with --dump-levels: only build, write and check the levels"}}},
+                                       {"dump-only", {"", "[flag] with --dump-levels: only build, write and check the levels"}},
+                                       {"interp", {"", "[flag] also the exchanges along each level's interpolation P "
+                                                       "(P x and P^T x), Hypre's and every backend's, checked and timed"}}},
                                       {{"reps", "1000"}}),
                     kUsage);
   if (!opt.parse(argc, argv)) {
@@ -585,6 +720,7 @@ bool parse_config(MPI_Comm comm, int argc, char** argv, Config& cfg) {
   cfg.loc = Locality::parse(comm, opt.get("regions"));
   cfg.dump_dir = opt.get("dump-levels");
   cfg.dump_only = opt.flag("dump-only");
+  cfg.interp = opt.flag("interp");
   if (cfg.dump_only && cfg.dump_dir.empty()) throw InputError("--dump-only needs --dump-levels DIR");
   if (!cfg.dump_dir.empty()) apps::make_directory(comm, cfg.dump_dir);
   cfg.json = opt.get("json");
