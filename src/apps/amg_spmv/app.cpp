@@ -599,41 +599,39 @@ std::string plan_setup_table(const Config& cfg, const std::vector<Level>& out) {
   return t.str();
 }
 
+/// The fields every JSON record of a level's variant has: the run, the level, the variant
+/// and its exchange time.
+apps::Json level_record(const char* kind, const Config& cfg, size_t l, const std::string& b, const Result& R) {
+  apps::Json j = apps::json_record(kind);
+  j["nx"] = cfg.nx;
+  j["ny"] = cfg.ny;
+  j["ranks"] = cfg.nranks;
+  j["regions"] = cfg.loc.describe();
+  j["level"] = l;
+  j["backend"] = b;
+  j["runs"] = b == "hypre" ? b : R.runs;
+  j["comm_s"] = R.comm;
+  j["comm_rounds_s"] = R.comm_rounds;
+  j["reps"] = cfg.reps;
+  return j;
+}
+
 void append_json(apps::JsonLines& js, const Config& cfg, const std::vector<Level>& out) {
   // --interp: records of their own kind ("amg_interp"), so readers of amg_spmv's see only A's.
   for (size_t l = 0; l < out.size(); ++l)
     for (const auto* which : {&out[l].interp, &out[l].restrict_})
       for (const auto& [b, R] : *which) {
-        apps::Json j = apps::json_record("amg_interp");
-        j["nx"] = cfg.nx;
-        j["ny"] = cfg.ny;
-        j["ranks"] = cfg.nranks;
-        j["regions"] = cfg.loc.describe();
-        j["level"] = l;
+        apps::Json j = level_record("amg_interp", cfg, l, b, R);
         j["op"] = which == &out[l].interp ? "interpolation" : "restriction";
-        j["backend"] = b;
-        j["runs"] = b == "hypre" ? b : R.runs;
-        j["comm_s"] = R.comm;
-        j["comm_rounds_s"] = R.comm_rounds;
         j["mismatches"] = R.err;
-        j["reps"] = cfg.reps;
         js.write(j);
       }
   for (size_t l = 0; l < out.size(); ++l)
     for (const auto& [b, R] : out[l].by) {
-      apps::Json j = apps::json_record("amg_spmv");
-      j["nx"] = cfg.nx;
-      j["ny"] = cfg.ny;
-      j["ranks"] = cfg.nranks;
-      j["regions"] = cfg.loc.describe();
-      j["level"] = l;
+      apps::Json j = level_record("amg_spmv", cfg, l, b, R);
       j["rows"] = out[l].rows;
       j["nnz"] = out[l].nnz;
-      j["backend"] = b;
-      j["runs"] = b == "hypre" ? b : R.runs;
-      j["comm_s"] = R.comm;
       j["spmv_s"] = R.spmv;
-      j["comm_rounds_s"] = R.comm_rounds;
       j["spmv_rounds_s"] = R.spmv_rounds;
       j["setup_sdde_s"] = R.setup_sdde;
       j["setup_plan_s"] = R.setup_backend;
@@ -644,7 +642,6 @@ void append_json(apps::JsonLines& js, const Config& cfg, const std::vector<Level
       j["intra_bytes_max"] = R.intra_bytes;
       j["stages"] = R.stages;
       j["rel_err"] = R.err;
-      j["reps"] = cfg.reps;
       js.write(j);
     }
 }
