@@ -432,7 +432,6 @@ void run_interp(MPI_Comm comm, const Config& cfg, const Hierarchy& h, int l, Lev
     L.interp[b].runs = L.restrict_[b].runs = pf->name();
     names.push_back(b);
   }
-  L.interp["hypre"], L.restrict_["hypre"];
   const auto tf = rounds_of(comm, cfg, names.size(), [&](size_t i) -> const std::function<void()>& { return fwd[i]; });
   const auto tr = rounds_of(comm, cfg, names.size(), [&](size_t i) -> const std::function<void()>& { return rev[i]; });
   for (size_t i = 0; i < names.size(); ++i) {
