@@ -27,8 +27,9 @@
 //
 // Environment: SPARSECOMM_HYPRE_BACKEND (default auto), SPARSECOMM_HYPRE_REGIONS (default
 // node), SPARSECOMM_HYPRE_OPTIONS (the backend's own options, "key=value,...", e.g. auto's
-// race=30), SPARSECOMM_HYPRE_VERBOSE=1 (each package's plans; at exit, per rank, how many
-// exchanges ran here and how many went to Hypre), SPARSECOMM_HYPRE_DISABLE=1 (everything to
+// race=30), SPARSECOMM_HYPRE_VERBOSE=1 (each package's plans; when a package goes, how many
+// of its exchanges ran here and their time in start and wait on its rank 0; at exit, per
+// rank, how many exchanges ran here and how many went to Hypre), SPARSECOMM_HYPRE_DISABLE=1 (everything to
 // Hypre). A bad value is reported on every rank at the first package and the program exits
 // (status 2) on every rank, agreed collectively, instead of running something else.
 //
@@ -126,7 +127,24 @@ struct PkgPlans {
   Fingerprint fp;
   std::unique_ptr<Plan> fwd, rev;  // job 1 (matvec), job 2 (its transpose)
   long serial = 0;                 // creation order, for the verbose report
+  // Verbose: per job, the exchanges run here and the seconds spent starting them (Create)
+  // and completing them (Destroy: the wait, after Hypre's overlapped work), on this rank.
+  bool root = false;  // rank 0 of the package's communicator: the one that reports
+  long runs[3] = {0, 0, 0};
+  double t_start[3] = {0, 0, 0}, t_wait[3] = {0, 0, 0};
 };
+
+// Verbose: what a package's exchanges cost on its communicator's rank 0, when the package
+// goes (destroyed, replaced at its address, or still there at exit). Local: no collective
+// (Hypre need not destroy a package on every rank at once).
+void report_package(const PkgPlans& p) {
+  if (!p.root) return;
+  std::fprintf(stderr,
+               "sparsecomm hypre hook: package %ld done: %ld matvec exchanges (start %.3f ms, wait %.3f ms), %ld "
+               "transpose (start %.3f ms, wait %.3f ms) on rank 0\n",
+               p.serial, p.runs[1], p.t_start[1] * 1e3, p.t_wait[1] * 1e3, p.runs[2], p.t_start[2] * 1e3,
+               p.t_wait[2] * 1e3);
+}
 
 // Our handle: Hypre's struct first (code that reads a handle's fields sees sensible
 // values), then what Destroy needs.
@@ -134,6 +152,8 @@ struct Handle {
   hypre_ParCSRCommHandle h;
   Plan* plan;
   double* recv;
+  PkgPlans* entry;  // verbose: where Destroy adds its wait
+  int job;
 };
 
 struct Counts {
@@ -157,6 +177,7 @@ struct State {
   int world_rank = -1;  // known once MPI is up (the report runs after MPI_Finalize)
   ~State() {
     if (!settings.verbose) return;
+    for (const auto& [pkg, p] : plans) report_package(p);
     if (settings.thread_multiple)
       std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: MPI_THREAD_MULTIPLE: every exchange passed to Hypre's own\n",
                    world_rank);
@@ -275,7 +296,11 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   MPI_Comm comm = pkg->comm;
   if (s.world_rank < 0) MPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
   check_settings(s, comm);
-  s.plans.erase(pkg);  // an address reused without our destruction: never the old plans
+  // An address reused without our destruction: never the old plans.
+  if (auto old = s.plans.find(pkg); old != s.plans.end()) {
+    if (s.settings.verbose) report_package(old->second);
+    s.plans.erase(old);
+  }
   Pattern pat;
   int ok = pattern_of(A, pkg, &pat) ? 1 : 0, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
@@ -300,6 +325,7 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   pr.backend = po.backend.only(backend_option_specs(p.fwd->name()));
   p.rev = make_plan(p.fwd->name(), pat.reverse(), loc, comm, pr);
   p.serial = ++s.packages;
+  p.root = comm_rank(comm) == 0;
   if (s.settings.verbose) {
     const double dt = MPI_Wtime() - t0;
     const CommCounters& t = p.fwd->iteration_counts().total();
@@ -316,22 +342,25 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   s.plans[pkg] = std::move(p);
 }
 
-// The plan for (job, pkg) when this exchange can run through it; null to decline (counted).
+// The plan for (job, pkg) when this exchange can run through it (*entry: its package's
+// plans); null to decline (counted).
 Plan* plan_for(State& s, HYPRE_Int job, const hypre_ParCSRCommPkg* pkg, HYPRE_MemoryLocation sm,
-               HYPRE_MemoryLocation rm) {
+               HYPRE_MemoryLocation rm, PkgPlans** entry) {
   if (job != 1 && job != 2) return ++s.counts.passed_other_jobs, nullptr;
   if (sm != HYPRE_MEMORY_HOST || rm != HYPRE_MEMORY_HOST) return ++s.counts.memory, nullptr;  // device, pinned
   auto it = s.plans.find(pkg);
   if (it == s.plans.end() || !(it->second.fp == Fingerprint::of(pkg))) return ++s.counts.unknown_pkg, nullptr;
   Plan* p = job == 1 ? it->second.fwd.get() : it->second.rev.get();
   if (p->active()) return ++s.counts.busy, nullptr;  // a second exchange in flight on this package
+  *entry = &it->second;
   return p;
 }
 
 hypre_ParCSRCommHandle* create(HYPRE_Int job, hypre_ParCSRCommPkg* pkg, HYPRE_MemoryLocation sm, void* send,
                                HYPRE_MemoryLocation rm, void* recv) {
   State& s = state();
-  Plan* p = s.settings.disabled ? nullptr : plan_for(s, job, pkg, sm, rm);
+  PkgPlans* entry = nullptr;
+  Plan* p = s.settings.disabled ? nullptr : plan_for(s, job, pkg, sm, rm, &entry);
   if (!p) return s.create_v2(job, pkg, sm, send, rm, recv);
   auto* h = new Handle{};
   h->h.comm_pkg = pkg;
@@ -341,6 +370,8 @@ hypre_ParCSRCommHandle* create(HYPRE_Int job, hypre_ParCSRCommPkg* pkg, HYPRE_Me
   h->h.recv_data = h->h.recv_data_buffer = recv;
   h->plan = p;
   h->recv = static_cast<double*>(recv);
+  h->entry = entry, h->job = job;
+  const double t0 = s.settings.verbose ? MPI_Wtime() : 0;
   try {
     p->start_into(static_cast<const double*>(send), h->recv);
   } catch (const std::exception& e) {
@@ -349,6 +380,7 @@ hypre_ParCSRCommHandle* create(HYPRE_Int job, hypre_ParCSRCommPkg* pkg, HYPRE_Me
     std::exit(2);  // an exchange half started cannot be handed to Hypre
   }
   ++s.counts.handled[job];
+  if (s.settings.verbose) entry->t_start[job] += MPI_Wtime() - t0, ++entry->runs[job];
   s.ours.insert(&h->h);
   return &h->h;
 }
@@ -376,6 +408,7 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_ParCSRCommHandleDestroy(h
   if (!handle || !s.ours.count(handle)) return s.destroy(handle);
   s.ours.erase(handle);
   auto* h = reinterpret_cast<Handle*>(handle);
+  const double t0 = s.settings.verbose ? MPI_Wtime() : 0;
   try {
     h->plan->wait_into(h->recv);
   } catch (const std::exception& e) {
@@ -383,6 +416,8 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_ParCSRCommHandleDestroy(h
     std::fflush(stderr);
     std::exit(2);
   }
+  // (The entry is still the package's: Hypre completes an exchange before it frees the package.)
+  if (s.settings.verbose) h->entry->t_wait[h->job] += MPI_Wtime() - t0;
   delete h;
   return 0;
 }
@@ -396,7 +431,12 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgCreate(hypre
 
 __attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgDestroy(hypre_ParCSRCommPkg* comm_pkg) {
   State& s = state();
-  if (!s.settings.disabled) s.plans.erase(comm_pkg);  // a plan in flight completes in its destructor
+  if (!s.settings.disabled) {
+    if (auto it = s.plans.find(comm_pkg); it != s.plans.end()) {
+      if (s.settings.verbose) report_package(it->second);
+      s.plans.erase(it);  // a plan in flight completes in its destructor
+    }
+  }
   return s.pkg_destroy(comm_pkg);
 }
 
