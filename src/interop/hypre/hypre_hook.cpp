@@ -416,8 +416,11 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_ParCSRCommHandleDestroy(h
     std::fflush(stderr);
     std::exit(2);
   }
-  // (The entry is still the package's: Hypre completes an exchange before it frees the package.)
-  if (s.settings.verbose) h->entry->t_wait[h->job] += MPI_Wtime() - t0;
+  // Hypre completes an exchange before it frees its package; should a program not, the
+  // package's entry is gone and the time is dropped, never written to freed memory.
+  if (s.settings.verbose)
+    if (auto it = s.plans.find(h->h.comm_pkg); it != s.plans.end() && &it->second == h->entry)
+      h->entry->t_wait[h->job] += MPI_Wtime() - t0;
   delete h;
   return 0;
 }
