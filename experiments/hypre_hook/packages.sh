@@ -4,7 +4,8 @@
 # with Hypre's own exchange and through the hook: time_hook.c (a measurement tool, not part
 # of the library) is preloaded in front of either and prints, after each solve, per package
 # the calls and the milliseconds spent starting and completing them (rank 0; largest rank
-# and mean over ranks). The last solve of each run is kept.
+# and mean over ranks). The last solve of each run is kept; packages.py prints the variants
+# beside Hypre's (table.txt).
 #
 #   experiments/hypre_hook/packages.sh     (root: the emulated cluster)
 #
@@ -37,3 +38,9 @@ for v in "${variants[@]}"; do
   awk '/time_hook: pkg/ { n = NR } { line[NR] = $0 } END { for (i = n; i <= NR; ++i) if (line[i] ~ /time_hook|amg_solve/) print line[i] }' \
     "$out/$v.log" | tee "$out/$v.txt"
 done
+others=()
+for v in "${variants[@]}"; do [ "$v" = hypre ] || others+=("$v"); done
+if [[ " ${variants[*]} " == *" hypre "* ]] && [ ${#others[@]} -gt 0 ]; then
+  echo "== side by side (packages.py)"
+  /usr/bin/python3 "$here/packages.py" "$out" "${others[@]}" | tee "$out/table.txt"
+fi
