@@ -45,6 +45,7 @@
 #include "common/timing.hpp"
 #include "amg_spmv/level_dump.hpp"
 #include "core/compare.hpp"
+#include "interop/hypre/package_pattern.hpp"
 #include "sparsecomm/kernels/dist_spmv.hpp"
 #include "sparsecomm/interop/hypre/hypre_interop.hpp"
 #include "sparsecomm/matrix/mtx_reader.hpp"
@@ -354,31 +355,6 @@ void time_level(MPI_Comm comm, const Config& cfg, const std::vector<std::string>
   }
 }
 
-/// The comm package of M (created if Hypre has none yet) as a Pattern over Hypre's packed
-/// buffers, as the Hypre hook builds it: the send side is the packed send buffer in order
-/// (global ids first_col_diag + send_map_elmts, for duplicate removal), the receive side the
-/// package's receive buffer (global ids col_map_offd).
-Pattern package_pattern(hypre_ParCSRMatrix* M) {
-  if (!hypre_ParCSRMatrixCommPkg(M)) hypre_MatvecCommPkgCreate(M);
-  const hypre_ParCSRCommPkg* pkg = hypre_ParCSRMatrixCommPkg(M);
-  const HYPRE_BigInt first = hypre_ParCSRMatrixFirstColDiag(M);
-  const HYPRE_BigInt* cmap = hypre_ParCSRMatrixColMapOffd(M);
-  const int ns = pkg->num_sends, nr = pkg->num_recvs;
-  PatternSide send, recv;
-  for (int i = 0; i < ns; ++i) send.ranks.push_back(pkg->send_procs[i]), send.offsets.push_back(pkg->send_map_starts[i + 1]);
-  for (int k = 0; k < (ns ? pkg->send_map_starts[ns] : 0); ++k) {
-    send.indices.push_back(k);
-    send.global_ids.push_back(static_cast<int64_t>(first) + pkg->send_map_elmts[k]);
-  }
-  for (int i = 0; i < nr; ++i) recv.ranks.push_back(pkg->recv_procs[i]), recv.offsets.push_back(pkg->recv_vec_starts[i + 1]);
-  for (int k = 0; k < (nr ? pkg->recv_vec_starts[nr] : 0); ++k) {
-    recv.indices.push_back(k);
-    recv.global_ids.push_back(static_cast<int64_t>(cmap[k]));
-  }
-  const auto nsend = static_cast<int32_t>(send.indices.size()), nrecv = static_cast<int32_t>(recv.indices.size());
-  return Pattern(std::move(send), std::move(recv), nsend, nrecv);
-}
-
 /// Collective. --interp: the exchanges along level l's interpolation P, forward (job 1,
 /// what P x receives) and transposed (job 2, what P^T x sends back), Hypre's
 /// (hypre_ParCSRCommHandleCreate / Destroy on its packed buffers) and every backend's plans
@@ -387,8 +363,10 @@ Pattern package_pattern(hypre_ParCSRMatrix* M) {
 /// rounds.
 void run_interp(MPI_Comm comm, const Config& cfg, const Hierarchy& h, int l, Level& L) {
   hypre_ParCSRMatrix* Pl = h.interp(l);
-  const Pattern pat = package_pattern(Pl);
+  if (!hypre_ParCSRMatrixCommPkg(Pl)) hypre_MatvecCommPkgCreate(Pl);
   hypre_ParCSRCommPkg* pkg = hypre_ParCSRMatrixCommPkg(Pl);
+  Pattern pat;  // as the Hypre hook builds it
+  agree(comm, hypre_pkg::package_pattern(Pl, pkg, &pat) ? "" : "--interp: P's comm package is not a plain matvec package");
   const auto ns = static_cast<size_t>(pat.send().size()), nr = static_cast<size_t>(pat.recv().size());
   const int rank = comm_rank(comm);
   // Inputs: the packed send buffer of x's entries, and the receive side's partial sums of

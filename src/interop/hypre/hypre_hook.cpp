@@ -59,6 +59,7 @@
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/core/stats.hpp"
 #include "core/parse.hpp"
+#include "interop/hypre/package_pattern.hpp"
 
 namespace sparsecomm::hypre_hook {
 namespace {
@@ -251,43 +252,6 @@ const Locality& locality(State& s, MPI_Comm comm) {
   return *l;
 }
 
-bool sorted_unique(const HYPRE_Int* v, HYPRE_Int n) {
-  for (HYPRE_Int i = 1; i < n; ++i)
-    if (v[i] <= v[i - 1]) return false;
-  return true;
-}
-
-// The package of A as a Pattern over Hypre's packed buffers; false if it cannot be one
-// (e.g. unsorted neighbor lists), the same answer on... this rank only: the caller agrees.
-bool pattern_of(hypre_ParCSRMatrix* A, const hypre_ParCSRCommPkg* pkg, Pattern* out) {
-  if (pkg->num_components != 1) return false;
-  if (!sorted_unique(pkg->send_procs, pkg->num_sends) || !sorted_unique(pkg->recv_procs, pkg->num_recvs)) return false;
-  const HYPRE_BigInt first = hypre_ParCSRMatrixFirstColDiag(A);
-  const HYPRE_BigInt* cmap = hypre_ParCSRMatrixColMapOffd(A);
-  PatternSide send, recv;
-  const HYPRE_Int nsend = pkg->num_sends ? pkg->send_map_starts[pkg->num_sends] : 0;
-  const HYPRE_Int nrecv = pkg->num_recvs ? pkg->recv_vec_starts[pkg->num_recvs] : 0;
-  if (nrecv != hypre_CSRMatrixNumCols(hypre_ParCSRMatrixOffd(A))) return false;
-  for (HYPRE_Int i = 0; i < pkg->num_sends; ++i) {
-    send.ranks.push_back(pkg->send_procs[i]);
-    send.offsets.push_back(pkg->send_map_starts[i + 1]);
-  }
-  for (HYPRE_Int k = 0; k < nsend; ++k) {
-    send.indices.push_back(k);  // Hypre packs the send buffer itself, in order
-    send.global_ids.push_back(static_cast<int64_t>(first) + pkg->send_map_elmts[k]);
-  }
-  for (HYPRE_Int i = 0; i < pkg->num_recvs; ++i) {
-    recv.ranks.push_back(pkg->recv_procs[i]);
-    recv.offsets.push_back(pkg->recv_vec_starts[i + 1]);
-  }
-  for (HYPRE_Int k = 0; k < nrecv; ++k) {
-    recv.indices.push_back(k);
-    recv.global_ids.push_back(static_cast<int64_t>(cmap[k]));
-  }
-  *out = Pattern(std::move(send), std::move(recv), nsend, nrecv);
-  return true;
-}
-
 // Collective (inside hypre_MatvecCommPkgCreate). Plans for A's new package, or none if any
 // rank cannot describe its package (then every rank declines it).
 void build_plans(State& s, hypre_ParCSRMatrix* A) {
@@ -302,7 +266,7 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
     s.plans.erase(old);
   }
   Pattern pat;
-  int ok = pattern_of(A, pkg, &pat) ? 1 : 0, all = 0;
+  int ok = hypre_pkg::package_pattern(A, pkg, &pat) ? 1 : 0, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
   if (!all) {
     if (s.settings.verbose && comm_rank(comm) == 0)
