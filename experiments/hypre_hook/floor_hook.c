@@ -17,9 +17,9 @@
  * in Create and completed in Destroy, as a real exchange overlaps; the receive buffer is
  * still zeroed. A rank with remote ghosts still waits for a neighbor, so the solve keeps
  * the synchronization between neighbors that any exchange imposes, at the cost of the
- * smallest message: the lowest solve / Hypre's a backend that leaves a rank at least one
- * message could reach (the PETSc benchmark's "one message per rank" reference, the same
- * idea). The partners of both jobs are found when Hypre creates the package
+ * smallest message: a yardstick for a backend that leaves each rank at least one message
+ * of its own, not a bound (an aggregation that leaves some ranks none can go below it; the
+ * PETSc benchmark's "one message per rank" reference, the same idea). The partners of both jobs are found when Hypre creates the package
  * (hypre_MatvecCommPkgCreate, collective: one MPI_Alltoall per job on its communicator, in
  * the set-up, not the solve); a package created otherwise is skipped as by the floor. */
 #define _GNU_SOURCE
@@ -67,9 +67,14 @@ static struct {
   double in, out;
 } flight[MAXFLIGHT];
 
+/* FLOOR_MODE=reference, read once (every exchange asks). */
 static int reference_mode(void) {
-  const char *m = getenv("FLOOR_MODE");
-  return m && strcmp(m, "reference") == 0;
+  static int mode = -1;
+  if (mode < 0) {
+    const char *m = getenv("FLOOR_MODE");
+    mode = m && strcmp(m, "reference") == 0;
+  }
+  return mode;
 }
 
 /* The entry of (pkg, job), or -1. */
