@@ -109,8 +109,9 @@ double region_rate(MPI_Comm comm, const Locality& loc, int reps) {
 
 // Rings per locality class, every rank at once:
 //   intra: the ring inside each region (local rank + 1 + s);
-//   inter: local rank i of region r sends to local rank i of region r + 1 + s (ranks
-//   whose local index exceeds the smallest region's size only take part in the timing).
+//   inter: local rank i of region r sends to local rank i + e of region r + d, d and e
+//   stepping with s (fit_rings; ranks whose local index exceeds the smallest region's
+//   size only take part in the timing).
 // peer(s, dir): the rank to send to (dir +1) or receive from (-1) in stage s, -1: idle.
 using Peer = std::function<int(int, int)>;
 
@@ -186,10 +187,16 @@ void fit_rings(MPI_Comm comm, const Locality& loc, int reps, bool intra, bool in
     rings.loaded(peer, m.alpha_intra, m.msg_intra, m.byte_intra, m.stage_intra);
   }
   if (inter) {
+    // Stage s: region r + d, local rank i + e, so a rank's 8 messages of the per-message
+    // ring reach 8 different ranks where the other regions have them (at 4 nodes x 4: d
+    // cycles 1, 2, 3 and e 0, 0, 0, 1, 1, 1, 2, 2). With e = 0 they reached 3 ranks, 2-3
+    // messages queued on each connection, and an extra message measured cheaper than an
+    // exchange's messages to different ranks are (experiments/auto/README.md, 2026-11-29).
     auto peer = [&](int s, int dir) {
       if (i >= min_size) return -1;
       const int d = 1 + s % (nreg - 1);
-      return loc.member(((r + dir * d) % nreg + nreg) % nreg, i);
+      const int e = (s / (nreg - 1)) % min_size;
+      return loc.member(((r + dir * d) % nreg + nreg) % nreg, ((i + dir * e) % min_size + min_size) % min_size);
     };
     rings.loaded(peer, m.alpha_inter, m.msg_inter, m.byte_inter, m.stage_inter);
   }
@@ -362,7 +369,7 @@ std::string cache_key(const std::vector<int>& node, const Locality& loc) {
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
   host[sizeof host - 1] = 0;
   std::ostringstream k;
-  k << "v7 host " << host << " ranks " << node.size() << " nodes " << nodes << " per_node " << least << "-"
+  k << "v8 host " << host << " ranks " << node.size() << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
   for (int r = 0; r < loc.size(); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
