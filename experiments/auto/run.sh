@@ -8,7 +8,7 @@
 # per backend, auto's regret (its measured time / the best backend's, same run), how often
 # it is within 10% of the best, and whether it is ever worse than always using p2p.
 #
-#   experiments/auto/run.sh            (results in results/eval_auto/; ~15-25 min here)
+#   experiments/auto/run.sh            (results in results/eval_auto/; about 2 min here with the default REPS, 8 with REPS=1000)
 #
 # Environment: BUILD (default build), OUT (default results/eval_auto), RANKS (default "8 16"),
 # REPS (exchanges timed per backend, default 100), ROUNDS (interleaved rounds, default 5), NX/NY (AMG problem, default 512x512),
