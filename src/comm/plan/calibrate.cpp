@@ -175,6 +175,9 @@ class Rings {
   int reps_;
 };
 
+/// v mod n in [0, n) for negative v too (a ring's step backwards).
+int wrap(int v, int n) { return (v % n + n) % n; }
+
 /// Collective. The loaded per-class costs from the rings, where the class exists.
 void fit_rings(MPI_Comm comm, const Locality& loc, int reps, bool intra, bool inter, ModelParams& m) {
   const Rings rings(comm, reps);
@@ -183,7 +186,7 @@ void fit_rings(MPI_Comm comm, const Locality& loc, int reps, bool intra, bool in
   for (int x = 1; x < nreg; ++x) min_size = std::min(min_size, loc.region_size(x));
   if (intra) {
     const int n = loc.region_size(r);
-    auto peer = [&](int s, int dir) { return n < 2 ? -1 : loc.member(r, ((i + dir * (1 + s % (n - 1))) % n + n) % n); };
+    auto peer = [&](int s, int dir) { return n < 2 ? -1 : loc.member(r, wrap(i + dir * (1 + s % (n - 1)), n)); };
     rings.loaded(peer, m.alpha_intra, m.msg_intra, m.byte_intra, m.stage_intra);
   }
   if (inter) {
@@ -196,7 +199,7 @@ void fit_rings(MPI_Comm comm, const Locality& loc, int reps, bool intra, bool in
       if (i >= min_size) return -1;
       const int d = 1 + s % (nreg - 1);
       const int e = (s / (nreg - 1)) % min_size;
-      return loc.member(((r + dir * d) % nreg + nreg) % nreg, ((i + dir * e) % min_size + min_size) % min_size);
+      return loc.member(wrap(r + dir * d, nreg), wrap(i + dir * e, min_size));
     };
     rings.loaded(peer, m.alpha_inter, m.msg_inter, m.byte_inter, m.stage_inter);
   }
