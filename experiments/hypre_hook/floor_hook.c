@@ -19,7 +19,8 @@
  * the synchronization between neighbors that any exchange imposes, at the cost of the
  * smallest message: a yardstick for a backend that leaves each rank at least one message
  * of its own, not a bound (an aggregation that leaves some ranks none can go below it; the
- * PETSc benchmark's "one message per rank" reference, the same idea). The partners of both jobs are found when Hypre creates the package
+ * PETSc benchmark's "one message per rank" reference, the same idea). The partners of both
+ * jobs are found when Hypre creates the package
  * (hypre_MatvecCommPkgCreate, collective: one MPI_Alltoall per job on its communicator, in
  * the set-up, not the solve); a package created otherwise is skipped as by the floor. */
 #define _GNU_SOURCE
