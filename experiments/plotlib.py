@@ -6,10 +6,19 @@ import statistics
 import sys
 
 
+def usage(doc, least=1):
+    """Exits with the script's usage: on -h / --help to stdout with status 0, and to stderr
+    with status 1 when fewer than `least` arguments are given."""
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(doc)
+        sys.exit(0)
+    if len(sys.argv) - 1 < least:
+        sys.exit(doc)
+
+
 def args(doc):
     """(source .jsonl, output .png) from argv; exits with the script's usage otherwise."""
-    if len(sys.argv) < 2:
-        sys.exit(doc)
+    usage(doc)
     src = sys.argv[1]
     out = sys.argv[2] if len(sys.argv) > 2 else src.rsplit(".", 1)[0] + ".png"
     return src, out
@@ -17,8 +26,7 @@ def args(doc):
 
 def results_dir(doc):
     """The results directory of a reproduction (argv[1]); exits with the script's usage otherwise."""
-    if len(sys.argv) < 2:
-        sys.exit(doc)
+    usage(doc)
     return sys.argv[1]
 
 

@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from plotlib import paired  # noqa: E402
+from plotlib import paired, usage  # noqa: E402
 
 
 def med(v):
@@ -22,6 +22,7 @@ def med(v):
 
 
 def main():
+    usage(__doc__)
     for run in sys.argv[1:]:
         cases = defaultdict(dict)
         for line in open(os.path.join(run, "autoeval.jsonl")):

@@ -256,7 +256,10 @@ def regret_of(by, pick):
 
 
 def main():
+    plotlib.usage(__doc__)
     runs = [a for a in sys.argv[1:] if os.path.isdir(a)]
+    if not runs:
+        sys.exit("refit.py: no run directory among the arguments\n" + __doc__)
     variants = ["base"] + [a for a in sys.argv[1:] if not os.path.isdir(a)]
     heldout = set()
     here = os.path.dirname(os.path.abspath(__file__))

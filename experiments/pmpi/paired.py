@@ -6,10 +6,14 @@ without it (across processes: the run-to-run noise the paired ratio avoids).
 
     experiments/pmpi/paired.py results/pmpi_paired/runs.txt
 """
+import os
 import re
 import statistics
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import plotlib  # noqa: E402
 
 LINE = re.compile(r"(\w+) (\d+) nbr_bench: paired (\S+) on (\d+) ranks, (\S+) size (\d+) B: MPI_ ([\d.]+) us/call, "
                   r"PMPI_ ([\d.]+) us/call, MPI_/PMPI_ ([\d.]+)")
@@ -40,6 +44,7 @@ def spmm_table(path):
 
 
 def main():
+    plotlib.usage(__doc__)
     ratio, base = defaultdict(list), defaultdict(list)
     for line in open(sys.argv[1]):
         m = LINE.match(line)

@@ -5,10 +5,16 @@ Open MPI's own (the `mpi` variant of the same round; >1: faster than Open MPI), 
 spread of the per-round ratios.
 
 usage: table.py results/pmpi/runs.*.txt"""
+import os
 import re
 import statistics
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import plotlib  # noqa: E402
+
+plotlib.usage(__doc__)
 
 line_re = re.compile(r"^(\S+) (\S+) (\d+) nbr_bench: (\S+) on (\d+) ranks, (\S+) size (\d+) B: ([0-9.]+) us/call")
 # spmm_plain: the matrix as the topology, "SpMM (allgather per column)" as the call, the

@@ -7,9 +7,15 @@ case.
 
 usage: table.py results/sdde_anchor/results.txt"""
 import math
+import os
 import statistics
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import plotlib  # noqa: E402
+
+plotlib.usage(__doc__)
 
 t = defaultdict(list)  # (lib, matrix, ranks, alg) -> medians
 wrong = []

@@ -5,9 +5,15 @@ time, < 1 is faster), with the median over matrices.
 
 usage: table.py results/shm/shm.jsonl"""
 import json
+import os
 import statistics
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import plotlib  # noqa: E402
+
+plotlib.usage(__doc__)
 
 rows = defaultdict(dict)  # matrix -> backend -> record
 for line in open(sys.argv[1]):

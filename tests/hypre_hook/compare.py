@@ -33,6 +33,9 @@ def results(out, prefix):
 
 
 def main():
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if len(sys.argv) < 9 or sys.argv[7] != "--":
         print(__doc__)
         return 2

@@ -57,6 +57,12 @@ def long_functions(path, limit):
 
 
 def main():
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
+    if len(sys.argv) < 3 or not sys.argv[1].isdigit():
+        sys.stderr.write(__doc__)
+        return 2
     limit = int(sys.argv[1])
     files = []
     for arg in sys.argv[2:]:
