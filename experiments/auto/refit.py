@@ -139,6 +139,7 @@ def predict(m, ranks, variant, label=""):
     if not whole_rank:  # every step: its busiest rank against its busiest region's link
         names = sorted({n for _, st in ranks for n in st})
         total = max(m["copy"] * h["copied"] for h, _ in ranks)
+        copies, slack, cpu_only = total, 0.0, 0.0
         work_sum, link_sum = total + stage, 0.0  # link_overlaps: the links' time against the rest
         for n in names:
             busy, inj = 0.0, defaultdict(float)
@@ -173,8 +174,15 @@ def predict(m, ranks, variant, label=""):
             total += max(busy, link) + (soft[0] * min(busy, link) if soft else 0.0)
             work_sum += busy
             link_sum += max(inj.values())
+            slack += max(0.0, link - busy)
+            if link <= busy:
+                cpu_only += busy
         if "link_overlaps" in opts:  # back-to-back exchanges: the link streams while ranks do the rest
             return max(work_sum, link_sum)
+        hide = [float(o[len("slack"):]) / 100 for o in opts if o.startswith("slack")]
+        if hide:  # slack<N>: while a link-bound step drains, N% of the rest's CPU work (copies,
+            # stages, steps without a link-bound transfer) runs on the cores the waiting ranks leave
+            return total + stage - hide[0] * min(slack, cpu_only + stage + copies)
         return total + stage
     # region_msgs: the loaded per-message cost msg_inter (every rank of a region sending at
     # once) is the region's message throughput shared by its ranks: a rank pays
