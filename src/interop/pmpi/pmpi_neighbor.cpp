@@ -1467,87 +1467,77 @@ void note_settled(Kind k, MPI_Comm comm, const void* sb, int sc, MPI_Datatype st
 
 // The four call shapes, each for blocking (request == null), non-blocking and persistent
 // use; `entry` is the counter (kEntryName), `pass` the call to MPI's own.
-template <class Pass>
-int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  if (mode == kBlocking && passes_at_once(kAllgather, comm, sendbuf, sendcount, sendtype, recvcount, recvtype)) {
+
+// The two of one block per neighbor (allgather, alltoall): the same path but for how a
+// plan's execution begins (`begin_of(choice)`) and completes (`finish_of(plans, choice,
+// block bytes)`, called with `block`: whether it may wait).
+template <class Pass, class BeginOf, class FinishOf>
+int fixed_call(int entry, Kind kind, NodeExchange::Shape shape, Mode mode, const void* sendbuf, int sendcount,
+               MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+               MPI_Request* request, Pass pass, BeginOf begin_of, FinishOf finish_of) {
+  if (mode == kBlocking && passes_at_once(kind, comm, sendbuf, sendcount, sendtype, recvcount, recvtype)) {
     ++global().passed[entry];
     return pass();
   }
   if (passed_for_threads()) return pass();
   const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
   const NodeExchange::Side rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
-  if (const int rc = node_call(entry, kAllgather, mode, request, NodeExchange::kOneBlock, snd, rcv, comm); rc >= 0)
-    return rc;
+  if (const int rc = node_call(entry, kind, mode, request, shape, snd, rcv, comm); rc >= 0) return rc;
   const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
   bool passed_on = false;
   Shortcut shortcut;
   const int result = dispatch(
-      comm, kAllgather, entry,
+      comm, kind, entry,
       [&](bool* broken) {
-        auto c = decide(comm, kAllgather, sig, mode, broken, &shortcut);
+        auto c = decide(comm, kind, sig, mode, broken, &shortcut);
         return mode == kBlocking ? c : pollable(c);
       },
       pass,
       [&](const std::shared_ptr<Choice>& c) {
         const std::shared_ptr<CommPlans> p = plans_of(global(), comm);
-        Choice* cp = c.get();
-        const auto B = static_cast<size_t>(sig);
-        auto begin = [cp, sendbuf] {
-          if (cp->halo) halo_begin(*cp, sendbuf);
-          else gather_begin(*cp, sendbuf);
-        };
-        auto finish = [p, cp, sendbuf, recvbuf, B](bool block) {
-          return allgather_finish(p->nb, *cp, sendbuf, recvbuf, B, block);
-        };
+        auto begin = begin_of(c.get());
+        auto finish = finish_of(p, c.get(), static_cast<size_t>(sig));
         if (mode == kBlocking) run_blocking(*c, begin, finish);
         else *request = plan_request(c, mode == kPersistent, begin, finish);
         return MPI_SUCCESS;
       },
       &passed_on);
-  if (passed_on && mode == kBlocking) note_settled(kAllgather, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, shortcut);
+  if (passed_on && mode == kBlocking) note_settled(kind, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, shortcut);
   return result;
+}
+
+template <class Pass>
+int allgather_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
+  return fixed_call(
+      entry, kAllgather, NodeExchange::kOneBlock, mode, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+      comm, request, pass,
+      [sendbuf](Choice* cp) {
+        return [cp, sendbuf] {
+          if (cp->halo) halo_begin(*cp, sendbuf);
+          else gather_begin(*cp, sendbuf);
+        };
+      },
+      [sendbuf, recvbuf](const std::shared_ptr<CommPlans>& p, Choice* cp, size_t B) {
+        return [p, cp, sendbuf, recvbuf, B](bool block) {
+          return allgather_finish(p->nb, *cp, sendbuf, recvbuf, B, block);
+        };
+      });
 }
 
 template <class Pass>
 int alltoall_call(int entry, Mode mode, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, Pass pass) {
-  if (mode == kBlocking && passes_at_once(kAlltoall, comm, sendbuf, sendcount, sendtype, recvcount, recvtype)) {
-    ++global().passed[entry];
-    return pass();
-  }
-  if (passed_for_threads()) return pass();
-  const NodeExchange::Side snd{sendbuf, sendcount, nullptr, nullptr, sendtype};
-  const NodeExchange::Side rcv{recvbuf, recvcount, nullptr, nullptr, recvtype};
-  if (const int rc = node_call(entry, kAlltoall, mode, request, NodeExchange::kBlocks, snd, rcv, comm); rc >= 0)
-    return rc;
-  const int64_t sig = signature(sendbuf, sendcount, sendtype, recvcount, recvtype);
-  bool passed_on = false;
-  Shortcut shortcut;
-  const int result = dispatch(
-      comm, kAlltoall, entry,
-      [&](bool* broken) {
-        auto c = decide(comm, kAlltoall, sig, mode, broken, &shortcut);
-        return mode == kBlocking ? c : pollable(c);
-      },
-      pass,
-      [&](const std::shared_ptr<Choice>& c) {
-        const std::shared_ptr<CommPlans> p = plans_of(global(), comm);
-        Choice* cp = c.get();
-        const auto B = static_cast<size_t>(sig);
-        auto begin = [cp, sendbuf] { halo_begin(*cp, sendbuf); };
-        auto finish = [p, cp, sendbuf, recvbuf, B](bool block) {
+  return fixed_call(
+      entry, kAlltoall, NodeExchange::kBlocks, mode, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+      request, pass, [sendbuf](Choice* cp) { return [cp, sendbuf] { halo_begin(*cp, sendbuf); }; },
+      [sendbuf, recvbuf](const std::shared_ptr<CommPlans>& p, Choice* cp, size_t B) {
+        return [p, cp, sendbuf, recvbuf, B](bool block) {
           if (!halo_complete(*cp, recvbuf, block)) return false;
           copy_self(p->nb, sendbuf, recvbuf, B, Layout{}, Layout{});
           return true;
         };
-        if (mode == kBlocking) run_blocking(*c, begin, finish);
-        else *request = plan_request(c, mode == kPersistent, begin, finish);
-        return MPI_SUCCESS;
-      },
-      &passed_on);
-  if (passed_on && mode == kBlocking) note_settled(kAlltoall, comm, sendbuf, sendcount, sendtype, recvcount, recvtype, shortcut);
-  return result;
+      });
 }
 
 template <class Pass>
