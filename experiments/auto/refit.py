@@ -101,7 +101,8 @@ def predict(m, ranks, variant, label=""):
     itself), no_intra (without the intra-region latency term alone) and sharepow<N> (the
     inter latency term's share to the power N / 100; msg_intra scaled by the intra share too
     changed no pick and is not kept), on 11-29 slack<N> (N% of the CPU work outside
-    link-bound steps hidden behind their links' slack: no better at any N), and on the
+    link-bound steps hidden behind their links' slack: no better at any N, nor with the
+    copies or the stages' latency alone hidden), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
