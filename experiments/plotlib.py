@@ -10,7 +10,7 @@ def usage(doc, least=1):
     """Exits with the script's usage: on -h / --help to stdout with status 0, and to stderr
     with status 1 when fewer than `least` arguments are given."""
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
-        print(doc)
+        print(doc.strip())
         sys.exit(0)
     if len(sys.argv) - 1 < least:
         sys.exit(doc)

@@ -55,6 +55,5 @@ def main():
 
 
 if __name__ == "__main__":
-    if any(a in ("-h", "--help") for a in sys.argv[1:]):  # usage: the module docstring
-        sys.exit(print(__doc__.strip()))
+    plotlib.usage(__doc__)
     main()

@@ -186,8 +186,7 @@ def main(path, with_wire=False):
 
 
 if __name__ == "__main__":
-    if any(a in ("-h", "--help") for a in sys.argv[1:]):  # usage: the module docstring
-        sys.exit(print(__doc__.strip()))
+    plotlib.usage(__doc__)
     args = [a for a in sys.argv[1:] if a != "--wire"]
     if len(args) != 1:
         sys.exit(__doc__)
