@@ -99,27 +99,13 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm paren
   const double t0 = MPI_Wtime();
 
   // --- 1. Split my neighbors into local ones and remote regions -------------------------
-  std::map<int, std::vector<int>> send_to_region;  // S -> my send segment indices (d ascending)
-  std::map<int, std::vector<int>> recv_from_region;  // R' -> my recv segment indices (r ascending)
-  // (Empty segments are skipped on both sides, as a consistent pattern has them on both:
-  // a sender has nothing to route for them, so a receiver that expected a final or initial
-  // transfer for one would wait for a message nobody sends.)
-  for (int i = 0; i < s.num_neighbors(); ++i) {
-    if (s.count(i) == 0) continue;
-    if (loc.region_of(s.ranks[i]) == my_region) {
-      local_.add_send(s.ranks[i], send_buf() + s.offsets[i] * eb, s.count(i));
-    } else {
-      send_to_region[loc.region_of(s.ranks[i])].push_back(i);
-    }
-  }
-  for (int i = 0; i < r.num_neighbors(); ++i) {
-    if (r.count(i) == 0) continue;
-    if (loc.region_of(r.ranks[i]) == my_region) {
-      local_.add_recv(r.ranks[i], recv_buf() + r.offsets[i] * eb, r.count(i));
-    } else {
-      recv_from_region[loc.region_of(r.ranks[i])].push_back(i);
-    }
-  }
+  // S -> my send segment indices, R' -> my recv segment indices (ascending).
+  auto send_to_region = detail::by_remote_region(s, loc, [&](int i) {
+    local_.add_send(s.ranks[i], send_buf() + s.offsets[i] * eb, s.count(i));
+  });
+  const auto recv_from_region = detail::by_remote_region(r, loc, [&](int i) {
+    local_.add_recv(r.ranks[i], recv_buf() + r.offsets[i] * eb, r.count(i));
+  });
   // Gids I send to region S: the inter-region content contributed by me (dedup: unique).
   auto my_keys_for = [&](int region) {
     std::vector<Key> g;

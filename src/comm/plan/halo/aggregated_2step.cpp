@@ -94,15 +94,9 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, 
   const auto better = [](int64_t ca, int a, int64_t cb, int b) { return cb < 0 || ca > cb || (ca == cb && a < b); };
 
   // --- Send side: same-region segments go directly; the others grouped by region ---------
-  std::map<int, std::vector<int>> send_to_region;  // S -> my send segments (ascending)
-  for (int i = 0; i < s.num_neighbors(); ++i) {
-    if (s.count(i) == 0) continue;
-    if (loc.region_of(s.ranks[i]) == my_region) {
-      local_.add_send(s.ranks[i], send_buf() + s.offsets[i] * eb, s.count(i));
-    } else {
-      send_to_region[loc.region_of(s.ranks[i])].push_back(i);
-    }
-  }
+  const auto send_to_region = detail::by_remote_region(s, loc, [&](int i) {  // S -> my send segments
+    local_.add_send(s.ranks[i], send_buf() + s.offsets[i] * eb, s.count(i));
+  });
   for (const auto& [S, segs] : send_to_region) {
     if (segs.size() == 1) {  // one destination: its segment, straight from send_buf
       const int i = segs[0];
@@ -124,15 +118,14 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, 
   // --- Receive side: who in my region needs how much from each remote source ------------
   std::vector<int64_t> mine;    // (source rank, count) of my remote receive segments
   std::map<int, int> seg_from;  // remote source -> my recv segment
-  for (int i = 0; i < r.num_neighbors(); ++i) {
-    if (r.count(i) == 0) continue;
-    if (loc.region_of(r.ranks[i]) == my_region) {
-      local_.add_recv(r.ranks[i], recv_buf() + r.offsets[i] * eb, r.count(i));
-    } else {
+  const auto recv_from_region = detail::by_remote_region(r, loc, [&](int i) {
+    local_.add_recv(r.ranks[i], recv_buf() + r.offsets[i] * eb, r.count(i));
+  });
+  for (const auto& [R, segs] : recv_from_region)
+    for (int i : segs) {
       mine.insert(mine.end(), {r.ranks[i], r.count(i)});
       seg_from[r.ranks[i]] = i;
     }
-  }
   const auto all = detail::region_allgatherv(local, mine);
   std::map<int, int> ndest, receiver_of;  // source -> its number of destinations here / its receiver
   {

@@ -1,7 +1,7 @@
 #pragma once
-// Shared by the aggregated backends (backends/aggregated.cpp, aggregated2.cpp) and the plan
-// statistics of virtual ranks (plan_stats.cpp), which must choose the same leaders and
-// receivers.
+// Shared by the aggregated backends (plan/halo/aggregated.cpp, aggregated_2step.cpp) and the
+// plan statistics of virtual ranks (comm/virt/plan_stats.cpp), which must choose the same
+// leaders and receivers.
 #include <mpi.h>
 
 #include <algorithm>
@@ -33,6 +33,23 @@ inline BackendHooks aggregation_hooks(decltype(BackendHooks::counts) counts, int
   BackendHooks h{std::move(counts), {window_option()}, setup_rank};
   h.node_window = true;
   return h;
+}
+
+/// One side of my pattern split by where its ranks live: each non-empty segment whose rank
+/// is in my own region goes to `same_region(i)` (the backends move those directly, in one
+/// step); the others come back grouped by region, segment indices ascending. Empty
+/// segments are skipped on both sides: a consistent pattern has them on both, so a
+/// transfer expected for one would wait for a message nobody sends.
+template <class SameRegion>
+std::map<int, std::vector<int>> by_remote_region(const PatternSide& side, const Locality& loc, SameRegion same_region) {
+  std::map<int, std::vector<int>> out;
+  for (int i = 0; i < side.num_neighbors(); ++i) {
+    if (side.count(i) == 0) continue;
+    const int region = loc.region_of(side.ranks[i]);
+    if (region == loc.region()) same_region(i);
+    else out[region].push_back(i);
+  }
+  return out;
 }
 
 /// Longest-processing-time assignment (Graham 1969) of partner regions to the `slots`
