@@ -87,6 +87,52 @@ static inline void* capi_xmalloc(size_t n) {
   return p;
 }
 
+/* A distributed graph communicator and its lists, from the multiplicity of each edge s -> d
+ * (mult(s, d, g); 2 = a repeated edge) in graph g. */
+typedef struct {
+  int g, indeg, outdeg;
+  int *srcs, *dsts;
+  MPI_Comm comm;
+} Graph;
+
+/* Fisher-Yates shuffle of v, the same for the same (rank, seed, salt). */
+static inline void capi_scramble(int* v, int n, uint64_t seed, uint64_t salt) {
+  for (int i = n - 1; i > 0; --i) {
+    int j = (int)(capi_hash((uint64_t)capi_rank, (uint64_t)i, seed, salt) % (uint64_t)(i + 1));
+    int t = v[i];
+    v[i] = v[j];
+    v[j] = t;
+  }
+}
+
+/* Graph g with sorted neighbor lists, or (scramble) lists shuffled with the seeds given. */
+static inline Graph capi_graph(int g, int (*mult)(int, int, int), int scramble, uint64_t dst_seed, uint64_t src_seed,
+                               uint64_t salt) {
+  Graph G;
+  const int me = capi_rank, p = capi_size;
+  G.g = g;
+  G.indeg = G.outdeg = 0;
+  G.srcs = (int*)capi_xmalloc(sizeof(int) * (size_t)(2 * p + 1));
+  G.dsts = (int*)capi_xmalloc(sizeof(int) * (size_t)(2 * p + 1));
+  for (int r = 0; r < p; ++r) {
+    for (int m = 0; m < mult(me, r, g); ++m) G.dsts[G.outdeg++] = r;
+    for (int m = 0; m < mult(r, me, g); ++m) G.srcs[G.indeg++] = r;
+  }
+  if (scramble) {
+    capi_scramble(G.dsts, G.outdeg, dst_seed, salt);
+    capi_scramble(G.srcs, G.indeg, src_seed, salt);
+  }
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, G.indeg, G.srcs, MPI_UNWEIGHTED, G.outdeg, G.dsts, MPI_UNWEIGHTED,
+                                 MPI_INFO_NULL, 0, &G.comm);
+  return G;
+}
+
+static inline void capi_free_graph(Graph* G) {
+  MPI_Comm_free(&G->comm);
+  free(G->srcs);
+  free(G->dsts);
+}
+
 /* An MPI_Info with up to three key/value pairs (NULL key: unused). */
 static inline MPI_Info capi_info(const char* k1, const char* v1, const char* k2, const char* v2, const char* k3,
                           const char* v3) {

@@ -36,40 +36,8 @@ static int mult(int s, int d, int g) {
   }
 }
 
-typedef struct {
-  int g, indeg, outdeg;
-  int *srcs, *dsts;
-  MPI_Comm comm;
-} Graph;
-
-static void scramble(int* v, int n, int seed) {
-  for (int i = n - 1; i > 0; --i) {
-    int j = (int)(capi_hash(capi_rank, i, seed, 13) % (uint64_t)(i + 1));
-    int t = v[i];
-    v[i] = v[j];
-    v[j] = t;
-  }
-}
-
-static Graph make_graph(int g) {
-  Graph G;
-  const int me = capi_rank, p = capi_size;
-  G.g = g;
-  G.indeg = G.outdeg = 0;
-  G.srcs = capi_xmalloc(sizeof(int) * (size_t)(2 * p + 1));
-  G.dsts = capi_xmalloc(sizeof(int) * (size_t)(2 * p + 1));
-  for (int r = 0; r < p; ++r) {
-    for (int m = 0; m < mult(me, r, g); ++m) G.dsts[G.outdeg++] = r;
-    for (int m = 0; m < mult(r, me, g); ++m) G.srcs[G.indeg++] = r;
-  }
-  if (g == 0) {
-    scramble(G.dsts, G.outdeg, 1);
-    scramble(G.srcs, G.indeg, 2);
-  }
-  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, G.indeg, G.srcs, MPI_UNWEIGHTED, G.outdeg, G.dsts, MPI_UNWEIGHTED,
-                                 MPI_INFO_NULL, 0, &G.comm);
-  return G;
-}
+/* Graph g; graph 0's lists shuffled. */
+static Graph make_graph(int g) { return capi_graph(g, mult, g == 0, 1, 2, 13); }
 
 static MPI_Info config_info(const Config* c, const char* region) {
   MPI_Info info = capi_info("sparsecomm_backend", c->backend, "sparsecomm_regions", region, NULL, NULL);
@@ -147,8 +115,7 @@ int main(int argc, char** argv) {
       for (int ri = 0; ri < 2; ++ri)
         for (int varying = 0; varying < 2; ++varying) run_case(&G, &configs[ci], regions[ri], varying, 0);
     for (int ci = 0; ci < NCONFIGS; ++ci) run_case(&G, &configs[ci], "ppn:2", 1, 1);
-    MPI_Comm_free(&G.comm);
-    free(G.srcs), free(G.dsts);
+    capi_free_graph(&G);
   }
   return capi_finish();
 }

@@ -47,46 +47,8 @@ static int mult(int s, int d, int g) {
   }
 }
 
-static void scramble(int* v, int n, int seed) {
-  for (int i = n - 1; i > 0; --i) {
-    int j = (int)(capi_hash(capi_rank, i, seed, 3) % (uint64_t)(i + 1));
-    int t = v[i];
-    v[i] = v[j];
-    v[j] = t;
-  }
-}
-
-typedef struct {
-  int g, indeg, outdeg;
-  int *srcs, *dsts;
-  MPI_Comm comm;
-} Graph;
-
-static Graph make_graph(int g) {
-  Graph G;
-  const int me = capi_rank, p = capi_size;
-  G.g = g;
-  G.indeg = G.outdeg = 0;
-  G.srcs = capi_xmalloc(sizeof(int) * (size_t)(2 * p + 1));
-  G.dsts = capi_xmalloc(sizeof(int) * (size_t)(2 * p + 1));
-  for (int r = 0; r < p; ++r) {
-    for (int m = 0; m < mult(me, r, g); ++m) G.dsts[G.outdeg++] = r;
-    for (int m = 0; m < mult(r, me, g); ++m) G.srcs[G.indeg++] = r;
-  }
-  if (g != 1) {
-    scramble(G.dsts, G.outdeg, 100 + g);
-    scramble(G.srcs, G.indeg, 200 + g);
-  }
-  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, G.indeg, G.srcs, MPI_UNWEIGHTED, G.outdeg, G.dsts, MPI_UNWEIGHTED,
-                                 MPI_INFO_NULL, 0, &G.comm);
-  return G;
-}
-
-static void free_graph(Graph* G) {
-  MPI_Comm_free(&G->comm);
-  free(G->srcs);
-  free(G->dsts);
-}
+/* Graph g; the lists of every graph but 1 shuffled. */
+static Graph make_graph(int g) { return capi_graph(g, mult, g != 1, 100 + (uint64_t)g, 200 + (uint64_t)g, 3); }
 
 /* Occurrence index of list[i] among list[0..i]. */
 static int occurrence(const int* list, int i) {
@@ -296,7 +258,7 @@ int main(int argc, char** argv) {
       for (int ri = 0; ri < 2; ++ri) run_ext(&G, &configs[ci], regions[ri], 0);
     run_ext(&G, &configs[NCONFIGS > 3 ? 3 : 0], "ppn:2", 1);
     free_layout(&L);
-    free_graph(&G);
+    capi_free_graph(&G);
   }
   /* Defaults: MPI_INFO_NULL runs on p2p. */
   {
@@ -325,7 +287,7 @@ int main(int argc, char** argv) {
     }
     free(s), free(r);
     free_layout(&L);
-    free_graph(&G);
+    capi_free_graph(&G);
   }
   MPI_Type_free(&short3);
   MPI_Type_free(&char3);
