@@ -470,14 +470,15 @@ struct Recorder {
   }
 };
 
-// Counts of the 3-step aggregation (backends/aggregated.cpp), following its setup step
+// Counts of the 3-step aggregation (plan/halo/aggregated.cpp), following its setup step
 // by step: local segments directly; each region's leaders (send side) and receivers
-// (receive side) by LPT over the region's members in rank order; initial messages to
+// (receive side) by LPT over the region's members in rank order (the first `leaders` of
+// them where that option is set); initial messages to
 // leaders merged per leader; one inter-region message per (region, region) pair; final
 // messages from receivers merged per destination. A value is (origin rank, id); with
 // duplicate removal it crosses a region pair once.
 std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
-                                          bool dedup, bool windows) {
+                                          bool dedup, bool windows, const BackendOptions& options) {
   const int p = pat.p;
   std::vector<RankCounts> out(static_cast<size_t>(p));
   const Recorder rec(out, region, pat, windows);
@@ -529,7 +530,7 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
       for (const auto& [Rp, n] : recv_count[a]) recv_vol[Rp] += n;
     }
     region_sends[R] = !send_vol.empty();
-    const int slots = static_cast<int>(members[R].size());
+    const int slots = detail::leader_slots(options, static_cast<int>(members[R].size()));
     for (const auto& [S, slot] : detail::lpt_assign(send_vol, slots)) leader[R][S] = members[R][slot];
     for (const auto& [Rp, slot] : detail::lpt_assign(recv_vol, slots)) receiver[R][Rp] = members[R][slot];
   }
@@ -644,7 +645,7 @@ std::vector<RankCounts> shm_halo_counts(const HaloPattern& pat, const std::vecto
 std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
                                                const PlanOptions& opt, bool dedup) {
   return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup,
-                           detail::window_wanted(opt.backend));
+                           detail::window_wanted(opt.backend), opt.backend);
 }
 
 std::vector<RankCounts> two_step_halo_counts(const HaloPattern& pat, const std::vector<int>& region,

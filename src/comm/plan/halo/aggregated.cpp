@@ -127,8 +127,9 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm paren
   for (const auto& all : detail::region_allgatherv(local, mine))
     for (size_t k = 0; k < all.size(); k += 3) (all[k] == 0 ? send_vol : recv_vol)[static_cast<int>(all[k + 1])] += all[k + 2];
   std::map<int, int> leader_of, receiver_of;  // region -> global rank
-  for (auto& [S, slot] : detail::lpt_assign(send_vol, nlocal)) leader_of[S] = loc.member(my_region, slot);
-  for (auto& [Rp, slot] : detail::lpt_assign(recv_vol, nlocal)) receiver_of[Rp] = loc.member(my_region, slot);
+  const int slots = detail::leader_slots(opt.backend, nlocal);
+  for (auto& [S, slot] : detail::lpt_assign(send_vol, slots)) leader_of[S] = loc.member(my_region, slot);
+  for (auto& [Rp, slot] : detail::lpt_assign(recv_vol, slots)) receiver_of[Rp] = loc.member(my_region, slot);
 
   // --- 3. Rendezvous: leaders and receivers announce themselves to the partner region ----
   // Records (kind, my region, my rank) go to the first rank of the partner region, which
@@ -359,20 +360,19 @@ std::vector<std::vector<int64_t>> region_alltoallv(MPI_Comm local, const std::ve
 }
 
 void register_aggregated() {
-  register_backend("aggregated", "3-step locality-aware aggregation (one message per region pair)",
-                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                     return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, false));
-                   },
-                   aggregation_hooks([](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
-                     return virt::aggregated_halo_counts(h, r, o, false);
-                   }, 3));
-  register_backend("aggregated_dedup", "aggregation with duplicate removal (a value crosses a region pair once)",
-                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                     return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, true));
-                   },
-                   aggregation_hooks([](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
-                     return virt::aggregated_halo_counts(h, r, o, true);
-                   }, 4));
+  for (const bool dedup : {false, true}) {
+    auto hooks = aggregation_hooks([dedup](const virt::HaloPattern& h, const std::vector<int>& r, const PlanOptions& o) {
+      return virt::aggregated_halo_counts(h, r, o, dedup);
+    }, dedup ? 4 : 3);
+    hooks.options.push_back(leaders_option());
+    register_backend(dedup ? "aggregated_dedup" : "aggregated",
+                     dedup ? "aggregation with duplicate removal (a value crosses a region pair once)"
+                           : "3-step locality-aware aggregation (one message per region pair)",
+                     [dedup](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
+                       return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, dedup));
+                     },
+                     std::move(hooks));
+  }
 }
 }  // namespace detail
 

@@ -35,6 +35,26 @@ inline BackendHooks aggregation_hooks(decltype(BackendHooks::counts) counts, int
   return h;
 }
 
+/// Option `leaders` of the 3-step aggregations: how many ranks of a region send and receive
+/// its inter-region messages. 0 (the default) spreads the partner regions over every rank
+/// of the region by volume (lpt_assign), as Bienz et al. do; N > 0 over at most N of them
+/// (local indices 0..N-1). Fewer leaders put fewer processes in each exchange's chain of
+/// dependent steps (every rank's values wait for their leader, the leader's message for its
+/// receiver, the destinations for the receiver): where ranks share cores that chain, not
+/// the bytes, is what a small exchange waits for; one leader carries all of a region's
+/// bytes through one process, which large exchanges pay for (experiments/hypre_hook/README.md).
+inline OptionSpec leaders_option() {
+  return {"leaders", OptionSpec::Kind::integer, "0",
+          "ranks per region that send and receive its inter-region messages (0: all, partner regions spread by "
+          "volume; 1: one per region)",
+          0, 1 << 20};
+}
+/// The number of a region's ranks (of `size`) that lead under option `leaders`.
+inline int leader_slots(const BackendOptions& o, int size) {
+  const int64_t n = o.get_int("leaders", 0);
+  return n <= 0 || n > size ? size : static_cast<int>(n);
+}
+
 /// One side of my pattern split by where its ranks live: each non-empty segment whose rank
 /// is in my own region goes to `same_region(i)` (the backends move those directly, in one
 /// step); the others come back grouped by region, segment indices ascending. Empty
