@@ -48,8 +48,8 @@ void check_backends(const DistCsr<double>& a, const std::string& label) {
     Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
     for (const auto& backend : backend_names()) {
       const std::string what = label + " backend " + backend + " regions " + regions;
-      bool leads = false;  // the 3-step aggregations' option leaders (one rank per region)
-      for (const auto& spec : backend_option_specs(backend)) leads |= spec.key == "leaders";
+      const auto specs = backend_option_specs(backend);
+      const bool leads = declares_option(specs, "leaders");  // the 3-step's option: one leader per region
       for (int variant = 0; variant < (leads ? 3 : 2); ++variant) {
         const int width = variant == 1 ? 3 : 1;
         PlanOptions opt;
@@ -59,8 +59,7 @@ void check_backends(const DistCsr<double>& a, const std::string& label) {
         // there (window=false), through the node's shared window at width 1 (the default).
         if (width == 3) {
           opt.persistent_requests = !opt.persistent_requests;
-          for (const auto& spec : backend_option_specs(backend))
-            if (spec.key == "window") opt.backend.set("window", false);
+          if (declares_option(specs, "window")) opt.backend.set("window", false);
         }
         if (variant == 2) opt.backend.set("leaders", 1);
         DistSpmv spmv(a, make_plan(backend, pat, loc, MPI_COMM_WORLD, opt));

@@ -300,14 +300,20 @@ void check_halo(const Pattern& real, const virt::HaloPattern& v, const std::stri
   for (const auto& layout : layouts) {
     const Locality loc = Locality::parse(MPI_COMM_WORLD, layout);
     const auto region = virt::regions_from_spec(test::size(), layout);
-    for (const auto& backend : backends)
-      for (int variant = 0; variant < (backend == "combined" || backend.rfind("aggregated", 0) == 0 ? 2 : 1); ++variant) {
+    for (const auto& backend : backends) {
+      // A second variant: combined's larger aware groups; else the 3-step's one leader per
+      // region (option leaders), or the 2-step's transfers as messages (window=false).
+      const auto specs = backend_option_specs(backend);
+      std::string key, value;
+      if (declares_option(specs, "leaders")) key = "leaders", value = "1";
+      else if (backend != "combined" && declares_option(specs, "window")) key = "window", value = "false";
+      const bool two = backend == "combined" || !key.empty();
+      for (int variant = 0; variant < (two ? 2 : 1); ++variant) {
         PlanOptions opt;
         opt.width = 2;
         opt.value_bytes = 8;
         if (backend == "combined") opt.backend.set("theta", 2).set("k", variant == 0 ? 2 : 4).set("aware", variant == 1);
-        if (variant == 1 && backend != "combined")  // the 3-step's leaders; the 2-step's window off
-          opt.backend.set(backend == "aggregated_2step" ? "window" : "leaders", backend == "aggregated_2step" ? "false" : "1");
+        else if (variant == 1) opt.backend.set(key, value);
         auto plan = make_plan(backend, real, loc, MPI_COMM_WORLD, opt);
         // With the real nodes the hooks also tell what moves through shared windows.
         virt::HaloPattern vn = v;
@@ -315,12 +321,13 @@ void check_halo(const Pattern& real, const virt::HaloPattern& v, const std::stri
         vn.node = node_labels(MPI_COMM_WORLD);
 #endif
         const auto counts = virt::halo_counts(backend, vn, region, opt);
-        const std::string what = name + " " + layout + " " + backend + (variant ? " variant 1" : "") + " rank " +
-                                 std::to_string(me);
+        const std::string variant_name = variant == 0 ? "" : backend == "combined" ? " k=4 aware" : " " + key + "=" + value;
+        const std::string what = name + " " + layout + " " + backend + variant_name + " rank " + std::to_string(me);
         EXPECT_EQ(describe(counts[me].counts), describe(plan->iteration_counts())) << what;
         EXPECT_EQ(describe(counts[me].window), describe(plan->window_counts())) << what;
         EXPECT_EQ(counts[me].stages, plan->stages()) << what;
       }
+    }
   }
 }
 

@@ -478,10 +478,10 @@ struct Recorder {
 // messages from receivers merged per destination. A value is (origin rank, id); with
 // duplicate removal it crosses a region pair once.
 std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
-                                          bool dedup, bool windows, const BackendOptions& options) {
+                                          bool dedup, const BackendOptions& options) {
   const int p = pat.p;
   std::vector<RankCounts> out(static_cast<size_t>(p));
-  const Recorder rec(out, region, pat, windows);
+  const Recorder rec(out, region, pat, detail::window_wanted(options));
   int nreg = 0;
   for (int x : region) nreg = std::max(nreg, x + 1);
   std::vector<std::vector<int>> members(static_cast<size_t>(nreg));
@@ -644,8 +644,7 @@ std::vector<RankCounts> shm_halo_counts(const HaloPattern& pat, const std::vecto
 
 std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
                                                const PlanOptions& opt, bool dedup) {
-  return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup,
-                           detail::window_wanted(opt.backend), opt.backend);
+  return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup, opt.backend);
 }
 
 std::vector<RankCounts> two_step_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
