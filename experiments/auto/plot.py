@@ -178,5 +178,4 @@ def main():
 
 
 if __name__ == "__main__":
-    plotlib.usage(__doc__)
     main()

@@ -8,7 +8,6 @@ import sys
 from collections import defaultdict
 
 import matplotlib
-import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import plotlib  # noqa: E402
 
@@ -42,5 +41,4 @@ def main():
 
 
 if __name__ == "__main__":
-    plotlib.usage(__doc__)
     main()

@@ -10,7 +10,6 @@ import sys
 from collections import OrderedDict
 
 import matplotlib
-import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import plotlib  # noqa: E402
 
@@ -55,5 +54,4 @@ def main():
 
 
 if __name__ == "__main__":
-    plotlib.usage(__doc__)
     main()

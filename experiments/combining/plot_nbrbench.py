@@ -15,7 +15,6 @@ import sys
 from collections import OrderedDict
 
 import matplotlib
-import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import plotlib  # noqa: E402
 
@@ -135,5 +134,4 @@ def main():
 
 
 if __name__ == "__main__":
-    plotlib.usage(__doc__)
     main()

@@ -17,7 +17,6 @@ from collections import OrderedDict
 
 import matplotlib
 import matplotlib.ticker
-import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import plotlib  # noqa: E402
 
@@ -109,5 +108,4 @@ def main():
 
 
 if __name__ == "__main__":
-    plotlib.usage(__doc__)
     main()

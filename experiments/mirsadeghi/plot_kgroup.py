@@ -12,7 +12,6 @@ import sys
 from collections import OrderedDict
 
 import matplotlib
-import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import plotlib  # noqa: E402
 
@@ -95,5 +94,4 @@ def main():
 
 
 if __name__ == "__main__":
-    plotlib.usage(__doc__)
     main()
