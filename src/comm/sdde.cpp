@@ -22,10 +22,18 @@
 namespace sparsecomm {
 namespace detail {
 // NBX's barrier (nbx() below), entered once: arrive(), then test() until every rank arrived.
+// A barrier that can also confirm receipts (counts_receipts(): through shared memory) lets
+// NBX send with plain sends: a receiver reports each message it received (received(src)),
+// and a sender arrives once all of its messages of this exchange were reported
+// (all_received(), after expect(n) at the start).
 struct NbxBarrier {
   virtual ~NbxBarrier() = default;
   virtual void arrive(bool failed) = 0;
   virtual bool test(bool* any_failed) = 0;  // true once every rank arrived (then *any_failed)
+  virtual bool counts_receipts() const { return false; }
+  virtual void expect(size_t) {}
+  virtual void received(int) {}
+  virtual bool all_received() const { return true; }
 };
 
 namespace {
@@ -244,8 +252,9 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
 // `failed_out`: as for personalized() (what arrived is dropped).
 // `shared`: another barrier than NonblockingBarrier's messages — where the communicator
 // lies within one node, its shared window's flags (each rank publishes its arrival and
-// failure flag; the barrier completes when every rank's has arrived); across nodes, the
-// nodes' windows and one message per pair of nodes (Sdde::node_barrier).
+// failure flag; the barrier completes when every rank's has arrived), which also counts
+// receipts, so the sends there are plain ones (NbxBarrier::counts_receipts); across nodes,
+// the nodes' windows and one message per pair of nodes (Sdde::node_barrier).
 
 // The barrier by messages: a non-blocking reduction of the flags on the exchange's
 // communicator. Its messages use a tag range of their own (data tags are 1000..3047):
@@ -269,10 +278,14 @@ class MessageBarrier : public NbxBarrier {
 void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into, bool* failed_out = nullptr,
          NbxBarrier* shared = nullptr) {
   std::vector<MPI_Request> reqs;
-  if (err.empty()) post_sends(ch, send, reqs, true);
-  Inbox got;
   MessageBarrier by_messages(ch.comm, ch.tag + 4096);
   NbxBarrier& barrier = shared ? *shared : by_messages;
+  // With receipts confirmed by the barrier, the sends need not be synchronous: "matched"
+  // is then "reported received" (below), and the requests complete before returning.
+  const bool receipts = barrier.counts_receipts();
+  barrier.expect(err.empty() ? send.size() : 0);
+  if (err.empty()) post_sends(ch, send, reqs, !receipts);
+  Inbox got;
   bool arrived = false, any_failed = false;
   while (true) {
     int flag = 0;
@@ -280,16 +293,19 @@ void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery
     SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, ch.tag, ch.comm, &flag, &st));
     if (flag) {
       receive_probed(ch, st, got);
+      if (receipts) barrier.received(st.MPI_SOURCE);
       continue;
     }
     if (!arrived) {
       int done = 1;
-      if (!reqs.empty()) SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
+      if (receipts) done = barrier.all_received();
+      else if (!reqs.empty()) SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
       if (done) barrier.arrive(!err.empty()), arrived = true;
     } else if (barrier.test(&any_failed)) {
       break;
     }
   }
+  if (receipts) wait_all(reqs);  // every one received already: only their completion
   if (any_failed) {
     if (failed_out) {
       *failed_out = true;
@@ -526,6 +542,18 @@ class RegionWindow {
     ++round_;
     announce(0, failed);
   }
+  // NBX's receipts (NbxBarrier::counts_receipts): each member's line counts the messages
+  // of it that members have received, over every exchange since the window was made; a
+  // sender compares with how many it has sent. A receiver's release increment follows its
+  // completed receive; the sender's acquire load that sees the count synchronizes with it,
+  // so when the sender arrives at the barrier every message of its was received (NBX's
+  // condition, Hoefler et al. 2010, without the synchronous send's acknowledgement
+  // through MPI). Counts are quiescent outside an exchange (every increment precedes its
+  // sender's arrival): a resize restarts them.
+  void expect(size_t n) { sent_ += n; }
+  void received(int src) { line(src)->matched.fetch_add(1, std::memory_order_release); }
+  bool all_received() const { return line(me_)->matched.load(std::memory_order_acquire) >= sent_; }
+
   bool arrived(bool* any_failed) const {
     bool f = false;
     for (int w = 0; w < size_; ++w) {
@@ -638,6 +666,7 @@ class RegionWindow {
     std::atomic<uint64_t> round;
     int64_t need[2];
     int64_t failed[2];
+    std::atomic<uint64_t> matched;  // my NBX messages received so far (expect())
   };
   static_assert(std::atomic<uint64_t>::is_always_lock_free, "the window's flags need lock-free 64-bit atomics");
   static_assert(sizeof(Line) <= kLine, "a header line is one cache line");
@@ -680,6 +709,8 @@ class RegionWindow {
     Line* l = new (mine) Line;
     l->round.store(round_, std::memory_order_release);
     l->need[0] = l->need[1] = l->failed[0] = l->failed[1] = 0;
+    l->matched.store(0, std::memory_order_relaxed);
+    sent_ = 0;
     if (round_ == 0) SPC_MPI(MPI_Barrier(comm_));  // the first window: every line set before any is read
   }
 
@@ -690,6 +721,7 @@ class RegionWindow {
   int64_t cap_ = 0;
   std::vector<char*> base_;
   uint64_t round_ = 0;  // rounds published (publish() calls), this window and its predecessors
+  uint64_t sent_ = 0;   // my NBX messages since this window was made (expect())
 };
 #endif
 
@@ -886,6 +918,10 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
           explicit Flags(RegionWindow* x) : w(x) {}
           void arrive(bool failed) override { w->arrive(failed); }
           bool test(bool* any_failed) override { return w->arrived(any_failed); }
+          bool counts_receipts() const override { return true; }
+          void expect(size_t n) override { w->expect(n); }
+          void received(int src) override { w->received(src); }
+          bool all_received() const override { return w->all_received(); }
         } flags(w);
         return detail::nbx(global, send, err, into, nullptr, &flags);
       }
