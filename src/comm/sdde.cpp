@@ -22,15 +22,16 @@
 namespace sparsecomm {
 namespace detail {
 // NBX's barrier (nbx() below), entered once: arrive(), then test() until every rank arrived.
-// A barrier that can also confirm receipts (counts_receipts(): through shared memory) lets
-// NBX send with plain sends: a receiver reports each message it received (received(src)),
-// and a sender arrives once all of its messages of this exchange were reported
-// (all_received(), after expect(n) at the start).
+// A barrier that can also confirm receipts (receipts(rank): messages between this rank and
+// `rank` are confirmed through shared memory) lets NBX send those with plain sends: a
+// receiver reports each such message it received (received(src)), and a sender arrives
+// once all of its such messages of this exchange were reported (all_received(), after
+// expect(n) at the start) and its synchronous sends (to the other ranks) completed.
 struct NbxBarrier {
   virtual ~NbxBarrier() = default;
   virtual void arrive(bool failed) = 0;
   virtual bool test(bool* any_failed) = 0;  // true once every rank arrived (then *any_failed)
-  virtual bool counts_receipts() const { return false; }
+  virtual bool receipts(int) const { return false; }
   virtual void expect(size_t) {}
   virtual void received(int) {}
   virtual bool all_received() const { return true; }
@@ -106,13 +107,11 @@ struct IntoBytes {
   }
 };
 
-void post_sends(const Channel& ch, const Outbox& send, std::vector<MPI_Request>& reqs, bool synchronous) {
+void post_sends(const Channel& ch, const Outbox& send, std::vector<MPI_Request>& reqs) {
   reqs.assign(send.size(), MPI_REQUEST_NULL);
   for (size_t i = 0; i < send.size(); ++i) {
-    char* p = const_cast<char*>(send.ptr[i]);
-    const int n = static_cast<int>(send.len[i]);
-    if (synchronous) SPC_MPI(MPI_Issend(p, n, MPI_BYTE, send.ranks[i], ch.tag, ch.comm, &reqs[i]));
-    else SPC_MPI(MPI_Isend(p, n, MPI_BYTE, send.ranks[i], ch.tag, ch.comm, &reqs[i]));
+    SPC_MPI(MPI_Isend(const_cast<char*>(send.ptr[i]), static_cast<int>(send.len[i]), MPI_BYTE, send.ranks[i], ch.tag,
+                      ch.comm, &reqs[i]));
     if (ch.stats) ch.stats->record_send(ch.step, ch.intra(send.ranks[i]), send.len[i]);
   }
 }
@@ -161,7 +160,7 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
   }
   const int nrecv = static_cast<int>(v % base);
   std::vector<MPI_Request> reqs;
-  post_sends(ch, send, reqs, false);
+  post_sends(ch, send, reqs);
   // The sends complete whatever happens here (a failed allocation is this rank's own error,
   // raised after its part of the exchange).
   std::exception_ptr failure;
@@ -277,14 +276,27 @@ class MessageBarrier : public NbxBarrier {
 
 void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into, bool* failed_out = nullptr,
          NbxBarrier* shared = nullptr) {
-  std::vector<MPI_Request> reqs;
   MessageBarrier by_messages(ch.comm, ch.tag + 4096);
   NbxBarrier& barrier = shared ? *shared : by_messages;
-  // With receipts confirmed by the barrier, the sends need not be synchronous: "matched"
-  // is then "reported received" (below), and the requests complete before returning.
-  const bool receipts = barrier.counts_receipts();
-  barrier.expect(err.empty() ? send.size() : 0);
-  if (err.empty()) post_sends(ch, send, reqs, !receipts);
+  // Where the barrier confirms receipts, those sends need not be synchronous: "matched" is
+  // then "reported received" (below), and their requests complete before returning.
+  std::vector<MPI_Request> reqs, plain;  // synchronous sends; plain ones
+  size_t confirmed = 0;
+  for (size_t i = 0; err.empty() && i < send.size(); ++i) {
+    char* p = const_cast<char*>(send.ptr[i]);
+    const int n = static_cast<int>(send.len[i]), to = send.ranks[i];
+    const bool by_receipt = barrier.receipts(to);
+    std::vector<MPI_Request>& into_reqs = by_receipt ? plain : reqs;
+    into_reqs.emplace_back();
+    if (by_receipt) {
+      SPC_MPI(MPI_Isend(p, n, MPI_BYTE, to, ch.tag, ch.comm, &into_reqs.back()));
+      ++confirmed;
+    } else {
+      SPC_MPI(MPI_Issend(p, n, MPI_BYTE, to, ch.tag, ch.comm, &into_reqs.back()));
+    }
+    if (ch.stats) ch.stats->record_send(ch.step, ch.intra(to), send.len[i]);
+  }
+  barrier.expect(confirmed);
   Inbox got;
   bool arrived = false, any_failed = false;
   while (true) {
@@ -293,19 +305,18 @@ void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery
     SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, ch.tag, ch.comm, &flag, &st));
     if (flag) {
       receive_probed(ch, st, got);
-      if (receipts) barrier.received(st.MPI_SOURCE);
+      if (barrier.receipts(st.MPI_SOURCE)) barrier.received(st.MPI_SOURCE);
       continue;
     }
     if (!arrived) {
-      int done = 1;
-      if (receipts) done = barrier.all_received();
-      else if (!reqs.empty()) SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
+      int done = barrier.all_received() ? 1 : 0;
+      if (done && !reqs.empty()) SPC_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE));
       if (done) barrier.arrive(!err.empty()), arrived = true;
     } else if (barrier.test(&any_failed)) {
       break;
     }
   }
-  if (receipts) wait_all(reqs);  // every one received already: only their completion
+  wait_all(plain);  // every one received already: only their completion
   if (any_failed) {
     if (failed_out) {
       *failed_out = true;
@@ -737,7 +748,7 @@ template <class Table>
 void personalized_by_table(const detail::Channel& ch, const detail::Outbox& send, const std::string& err,
                            detail::Delivery& into, Table table) {
   std::vector<MPI_Request> reqs;
-  if (err.empty()) detail::post_sends(ch, send, reqs, false);
+  if (err.empty()) detail::post_sends(ch, send, reqs);
   std::vector<std::pair<int, int64_t>> from;
   const bool failed = table(&from);
   into.restart(from.size());
@@ -918,7 +929,7 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
           explicit Flags(RegionWindow* x) : w(x) {}
           void arrive(bool failed) override { w->arrive(failed); }
           bool test(bool* any_failed) override { return w->arrived(any_failed); }
-          bool counts_receipts() const override { return true; }
+          bool receipts(int) const override { return true; }
           void expect(size_t n) override { w->expect(n); }
           void received(int src) override { w->received(src); }
           bool all_received() const override { return w->all_received(); }
@@ -1110,7 +1121,7 @@ std::vector<std::vector<char>> Sdde::swap_by_agents(int tag, Stats* stats, bool 
     o.add(agent(r, my_node), b.data(), static_cast<int64_t>(b.size()));
   }
   std::vector<MPI_Request> sreqs;
-  detail::post_sends(ch, o, sreqs, false);
+  detail::post_sends(ch, o, sreqs);
   std::vector<std::vector<char>> got(o.size());
   std::vector<MPI_Request> rreqs(o.size(), MPI_REQUEST_NULL);
   for (size_t k = 0; k < o.size(); ++k) {
@@ -1205,7 +1216,8 @@ bool Sdde::node_table(const detail::Outbox& send, bool failed, int tag, std::vec
 std::unique_ptr<detail::NbxBarrier> Sdde::node_barrier(int tag) {
   class Barrier : public detail::NbxBarrier {
    public:
-    Barrier(Sdde& s, int tag) : out_(*RegionWindow::of(s.local_comm_.get(), 0)), in_(*RegionWindow::of(s.local_comm_.get(), 1)) {
+    Barrier(Sdde& s, int tag)
+        : out_(*RegionWindow::of(s.local_comm_.get(), 0)), in_(*RegionWindow::of(s.local_comm_.get(), 1)), loc_(s.loc_) {
       const int my_node = s.loc_.region(), me = s.comm_.rank();
       for (int r = 0; r < s.loc_.num_regions(); ++r)
         if (r != my_node && s.agent(my_node, r) == me) partners_.push_back(s.agent(r, my_node));
@@ -1213,6 +1225,11 @@ std::unique_ptr<detail::NbxBarrier> Sdde::node_barrier(int tag) {
       flags_.assign(partners_.size(), 0);
       reqs_.assign(2 * partners_.size(), MPI_REQUEST_NULL);
     }
+    // Messages within my node: receipts counted in its window (as on one node).
+    bool receipts(int rank) const override { return loc_.same_region(rank); }
+    void expect(size_t n) override { out_.expect(n); }
+    void received(int src) override { out_.received(loc_.local_index_of(src)); }
+    bool all_received() const override { return out_.all_received(); }
     void arrive(bool failed) override {
       for (size_t k = 0; k < partners_.size(); ++k)
         SPC_MPI(MPI_Irecv(&flags_[k], 1, MPI_INT64_T, partners_[k], tag_, comm_, &reqs_[partners_.size() + k]));
@@ -1241,6 +1258,7 @@ std::unique_ptr<detail::NbxBarrier> Sdde::node_barrier(int tag) {
 
    private:
     RegionWindow &out_, &in_;
+    const Locality& loc_;  // the nodes
     MPI_Comm comm_ = MPI_COMM_NULL;
     int tag_ = 0, stage_ = 0;
     bool node_failed_ = false;
