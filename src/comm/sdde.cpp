@@ -252,8 +252,9 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
 // `shared`: another barrier than NonblockingBarrier's messages — where the communicator
 // lies within one node, its shared window's flags (each rank publishes its arrival and
 // failure flag; the barrier completes when every rank's has arrived), which also counts
-// receipts, so the sends there are plain ones (NbxBarrier::counts_receipts); across nodes,
-// the nodes' windows and one message per pair of nodes (Sdde::node_barrier).
+// receipts, so the sends there are plain ones (NbxBarrier::receipts); across nodes,
+// the nodes' windows and one message per pair of nodes (Sdde::node_barrier), with
+// receipts for the messages within a node.
 
 // The barrier by messages: a non-blocking reduction of the flags on the exchange's
 // communicator. Its messages use a tag range of their own (data tags are 1000..3047):
@@ -553,7 +554,7 @@ class RegionWindow {
     ++round_;
     announce(0, failed);
   }
-  // NBX's receipts (NbxBarrier::counts_receipts): each member's line counts the messages
+  // NBX's receipts (NbxBarrier::receipts): each member's line counts the messages
   // of it that members have received, over every exchange since the window was made; a
   // sender compares with how many it has sent. A receiver's release increment follows its
   // completed receive; the sender's acquire load that sees the count synchronizes with it,
