@@ -12,7 +12,8 @@
 //   nbx                    non-blocking consensus: synchronous sends, probe-receive until the
 //                          sends are matched, then a non-blocking barrier (same paper, NBX);
 //                          within one node, from an Sdde's second call, the barrier as flags
-//                          in a shared window.
+//                          in a shared window, and plain sends whose receipts the receivers
+//                          count there (also for the messages within a node across nodes).
 //   rma                    one-sided puts into a window of one slot per rank, between two
 //                          fences; fixed-size messages only (MPI Advance's RMA variant).
 //   locality_personalized  locality-aware aggregation (Geyko, Collom, Schafer, Bridges and
