@@ -107,13 +107,18 @@ struct IntoBytes {
   }
 };
 
+// Message i of `send`, plain or synchronous, counted in the channel's Stats.
+void post_send(const Channel& ch, const Outbox& send, size_t i, bool synchronous, MPI_Request* req) {
+  char* p = const_cast<char*>(send.ptr[i]);
+  const int n = static_cast<int>(send.len[i]);
+  if (synchronous) SPC_MPI(MPI_Issend(p, n, MPI_BYTE, send.ranks[i], ch.tag, ch.comm, req));
+  else SPC_MPI(MPI_Isend(p, n, MPI_BYTE, send.ranks[i], ch.tag, ch.comm, req));
+  if (ch.stats) ch.stats->record_send(ch.step, ch.intra(send.ranks[i]), send.len[i]);
+}
+
 void post_sends(const Channel& ch, const Outbox& send, std::vector<MPI_Request>& reqs) {
   reqs.assign(send.size(), MPI_REQUEST_NULL);
-  for (size_t i = 0; i < send.size(); ++i) {
-    SPC_MPI(MPI_Isend(const_cast<char*>(send.ptr[i]), static_cast<int>(send.len[i]), MPI_BYTE, send.ranks[i], ch.tag,
-                      ch.comm, &reqs[i]));
-    if (ch.stats) ch.stats->record_send(ch.step, ch.intra(send.ranks[i]), send.len[i]);
-  }
+  for (size_t i = 0; i < send.size(); ++i) post_send(ch, send, i, false, &reqs[i]);
 }
 
 void receive_probed(const Channel& ch, const MPI_Status& st, Inbox& got) {
@@ -282,22 +287,13 @@ void nbx(const Channel& ch, const Outbox& send, const std::string& err, Delivery
   // Where the barrier confirms receipts, those sends need not be synchronous: "matched" is
   // then "reported received" (below), and their requests complete before returning.
   std::vector<MPI_Request> reqs, plain;  // synchronous sends; plain ones
-  size_t confirmed = 0;
   for (size_t i = 0; err.empty() && i < send.size(); ++i) {
-    char* p = const_cast<char*>(send.ptr[i]);
-    const int n = static_cast<int>(send.len[i]), to = send.ranks[i];
-    const bool by_receipt = barrier.receipts(to);
+    const bool by_receipt = barrier.receipts(send.ranks[i]);
     std::vector<MPI_Request>& into_reqs = by_receipt ? plain : reqs;
     into_reqs.emplace_back();
-    if (by_receipt) {
-      SPC_MPI(MPI_Isend(p, n, MPI_BYTE, to, ch.tag, ch.comm, &into_reqs.back()));
-      ++confirmed;
-    } else {
-      SPC_MPI(MPI_Issend(p, n, MPI_BYTE, to, ch.tag, ch.comm, &into_reqs.back()));
-    }
-    if (ch.stats) ch.stats->record_send(ch.step, ch.intra(to), send.len[i]);
+    post_send(ch, send, i, !by_receipt, &into_reqs.back());
   }
-  barrier.expect(confirmed);
+  barrier.expect(plain.size());
   Inbox got;
   bool arrived = false, any_failed = false;
   while (true) {
