@@ -102,7 +102,9 @@ def predict(m, ranks, variant, label=""):
     inter latency term's share to the power N / 100; msg_intra scaled by the intra share too
     changed no pick and is not kept), on 11-29 slack<N> (N% of the CPU work outside
     link-bound steps hidden behind their links' slack: no better at any N, nor with the
-    copies or the stages' latency alone hidden), and on the
+    copies or the stages' latency alone hidden) and flows<N> (a region's link in a step
+    slower by N% per connection beyond the first that its ranks' inter-region messages
+    open: worse at N = 1-5), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
@@ -144,7 +146,7 @@ def predict(m, ranks, variant, label=""):
         copies, slack, cpu_only = total, 0.0, 0.0
         work_sum, link_sum = total + stage, 0.0  # link_overlaps: the links' time against the rest
         for n in names:
-            busy, inj = 0.0, defaultdict(float)
+            busy, inj, flows = 0.0, defaultdict(float), defaultdict(int)
             # The share of all ranks with inter-region messages in this step (model.cpp since
             # 11-28): it scales msg_inter (calibrated with every rank at once) and adds
             # stage_inter times itself, the step's latency across the network; the share with
@@ -163,6 +165,12 @@ def predict(m, ranks, variant, label=""):
                     inj[(head["region"], "in")] += s[7] / max(m["region_rate"], 1.0)
                 if "step_region_msgs" in opts:  # the region's link also pays per message its ranks send
                     inj[head["region"]] += s[2] * m["msg_inter"] / ppr[head["region"]]
+                flows[head["region"]] += s[2] if s[3] > 0 else 0
+                flows[(head["region"], "in")] += s[6] if s[7] > 0 else 0
+            fl = [float(o[len("flows"):]) / 100 for o in opts if o.startswith("flows")]
+            if fl:  # flows<N>: a link carrying k connections at once moves bytes 1 + N% x (k - 1) slower
+                for key in inj:
+                    inj[key] *= 1 + fl[0] * max(flows[key] - 1, 0)
             if "no_share" not in opts:
                 # sharepow<N>: the latency term's share to the power N / 100 (tried on 11-28)
                 power = [float(o[len("sharepow"):]) / 100 for o in opts if o.startswith("sharepow")]
