@@ -15,7 +15,8 @@
 #                different hosts.
 #   spc-bridge   a namespace holding the Linux bridge br0 and the peer veth<i> of every node.
 #   --rate R     a tbf qdisc on both ends of every link (node eth0 and bridge veth<i>), so
-#                every inter-node byte pays R in each direction. Latency cannot be emulated:
+#                every inter-node byte pays R in each direction, also right after the link
+#                was idle (a small token bucket: burst_bytes). Latency cannot be emulated:
 #                this kernel has no netem qdisc (see --latency).
 #
 # `run` brings the cluster up if needed (and down again afterwards, also on failure or
@@ -31,7 +32,9 @@
 # (the mpirun to use, default mpirun from PATH),
 # CLUSTER_MPIRUN_ARGS (extra mpirun arguments, split on spaces, e.g.
 # "--mca btl_base_verbose 100"), CLUSTER_LOCK_WAIT (seconds to wait for another run,
-# default 1800), CLUSTER_QUIET=1 (no progress messages).
+# default 1800), CLUSTER_QUIET=1 (no progress messages), CLUSTER_BURST (the links' tbf
+# burst in bytes instead of burst_bytes'; 125000 at 1gbit repeats the runs before
+# 2026-11-29's seventh session).
 set -euo pipefail
 
 readonly NS_PREFIX=spc-node
@@ -82,7 +85,14 @@ check_rate() {
     usage_error "invalid --rate '$1' (expected a tc rate such as 1gbit, 100mbit, 500kbit)"
 }
 
-# tbf burst: one millisecond at the link rate, at least 16 KiB (a few MTU-sized packets).
+# tbf burst: what the link moves in 100 us at its rate, at least 16 KiB. The bucket is the
+# bytes that may leave faster than the rate after the link was idle: a real link has none,
+# so it is kept as small as tbf allows here. Measured (experiments/calibration/README.md):
+# with one millisecond at the rate (125 KB at 1 Gbit/s, the rule before), 106 KB crossed in
+# 74-118 us after an idle gap of 3 ms instead of the 848 us the rate asks, so halo
+# exchanges below ~125 KB per node never met the rate limit; with 3 KB (two packets) the
+# link fell short of its rate (the veth's 64 KB segmentation-offload packets and the
+# timers); 16 KiB keeps the rate for 64 KB and more with or without idle gaps.
 burst_bytes() {
   local r=${1,,}
   [[ "$r" =~ ^([0-9]+(\.[0-9]+)?)([kmgt]?)(i?)(bit|bps)?$ ]]
@@ -91,7 +101,19 @@ burst_bytes() {
     base = (i == "i") ? 1024 : 1000; m = 1
     if (p == "k") m = base; else if (p == "m") m = base^2; else if (p == "g") m = base^3; else if (p == "t") m = base^4
     bytes = n * m; if (u != "bps") bytes /= 8
-    b = int(bytes / 1000); if (b < 16384) b = 16384; print b }'
+    b = int(bytes / 10000); if (b < 16384) b = 16384; print b }'
+}
+
+# The burst a cluster at `rate` gets: CLUSTER_BURST if set (bytes), else burst_bytes.
+link_burst() {
+  if [ -n "${CLUSTER_BURST:-}" ]; then
+    if ! [[ "$CLUSTER_BURST" =~ ^[0-9]+$ ]] || [ "$CLUSTER_BURST" -lt 1514 ]; then
+      usage_error "CLUSTER_BURST must be a number of bytes, at least 1514 (one packet)"
+    fi
+    echo "$CLUSTER_BURST"
+  else
+    burst_bytes "$1"
+  fi
 }
 
 # Latency needs the netem qdisc. This machine's kernel has none (CONFIG_NET_SCH_NETEM is not
@@ -132,6 +154,7 @@ parse_options() {
     esac
   done
   if [ -n "$RATE" ]; then check_rate "$RATE"; fi
+  if [ -n "${CLUSTER_BURST:-}" ]; then link_burst "" >/dev/null; fi  # checked before anything is built
 }
 
 # ---------------------------------------------------------------------------------------
@@ -237,12 +260,12 @@ teardown() {
 create() { # nodes rate owner
   local n=$1 rate=$2 owner=$3 i ns pid t burst
   mkdir -p "$STATE_DIR/tmp" "$SHM_DIR"
-  printf 'NODES=%s\nRATE=%s\nOWNER=%s\n' "$n" "$rate" "$owner" >"$STATE_DIR/cluster.env"
+  [ -z "$rate" ] || burst=$(link_burst "$rate")
+  printf 'NODES=%s\nRATE=%s\nBURST=%s\nOWNER=%s\n' "$n" "$rate" "${burst:-}" "$owner" >"$STATE_DIR/cluster.env"
   ip netns add "$BRIDGE_NS" || skip "'ip netns add' failed (no permission to create named network namespaces?)"
   ip -n "$BRIDGE_NS" link set lo up
   ip -n "$BRIDGE_NS" link add br0 type bridge
   ip -n "$BRIDGE_NS" link set br0 up
-  [ -z "$rate" ] || burst=$(burst_bytes "$rate")
   for ((i = 0; i < n; i++)); do
     ns=${NS_PREFIX}$i
     ip netns add "$ns"
@@ -273,7 +296,7 @@ create() { # nodes rate owner
   # The rsh agent Open MPI calls for remote daemons: this script in its `rsh` role.
   printf '#!/bin/sh\nexec %q rsh "$@"\n' "$SELF" >"$STATE_DIR/rsh-agent"
   chmod +x "$STATE_DIR/rsh-agent"
-  log "up: $n nodes (node0..node$((n - 1)) = $SUBNET.1..$SUBNET.$n)${rate:+, links limited to $rate}"
+  log "up: $n nodes (node0..node$((n - 1)) = $SUBNET.1..$SUBNET.$n)${rate:+, links limited to $rate (tbf burst $burst B)}"
 }
 
 # Makes sure a cluster of n nodes at `rate` is up. Sets CREATED=1 when this call built it.
@@ -283,11 +306,12 @@ ensure_up() { # nodes rate owner
   if [ -f "$STATE_DIR/cluster.env" ] || [ -n "$(our_namespaces)" ]; then
     if owner_alive && cluster_healthy; then
       # `run` without --rate takes an existing cluster's links as they are.
-      if [ "$(state_get NODES)" = "$n" ] && { [ "$(state_get RATE)" = "$rate" ] || [ "$RATE_GIVEN" = 0 ]; }; then
+      if [ "$(state_get NODES)" = "$n" ] && { { [ "$(state_get RATE)" = "$rate" ] &&
+        [ "$(state_get BURST)" = "$([ -z "$rate" ] || link_burst "$rate")" ]; } || [ "$RATE_GIVEN" = 0 ]; }; then
         log "using the cluster that is already up ($n nodes, $(state_get RATE | sed 's/^$/no rate limit/'))"
         return 0
       fi
-      die "a cluster with $(state_get NODES) nodes (rate '$(state_get RATE)') is already up; run 'cluster.sh down' first"
+      die "a cluster with $(state_get NODES) nodes (rate '$(state_get RATE)', burst '$(state_get BURST)') is already up; run 'cluster.sh down' first"
     fi
     log "removing leftovers of an earlier cluster"
     teardown
@@ -411,6 +435,8 @@ cmd_run() {
   trap 'RUN_RC=129; exit 129' HUP
   ensure_up "$n" "$RATE" "run:$$"
   RATE=$(state_get RATE)
+  local burst
+  burst=$(state_get BURST)
 
   local timeout=${CLUSTER_TIMEOUT:-600} extra=()
   is_count "$timeout" || usage_error "CLUSTER_TIMEOUT must be a positive number of seconds"
@@ -457,7 +483,7 @@ cmd_run() {
   # In the background, so that a signal reaches the trap at once (bash runs traps only
   # between foreground commands); fd 9 (the lock) stays with this script.
   SPC_CLUSTER_NODES=$n SPC_CLUSTER_PPN=$ppn SPC_CLUSTER_RATE=$RATE \
-    SPARSECOMM_MODEL_TAG="emulated cluster, links ${RATE:-unlimited}${SPARSECOMM_MODEL_TAG:+; $SPARSECOMM_MODEL_TAG}" \
+    SPARSECOMM_MODEL_TAG="emulated cluster, links ${RATE:-unlimited}${burst:+ (burst $burst B)}${SPARSECOMM_MODEL_TAG:+; $SPARSECOMM_MODEL_TAG}" \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     nsenter --target "$(holder_pid 0)" --uts --net -- "$mpirun" "${mpirun_args[@]}" "${prog[@]}" 9>&- &
   MPIRUN_PID=$!
@@ -503,6 +529,27 @@ static double pingpong(int me, int peer, char* buf, int n) {
   return 2.0 * reps * n / (MPI_Wtime() - t) / 1e6;
 }
 
+/* n bytes to peer and an 8-byte reply, after the link was idle for 3 ms: MB/s of the best
+   of 5. A link that lets a burst leave faster than its rate shows it here. */
+static double after_idle(int me, int peer, char* buf, int n) {
+  double best = 1e30;
+  for (int k = 0; k < 5; ++k) {
+    usleep(3000);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t = MPI_Wtime();
+    if (me == 0) {
+      MPI_Send(buf, n, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+      MPI_Recv(buf, 8, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (me == peer) {
+      MPI_Recv(buf, n, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf, 8, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+    }
+    t = MPI_Wtime() - t;
+    if (t < best) best = t;
+  }
+  return n / best / 1e6;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int me, p, len, local_size, bad = 0;
@@ -531,6 +578,8 @@ int main(int argc, char** argv) {
   if (p > ppn) {
     double bw = pingpong(me, ppn, buf, n);
     if (me == 0) printf("1 MiB ping-pong rank 0 <-> rank %d (next node): %.0f MB/s\n", ppn, bw);
+    bw = after_idle(me, ppn, buf, 1 << 16);
+    if (me == 0) printf("64 KiB to rank %d (next node) after 3 ms idle: %.0f MB/s\n", ppn, bw);
   }
   free(buf);
   int any = 0;
