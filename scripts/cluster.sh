@@ -15,9 +15,9 @@
 #                different hosts.
 #   spc-bridge   a namespace holding the Linux bridge br0 and the peer veth<i> of every node.
 #   --rate R     a tbf qdisc on both ends of every link (node eth0 and bridge veth<i>), so
-#                every inter-node byte pays R in each direction, also right after the link
-#                was idle (a small token bucket: burst_bytes). Latency cannot be emulated:
-#                this kernel has no netem qdisc (see --latency).
+#                inter-node bytes pay R in each direction — except the token bucket's worth
+#                (burst_bytes: 1 ms at R) after the link was idle. Latency cannot be
+#                emulated: this kernel has no netem qdisc (see --latency).
 #
 # `run` brings the cluster up if needed (and down again afterwards, also on failure or
 # Ctrl-C), starts mpirun inside node0 with a hostfile of node addresses and remote daemons
@@ -33,8 +33,7 @@
 # CLUSTER_MPIRUN_ARGS (extra mpirun arguments, split on spaces, e.g.
 # "--mca btl_base_verbose 100"), CLUSTER_LOCK_WAIT (seconds to wait for another run,
 # default 1800), CLUSTER_QUIET=1 (no progress messages), CLUSTER_BURST (the links' tbf
-# burst in bytes instead of burst_bytes'; 125000 at 1gbit repeats the runs before
-# 2026-11-29's seventh session).
+# bucket in bytes instead of burst_bytes').
 set -euo pipefail
 
 readonly NS_PREFIX=spc-node
@@ -85,14 +84,13 @@ check_rate() {
     usage_error "invalid --rate '$1' (expected a tc rate such as 1gbit, 100mbit, 500kbit)"
 }
 
-# tbf burst: what the link moves in 100 us at its rate, at least 16 KiB. The bucket is the
-# bytes that may leave faster than the rate after the link was idle: a real link has none,
-# so it is kept as small as tbf allows here. Measured (experiments/calibration/README.md):
-# with one millisecond at the rate (125 KB at 1 Gbit/s, the rule before), 106 KB crossed in
-# 74-118 us after an idle gap of 3 ms instead of the 848 us the rate asks, so halo
-# exchanges below ~125 KB per node never met the rate limit; with 3 KB (two packets) the
-# link fell short of its rate (the veth's 64 KB segmentation-offload packets and the
-# timers); 16 KiB keeps the rate for 64 KB and more with or without idle gaps.
+# tbf burst: one millisecond at the link rate, at least 16 KiB. The bucket is what may leave
+# faster than the rate after the link was idle (a real link has none): up to ~125 KB at 1
+# Gbit/s cross at about ten times the rate after an idle millisecond. A smaller one does
+# not emulate a real link better here: tbf then needs a timer and a softirq every bucket's
+# worth of bytes, and with 16 ranks busy on 2 cores they come late — an all-to-all of 89 KB
+# between 4 nodes took three times its link time with a 16-64 KiB bucket, the link time
+# with this one (experiments/calibration/README.md). CLUSTER_BURST overrides it.
 burst_bytes() {
   local r=${1,,}
   [[ "$r" =~ ^([0-9]+(\.[0-9]+)?)([kmgt]?)(i?)(bit|bps)?$ ]]
@@ -101,7 +99,7 @@ burst_bytes() {
     base = (i == "i") ? 1024 : 1000; m = 1
     if (p == "k") m = base; else if (p == "m") m = base^2; else if (p == "g") m = base^3; else if (p == "t") m = base^4
     bytes = n * m; if (u != "bps") bytes /= 8
-    b = int(bytes / 10000); if (b < 16384) b = 16384; print b }'
+    b = int(bytes / 1000); if (b < 16384) b = 16384; print b }'
 }
 
 # The burst a cluster at `rate` gets: CLUSTER_BURST if set (bytes), else burst_bytes.
