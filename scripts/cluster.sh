@@ -494,7 +494,8 @@ cmd_run() {
 
 # A tiny MPI program, compiled into a temporary directory: every rank checks that it runs on
 # host node<rank / ppn> and that MPI_COMM_TYPE_SHARED groups exactly the ranks of its node,
-# then rank 0 times 1 MiB ping-pongs with a rank on its own node and one on the next node.
+# then rank 0 times 1 MiB ping-pongs with a rank on its own node and one on the next node,
+# and 64 KiB to the next node after 3 ms of idle (what the links' token bucket lets through).
 cmd_smoke() {
   parse_options "$@"
   if [ ${#REST[@]} -ne 2 ] || ! is_count "${REST[0]}" || ! is_count "${REST[1]}"; then
