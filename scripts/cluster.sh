@@ -173,7 +173,7 @@ probe_kernel() {
     skip "cannot create network/UTS namespaces, veth pairs or a bridge here: ${out}"
   if [ -n "$RATE" ]; then
     out=$(unshare --net sh -c "ip link add spcprobe0 type veth peer name spcprobe1 &&
-          tc qdisc add dev spcprobe0 root tbf rate $RATE burst $(burst_bytes "$RATE") latency 100ms" 2>&1) ||
+          tc qdisc add dev spcprobe0 root tbf rate $RATE burst $(link_burst "$RATE") latency 100ms" 2>&1) ||
       skip "cannot rate-limit a link with 'tc qdisc add ... tbf rate $RATE': ${out}"
   fi
 }
@@ -255,11 +255,10 @@ teardown() {
   rm -rf "$STATE_DIR" "$SHM_DIR"
 }
 
-create() { # nodes rate owner
-  local n=$1 rate=$2 owner=$3 i ns pid t burst
+create() { # nodes rate burst owner (burst: link_burst's, empty without a rate)
+  local n=$1 rate=$2 burst=$3 owner=$4 i ns pid t
   mkdir -p "$STATE_DIR/tmp" "$SHM_DIR"
-  [ -z "$rate" ] || burst=$(link_burst "$rate")
-  printf 'NODES=%s\nRATE=%s\nBURST=%s\nOWNER=%s\n' "$n" "$rate" "${burst:-}" "$owner" >"$STATE_DIR/cluster.env"
+  printf 'NODES=%s\nRATE=%s\nBURST=%s\nOWNER=%s\n' "$n" "$rate" "$burst" "$owner" >"$STATE_DIR/cluster.env"
   ip netns add "$BRIDGE_NS" || skip "'ip netns add' failed (no permission to create named network namespaces?)"
   ip -n "$BRIDGE_NS" link set lo up
   ip -n "$BRIDGE_NS" link add br0 type bridge
@@ -300,12 +299,13 @@ create() { # nodes rate owner
 # Makes sure a cluster of n nodes at `rate` is up. Sets CREATED=1 when this call built it.
 CREATED=0
 ensure_up() { # nodes rate owner
-  local n=$1 rate=$2 owner=$3
+  local n=$1 rate=$2 owner=$3 burst=""
+  [ -z "$rate" ] || burst=$(link_burst "$rate")
   if [ -f "$STATE_DIR/cluster.env" ] || [ -n "$(our_namespaces)" ]; then
     if owner_alive && cluster_healthy; then
       # `run` without --rate takes an existing cluster's links as they are.
-      if [ "$(state_get NODES)" = "$n" ] && { { [ "$(state_get RATE)" = "$rate" ] &&
-        [ "$(state_get BURST)" = "$([ -z "$rate" ] || link_burst "$rate")" ]; } || [ "$RATE_GIVEN" = 0 ]; }; then
+      if [ "$(state_get NODES)" = "$n" ] &&
+        { { [ "$(state_get RATE)" = "$rate" ] && [ "$(state_get BURST)" = "$burst" ]; } || [ "$RATE_GIVEN" = 0 ]; }; then
         log "using the cluster that is already up ($n nodes, $(state_get RATE | sed 's/^$/no rate limit/'))"
         return 0
       fi
@@ -315,7 +315,7 @@ ensure_up() { # nodes rate owner
     teardown
   fi
   CREATED=1
-  create "$n" "$rate" "$owner"
+  create "$n" "$rate" "$burst" "$owner"
 }
 
 # ---------------------------------------------------------------------------------------
