@@ -158,7 +158,18 @@ void DistCsr<V>::multiply_diag(const V* x, V* y, int width) const {
 template <class V>
 void DistCsr<V>::multiply_offd_add(const V* g, V* y, int width) const {
   const auto& b = offd_;
-  for (int32_t i = 0; i < b.nrows; ++i) {
+  if (width == 1) {
+    // The row's sum in a register, added in the same order as below (y[i] first, then
+    // entry by entry): the same result to the bit, without a load and store of y[i] per
+    // entry (the compiler cannot keep it in a register in the generic loop: y might alias).
+    for (const int32_t i : offd_rows_) {
+      V s = y[i];
+      for (int64_t k = b.row_ptr[i]; k < b.row_ptr[i + 1]; ++k) s += b.val[k] * g[b.col[k]];
+      y[i] = s;
+    }
+    return;
+  }
+  for (const int32_t i : offd_rows_) {
     V* yi = y + static_cast<int64_t>(i) * width;
     for (int64_t k = b.row_ptr[i]; k < b.row_ptr[i + 1]; ++k) {
       const V* gj = g + static_cast<int64_t>(b.col[k]) * width;
@@ -303,6 +314,9 @@ template <class V>
 void DistCsr<V>::finish(RowPartition rows, RowPartition cols, int64_t merged) {
   rows_ = std::move(rows);
   cols_ = std::move(cols);
+  offd_rows_.clear();
+  for (int32_t i = 0; i < offd_.nrows; ++i)
+    if (offd_.row_ptr[i + 1] > offd_.row_ptr[i]) offd_rows_.push_back(i);
   int64_t local[2] = {local_nnz(), merged}, global[2];
   SPC_MPI(MPI_Allreduce(local, global, 2, MPI_INT64_T, MPI_SUM, comm_));
   global_nnz_ = global[0];

@@ -116,6 +116,9 @@ class DistCsr {
   int rank_ = 0;
   RowPartition rows_, cols_;
   CsrBlock<V> diag_, offd_;
+  // The rows with off-diagonal entries (finish()): the off-diagonal product visits only
+  // these — PETSc's compressed rows — where most rows of a well-partitioned matrix have none.
+  std::vector<int32_t> offd_rows_;
   std::vector<int64_t> ghost_;
   int64_t global_nnz_ = 0;
   int64_t global_duplicates_ = 0;
