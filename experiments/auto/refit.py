@@ -104,7 +104,8 @@ def predict(m, ranks, variant, label=""):
     link-bound steps hidden behind their links' slack: no better at any N, nor with the
     copies or the stages' latency alone hidden) and flows<N> (a region's link in a step
     slower by N% per connection beyond the first that its ranks' inter-region messages
-    open: worse at N = 1-5), and on the
+    open: worse at N = 1-5), on 11-29 (eighth session) pool_node (on one node, intra and inter
+    loaded costs replaced by their mean: no pick changed), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
@@ -124,6 +125,9 @@ def predict(m, ranks, variant, label=""):
             m = dict(m, msg_inter=m["msg_inter"] * float(o[4:]) / 100)
         if o.startswith("msgix"):
             m = dict(m, msg_intra=m["msg_intra"] * float(o[5:]) / 100)
+    if "pool_node" in opts and label == "node":  # one node: intra and inter are one transport, their mean
+        m = dict(m, **{f"{k}_{c}": (m[f"{k}_intra"] + m[f"{k}_inter"]) / 2
+                       for k in ("msg", "byte", "stage") for c in ("intra", "inter")})
     if "free_window_stages" in opts:  # a stage whose transfers all go through windows costs nothing
         m = dict(m, stage_shm=0.0)
     if "half_window_stages" in opts:
