@@ -422,7 +422,7 @@ TEST(Model, MeasuredOnFirstUseAndCached) {
     std::ifstream in(files()[0]);
     std::string line;
     std::getline(in, line);
-    EXPECT_EQ(line.rfind("# key: v8 host ", 0), 0u) << line;
+    EXPECT_EQ(line.rfind("# key: v9 host ", 0), 0u) << line;
   }
   // Read back from the file (another process's view), and from the communicator.
   const ModelParams second = machine_model_uncached(MPI_COMM_WORLD, loc);
@@ -450,7 +450,7 @@ TEST(Model, MeasuredOnFirstUseAndCached) {
     std::ifstream in(files()[0]);
     std::string line;
     std::getline(in, line);
-    EXPECT_EQ(line.rfind("# key: v8 host ", 0), 0u) << line;
+    EXPECT_EQ(line.rfind("# key: v9 host ", 0), 0u) << line;
   }
   // Another layout (at one rank, "single" is ppn:2's): a second cache file.
   machine_model_uncached(MPI_COMM_WORLD, Locality::parse(MPI_COMM_WORLD, "single"));

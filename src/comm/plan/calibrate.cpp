@@ -35,6 +35,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <mutex>
 #include <sstream>
 #include <sys/stat.h>
@@ -354,6 +355,14 @@ std::string network_tag() {
 
 // Repetitions of each measurement when auto measures the machine on first use.
 constexpr int kFirstUseReps = 30;
+// Launches whose calibrations the cache keeps; the model is their per-parameter median. One
+// launch's calibration describes the places its processes took on the cores, which hold for
+// the whole launch where ranks outnumber cores: a per-byte cost differed threefold between
+// launches while three calibrations within one launch agreed within a few percent
+// (experiments/auto/README.md, "Where a calibration's spread comes from"). So each of the
+// first three launches (processes) that use a layout measures it once and adds its
+// calibration; later ones only read. A rare launch is outvoted by the third.
+constexpr size_t kCachedLaunches = 3;
 
 // The cache key: what the parameters depend on, and a version (raised whenever the
 // measurements change, so older caches are measured again). The host name of rank 0 stands for the
@@ -372,7 +381,7 @@ std::string cache_key(const std::vector<int>& node, const Locality& loc) {
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
   host[sizeof host - 1] = 0;
   std::ostringstream k;
-  k << "v8 host " << host << " ranks " << node.size() << " nodes " << nodes << " per_node " << least << "-"
+  k << "v9 host " << host << " ranks " << node.size() << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
   for (int r = 0; r < loc.size(); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
@@ -397,30 +406,87 @@ std::string key_file(const std::string& key) {
   return name;
 }
 
+// A cache file: the model (the median of the launches' calibrations, in ModelParams' file
+// format, so that it reads as a parameter file too), then one comment line per launch,
+// "# launch" and its kFields values in ModelParams' order.
+struct CacheEntry {
+  ModelParams model;
+  std::vector<ModelParams> launches;
+};
+
+// Each parameter's median over `all` (of two: their mean).
+ModelParams median_of(const std::vector<ModelParams>& all) {
+  std::vector<std::vector<double>> f(all.size(), std::vector<double>(ModelParams::kFields));
+  for (size_t t = 0; t < all.size(); ++t) std::memcpy(f[t].data(), &all[t], sizeof(ModelParams));
+  std::vector<double> med(ModelParams::kFields), v(all.size());
+  for (size_t k = 0; k < med.size(); ++k) {
+    for (size_t t = 0; t < all.size(); ++t) v[t] = f[t][k];
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    med[k] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  ModelParams m;
+  std::memcpy(static_cast<void*>(&m), med.data(), sizeof(ModelParams));
+  return m;
+}
+
 // Rank 0's read of the cache: false for a missing, foreign or unreadable file.
-bool read_cache(const std::string& path, const std::string& key, ModelParams& m) {
+bool read_cache(const std::string& path, const std::string& key, CacheEntry& e) {
   std::ifstream in(path);
   std::string first;
   if (!in || !std::getline(in, first) || first != "# key: " + key) return false;
   try {
-    m = ModelParams::load(path);
-    return true;
+    e.model = ModelParams::load(path);
   } catch (const InputError&) {
     return false;  // damaged: measured again and rewritten
   }
+  e.launches.clear();
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# launch ", 0) != 0) continue;
+    std::istringstream ss(line.substr(9));
+    double v[ModelParams::kFields];
+    bool ok = true;
+    for (double& x : v) ok = ok && (ss >> x) && x >= 0;
+    if (!ok) return false;  // damaged
+    ModelParams l;
+    std::memcpy(static_cast<void*>(&l), v, sizeof v);
+    e.launches.push_back(l);
+  }
+  if (e.launches.empty()) e.launches.push_back(e.model);  // (a file with the model alone: one launch)
+  return true;
 }
 
-void write_cache(const std::string& dir, const std::string& path, const std::string& key, const ModelParams& m) {
+void write_cache(const std::string& dir, const std::string& path, const std::string& key, const CacheEntry& e) {
   const std::string parent = dir.substr(0, dir.rfind('/'));
   ::mkdir(parent.c_str(), 0755);
   ::mkdir(dir.c_str(), 0755);
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   try {
-    m.save(tmp, "key: " + key);
+    e.model.save(tmp, "key: " + key);
+    std::ofstream out(tmp, std::ios::app);
+    out.precision(17);
+    for (const ModelParams& l : e.launches) {
+      double v[ModelParams::kFields];
+      std::memcpy(v, &l, sizeof v);
+      out << "# launch";
+      for (double x : v) out << " " << x;
+      out << "\n";
+    }
+    if (!out) return;
   } catch (const InputError&) {
     return;  // not writable: measured again next time
   }
   std::rename(tmp.c_str(), path.c_str());  // atomic: concurrent first uses write whole files
+}
+
+// The cache keys this process has measured (rank 0's: it alone reads and decides).
+std::mutex measured_lock;
+std::set<std::string> measured_here;
+
+// Whether this launch should measure and add its calibration to the entry read.
+bool wants_launch(const CacheEntry& e, const std::string& key) {
+  std::lock_guard<std::mutex> g(measured_lock);
+  return e.launches.size() < kCachedLaunches && !measured_here.count(key);
 }
 #endif  // SPARSECOMM_SMPI
 }  // namespace
@@ -484,15 +550,18 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
   const std::string key = cache_key(comm, loc), dir = cache_dir();
   const std::string path = dir.empty() ? "" : dir + "/" + key_file(key);
   ModelParams m;
-  // Rank 0's cache entry and whether it found one, in one broadcast.
+  const bool root = comm_rank(comm) == 0;
+  // Rank 0's cache entry and whether it is the model (no measurement in this launch), in
+  // one broadcast.
   double cached[ModelParams::kFields + 1] = {0};
-  if (comm_rank(comm) == 0 && !path.empty() && read_cache(path, key, m)) {
-    std::memcpy(cached, &m, sizeof(double) * ModelParams::kFields);
+  CacheEntry e;
+  if (root && !path.empty() && read_cache(path, key, e) && !wants_launch(e, key)) {
+    std::memcpy(cached, &e.model, sizeof(double) * ModelParams::kFields);
     cached[ModelParams::kFields] = 1;
   }
   SPC_MPI(MPI_Bcast(cached, ModelParams::kFields + 1, MPI_DOUBLE, 0, comm));
   if (cached[ModelParams::kFields] != 0) {
-    std::memcpy(&m, cached, sizeof(double) * ModelParams::kFields);
+    std::memcpy(static_cast<void*>(&m), cached, sizeof(double) * ModelParams::kFields);
     return m;
   }
   {
@@ -502,8 +571,19 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
     // spread with 10 and 40 is in experiments/auto/README.md)
     m = calibrate_model(own.get(), loc, kFirstUseReps);
   }
-  SPC_MPI(MPI_Bcast(&m, ModelParams::kFields, MPI_DOUBLE, 0, comm));  // rank 0's view, everywhere
-  if (comm_rank(comm) == 0 && !path.empty()) write_cache(dir, path, key, m);
+  if (root) {  // rank 0's calibration joins the launches on file (read again: another may have written)
+    {
+      std::lock_guard<std::mutex> g(measured_lock);
+      measured_here.insert(key);
+    }
+    CacheEntry now;
+    if (path.empty() || !read_cache(path, key, now)) now.launches.clear();
+    if (now.launches.size() < kCachedLaunches) now.launches.push_back(m);
+    now.model = median_of(now.launches);
+    m = now.model;
+    if (!path.empty()) write_cache(dir, path, key, now);
+  }
+  SPC_MPI(MPI_Bcast(&m, ModelParams::kFields, MPI_DOUBLE, 0, comm));  // rank 0's model, everywhere
   return m;
 #endif
 }
@@ -533,7 +613,9 @@ bool read_machine_model_cache(const std::vector<int>& node, const Locality& loc,
     m = it->second;
     return true;
   }
-  if (!read_cache(path, key, m)) return false;
+  CacheEntry e;
+  if (!read_cache(path, key, e) || wants_launch(e, key)) return false;  // (then measured collectively)
+  m = e.model;
   seen[memo] = m;
   return true;
 #endif

@@ -60,7 +60,7 @@
 // kept only where the performance model (comm/plan/model.hpp) predicts it 1.3x faster
 // than the direct exchange MPI itself does; otherwise it steps aside (MPI's own). The model's parameters are the ones every auto
 // uses (ModelParams::resolve: $SPARSECOMM_MODEL, a file or builtin, else this machine's,
-// measured on first use per machine and layout and cached). mpi: always MPI's own. Combining parameters: SPARSECOMM_MPI_K, _AWARE (0/1);
+// measured in the first three launches per machine and layout and cached). mpi: always MPI's own. Combining parameters: SPARSECOMM_MPI_K, _AWARE (0/1);
 // regions: SPARSECOMM_MPI_REGIONS (default node); the same as MPI_Info keys
 // sparsecomm_backend / sparsecomm_k / sparsecomm_aware / sparsecomm_regions at communicator
 // creation. SPARSECOMM_MPI_VERBOSE=1: per communicator what was chosen, and at exit per rank

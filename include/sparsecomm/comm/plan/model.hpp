@@ -60,7 +60,7 @@ struct ModelParams {
   /// Collective. The parameters `auto` uses, the same on every rank: `source` is a file
   /// (load(); ranks that read different values: InputError on every rank), "builtin" (the
   /// defaults above), or empty: $SPARSECOMM_MODEL (a file or "builtin"), else
-  /// machine_model() — measured on first use, cached.
+  /// machine_model() — measured in the first three launches, cached.
   static ModelParams resolve(MPI_Comm comm, const Locality& loc, const std::string& source);
   /// The number of parameters (every member is one double, in declaration order).
   static constexpr int kFields = 15;
@@ -100,12 +100,15 @@ void remember_machine_model(MPI_Comm comm, const Locality& loc, const ModelParam
 /// calibrate` writes the result to a file.
 ModelParams calibrate_model(MPI_Comm comm, const Locality& loc, int reps);
 
-/// Collective over `comm`. calibrate_model() once per machine and layout: the result is
-/// cached in $XDG_CACHE_HOME/sparsecomm (else ~/.cache/sparsecomm) under a key of the host
-/// name, the number of ranks, of nodes and ranks per node, and `loc`'s layout; later calls
-/// (any process) read it back, and later calls on the same communicator and layout take it
-/// from the communicator (an MPI attribute) without any collective. Takes a fraction of a second on first use; a cache that
-/// cannot be written only costs that again next time. Under SimGrid's SMPI: the defaults.
+/// Collective over `comm`. calibrate_model() once in each of the first three launches
+/// (processes) per machine and layout: their calibrations are cached in
+/// $XDG_CACHE_HOME/sparsecomm (else ~/.cache/sparsecomm) under a key of the host name, the
+/// number of ranks, of nodes and ranks per node, and `loc`'s layout, and the model is their
+/// per-parameter median (one launch's calibration depends on where its processes sit on the
+/// cores); later launches read it back, and later calls on the same communicator and layout
+/// take it from the communicator (an MPI attribute) without any collective. A calibration
+/// takes a fraction of a second to a few seconds; a cache that cannot be written only costs
+/// that again next time. Under SimGrid's SMPI: the defaults.
 ModelParams machine_model(MPI_Comm comm, const Locality& loc);
 /// machine_model() without the communicator's memory: reads the file cache or measures.
 ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc);

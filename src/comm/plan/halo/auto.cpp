@@ -248,8 +248,8 @@ struct Times {
 // model they used, the same on every rank. Two collectives on the success path (the gather,
 // the broadcast): the model's agreement and the node labels travel in the gather, and a
 // measured model that is new on this communicator but in the machine's cache travels in
-// the broadcast. Only on the machine's first use (no cache) do a measurement and a second
-// broadcast follow.
+// the broadcast. Only in the first three launches on a machine and layout (the cache has
+// fewer calibrations: machine_model) do a measurement and a second broadcast follow.
 std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o,
                                 const std::vector<std::string>& order,
                                 const std::function<PlanOptions(const std::string&)>& options_of, ModelParams& m,
@@ -484,8 +484,8 @@ void register_auto() {
         using K = OptionSpec::Kind;
         // The model file's path may be node-local: ranks agree on the parameters read, not the path.
         OptionSpec model{"model", K::text, "",
-                         "performance model: a parameter file, builtin, or empty: $SPARSECOMM_MODEL, else measured on "
-                         "first use and cached (machine_model)"};
+                         "performance model: a parameter file, builtin, or empty: $SPARSECOMM_MODEL, else measured in "
+                         "the first three launches and cached (machine_model)"};
         model.per_rank = true;
         h.options = {model,
                      {"iterations", K::integer, "0",
