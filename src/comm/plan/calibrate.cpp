@@ -571,18 +571,22 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
     // spread with 10 and 40 is in experiments/auto/README.md)
     m = calibrate_model(own.get(), loc, kFirstUseReps);
   }
-  if (root) {  // rank 0's calibration joins the launches on file (read again: another may have written)
-    {
-      std::lock_guard<std::mutex> g(measured_lock);
-      measured_here.insert(key);
+  // Rank 0's calibration joins the launches on file (read again: another process may have
+  // written meanwhile). Before the broadcast the others wait in: whatever fails here leaves
+  // this launch's calibration as the model, never an exception on rank 0 alone.
+  if (root) try {
+      {
+        std::lock_guard<std::mutex> g(measured_lock);
+        measured_here.insert(key);
+      }
+      CacheEntry now;
+      if (path.empty() || !read_cache(path, key, now)) now.launches.clear();
+      if (now.launches.size() < kCachedLaunches) now.launches.push_back(m);
+      now.model = median_of(now.launches);
+      if (!path.empty()) write_cache(dir, path, key, now);
+      m = now.model;
+    } catch (...) {
     }
-    CacheEntry now;
-    if (path.empty() || !read_cache(path, key, now)) now.launches.clear();
-    if (now.launches.size() < kCachedLaunches) now.launches.push_back(m);
-    now.model = median_of(now.launches);
-    m = now.model;
-    if (!path.empty()) write_cache(dir, path, key, now);
-  }
   SPC_MPI(MPI_Bcast(&m, ModelParams::kFields, MPI_DOUBLE, 0, comm));  // rank 0's model, everywhere
   return m;
 #endif
