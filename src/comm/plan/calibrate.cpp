@@ -357,11 +357,10 @@ std::string network_tag() {
 constexpr int kFirstUseReps = 30;
 // Launches whose calibrations the cache keeps; the model is their per-parameter median. One
 // launch's calibration describes the places its processes took on the cores, which hold for
-// the whole launch where ranks outnumber cores: a per-byte cost differed threefold between
-// launches while three calibrations within one launch agreed within a few percent
-// (experiments/auto/README.md, "Where a calibration's spread comes from"). So each of the
-// first three launches (processes) that use a layout measures it once and adds its
-// calibration; later ones only read. A rare launch is outvoted by the third.
+// the whole launch where ranks outnumber cores, so calibrations differ far more between
+// launches than within one (experiments/auto/README.md, "Where a calibration's spread comes
+// from"). So each of the first three launches (processes) that use a layout measures it once
+// and adds its calibration; later ones only read. A rare launch is outvoted by the third.
 constexpr size_t kCachedLaunches = 3;
 
 // The cache key: what the parameters depend on, and a version (raised whenever the
