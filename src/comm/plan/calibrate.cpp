@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -326,6 +327,20 @@ namespace {
 static_assert(sizeof(ModelParams) == ModelParams::kFields * sizeof(double), "ModelParams: kFields doubles");
 
 #ifndef SPARSECOMM_SMPI
+// ModelParams as its kFields doubles (declaration order: the cache's "# launch" lines and
+// broadcasts), and back.
+using Fields = std::array<double, ModelParams::kFields>;
+Fields fields_of(const ModelParams& m) {
+  Fields f;
+  std::memcpy(f.data(), &m, sizeof m);
+  return f;
+}
+ModelParams params_of(const double* f) {
+  ModelParams m;
+  std::memcpy(static_cast<void*>(&m), f, sizeof m);
+  return m;
+}
+
 // What else decides the network a run measures, from the environment, as "NAME=value"
 // words in name order (empty where none is set): the transports and waiting Open MPI is
 // told to use (`mpirun --mca x y` reaches every rank as OMPI_MCA_x), UCX's and libfabric's
@@ -415,18 +430,17 @@ struct CacheEntry {
 
 // Each parameter's median over `all` (of two: their mean).
 ModelParams median_of(const std::vector<ModelParams>& all) {
-  std::vector<std::vector<double>> f(all.size(), std::vector<double>(ModelParams::kFields));
-  for (size_t t = 0; t < all.size(); ++t) std::memcpy(f[t].data(), &all[t], sizeof(ModelParams));
-  std::vector<double> med(ModelParams::kFields), v(all.size());
+  std::vector<Fields> f;
+  for (const ModelParams& m : all) f.push_back(fields_of(m));
+  Fields med;
+  std::vector<double> v(all.size());
   for (size_t k = 0; k < med.size(); ++k) {
-    for (size_t t = 0; t < all.size(); ++t) v[t] = f[t][k];
+    for (size_t t = 0; t < f.size(); ++t) v[t] = f[t][k];
     std::sort(v.begin(), v.end());
     const size_t n = v.size();
     med[k] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
   }
-  ModelParams m;
-  std::memcpy(static_cast<void*>(&m), med.data(), sizeof(ModelParams));
-  return m;
+  return params_of(med.data());
 }
 
 // Rank 0's read of the cache: false for a missing, foreign or unreadable file.
@@ -443,13 +457,11 @@ bool read_cache(const std::string& path, const std::string& key, CacheEntry& e) 
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("# launch ", 0) != 0) continue;
     std::istringstream ss(line.substr(9));
-    double v[ModelParams::kFields];
+    Fields v;
     bool ok = true;
     for (double& x : v) ok = ok && (ss >> x) && x >= 0;
     if (!ok) return false;  // damaged
-    ModelParams l;
-    std::memcpy(static_cast<void*>(&l), v, sizeof v);
-    e.launches.push_back(l);
+    e.launches.push_back(params_of(v.data()));
   }
   if (e.launches.empty()) e.launches.push_back(e.model);  // (a file with the model alone: one launch)
   return true;
@@ -465,10 +477,8 @@ void write_cache(const std::string& dir, const std::string& path, const std::str
     std::ofstream out(tmp, std::ios::app);
     out.precision(17);
     for (const ModelParams& l : e.launches) {
-      double v[ModelParams::kFields];
-      std::memcpy(v, &l, sizeof v);
       out << "# launch";
-      for (double x : v) out << " " << x;
+      for (double x : fields_of(l)) out << " " << x;
       out << "\n";
     }
     if (!out) return;
@@ -555,14 +565,12 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
   double cached[ModelParams::kFields + 1] = {0};
   CacheEntry e;
   if (root && !path.empty() && read_cache(path, key, e) && !wants_launch(e, key)) {
-    std::memcpy(cached, &e.model, sizeof(double) * ModelParams::kFields);
+    const Fields f = fields_of(e.model);
+    std::copy(f.begin(), f.end(), cached);
     cached[ModelParams::kFields] = 1;
   }
   SPC_MPI(MPI_Bcast(cached, ModelParams::kFields + 1, MPI_DOUBLE, 0, comm));
-  if (cached[ModelParams::kFields] != 0) {
-    std::memcpy(static_cast<void*>(&m), cached, sizeof(double) * ModelParams::kFields);
-    return m;
-  }
+  if (cached[ModelParams::kFields] != 0) return params_of(cached);
   {
     Comm own(comm);  // a duplicate: the measurements' messages stay off the caller's communicator
     // (kFirstUseReps: the stage and per-message fits are medians of differences of ring
