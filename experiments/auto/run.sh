@@ -15,7 +15,9 @@
 # CLUSTER=0 to skip the emulated cluster, MATRICES (';'-separated; default: all shared ones,
 # gen:rotate:256,256 and the held-out generators of heldout.txt), MODEL (below), RACE (default
 # 30: auto is also run with its option race=30, the close candidates timed at setup, and its
-# picks judged on the same rounds; 0 to leave it out).
+# picks judged on the same rounds; 0 to leave it out), LAUNCHES (MODEL=machine: autoeval is
+# the N-th launch to use the fresh cache, so its model is the median of N launches'
+# calibrations, N <= 3; default 1, a user's first run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -69,7 +71,14 @@ run_setting() {  # name, launcher..., -- np regions
       say "$name, $np ranks: calibrate"
       "$@" "$cli" calibrate --regions "$regions" --out "$out/model_${name}_np$np.txt" > "$out/calibrate_${name}_np$np.txt"
       model_args=(--model "$out/model_${name}_np$np.txt") ;;
-    machine) rm -rf "$out/cache"; export XDG_CACHE_HOME=$out/cache ;;
+    machine)
+      rm -rf "$out/cache"; export XDG_CACHE_HOME=$out/cache
+      # LAUNCHES=N: autoeval is the N-th launch to use the fresh cache (the model the median
+      # of the first N launches' calibrations, at most three; a user's later runs see three).
+      for ((l = 1; l < ${LAUNCHES:-1}; ++l)); do
+        say "$name, $np ranks: launch $l of ${LAUNCHES} measures into the cache"
+        "$@" "$cli" info --gen rotate:64,64 --regions "$regions" > "$out/launch${l}_${name}_np$np.txt"
+      done ;;
     builtin) model_args=(--model builtin) ;;
     *) echo "run.sh: MODEL must be calibrate, machine or builtin"; exit 2 ;;
   esac
