@@ -105,7 +105,9 @@ def predict(m, ranks, variant, label=""):
     copies or the stages' latency alone hidden) and flows<N> (a region's link in a step
     slower by N% per connection beyond the first that its ranks' inter-region messages
     open: worse at N = 1-5), on 11-29 (eighth session) pool_node (on one node, intra and inter
-    loaded costs replaced by their mean: no pick changed), and on the
+    loaded costs replaced by their mean: no pick changed), on 11-30 stagex<N> and
+    shmstagex<N> (every stage's latency, or the window stage's alone, times N / 100: see
+    README.md, "A slower machine"), and on the
     whole_rank model: link_absorbs_stages, additive, region_msgs."""
     opts = set()
     for v in variant.split("+"):
@@ -128,6 +130,12 @@ def predict(m, ranks, variant, label=""):
     if "pool_node" in opts and label == "node":  # one node: intra and inter are one transport, their mean
         m = dict(m, **{f"{k}_{c}": (m[f"{k}_intra"] + m[f"{k}_inter"]) / 2
                        for k in ("msg", "byte", "stage") for c in ("intra", "inter")})
+    for o in opts:  # stagex<N> / shmstagex<N>: every stage's latency (or the window's) times N / 100
+        if o.startswith("stagex"):
+            f = float(o[len("stagex"):]) / 100
+            m = dict(m, stage_intra=m["stage_intra"] * f, stage_inter=m["stage_inter"] * f, stage_shm=m["stage_shm"] * f)
+        if o.startswith("shmstagex"):
+            m = dict(m, stage_shm=m["stage_shm"] * float(o[len("shmstagex"):]) / 100)
     if "free_window_stages" in opts:  # a stage whose transfers all go through windows costs nothing
         m = dict(m, stage_shm=0.0)
     if "half_window_stages" in opts:
