@@ -36,8 +36,8 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 #include <tuple>
@@ -423,6 +423,7 @@ std::string key_file(const std::string& key) {
 // A cache file: the model (the median of the launches' calibrations, in ModelParams' file
 // format, so that it reads as a parameter file too), then one comment line per launch,
 // "# launch" and its kFields values in ModelParams' order.
+constexpr char kLaunchLine[] = "# launch ";  // (read_cache and write_cache)
 struct CacheEntry {
   ModelParams model;
   std::vector<ModelParams> launches;
@@ -455,8 +456,8 @@ bool read_cache(const std::string& path, const std::string& key, CacheEntry& e) 
   }
   e.launches.clear();
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("# launch ", 0) != 0) continue;
-    std::istringstream ss(line.substr(9));
+    if (line.rfind(kLaunchLine, 0) != 0) continue;
+    std::istringstream ss(line.substr(sizeof kLaunchLine - 1));
     Fields v;
     bool ok = true;
     for (double& x : v) ok = ok && (ss >> x) && x >= 0;
@@ -477,11 +478,17 @@ void write_cache(const std::string& dir, const std::string& path, const std::str
     std::ofstream out(tmp, std::ios::app);
     out.precision(17);
     for (const ModelParams& l : e.launches) {
-      out << "# launch";
-      for (double x : fields_of(l)) out << " " << x;
+      const char* sep = kLaunchLine;
+      for (double x : fields_of(l)) {
+        out << sep << x;
+        sep = " ";
+      }
       out << "\n";
     }
-    if (!out) return;
+    if (!out) {
+      std::remove(tmp.c_str());  // a partial file: no cache, measured again next time
+      return;
+    }
   } catch (const InputError&) {
     return;  // not writable: measured again next time
   }
