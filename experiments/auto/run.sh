@@ -73,8 +73,7 @@ run_setting() {  # name, launcher..., -- np regions
       model_args=(--model "$out/model_${name}_np$np.txt") ;;
     machine)
       rm -rf "$out/cache"; export XDG_CACHE_HOME=$out/cache
-      # LAUNCHES=N: autoeval is the N-th launch to use the fresh cache (the model the median
-      # of the first N launches' calibrations, at most three; a user's later runs see three).
+      # LAUNCHES (the header): N - 1 launches measure into the fresh cache before autoeval.
       for ((l = 1; l < ${LAUNCHES:-1}; ++l)); do
         say "$name, $np ranks: launch $l of ${LAUNCHES} measures into the cache"
         "$@" "$cli" info --gen rotate:64,64 --regions "$regions" > "$out/launch${l}_${name}_np$np.txt"
