@@ -18,6 +18,7 @@
 // $SPARSECOMM_SMPI_MSG_COST, default 0.4e-6 (the notes' smpi/ois); 0 turns it off.
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
