@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <vector>
 
-#if !defined(SPARSECOMM_SMPI) && __has_include(<mpi-ext.h>)
+#ifdef SPARSECOMM_HAVE_MPI_EXT_H
 #include <mpi-ext.h>  // Open MPI 4.1: MPIX_Allreduce_init (persistent collectives)
 #endif
 
@@ -70,6 +71,14 @@ Comm& Comm::operator=(Comm&& o) noexcept {
     o.comm_ = MPI_COMM_NULL;
   }
   return *this;
+}
+
+void allreduce_max_u64(MPI_Comm comm, uint64_t* values, int n) {
+  constexpr uint64_t kTop = uint64_t{1} << 63;
+  std::vector<int64_t> flipped(static_cast<size_t>(std::max(n, 0)));
+  for (int i = 0; i < n; ++i) flipped[static_cast<size_t>(i)] = static_cast<int64_t>(values[i] ^ kTop);
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, flipped.data(), n, MPI_INT64_T, MPI_MAX, comm));
+  for (int i = 0; i < n; ++i) values[i] = static_cast<uint64_t>(flipped[static_cast<size_t>(i)]) ^ kTop;
 }
 
 double allreduce_max(MPI_Comm comm, double v) {
@@ -163,7 +172,7 @@ bool allreduce_max_sum_init(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_
 #elif MPI_VERSION >= 4
   SPC_MPI(MPI_Allreduce_init(mine, out, 1, max_sum_type(), max_sum(), comm, MPI_INFO_NULL, req));
   return true;
-#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#elif defined(SPARSECOMM_HAVE_MPIX_ALLREDUCE_INIT)
   SPC_MPI(MPIX_Allreduce_init(mine, out, 1, max_sum_type(), max_sum(), comm, MPI_INFO_NULL, req));
   return true;
 #else

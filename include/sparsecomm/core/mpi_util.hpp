@@ -213,6 +213,12 @@ MPI_Datatype mpi_type() {
   else static_assert(sizeof(T) == 0, "no MPI datatype for this type");
 }
 
+/// The element-wise maximum of n unsigned 64-bit values over the communicator, in place
+/// (collective). MPI_MAX on MPI_UINT64_T is what this should be, but MPICH 4.0.2 compares
+/// those values as signed (2^63 + 1 "loses" to 5), so it is made here from the signed
+/// maximum of the values with their top bit flipped, which orders them as unsigned.
+void allreduce_max_u64(MPI_Comm comm, uint64_t* values, int n);
+
 /// Max / sum / min of one value over the communicator (collective).
 double allreduce_max(MPI_Comm comm, double v);
 int64_t allreduce_max(MPI_Comm comm, int64_t v);

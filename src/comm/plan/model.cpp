@@ -402,7 +402,7 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
   tags[2 * kSlots + 2] = static_cast<uint64_t>(t.inter_steps);
   tags[2 * kSlots + 3] = static_cast<uint64_t>(t.message_steps);
   times[2 * kSlots + 2] = t.copy;
-  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, tags.data(), static_cast<int>(tags.size()), MPI_UINT64_T, MPI_MAX, comm));
+  allreduce_max_u64(comm, tags.data(), static_cast<int>(tags.size()));  // (0 must lose to every tag)
   SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, inj.data(), static_cast<int>(inj.size()), MPI_DOUBLE, MPI_SUM, loc.local_comm()));
   const double rate = std::max(m.region_rate, 1.0);
   const size_t rec = kSlots + 1;  // where the received bytes start in inj
