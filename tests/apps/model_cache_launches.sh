@@ -25,7 +25,7 @@ import glob, statistics, sys
 files = glob.glob(sys.argv[1] + "/model-*.txt")
 assert len(files) == 1, "one cache file expected, found %s" % files
 lines = open(files[0]).read().splitlines()
-assert lines[0].startswith("# key: v9 host "), lines[0]
+assert lines[0].startswith("# key: v10 mpi ") and " host " in lines[0], lines[0]
 order = ["alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "msg_intra", "byte_intra", "msg_inter",
          "byte_inter", "region_rate", "stage_intra", "stage_inter", "copy", "msg_shm", "byte_shm", "stage_shm"]
 model = {l.split()[0]: float(l.split()[1]) for l in lines if l and not l.startswith("#")}

@@ -343,14 +343,15 @@ ModelParams params_of(const double* f) {
 
 // What else decides the network a run measures, from the environment, as "NAME=value"
 // words in name order (empty where none is set): the transports and waiting Open MPI is
-// told to use (`mpirun --mca x y` reaches every rank as OMPI_MCA_x), UCX's and libfabric's
-// transport choices, and SPARSECOMM_MODEL_TAG, which names what the process cannot see
+// told to use (`mpirun --mca x y` reaches every rank as OMPI_MCA_x), MPICH's device choices,
+// UCX's and libfabric's transport choices, and SPARSECOMM_MODEL_TAG, which names what the process cannot see
 // (scripts/cluster.sh sets it to its emulated links' rate). Without them a model measured
 // over one network is read back over another (the emulated cluster without its links' rate
 // limit, then with it: auto priced the links far too fast; experiments/petsc/README.md).
 std::string network_tag() {
   static const char* const kExact[] = {"SPARSECOMM_MODEL_TAG", "OMPI_MCA_mpi_yield_when_idle", "UCX_TLS",
-                                       "UCX_NET_DEVICES", "FI_PROVIDER"};
+                                       "UCX_NET_DEVICES", "FI_PROVIDER", "MPIR_CVAR_CH4_NETMOD",
+                                       "MPIR_CVAR_CH4_SHM", "MPIR_CVAR_NOLOCAL"};
   static const char* const kPrefix[] = {"OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_mtl"};
   std::vector<std::string> words;
   for (char** e = environ; e && *e; ++e) {
@@ -378,9 +379,22 @@ constexpr int kFirstUseReps = 30;
 // and adds its calibration; later ones only read. A rare launch is outvoted by the third.
 constexpr size_t kCachedLaunches = 3;
 
+// The first line of MPI_Get_library_version: which MPI (and which version of it) the
+// measurements were made with. Two MPIs on one machine (Open MPI and MPICH side by side)
+// price messages differently; neither may read the other's calibration.
+std::string mpi_library() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING + 1] = {0};
+  int len = 0;
+  if (MPI_Get_library_version(v, &len) != MPI_SUCCESS) return "unknown";
+  std::string s(v, static_cast<size_t>(std::max(0, std::min(len, MPI_MAX_LIBRARY_VERSION_STRING))));
+  s = s.substr(0, s.find_first_of("\r\n"));
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == ',')) s.pop_back();
+  return s.empty() ? "unknown" : s;
+}
+
 // The cache key: what the parameters depend on, and a version (raised whenever the
-// measurements change, so older caches are measured again). The host name of rank 0 stands for the
-// machine; ranks per node for oversubscription; the layout for the locality classes; the
+// measurements change, so older caches are measured again). The MPI library (mpi_library());
+// the host name of rank 0 stands for the machine; ranks per node for oversubscription; the layout for the locality classes; the
 // network's selection (network_tag(), appended where not empty). Local: only rank 0 reads
 // and writes the cache, so only its key matters (no broadcast of its host name: one
 // collective fewer on auto's first use).
@@ -395,7 +409,7 @@ std::string cache_key(const std::vector<int>& node, const Locality& loc) {
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
   host[sizeof host - 1] = 0;
   std::ostringstream k;
-  k << "v9 host " << host << " ranks " << node.size() << " nodes " << nodes << " per_node " << least << "-"
+  k << "v10 mpi " << mpi_library() << " host " << host << " ranks " << node.size() << " nodes " << nodes << " per_node " << least << "-"
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
   for (int r = 0; r < loc.size(); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
