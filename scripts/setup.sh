@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin            # MPI: Open MPI, Debian's default
+  mpich libmpich-dev                    # MPICH beside it (SPARSECOMM_MPI=mpich; the default stays Open MPI)
   gfortran                              # Fortran programs under the PMPI layer (tests)
   libeigen3-dev                         # serial reference (tests)
   libgtest-dev libgmock-dev             # GoogleTest
@@ -14,6 +15,7 @@ packages=(
   nlohmann-json3-dev                    # the programs' JSON records
   libhypre-dev                          # BoomerAMG hierarchies, Hypre comparisons
   petsc-dev                             # PETSc MatMult adapter
+  libpetsc3.18-dev-examples             # PETSc's own tests, run through the SF plugin (scripts/petsc_tests.sh)
   libcombblas-dev                       # CombBLAS BFS anchor (side-by-side benchmark)
   python3-matplotlib                    # plots (Debian's /usr/bin/python3)
   iproute2                              # emulated multi-node cluster (network namespaces)

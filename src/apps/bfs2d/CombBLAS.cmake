@@ -5,10 +5,28 @@
 # config looks for OpenMP quietly; without OpenMP the imported target cannot be linked).
 # Not in the SMPI build: CombBLAS is built against Open MPI (and SMPI's malloc macros break
 # its headers).
-if(NOT SPARSECOMM_SMPI)
+# SPARSECOMM_WITH_COMBBLAS (AUTO, ON, OFF; CMakeLists.txt) applies, as does the check that
+# CombBLAS is built against this build's MPI.
+if(NOT SPARSECOMM_SMPI AND NOT SPARSECOMM_WITH_COMBBLAS STREQUAL "OFF")
   find_package(CombBLAS QUIET)
 endif()
+set(combblas_lib "")
+if(TARGET CombBLAS::CombBLAS)
+  foreach(prop IMPORTED_LOCATION_RELEASE IMPORTED_LOCATION_NONE IMPORTED_LOCATION_NOCONFIG IMPORTED_LOCATION)
+    get_target_property(loc CombBLAS::CombBLAS ${prop})
+    if(loc AND NOT combblas_lib)
+      set(combblas_lib ${loc})
+    endif()
+  endforeach()
+endif()
+set(combblas_found OFF)
 if(NOT SPARSECOMM_SMPI AND CombBLAS_FOUND AND TARGET CombBLAS::CombBLAS AND TARGET OpenMP::OpenMP_CXX)
+  set(combblas_found ON)
+endif()
+if(NOT SPARSECOMM_SMPI)
+  sparsecomm_optional(CombBLAS ${combblas_found} "${combblas_lib}" combblas_usable)
+endif()
+if(NOT SPARSECOMM_SMPI AND combblas_usable)
   add_executable(sparsecomm_bfs_combblas ${CMAKE_CURRENT_LIST_DIR}/combblas_anchor.cpp)
   target_link_libraries(sparsecomm_bfs_combblas PRIVATE sparsecomm_bfs2d CombBLAS::CombBLAS)
   target_include_directories(sparsecomm_bfs_combblas PRIVATE
@@ -24,7 +42,4 @@ if(NOT SPARSECOMM_SMPI AND CombBLAS_FOUND AND TARGET CombBLAS::CombBLAS AND TARG
   message(STATUS "sparsecomm: CombBLAS found (${CombBLAS_DIR}); building sparsecomm_bfs_combblas")
 elseif(SPARSECOMM_SMPI)
   message(STATUS "sparsecomm: SMPI build: the CombBLAS BFS anchor is not built")
-else()
-  message(STATUS "sparsecomm: CombBLAS (with OpenMP) not found; the CombBLAS BFS anchor "
-                 "sparsecomm_bfs_combblas is not built")
 endif()
