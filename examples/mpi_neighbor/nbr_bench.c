@@ -10,7 +10,7 @@
  * dimension (Chebyshev) is a neighbor (both ways); er: edge i -> j when a hash of (i, j,
  * SEED) falls below DENSITY (directed; sources found by testing the reverse edges). For
  * each size (bytes per rank and call): MPI_Neighbor_allgather, MPI_Ineighbor_allgather +
- * MPI_Wait, the persistent MPIX_Neighbor_allgather_init (Open MPI's extension; MPI_Start +
+ * MPI_Wait, the persistent neighbor allgather (MPI-4's, or Open MPI 4.1's MPIX_ extension: nbr_init.h; MPI_Start +
  * MPI_Wait per call, the request made once per size), MPI_Neighbor_alltoall; first checked
  * (every block must hold what its source wrote), then timed (max over ranks of the mean
  * over REPS, after a warm-up). -fixed-counts 1 creates the communicator with the MPI_Info
@@ -28,9 +28,7 @@
  * spread. Run under one (LD_PRELOAD), it is that layer's cost against the MPI it replaces,
  * measured in one process a few milliseconds apart. */
 #include <mpi.h>
-#if defined(OPEN_MPI)
-#include <mpi-ext.h>
-#endif
+#include "nbr_init.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,12 +179,12 @@ int main(int argc, char **argv) {
     MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, ns, src, MPI_UNWEIGHTED, nd, dst, MPI_UNWEIGHTED, info, 0, &g);
     unsigned char *sb = malloc(B * (size_t)(nd > 0 ? nd : 1) + 1), *rb = malloc(B * (size_t)(ns > 0 ? ns : 1) + 1);
     for (int call = 0; call < 4; call++) {
-      const char *names[4] = {"MPI_Neighbor_allgather", "MPI_Ineighbor_allgather", "MPIX_Neighbor_allgather_init",
+      const char *names[4] = {"MPI_Neighbor_allgather", "MPI_Ineighbor_allgather", NBR_ALLGATHER_INIT_LABEL,
                               "MPI_Neighbor_alltoall"};
       const char *name = names[call];
       MPI_Request preq = MPI_REQUEST_NULL;
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
-      if (call == 2) MPIX_Neighbor_allgather_init(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g, MPI_INFO_NULL, &preq);
+#if HAVE_NBR_INIT
+      if (call == 2) NBR_ALLGATHER_INIT(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g, MPI_INFO_NULL, &preq);
 #else
       if (call == 2) continue;
 #endif
@@ -220,8 +218,8 @@ int main(int argc, char **argv) {
                allbad ? "WRONG BYTES" : "verified");
       if (paired > 0 && reps > 0) {
         MPI_Request pp = MPI_REQUEST_NULL; /* the persistent request made through PMPI_ */
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
-        if (call == 2) PMPIX_Neighbor_allgather_init(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g, MPI_INFO_NULL, &pp);
+#if HAVE_NBR_INIT
+        if (call == 2) PNBR_ALLGATHER_INIT(sb, (int)B, MPI_BYTE, rb, (int)B, MPI_BYTE, g, MPI_INFO_NULL, &pp);
 #endif
         CallCtx cc = {call, sb, rb, (int)B, g, &preq, &pp};
         const PairedResult r = paired_measure(paired, reps, run_call, &cc);

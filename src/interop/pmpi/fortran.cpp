@@ -29,7 +29,7 @@
 // it, on an inactive persistent request). docs/interposition.md.
 #include <dlfcn.h>
 #include <mpi.h>
-#if __has_include(<mpi-ext.h>)
+#ifdef SPARSECOMM_HAVE_MPI_EXT_H
 #include <mpi-ext.h>  // Open MPI's MPIX_Neighbor_*_init (pcollreq)
 #endif
 
@@ -251,7 +251,7 @@ SPC_F(void) ompi_ineighbor_alltoallv_f(char* sb, F* scs, F* sds, F* st, char* rb
 
 // Open MPI 4.1's persistent neighborhood collectives (the pcollreq extension: mpi_ext /
 // mpif-ext.h), Fortran names ompix_*_f / mpix_*_.
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#ifdef SPARSECOMM_HAVE_MPIX_NEIGHBOR_INIT
 #define SPC_OWNX(name, ...)                           \
   using Own = void (*)(__VA_ARGS__);                  \
   static const Own own = original<Own>("ompix_" #name "_f", "mpix_" #name "_")

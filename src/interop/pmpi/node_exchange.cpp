@@ -27,17 +27,23 @@ int64_t area_bytes() {
 // offset -1: by message; bytes -1: MPI_IN_PLACE (no block).
 int64_t header_bytes(size_t slots) { return ((2 + 2 * static_cast<int64_t>(slots)) * 8 + kLine - 1) / kLine * kLine; }
 
-// The tag of writer slot i's message in call `call`: blocks above the limit (sent and
-// received at the calls' starts) and blocks that did not fit the area (sent at the write,
-// received after the header) in separate tag spaces, so that each kind is matched in call
-// order even where a queued write is made after a later call's start; and the call's low 10
-// bits above them, so that a receive an erroneous peer never answers (withdrawn when its
-// header shows it) cannot meet a later call's message first. Slots below 2^20 (create()).
+// The tag of writer slot i's message in call `call`: 2i + big in the low kSlotBits, so that
+// blocks above the limit (sent and received at the calls' starts) and blocks that did not fit
+// the area (sent at the write, received after the header) are in separate tag spaces and each
+// kind is matched in call order even where a queued write is made after a later call's
+// start; the call's low bits above them (as many as MPI_TAG_UB leaves: 10 where tags have 31
+// bits, 7 with MPICH's 28), so that a receive an erroneous peer never answers (withdrawn when
+// its header shows it) cannot meet a later call's message first. Slots below 2^20 (create()).
 constexpr int kSlotBits = 21;
-int tag(uint64_t call, int64_t i, bool big) {
-  return static_cast<int>(((call & 0x3ff) << kSlotBits) | static_cast<uint64_t>(2 * i + (big ? 1 : 0)));
+
+}  // namespace
+
+int NodeExchange::tag(uint64_t call, int64_t i, bool big) const {
+  const uint64_t low = call & ((uint64_t{1} << call_bits_) - 1);
+  return static_cast<int>((low << kSlotBits) | static_cast<uint64_t>(2 * i + (big ? 1 : 0)));
 }
 
+namespace {
 int64_t type_size(MPI_Datatype t) {
   int s = 0;
   PMPI_Type_size(t, &s);
@@ -48,6 +54,38 @@ MPI_Aint type_extent(MPI_Datatype t) {
   PMPI_Type_get_extent(t, &lb, &extent);
   return extent;
 }
+// A buffer and type for MPI_Pack / MPI_Unpack that reach the same bytes as (buf, type), with a
+// buffer that is never null. MPI_BOTTOM (null) with a type of absolute addresses is valid MPI,
+// but MPICH 4.0.2's MPI_Pack and MPI_Unpack reject a null buffer ("Null pointer in parameter
+// inbuf"); so a null buffer becomes a non-null base and the type a struct holding it that far
+// back (MPI_Type_create_struct with the displacement -base). Frees what it made.
+class NonNullView {
+ public:
+  NonNullView(const void* buf, MPI_Datatype t) : buf_(const_cast<void*>(buf)), type_(t) {
+    if (buf_ != nullptr) return;
+    static char base;
+    buf_ = &base;
+    MPI_Aint back = 0;
+    PMPI_Get_address(&base, &back);
+    const int one = 1;
+    const MPI_Aint disp = -back;
+    PMPI_Type_create_struct(1, &one, &disp, &t, &made_);
+    PMPI_Type_commit(&made_);
+    type_ = made_;
+  }
+  ~NonNullView() {
+    if (made_ != MPI_DATATYPE_NULL) PMPI_Type_free(&made_);
+  }
+  NonNullView(const NonNullView&) = delete;
+  NonNullView& operator=(const NonNullView&) = delete;
+  void* buf() const { return buf_; }
+  MPI_Datatype type() const { return type_; }
+
+ private:
+  void* buf_;
+  MPI_Datatype type_, made_ = MPI_DATATYPE_NULL;
+};
+
 // Whether `count` of `t` lie one after the other with no holes (a memcpy moves them; Pack
 // and Unpack everything else).
 bool dense(MPI_Datatype t) {
@@ -59,12 +97,16 @@ bool dense(MPI_Datatype t) {
 
 std::unique_ptr<NodeExchange> NodeExchange::create(MPI_Comm comm, const std::vector<int>& sources,
                                                    const std::vector<int>& destinations, int64_t edge_max) {
-  // Tags of 31 bits (tag()) and slots below 2^20: else not used (the same on every rank:
-  // MPI_TAG_UB is the MPI's; a rank's degree is its own, so agreed).
+  // Tags of kSlotBits + at least 4 call bits (tag()) and slots below 2^20: else not used (the
+  // same on every rank: MPI_TAG_UB is the MPI's; a rank's degree is its own, so agreed). The
+  // standard promises only 2^15 - 1; Open MPI gives 2^31 - 1, MPICH 2^28 - 1.
   int* ub = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);  // (kept on MPI_COMM_WORLD only)
-  const int fits = found && *ub >= 0x7fffffff && sources.size() < (1u << 20) && destinations.size() < (1u << 20);
+  int bits = 0;
+  while (found && bits < 31 && (int64_t{1} << (bits + 1)) - 1 <= *ub) ++bits;  // tags [0, 2^bits) are valid
+  const int call_bits = std::min(10, bits - kSlotBits);
+  const int fits = call_bits >= 4 && sources.size() < (1u << 20) && destinations.size() < (1u << 20);
   int all = 0;
   PMPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, comm);
   if (!all) return nullptr;
@@ -73,11 +115,29 @@ std::unique_ptr<NodeExchange> NodeExchange::create(MPI_Comm comm, const std::vec
   PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);  // (a receive of an erroneous size is a code, not an abort)
   std::unique_ptr<NodeExchange> x(new NodeExchange(comm, dup));
   x->src_ = sources, x->dst_ = destinations, x->edge_max_ = edge_max;
-  // MPI's pairing: destination slot i sends i; source slot s learns its writer's slot.
+  x->call_bits_ = call_bits;
+  // The standard's pairing of repeated edges (MPI-4 section 8.6): the k-th slot naming j among
+  // my sources takes the block of the k-th slot naming me among j's destinations. Each
+  // destination slot i sends its number i, each source slot receives one, on the private
+  // duplicate in slot order: messages between two ranks match in the order they were posted
+  // (MPI's non-overtaking rule), which is that pairing. Not learnt from MPI_Neighbor_alltoall:
+  // MPICH 4.0.2 pairs repeated edges the other way round in it (and not in alltoallv).
   std::vector<int> mine(destinations.size());
   for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<int>(i);
   x->pair_.assign(sources.size(), -1);
-  PMPI_Neighbor_alltoall(mine.data(), 1, MPI_INT, x->pair_.data(), 1, MPI_INT, comm);
+  std::vector<MPI_Request> setup;
+  setup.reserve(sources.size() + destinations.size());
+  for (size_t s = 0; s < sources.size(); ++s)
+    if (sources[s] != MPI_PROC_NULL) {
+      setup.emplace_back();
+      PMPI_Irecv(&x->pair_[s], 1, MPI_INT, sources[s], 0, dup, &setup.back());
+    }
+  for (size_t i = 0; i < destinations.size(); ++i)
+    if (destinations[i] != MPI_PROC_NULL) {
+      setup.emplace_back();
+      PMPI_Isend(&mine[i], 1, MPI_INT, destinations[i], 0, dup, &setup.back());
+    }
+  PMPI_Waitall(static_cast<int>(setup.size()), setup.data(), MPI_STATUSES_IGNORE);
   const auto uniq = [](std::vector<int> v) {
     v.erase(std::remove(v.begin(), v.end(), MPI_PROC_NULL), v.end());
     std::sort(v.begin(), v.end());
@@ -229,7 +289,8 @@ void NodeExchange::write(Op& op) {
       std::memcpy(buf + pos, from(i), static_cast<size_t>(bytes));
     } else {
       int at = 0;
-      PMPI_Pack(from(i), count(i), send.type, buf + pos, static_cast<int>(area_ - pos), &at, dup_);
+      const NonNullView v(from(i), send.type);
+      PMPI_Pack(v.buf(), count(i), v.type(), buf + pos, static_cast<int>(area_ - pos), &at, dup_);
     }
     const int64_t at = pos;
     pos += (bytes + 7) / 8 * 8;
@@ -290,7 +351,8 @@ void NodeExchange::read(Op& op, size_t w, uint64_t e) {
         std::memcpy(to, buf + off, static_cast<size_t>(std::min(bytes, want)));
       } else if (bytes == want) {
         int at = 0;
-        PMPI_Unpack(buf + off, static_cast<int>(bytes), &at, to, recv.n(s), recv.type, dup_);
+        const NonNullView v(to, recv.type);
+        PMPI_Unpack(buf + off, static_cast<int>(bytes), &at, v.buf(), recv.n(s), v.type(), dup_);
       }
     } else if (bytes == want) {
       op.reqs.emplace_back();

@@ -135,6 +135,8 @@ class NodeExchange {
   std::vector<int> writer_of_;     // source slot s: its writer's index in the channel (-1: MPI_PROC_NULL)
   std::vector<uint64_t> assigned_, consumed_;  // per writer: epochs given to calls, epochs read
   int64_t header_ = 0, area_ = 0, edge_max_ = 0;
+  int call_bits_ = 10;             // the tag's layout (tag() in node_exchange.cpp), from MPI_TAG_UB
+  int tag(uint64_t call, int64_t slot, bool big) const;
   uint64_t epoch_ = 0, published_ = 0, calls_ = 0;  // my epochs given to calls, published
   int patience_ = 256;
   std::deque<std::shared_ptr<Op>> staging_;  // calls with a write or reads to make, in call order
