@@ -15,6 +15,10 @@
  *   -test asm|gasm   KSP with PCASM / PCGASM (their own VecScatters)
  *   -test transpose  MatMultTranspose of an unsymmetric DMDA matrix
  *   -test ghost      VecGhost updates: insert forward, add reverse
+ *   -test ltol       DMDA local-to-local (DMLocalToLocal) in 1D, 2D periodic with 3 dof and 3D,
+ *                    and VecScatterCopy + VecScatterRemap of a parallel VecScatter: PETSc
+ *                    remaps the copy's roots, which it allows on basic star forests only, so
+ *                    the sparsecomm type hands such copies to basic (checked by type)
  *   -test all        every one of them
  */
 #include <petscdmda.h>
@@ -456,6 +460,156 @@ static PetscErrorCode test_ghost(void)
   PetscFunctionReturn(0);
 }
 
+/* ------------------------------------------------------- local to local, remapped copies */
+
+/* Mismatches between the ghosted local vectors that DMGlobalToLocal and DMLocalToLocal
+   fill, and the sum of the latter, on a DMDA of dimension dim. ex7 of PETSc's own DM tests
+   (src/dm/tests/ex7.c) does this; at 2 ranks in 1D only rank 1 has a ghost to its left, so
+   only rank 1's remap is not the identity. */
+static PetscErrorCode ltol_dmda(PetscInt dim, PetscInt dof, PetscInt sw, DMBoundaryType bx, PetscInt *bad, PetscReal *sum)
+{
+  DM                 da;
+  Vec                g, l, l2;
+  VecScatter         gtol, ltol;
+  PetscInt           lo, hi, i, n, nat, nbasic;
+  const PetscScalar *a, *b;
+  PetscScalar        s;
+  PetscBool          is;
+
+  PetscFunctionBeginUser;
+  if (dim == 1) PetscCall(DMDACreate1d(PETSC_COMM_WORLD, bx, 8, dof, sw, NULL, &da));
+  else if (dim == 2) PetscCall(DMDACreate2d(PETSC_COMM_WORLD, bx, bx, DMDA_STENCIL_BOX, 12, 10, PETSC_DECIDE, PETSC_DECIDE, dof, sw, NULL, NULL, &da));
+  else PetscCall(DMDACreate3d(PETSC_COMM_WORLD, bx, bx, bx, DMDA_STENCIL_STAR, 6, 5, 7, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, dof, sw, NULL, NULL, NULL, &da));
+  PetscCall(DMSetFromOptions(da));
+  PetscCall(DMSetUp(da));
+  PetscCall(DMCreateGlobalVector(da, &g));
+  PetscCall(DMCreateLocalVector(da, &l));
+  PetscCall(VecDuplicate(l, &l2));
+  PetscCall(VecSet(l, 0.0));
+  PetscCall(VecSet(l2, 0.0));
+  PetscCall(VecGetOwnershipRange(g, &lo, &hi));
+  for (i = lo; i < hi; i++) PetscCall(VecSetValue(g, i, (PetscScalar)(i + 1), INSERT_VALUES));
+  PetscCall(VecAssemblyBegin(g));
+  PetscCall(VecAssemblyEnd(g));
+  PetscCall(DMGlobalToLocalBegin(da, g, INSERT_VALUES, l));
+  PetscCall(DMGlobalToLocalEnd(da, g, INSERT_VALUES, l));
+  PetscCall(DMLocalToLocalBegin(da, l, INSERT_VALUES, l2));
+  PetscCall(DMLocalToLocalEnd(da, l, INSERT_VALUES, l2));
+  PetscCall(VecGetLocalSize(l, &n));
+  PetscCall(VecGetArrayRead(l, &a));
+  PetscCall(VecGetArrayRead(l2, &b));
+  for (i = 0; i < n; i++) *bad += a[i] != b[i];
+  PetscCall(VecRestoreArrayRead(l, &a));
+  PetscCall(VecRestoreArrayRead(l2, &b));
+  PetscCall(VecSum(l2, &s));
+  *sum += PetscRealPart(s);
+  /* Through the plugin the global-to-local scatter is sparsecomm and stays native; its
+     remapped copy must be PETSc's basic. */
+  PetscCall(DMDAGetScatter(da, &gtol, &ltol));
+  PetscCall(counts(gtol, &nat, &nbasic));
+  if (nat >= 0) {
+    PetscCall(PetscObjectTypeCompare((PetscObject)ltol, PETSCSFBASIC, &is));
+    PetscCheck(is && nat > 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "DMDA %" PetscInt_FMT "D: local-to-local basic %d, global-to-local native operations %" PetscInt_FMT, dim, (int)is, nat);
+  }
+  PetscCall(VecDestroy(&g));
+  PetscCall(VecDestroy(&l));
+  PetscCall(VecDestroy(&l2));
+  PetscCall(DMDestroy(&da));
+  PetscFunctionReturn(0);
+}
+
+/* A parallel VecScatter (y[j] = x[(j + 3) mod N], across ranks; its type from -sf_type),
+   copied and remapped on every rank to read each rank's x in reverse order; the copy's
+   result checked value by value against what the remap means. */
+static PetscErrorCode ltol_remap(PetscInt *bad)
+{
+  const PetscInt nloc = 5;
+  PetscMPIInt    rank, size;
+  PetscInt       N, lo, i, *from, *to, tomap[5], nat, nbasic;
+  Vec            x, y;
+  IS             isx, isy;
+  VecScatter     sc, copy;
+  PetscSFType    t0, t1;
+  PetscBool      is;
+  const PetscScalar *ya;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  N  = nloc * size;
+  lo = nloc * rank;
+  PetscCall(VecCreateMPI(PETSC_COMM_WORLD, nloc, N, &x));
+  PetscCall(VecDuplicate(x, &y));
+  for (i = 0; i < nloc; i++) PetscCall(VecSetValue(x, lo + i, (PetscScalar)(lo + i + 1), INSERT_VALUES));
+  PetscCall(VecAssemblyBegin(x));
+  PetscCall(VecAssemblyEnd(x));
+  PetscCall(PetscMalloc2(nloc, &from, nloc, &to));
+  for (i = 0; i < nloc; i++) from[i] = (lo + i + 3) % N, to[i] = lo + i;
+  PetscCall(ISCreateGeneral(PETSC_COMM_SELF, nloc, from, PETSC_COPY_VALUES, &isx));
+  PetscCall(ISCreateGeneral(PETSC_COMM_SELF, nloc, to, PETSC_COPY_VALUES, &isy));
+  PetscCall(VecScatterCreate(x, isx, y, isy, &sc));
+  PetscCall(VecScatterCopy(sc, &copy));
+  for (i = 0; i < nloc; i++) tomap[i] = nloc - 1 - i;
+  PetscCall(VecScatterRemap(copy, tomap, NULL));
+  PetscCall(VecSet(y, -1.0));
+  PetscCall(VecScatterBegin(copy, x, y, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(copy, x, y, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecGetArrayRead(y, &ya));
+  for (i = 0; i < nloc; i++) {
+    PetscInt src = from[i], owner = src / nloc, k = src % nloc; /* x's local entry k of owner, remapped */
+    *bad += ya[i] != (PetscScalar)(owner * nloc + (nloc - 1 - k) + 1);
+  }
+  PetscCall(VecRestoreArrayRead(y, &ya));
+  /* The original still scatters as created. */
+  PetscCall(VecScatterBegin(sc, x, y, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(sc, x, y, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecGetArrayRead(y, &ya));
+  for (i = 0; i < nloc; i++) *bad += ya[i] != (PetscScalar)(from[i] + 1);
+  PetscCall(VecRestoreArrayRead(y, &ya));
+  /* Through the plugin: the scatter is sparsecomm, its remapped copy PETSc's basic. */
+  PetscCall(PetscSFGetType(sc, &t0));
+  PetscCall(PetscSFGetType(copy, &t1));
+  PetscCall(PetscInfo(copy, "VecScatter of type %s, its copy of type %s\n", t0, t1));
+  PetscCall(counts(sc, &nat, &nbasic));
+  PetscCall(PetscObjectTypeCompare((PetscObject)copy, PETSCSFBASIC, &is));
+  PetscCheck(nat < 0 || is, PETSC_COMM_SELF, PETSC_ERR_PLIB, "the copy of a sparsecomm VecScatter is of type %s, not basic", t1);
+  PetscCall(PetscFree2(from, to));
+  PetscCall(ISDestroy(&isx));
+  PetscCall(ISDestroy(&isy));
+  PetscCall(VecScatterDestroy(&sc));
+  PetscCall(VecScatterDestroy(&copy));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode test_ltol(void)
+{
+  PetscInt  bad = 0;
+  PetscReal sum = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(ltol_dmda(1, 1, 1, DM_BOUNDARY_NONE, &bad, &sum)); /* ex7 -dof 1 -stencil_width 1 */
+  PetscCall(ltol_dmda(2, 3, 2, DM_BOUNDARY_PERIODIC, &bad, &sum));
+  PetscCall(ltol_dmda(3, 2, 1, DM_BOUNDARY_NONE, &bad, &sum));
+  {
+    PetscInt  all = 0;
+    PetscReal allsum = 0;
+    PetscCallMPI(MPI_Allreduce(&sum, &allsum, 1, MPIU_REAL, MPIU_SUM, PETSC_COMM_WORLD));
+    PetscCall(result_real("ltol_dmda_local_sum", allsum));
+    PetscCallMPI(MPI_Allreduce(&bad, &all, 1, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+    PetscCall(result_int("ltol_dmda_mismatches", all));
+  }
+  bad = 0;
+  PetscCall(ltol_remap(&bad));
+  {
+    PetscInt all = 0;
+    PetscCallMPI(MPI_Allreduce(&bad, &all, 1, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+    PetscCall(result_int("ltol_remap_mismatches", all));
+  }
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   char      test[32] = "all";
@@ -477,6 +631,7 @@ int main(int argc, char **argv)
   RUN("gasm", solve("gasm", 2, 1, PCGASM));
   RUN("transpose", test_transpose());
   RUN("ghost", test_ghost());
+  RUN("ltol", test_ltol());
   PetscCall(PetscFinalize());
   return 0;
 }

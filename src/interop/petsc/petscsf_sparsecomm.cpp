@@ -335,6 +335,9 @@ PetscErrorCode Reset_Sparsecomm(PetscSF sf) {
 
 PetscErrorCode Destroy_Sparsecomm(PetscSF sf) {
   PetscFunctionBegin;
+  // Also when the star forest changes type (PetscSFSetType, Duplicate_Sparsecomm): the
+  // query must not find a function that only serves this type.
+  PetscCall(PetscObjectComposeFunction(reinterpret_cast<PetscObject>(sf), "SparsecommSFGetCounts_C", nullptr));
   delete data(sf);
   sf->data = nullptr;
   PetscFunctionReturn(0);
@@ -390,9 +393,25 @@ PetscErrorCode View_Sparsecomm(PetscSF sf, PetscViewer v) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode Duplicate_Sparsecomm(PetscSF sf, PetscSFDuplicateOption, PetscSF newsf) {
-  SfData *d = data(sf), *n = data(newsf);
+PetscErrorCode Duplicate_Sparsecomm(PetscSF sf, PetscSFDuplicateOption opt, PetscSF newsf) {
   PetscFunctionBegin;
+  // A copy of a VecScatter with its graph is what VecScatterCopy makes, and PETSc makes
+  // such copies to remap their roots: DMDA's local-to-local scatter (DMLocalToLocal) is a
+  // copy of its global-to-local scatter whose roots VecScatterRemap moves into the ghosted
+  // local vector; MatDuplicate copies a matrix's Mvctx the same way. VecScatterRemap
+  // accepts basic and neighbor star forests only, by type name, and edits basic's own
+  // data; any other type gets PETSC_ERR_SUP, and only on the ranks whose map is not the
+  // identity (a DMDA rank without a ghost to its left has none): those leave, the others
+  // enter the exchange and wait for them. A remap cannot be seen coming nor followed from
+  // here, so the copy is PETSc's basic star forest, unchanged. The test (from_n is the
+  // local size VecScatterCreate recorded, -1 on any other star forest) reads values that
+  // PetscSFDuplicate already copied and that are alike on every rank, so every rank takes
+  // the same type.
+  if (opt == PETSCSF_DUPLICATE_GRAPH && sf->vscat.from_n >= 0) {
+    PetscCall(PetscSFSetType(newsf, PETSCSFBASIC));
+    PetscFunctionReturn(0);
+  }
+  SfData *d = data(sf), *n = data(newsf);
   n->backend = d->backend, n->regions = d->regions, n->sdde = d->sdde, n->options = d->options;
   PetscFunctionReturn(0);
 }
