@@ -63,9 +63,10 @@
  * (ppn consecutive ranks) or, by default, the shared-memory nodes.
  *
  * Where this implementation differs from (is stricter than) MPI Advance:
- *  - Algorithm selection keeps MPI Advance's semantics (a setter changes the algorithm of
- *    every later call) but the selection is per thread (thread-local), not a process-global
- *    variable, and the variables mpil_*_implementation are not exported: use the setters.
+ *  - Algorithm selection keeps MPI Advance's semantics: the process-global variables
+ *    mpil_neighbor_alltoallv_implementation, mpil_neighbor_alltoallv_init_implementation,
+ *    mpil_alltoall_crs_implementation and mpil_alltoallv_crs_implementation (assigned
+ *    directly or through the setters) choose the algorithm of every later call.
  *    Per-communicator defaults (stored in the MPIL_Comm) and per-call options take
  *    precedence: SPC_MPIL_Comm_set_info() and SPC_MPIL_Info_set() accept the
  *    sparsecomm_* keys of sparsecomm.h (e.g. sparsecomm_backend = "combined", which has
@@ -166,6 +167,11 @@ enum AlltoallvCRSMethod
 
 /* ---- algorithm setters (per thread; see above) ----------------------------------------- */
 
+/* The algorithm of every later call (MPI Advance's globals; the setters below assign them). */
+extern enum NeighborAlltoallvMethod mpil_neighbor_alltoallv_implementation;
+extern enum NeighborAlltoallvInitMethod mpil_neighbor_alltoallv_init_implementation;
+extern enum AlltoallCRSMethod mpil_alltoall_crs_implementation;
+extern enum AlltoallvCRSMethod mpil_alltoallv_crs_implementation;
 int MPIL_Set_alltoallv_neighbor_algorithm(enum NeighborAlltoallvMethod algorithm);
 int MPIL_Set_alltoallv_neighbor_init_algorithm(enum NeighborAlltoallvInitMethod algorithm);
 /* The spellings of earlier MPI Advance releases. */

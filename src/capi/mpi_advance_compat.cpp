@@ -49,15 +49,9 @@ using sparsecomm::capi::guarded;
 using sparsecomm::capi::Options;
 using sparsecomm::capi::OptionSource;
 
-// MPI Advance selects algorithms with setters that take no communicator; their choice
-// applies to every later call. Kept per thread here (see the header).
-struct Selection {
-  int crs = ALLTOALL_CRS_PERSONALIZED;
-  int crsv = ALLTOALLV_CRS_PERSONALIZED;
-  int neighbor = NEIGHBOR_ALLTOALLV_STANDARD;
-  int neighbor_init = NEIGHBOR_ALLTOALLV_INIT_STANDARD;
-};
-thread_local Selection selection;
+// MPI Advance selects algorithms with process-global variables that programs assign directly
+// (its own tests do) or through setters; either choice applies to every later call. The
+// variables are defined below (extern "C", MPI Advance's names) and read at each call.
 
 const char* crs_strategy(int m) {
   switch (m) {
@@ -193,12 +187,17 @@ void neighbor_init(const void* sendbuf, const int sendcounts[], const int sdispl
 
 extern "C" {
 
+enum NeighborAlltoallvMethod mpil_neighbor_alltoallv_implementation = NEIGHBOR_ALLTOALLV_STANDARD;
+enum NeighborAlltoallvInitMethod mpil_neighbor_alltoallv_init_implementation = NEIGHBOR_ALLTOALLV_INIT_STANDARD;
+enum AlltoallCRSMethod mpil_alltoall_crs_implementation = ALLTOALL_CRS_PERSONALIZED;
+enum AlltoallvCRSMethod mpil_alltoallv_crs_implementation = ALLTOALLV_CRS_PERSONALIZED;
+
 int MPIL_Set_alltoallv_neighbor_algorithm(enum NeighborAlltoallvMethod algorithm) {
-  selection.neighbor = algorithm;
+  mpil_neighbor_alltoallv_implementation = algorithm;
   return MPI_SUCCESS;
 }
 int MPIL_Set_alltoallv_neighbor_init_algorithm(enum NeighborAlltoallvInitMethod algorithm) {
-  selection.neighbor_init = algorithm;
+  mpil_neighbor_alltoallv_init_implementation = algorithm;
   return MPI_SUCCESS;
 }
 int MPIL_Set_alltoallv_neighbor_alogorithm(enum NeighborAlltoallvMethod algorithm) {
@@ -208,11 +207,11 @@ int MPIL_Set_alltoallv_neighbor_init_alogorithm(enum NeighborAlltoallvInitMethod
   return MPIL_Set_alltoallv_neighbor_init_algorithm(algorithm);
 }
 int MPIL_Set_alltoall_crs(enum AlltoallCRSMethod algorithm) {
-  selection.crs = algorithm;
+  mpil_alltoall_crs_implementation = algorithm;
   return MPI_SUCCESS;
 }
 int MPIL_Set_alltoallv_crs(enum AlltoallvCRSMethod algorithm) {
-  selection.crsv = algorithm;
+  mpil_alltoallv_crs_implementation = algorithm;
   return MPI_SUCCESS;
 }
 
@@ -356,7 +355,7 @@ int MPIL_Alltoall_crs(const int send_nnz, const int* dest, const int sendcount, 
     a.send_nnz = send_nnz, a.dest = dest, a.sendcount = sendcount, a.sendtype = sendtype, a.sendvals = sendvals;
     a.recv_nnz = recv_nnz, a.src = src_ptr, a.recvcount = recvcount, a.recvtype = recvtype, a.recvvals = recvvals_ptr;
     sparsecomm::Sdde* sdde = cached_sdde(xcomm);
-    sparsecomm::capi::crs_exchange(a, options(xcomm, xinfo, nullptr, crs_strategy(selection.crs)), xcomm->global, sdde,
+    sparsecomm::capi::crs_exchange(a, options(xcomm, xinfo, nullptr, crs_strategy(mpil_alltoall_crs_implementation)), xcomm->global, sdde,
                                    xcomm->sdde_regions);
   });
 }
@@ -373,7 +372,7 @@ int MPIL_Alltoallv_crs(const int send_nnz, const int send_size, const int* dest,
     a.recv_nnz = recv_nnz, a.recv_size = recv_size, a.src = src_ptr, a.recvcounts = recvcounts_ptr;
     a.rdispls = rdispls_ptr, a.recvtype = recvtype, a.recvvals = recvvals_ptr;
     sparsecomm::Sdde* sdde = cached_sdde(xcomm);
-    sparsecomm::capi::crs_exchange(a, options(xcomm, xinfo, nullptr, crsv_strategy(selection.crsv)), xcomm->global,
+    sparsecomm::capi::crs_exchange(a, options(xcomm, xinfo, nullptr, crsv_strategy(mpil_alltoallv_crs_implementation)), xcomm->global,
                                    sdde, xcomm->sdde_regions);
   });
 }
@@ -384,7 +383,7 @@ int MPIL_Neighbor_alltoallv_init(const void* sendbuf, const int sendcounts[], co
                                  MPIL_Request** request_ptr) {
   return guarded([&] {
     neighbor_init(sendbuf, sendcounts, sdispls, nullptr, sendtype, recvbuf, recvcounts, rdispls, nullptr, recvtype,
-                  nullptr, comm, info, neighbor_init_backend(selection.neighbor_init), false, request_ptr);
+                  nullptr, comm, info, neighbor_init_backend(mpil_neighbor_alltoallv_init_implementation), false, request_ptr);
   });
 }
 
@@ -395,7 +394,7 @@ int MPIL_Neighbor_alltoallv_init_ext(const void* sendbuf, const int sendcounts[]
                                      MPIL_Request** request_ptr) {
   return guarded([&] {
     neighbor_init(sendbuf, sendcounts, sdispls, global_sindices, sendtype, recvbuf, recvcounts, rdispls,
-                  global_rindices, recvtype, nullptr, comm, info, neighbor_init_backend(selection.neighbor_init), true,
+                  global_rindices, recvtype, nullptr, comm, info, neighbor_init_backend(mpil_neighbor_alltoallv_init_implementation), true,
                   request_ptr);
   });
 }
@@ -407,7 +406,7 @@ int MPIL_Neighbor_alltoallv_init_topo(const void* sendbuf, const int sendcounts[
   return guarded([&] {
     if (!topo) fail(MPI_ERR_TOPOLOGY, "the MPIL_Topo is NULL");
     neighbor_init(sendbuf, sendcounts, sdispls, nullptr, sendtype, recvbuf, recvcounts, rdispls, nullptr, recvtype,
-                  topo, comm, info, neighbor_init_backend(selection.neighbor_init), false, request_ptr);
+                  topo, comm, info, neighbor_init_backend(mpil_neighbor_alltoallv_init_implementation), false, request_ptr);
   });
 }
 
@@ -419,7 +418,7 @@ int MPIL_Neighbor_alltoallv_init_ext_topo(const void* sendbuf, const int sendcou
   return guarded([&] {
     if (!topo) fail(MPI_ERR_TOPOLOGY, "the MPIL_Topo is NULL");
     neighbor_init(sendbuf, sendcounts, sdispls, global_sindices, sendtype, recvbuf, recvcounts, rdispls,
-                  global_rindices, recvtype, topo, comm, info, neighbor_init_backend(selection.neighbor_init), true,
+                  global_rindices, recvtype, topo, comm, info, neighbor_init_backend(mpil_neighbor_alltoallv_init_implementation), true,
                   request_ptr);
   });
 }
@@ -430,7 +429,7 @@ static int neighbor_blocking(const void* sendbuf, const int sendcounts[], const 
   MPIL_Request* req = nullptr;
   int rc = guarded([&] {
     neighbor_init(sendbuf, sendcounts, sdispls, nullptr, sendtype, recvbuf, recvcounts, rdispls, nullptr, recvtype,
-                  topo, comm, nullptr, neighbor_backend(selection.neighbor), false, &req);
+                  topo, comm, nullptr, neighbor_backend(mpil_neighbor_alltoallv_implementation), false, &req);
   });
   if (rc != MPI_SUCCESS) return rc;
   rc = SPC_Start(&req);
