@@ -11,10 +11,14 @@ secs=${1:-60}
 out=${FUZZ_DIR:-build-fuzz}
 command -v clang++ > /dev/null || { echo "fuzz.sh: clang++ not installed (apt-get install clang)"; exit 1; }
 mkdir -p "$out/work"
-mpi_inc=$(mpicxx --showme:incdirs | tr ' ' '\n' | sed 's/^/-I/' | tr '\n' ' ')
+# MPI's include directories, from its compiler wrapper (Open MPI's --showme:incdirs, else
+# MPICH's -show)
+mpi_inc=$( (mpicxx --showme:incdirs 2> /dev/null | tr ' ' '\n' | sed 's/^/-I/') ||
+  (mpicxx -show | tr ' ' '\n' | grep '^-I') )
+mpi_inc=$(echo "$mpi_inc" | tr '\n' ' ')
 # shellcheck disable=SC2086
 clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -DOMPI_SKIP_MPICXX -Iinclude -Isrc -Itests $mpi_inc src/matrix/mtx_parse.cpp tests/fuzz/fuzz_mtx.cpp -lz -o "$out/fuzz_mtx"
+  -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Iinclude -Isrc -Itests $mpi_inc src/matrix/mtx_parse.cpp tests/fuzz/fuzz_mtx.cpp -lz -o "$out/fuzz_mtx"
 cp -n tests/fuzz/corpus/* "$out/work/" 2> /dev/null || true
 cp -n tests/fuzz/regressions/* "$out/work/" 2> /dev/null || true
 echo "fuzz.sh: fuzzing the Matrix Market parser for ${secs} s"

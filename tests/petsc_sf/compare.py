@@ -5,7 +5,9 @@ every RESULT line must agree: integers (iteration counts, mismatch counts) exact
 to a relative 1e-10 (the order of a sum may differ). The sparsecomm runs must also show
 the type at work: -log_view lists its SFscStart event with a non-zero count.
 
-usage: compare.py MPIEXEC PROGRAM PLUGIN NP BACKEND[,BACKEND...] [-- extra program options]
+usage: compare.py CONFIG PROGRAM PLUGIN NP BACKEND[,BACKEND...] [-- extra program options]
+CONFIG: the build's mpitest.json (tests/driver/mpitest.py); RESULT lines and -log_view are
+rank 0's.
 (a backend may carry its own options after a colon, auto:race=4: -sf_sparsecomm_options; ';'
 between several)
 """
@@ -17,8 +19,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from interop_compare import run as run_cmd, same  # noqa: E402
 
 
-def run(cmd):
-    return run_cmd(cmd, 600)
+def run(config, np, program):
+    return run_cmd(config, np, program, timeout=600)[0]["out"] or ""
 
 
 def results(out):
@@ -36,14 +38,14 @@ def main():
     if len(sys.argv) < 6 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
-    mpiexec, program, plugin, np_, backends = sys.argv[1:6]
+    config, program, plugin, np_, backends = sys.argv[1:6]
     extra = sys.argv[7:] if len(sys.argv) > 6 and sys.argv[6] == "--" else []
-    base = [mpiexec, "-np", np_, program] + extra
-    ref = results(run(base + ["-sf_type", "basic"]))
+    base = [program] + extra
+    ref = results(run(config, np_, base + ["-sf_type", "basic"]))
     bad = 0
     for b in backends.split(","):
         name, _, options = b.partition(":")
-        out = run(base + ["-dll_append", plugin, "-sf_type", "sparsecomm", "-sf_sparsecomm_backend", name,
+        out = run(config, np_, base + ["-dll_append", plugin, "-sf_type", "sparsecomm", "-sf_sparsecomm_backend", name,
                           "-sf_sparsecomm_regions", "ppn:2", "-log_view"] +
                   (["-sf_sparsecomm_options", options.replace(";", ",")] if options else []))
         got = results(out)

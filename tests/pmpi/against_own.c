@@ -17,14 +17,22 @@
  * from what its source sends, with MPI_ERRORS_RETURN: each must give it an error code, the
  * others none, and no rank may hang (MPI calls such a program erroneous; Open MPI's own
  * accepts some silently).
- * Prints "against_own: N calls compared per rank on P ranks, W differ" (exit 1 if W > 0). */
+ * Prints "against_own: N calls per rank on P ranks, C compared, W differ" (exit 1 if W > 0;
+ * C < N only where mpi_bugs.h finds a bug of MPI's own, which rank 0 names). */
 #include <mpi.h>
 #include <stdio.h>
+
+#include "mpi_bugs.h"
 #include <stdlib.h>
 #include <string.h>
 
 static int P, me;
 static long compared = 0, differ = 0;
+/* Functions (1 alltoall, 3 alltoallv) in which MPI's own pairs repeated edges otherwise than
+ * the standard (mpi_bugs.h): on a communicator with repeated edges, not compared (the layer
+ * pairs them as the standard says). g_repeats: the current communicator has some. */
+static int g_bad_pairing[4], g_repeats;
+static long skipped = 0;
 
 static unsigned mix(unsigned a, unsigned b, unsigned c) {
   unsigned h = a * 2654435761u ^ (b * 40503u + 0x9e3779b9u) ^ (c * 2246822519u);
@@ -96,6 +104,10 @@ static int issue(const Args* a, int own, MPI_Request* req, const int* sb, int* r
 }
 
 static void compare(const Args* a, int e1, int e2, const int* rb1, const int* rb2, size_t rb_ints, const char* how) {
+  if (g_repeats && g_bad_pairing[a->fn]) {
+    skipped++;
+    return;
+  }
   compared++;
   if (e1 != e2 || memcmp(rb1, rb2, rb_ints * sizeof(int)) != 0) {
     size_t k = 0;
@@ -175,6 +187,10 @@ static void suite(MPI_Comm c, int calls, int component) {
     ns = nd = 2 * dims;
     memcpy(dst, src, sizeof(int) * (size_t)ns);
   }
+  int repeats = 0;  /* some rank named twice among the sources (anywhere: the calls are collective) */
+  for (int i = 0; i < ns; i++)
+    for (int j = 0; j < i; j++) repeats |= src[i] != MPI_PROC_NULL && src[i] == src[j];
+  MPI_Allreduce(&repeats, &g_repeats, 1, MPI_INT, MPI_MAX, c);
   const size_t max_n = 40000 + 2, sb_ints = (size_t)(nd + 1) * (max_n * 2 + 8) + 64;
   const size_t rb_ints = (size_t)(ns + 1) * (max_n * 2 + 8) + 64;
   int *sb = malloc(sb_ints * sizeof(int)), *rb1 = malloc(rb_ints * sizeof(int)), *rb2 = malloc(rb_ints * sizeof(int));
@@ -192,6 +208,11 @@ static void suite(MPI_Comm c, int calls, int component) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  for (int fn = 1; fn <= 3; fn += 2)
+    if ((g_bad_pairing[fn] = mpi_bug_repeated_edges(fn)))
+      mpi_bug_say("against_own", fn == 1 ? "MPI_Neighbor_alltoall pairs repeated edges in reverse"
+                                         : "MPI_Neighbor_alltoallv pairs repeated edges in reverse",
+                  "its calls on communicators with repeated edges are not compared with the layer's");
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   int calls = 48, mismatch = 0;
@@ -249,9 +270,11 @@ int main(int argc, char** argv) {
     suite(g, calls, 0);
     MPI_Comm_free(&g);
   }
-  long all[2] = {0, 0}, mine[2] = {compared, differ};
-  MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  if (me == 0) printf("against_own: %ld calls compared per rank on %d ranks, %ld differ\n", all[0] / P, P, all[1]);
+  long all[3] = {0, 0, 0}, mine[3] = {compared, differ, skipped};
+  MPI_Allreduce(mine, all, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0)
+    printf("against_own: %ld calls per rank on %d ranks, %ld compared, %ld differ\n", (all[0] + all[2]) / P, P,
+           all[0] / P, all[1]);
   fflush(stdout);
   if (mismatch && P > 1) { /* rank 0 expects 2 ints more than every source sends */
     int d[1] = {(me + 1) % P}, s[1] = {(me - 1 + P) % P};

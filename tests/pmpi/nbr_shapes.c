@@ -11,12 +11,12 @@
  * ints, then 3 again), with derived contiguous types (send 2 x contiguous(2 doubles),
  * receive 4 doubles), MPI_Neighbor_alltoall, MPI_Ineighbor_allgather completed together
  * with the program's own requests by MPI_Waitall, MPI_Testany and MPI_Waitsome, the
- * persistent MPIX_Neighbor_allgather_init started by MPI_Startall with the program's own
+ * persistent neighbor allgather (nbr_init.h) started by MPI_Startall with the program's own
  * persistent requests and completed by MPI_Waitall and MPI_Testall,
  * MPI_Neighbor_allgatherv (slots in reverse order with gaps, twice) and
  * MPI_Neighbor_alltoallv (0-2 ints per edge, spaced out), and the cases the layer passes
  * on: a strided (vector) type, block sizes that differ between ranks; the same alltoall,
- * allgatherv and alltoallv as persistent requests (MPIX_Neighbor_*_init) started with the
+ * allgatherv and alltoallv as persistent requests (nbr_init.h) started with the
  * program's own, and, on the hinted communicator, as MPI_Ineighbor_* completed together
  * with the program's own receive.
  * Prints "nbr_shapes: <checks> values checked on <P> ranks, <wrong> wrong"; exit 1 on any.
@@ -37,9 +37,8 @@
  * be the layer's (the verbose counts show it) and the first call's agreement would be
  * skipped. Prints how often the handle came back. */
 #include <mpi.h>
-#if defined(OPEN_MPI)
-#include <mpi-ext.h>
-#endif
+#include "../../examples/mpi_neighbor/nbr_init.h"
+#include "mpi_bugs.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,12 +227,12 @@ static void v_suite(MPI_Comm c, int kind, const char *name, int how) {
       MPI_Send(&ring_out, 1, MPI_INT, mod(me + 1), 9, MPI_COMM_WORLD);
       MPI_Waitall(n, rq, MPI_STATUSES_IGNORE);
     } else {
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+#if HAVE_NBR_INIT
       if (round == 0) {
         n = first;
-        if (!dupe) MPIX_Neighbor_alltoall_init(sa, 2, MPI_INT, ra, 2, MPI_INT, c, MPI_INFO_NULL, &rq[n++]);
-        MPIX_Neighbor_allgatherv_init(sg, 3, MPI_INT, rg, rc, rd, MPI_INT, c, MPI_INFO_NULL, &rq[n++]);
-        if (!dupe) MPIX_Neighbor_alltoallv_init(sv, sc, sd, MPI_INT, rv, vrc, vrd, MPI_INT, c, MPI_INFO_NULL, &rq[n++]);
+        if (!dupe) NBR_ALLTOALL_INIT(sa, 2, MPI_INT, ra, 2, MPI_INT, c, MPI_INFO_NULL, &rq[n++]);
+        NBR_ALLGATHERV_INIT(sg, 3, MPI_INT, rg, rc, rd, MPI_INT, c, MPI_INFO_NULL, &rq[n++]);
+        if (!dupe) NBR_ALLTOALLV_INIT(sv, sc, sd, MPI_INT, rv, vrc, vrd, MPI_INT, c, MPI_INFO_NULL, &rq[n++]);
         MPI_Send_init(&ring_out, 1, MPI_INT, mod(me + 1), 9, MPI_COMM_WORLD, &rq[n++]);
       }
       MPI_Startall(n, rq);
@@ -361,12 +360,18 @@ static void run(MPI_Comm c, int kind, const char *name) {
     snprintf(what, sizeof what, "%s Ineighbor_allgather+Waitsome", name);
     check_allgather(what, &l, rb, 4, 23);
   }
-#ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
+#if HAVE_NBR_INIT
   /* persistent: started with the program's own persistent requests */
   {
     int ring_in = -1, ring_out = 0;
     MPI_Request rq[3];
-    MPIX_Neighbor_allgather_init(sb, 3, MPI_INT, rb, 3, MPI_INT, c, MPI_INFO_NULL, &rq[1]);
+    /* (MPI_Testall only where MPI's own completes a persistent neighborhood collective
+     * there without a false error: mpi_bugs.h; a request the layer made is the layer's) */
+    static int testall_bug = -1;
+    if (testall_bug < 0 && (testall_bug = mpi_bug_testall_persistent()))
+      mpi_bug_say("nbr_shapes", "MPI_Testall on a completed persistent neighborhood collective returns an error",
+                  "those rounds complete with MPI_Waitall");
+    NBR_ALLGATHER_INIT(sb, 3, MPI_INT, rb, 3, MPI_INT, c, MPI_INFO_NULL, &rq[1]);
     MPI_Recv_init(&ring_in, 1, MPI_INT, mod(me - 1), 8, MPI_COMM_WORLD, &rq[0]);
     MPI_Send_init(&ring_out, 1, MPI_INT, mod(me + 1), 8, MPI_COMM_WORLD, &rq[2]);
     for (int round = 30; round < 34; round++) {
@@ -374,7 +379,7 @@ static void run(MPI_Comm c, int kind, const char *name) {
       ring_out = me * 100 + round;
       fill(rb, 64 * 8, -5);
       MPI_Startall(3, rq);
-      if (round % 2 == 0) {
+      if (round % 2 == 0 || testall_bug) {
         MPI_Waitall(3, rq, MPI_STATUSES_IGNORE);
       } else {
         int flag = 0;
@@ -382,7 +387,7 @@ static void run(MPI_Comm c, int kind, const char *name) {
       }
       CHECK(rq[1] != MPI_REQUEST_NULL, "%s persistent request freed by completion", name);
       CHECK(ring_in == mod(me - 1) * 100 + round, "%s persistent: own message %d", name, ring_in);
-      snprintf(what, sizeof what, "%s MPIX_Neighbor_allgather_init", name);
+      snprintf(what, sizeof what, "%s persistent neighbor allgather", name);
       check_allgather(what, &l, rb, 3, round);
     }
     /* an inactive persistent request completes at once */

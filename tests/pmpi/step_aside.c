@@ -15,6 +15,8 @@
  * Prints "step_aside: N calls checked on P ranks, W wrong". */
 #include <mpi.h>
 #include <stdio.h>
+
+#include "mpi_bugs.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,13 @@ int main(int argc, char** argv) {
   int dst[4] = {(me + 1) % P, (me + 2) % P, (me - 1 + P) % P, me};
   int src[4] = {(me - 1 + P) % P, (me - 2 + 2 * P) % P, (me + 1) % P, me};
   const int deg = 4;
+  /* Below 4 ranks the ring names a rank twice: where MPI's own alltoall pairs repeated edges
+   * otherwise than the standard (mpi_bugs.h), its values are not checked (a call the layer
+   * passes on is MPI's). */
+  const int skip_alltoall = P < 4 && mpi_bug_repeated_edges(1);
+  if (skip_alltoall)
+    mpi_bug_say("step_aside", "MPI_Neighbor_alltoall pairs repeated edges in reverse",
+                "the alltoall values on this ring of repeated edges are not checked");
   MPI_Comm g;
   MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, deg, src, MPI_UNWEIGHTED, deg, dst, MPI_UNWEIGHTED, MPI_INFO_NULL,
                                  0, &g);
@@ -74,7 +83,7 @@ int main(int argc, char** argv) {
         if (rc_ != MPI_SUCCESS) ++wrong;
         /* Source i sent its block for me: for alltoall, the block of its destination i
          * (the lists mirror each other, duplicates at small P paired in order as MPI does). */
-        for (int i = 0; i < deg; ++i) {
+        for (int i = 0; i < deg && !(f == 1 && skip_alltoall); ++i) {
           for (int u = 0; u < n; ++u) {
             const int want = value(src[i], call, per_dest ? i : 0, u);
             ++checked;
