@@ -8,16 +8,20 @@
 //   hypre_MatvecCommPkgCreate      (collective): the real one, then our plans for the new
 //                                   package, built there because every rank is there;
 //   hypre_MatvecCommPkgDestroy     the cached plans die with their package, then the real one;
-//   hypre_ParCSRCommHandleCreate(_v2) / hypre_ParCSRCommHandleDestroy: job 1 (doubles along
-//                                   the matvec package) and job 2 (its transpose), host memory,
-//                                   on a package whose plans we built: started in Create from
+//   hypre_ParCSRCommHandleCreate(_v2) / hypre_ParCSRCommHandleDestroy: jobs 1 and 2 (values
+//                                   along the matvec package and its transpose), 11 and 12
+//                                   (HYPRE_Int: the set-up's CF markers, dof functions and
+//                                   counts along the same package), 21 and 22 (HYPRE_BigInt),
+//                                   host memory, on a package whose plans we built (one pair
+//                                   per unit size): started in Create from
 //                                   Hypre's packed send buffer, completed in Destroy into its
 //                                   receive buffer (Plan::start_into: no copies of ours where
 //                                   the backend can send and receive in place). Everything
 //                                   else goes to the real functions (dlsym(RTLD_NEXT)),
-//                                   unchanged: other jobs (ints, big ints, MPI datatypes),
-//                                   device memory, packages created elsewhere, a second
-//                                   exchange on a package whose plan is still in flight.
+//                                   unchanged: other jobs (MPI datatypes, device jobs),
+//                                   device memory, packages created elsewhere (not by
+//                                   hypre_MatvecCommPkgCreate: interpolation's extended
+//                                   packages), a second exchange on a plan still in flight.
 //
 // The Pattern comes from the package alone: send side = send_procs, send_map_starts over
 // Hypre's packed send buffer (so the plan's "owned" array is that buffer, in order), recv
@@ -29,7 +33,8 @@
 // node), SPARSECOMM_HYPRE_OPTIONS (the backend's own options, "key=value,...", e.g. auto's
 // race=30), SPARSECOMM_HYPRE_VERBOSE=1 (each package's plans; when a package goes, how many
 // of its exchanges ran here and their time in start and wait on its rank 0; at exit, per
-// rank, how many exchanges ran here and how many went to Hypre), SPARSECOMM_HYPRE_DISABLE=1 (everything to
+// rank, the exchanges served and passed to Hypre by kind and direction, the share served,
+// and why the others were passed), SPARSECOMM_HYPRE_DISABLE=1 (everything to
 // Hypre). A bad value is reported on every rank at the first package and the program exits
 // (status 2) on every rank, agreed collectively, instead of running something else.
 //
@@ -44,10 +49,13 @@
 
 #include <_hypre_parcsr_mv.h>
 
+#include <array>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +66,7 @@
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/core/stats.hpp"
+#include "core/handle.hpp"
 #include "core/parse.hpp"
 #include "interop/hypre/package_pattern.hpp"
 
@@ -124,15 +133,47 @@ struct Fingerprint {
   }
 };
 
+// The exchanges Hypre runs along a comm package, by job: its values' kind and direction.
+// Jobs 1/2: HYPRE_Complex (the matvec and its transpose); 11/12: HYPRE_Int (CF markers,
+// dof functions, counts in the set-up); 21/22: HYPRE_BigInt (global column ids). Odd: along
+// the package (send_map -> recv), even: the transpose.
+enum Kind { kComplex = 0, kInt = 1, kBigInt = 2, kKinds = 3 };
+const char* const kKindName[kKinds] = {"values", "ints", "big ints"};
+constexpr size_t kUnit[kKinds] = {sizeof(HYPRE_Complex), sizeof(HYPRE_Int), sizeof(HYPRE_BigInt)};
+// Kind and direction (0: along, 1: transpose) of a job; false for any other job.
+bool kind_of(HYPRE_Int job, Kind* kind, int* dir) {
+  switch (job) {
+    case 1: case 2: *kind = kComplex; break;
+    case 11: case 12: *kind = kInt; break;
+    case 21: case 22: *kind = kBigInt; break;
+    default: return false;
+  }
+  *dir = job % 2 == 1 ? 0 : 1;
+  return true;
+}
+
 struct PkgPlans {
   Fingerprint fp;
-  std::unique_ptr<Plan> fwd, rev;  // job 1 (matvec), job 2 (its transpose)
+  // The values' plans {along, transpose}, on the chosen backend. Hypre runs every matvec
+  // exchange on every rank of the package's communicator, so a multi-stage plan (aggregation,
+  // combining, MPI's neighborhood collective), where a rank with nothing of its own to send
+  // or receive may still forward others' values, is safe for them.
+  std::array<std::unique_ptr<Plan>, 2> values;
+  // The integer kinds' plans per unit size {along, transpose}, point-to-point: Hypre's
+  // set-up runs some of its integer exchanges only on the ranks that have something to
+  // exchange (a rank whose part of the package is empty skips the call), which one message
+  // per neighbor allows, as Hypre's own exchange does, and a forwarding plan does not (its
+  // other ranks would wait for the one that skipped).
+  std::map<size_t, std::array<std::unique_ptr<Plan>, 2>> ints;
+  Plan* plan(Kind k, int dir) {
+    return (k == kComplex ? values : ints.at(kUnit[k]))[static_cast<size_t>(dir)].get();
+  }
   long serial = 0;                 // creation order, for the verbose report
   // Verbose: per job, the exchanges run here and the seconds spent starting them (Create)
   // and completing them (Destroy: the wait, after Hypre's overlapped work), on this rank.
   bool root = false;  // rank 0 of the package's communicator: the one that reports
-  long runs[3] = {0, 0, 0};
-  double t_start[3] = {0, 0, 0}, t_wait[3] = {0, 0, 0};
+  long runs[2] = {0, 0};  // [direction] of the values (job 1, 2): the report's matvec figures
+  double t_start[2] = {0, 0}, t_wait[2] = {0, 0};
 };
 
 // Verbose: what a package's exchanges cost on its communicator's rank 0, when the package
@@ -143,8 +184,8 @@ void report_package(const PkgPlans& p) {
   std::fprintf(stderr,
                "sparsecomm hypre hook: package %ld done: %ld matvec exchanges (start %.3f ms, wait %.3f ms), %ld "
                "transpose (start %.3f ms, wait %.3f ms) on rank 0\n",
-               p.serial, p.runs[1], p.t_start[1] * 1e3, p.t_wait[1] * 1e3, p.runs[2], p.t_start[2] * 1e3,
-               p.t_wait[2] * 1e3);
+               p.serial, p.runs[0], p.t_start[0] * 1e3, p.t_wait[0] * 1e3, p.runs[1], p.t_start[1] * 1e3,
+               p.t_wait[1] * 1e3);
 }
 
 // Our handle: Hypre's struct first (code that reads a handle's fields sees sensible
@@ -152,14 +193,17 @@ void report_package(const PkgPlans& p) {
 struct Handle {
   hypre_ParCSRCommHandle h;
   Plan* plan;
-  double* recv;
+  void* recv;
+  size_t unit;      // bytes of one value
   PkgPlans* entry;  // verbose: where Destroy adds its wait
   int job;
 };
 
+// Verbose: exchanges served and passed on, by kind and direction, and why passed.
 struct Counts {
-  long handled[3] = {0, 0, 0};  // [job] for jobs 1, 2
-  long unknown_pkg = 0, busy = 0, memory = 0, passed_other_jobs = 0;
+  long served[kKinds][2] = {}, passed[kKinds][2] = {};
+  long other_jobs = 0;  // jobs the hook does not know (passed)
+  long unknown_pkg = 0, busy = 0, memory = 0;  // why a known job was passed
 };
 
 struct State {
@@ -182,11 +226,20 @@ struct State {
     if (settings.thread_multiple)
       std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: MPI_THREAD_MULTIPLE: every exchange passed to Hypre's own\n",
                    world_rank);
+    std::string kinds;
+    long served = 0, all = counts.other_jobs;
+    for (int k = 0; k < kKinds; ++k)
+      for (int d = 0; d < 2; ++d) {
+        kinds += std::string(kinds.empty() ? "" : ", ") + kKindName[k] + (d ? " transposed " : " ") +
+                 std::to_string(counts.served[k][d]) + "/" + std::to_string(counts.passed[k][d]);
+        served += counts.served[k][d], all += counts.served[k][d] + counts.passed[k][d];
+      }
     std::fprintf(stderr,
                  "sparsecomm hypre hook [rank %d]: %ld packages; exchanges through sparsecomm: %ld matvec, %ld "
-                 "transpose; passed to Hypre: %ld of other jobs, double exchanges on packages not built here %ld, "
-                 "on a busy plan %ld, in non-host memory %ld\n",
-                 world_rank, packages, counts.handled[1], counts.handled[2], counts.passed_other_jobs,
+                 "transpose; served/passed to Hypre by kind: %s, other jobs 0/%ld; served %ld of %ld (%.0f%%); "
+                 "passed because: package not built here %ld, busy plan %ld, non-host memory %ld\n",
+                 world_rank, packages, counts.served[kComplex][0], counts.served[kComplex][1], kinds.c_str(),
+                 counts.other_jobs, served, all, all ? 100.0 * static_cast<double>(served) / static_cast<double>(all) : 0.0,
                  counts.unknown_pkg, counts.busy, counts.memory);
   }
 };
@@ -245,9 +298,7 @@ void check_settings(State& s, MPI_Comm comm) {
 
 const Locality& locality(State& s, MPI_Comm comm) {
   // One Locality per communicator (Hypre's matrices share the solver's communicator).
-  char key[64];
-  std::snprintf(key, sizeof key, "%p", static_cast<void*>(comm));
-  auto& l = s.localities[key];
+  auto& l = s.localities[detail::handle_id(comm)];
   if (!l) l = std::make_unique<Locality>(Locality::parse(comm, s.settings.regions));
   return *l;
 }
@@ -281,18 +332,30 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   const double t0 = MPI_Wtime();
   PlanOptions po;
   po.backend.set_list(s.settings.options);  // (checked in check_settings)
-  p.fwd = make_plan(s.settings.backend, pat, loc, comm, po);
-  // The transpose moves the same entries the other way: it takes the backend chosen for
-  // the matvec (auto's evaluation, most of the set-up time, runs once per package), with
-  // the options that backend reads.
+  po.value_bytes = static_cast<int>(kUnit[kComplex]);
+  auto& values = p.values;
+  values[0] = make_plan(s.settings.backend, pat, loc, comm, po);
+  // The transpose moves the same entries the other way: it takes the backend chosen for the
+  // matvec (auto's evaluation, most of the set-up time, runs once per package), with the
+  // options that backend reads.
+  const std::string chosen = values[0]->name();
   PlanOptions pr;
-  pr.backend = po.backend.only(backend_option_specs(p.fwd->name()));
-  p.rev = make_plan(p.fwd->name(), pat.reverse(), loc, comm, pr);
+  pr.backend = po.backend.only(backend_option_specs(chosen));
+  pr.value_bytes = po.value_bytes;
+  values[1] = make_plan(chosen, pat.reverse(), loc, comm, pr);
+  for (const Kind k : {kInt, kBigInt}) {
+    auto& pair = p.ints[kUnit[k]];
+    if (pair[0]) continue;
+    PlanOptions pi;
+    pi.value_bytes = static_cast<int>(kUnit[k]);
+    pair[0] = make_plan("p2p", pat, loc, comm, pi);
+    pair[1] = make_plan("p2p", pat.reverse(), loc, comm, pi);
+  }
   p.serial = ++s.packages;
   p.root = comm_rank(comm) == 0;
   if (s.settings.verbose) {
     const double dt = MPI_Wtime() - t0;
-    const CommCounters& t = p.fwd->iteration_counts().total();
+    const CommCounters& t = values[0]->iteration_counts().total();
     const std::vector<Reduced> red = reduce_all(
         comm, {static_cast<double>(t.sent_inter.msgs), static_cast<double>(t.sent_intra.msgs), dt});
     if (comm_rank(comm) == 0)
@@ -301,23 +364,38 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
                    "max over ranks: %.0f inter-region + %.0f intra-region messages; plans built in %.2f ms\n",
                    p.serial, static_cast<long long>(hypre_ParCSRMatrixGlobalNumRows(A)),
                    static_cast<long long>(hypre_ParCSRMatrixGlobalNumCols(A)), static_cast<const void*>(pkg),
-                   p.fwd->name().c_str(), p.rev->name().c_str(), red[0].max, red[1].max, red[2].max * 1e3);
+                   values[0]->name().c_str(), values[1]->name().c_str(), red[0].max, red[1].max, red[2].max * 1e3);
   }
   s.plans[pkg] = std::move(p);
 }
 
 // The plan for (job, pkg) when this exchange can run through it (*entry: its package's
-// plans); null to decline (counted).
+// plans); null to decline (counted by kind and reason).
 Plan* plan_for(State& s, HYPRE_Int job, const hypre_ParCSRCommPkg* pkg, HYPRE_MemoryLocation sm,
                HYPRE_MemoryLocation rm, PkgPlans** entry) {
-  if (job != 1 && job != 2) return ++s.counts.passed_other_jobs, nullptr;
-  if (sm != HYPRE_MEMORY_HOST || rm != HYPRE_MEMORY_HOST) return ++s.counts.memory, nullptr;  // device, pinned
+  Kind kind = kComplex;
+  int dir = 0;
+  if (!kind_of(job, &kind, &dir)) return ++s.counts.other_jobs, nullptr;
+  long& passed = s.counts.passed[kind][dir];
+  if (sm != HYPRE_MEMORY_HOST || rm != HYPRE_MEMORY_HOST) return ++passed, ++s.counts.memory, nullptr;  // device, pinned
   auto it = s.plans.find(pkg);
-  if (it == s.plans.end() || !(it->second.fp == Fingerprint::of(pkg))) return ++s.counts.unknown_pkg, nullptr;
-  Plan* p = job == 1 ? it->second.fwd.get() : it->second.rev.get();
-  if (p->active()) return ++s.counts.busy, nullptr;  // a second exchange in flight on this package
+  if (it == s.plans.end() || !(it->second.fp == Fingerprint::of(pkg))) return ++passed, ++s.counts.unknown_pkg, nullptr;
+  Plan* p = it->second.plan(kind, dir);
+  if (p->active()) return ++passed, ++s.counts.busy, nullptr;  // a second exchange in flight on this plan
   *entry = &it->second;
   return p;
+}
+
+// The exchange started and completed on a plan of `unit`-byte values (its bytes as a type
+// of that size: the plans copy values, never compute on them).
+void start_on(Plan* p, size_t unit, const void* send, void* recv) {
+  if (unit == 8) p->start_into(static_cast<const uint64_t*>(send), static_cast<uint64_t*>(recv));
+  else if (unit == 4) p->start_into(static_cast<const uint32_t*>(send), static_cast<uint32_t*>(recv));
+  else throw NotImplementedError("hypre hook: exchanges of " + std::to_string(unit) + "-byte values");
+}
+void wait_on(Plan* p, size_t unit, void* recv) {
+  if (unit == 8) p->wait_into(static_cast<uint64_t*>(recv));
+  else p->wait_into(static_cast<uint32_t*>(recv));
 }
 
 hypre_ParCSRCommHandle* create(HYPRE_Int job, hypre_ParCSRCommPkg* pkg, HYPRE_MemoryLocation sm, void* send,
@@ -333,18 +411,22 @@ hypre_ParCSRCommHandle* create(HYPRE_Int job, hypre_ParCSRCommPkg* pkg, HYPRE_Me
   h->h.send_data = h->h.send_data_buffer = send;
   h->h.recv_data = h->h.recv_data_buffer = recv;
   h->plan = p;
-  h->recv = static_cast<double*>(recv);
+  h->recv = recv;
   h->entry = entry, h->job = job;
+  Kind kind = kComplex;
+  int dir = 0;
+  kind_of(job, &kind, &dir);
+  h->unit = kUnit[kind];
   const double t0 = s.settings.verbose ? MPI_Wtime() : 0;
   try {
-    p->start_into(static_cast<const double*>(send), h->recv);
+    start_on(p, h->unit, send, recv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sparsecomm hypre hook: error: %s\n", e.what());
     std::fflush(stderr);
     std::exit(2);  // an exchange half started cannot be handed to Hypre
   }
-  ++s.counts.handled[job];
-  if (s.settings.verbose) entry->t_start[job] += MPI_Wtime() - t0, ++entry->runs[job];
+  ++s.counts.served[kind][dir];
+  if (s.settings.verbose && kind == kComplex) entry->t_start[dir] += MPI_Wtime() - t0, ++entry->runs[dir];
   s.ours.insert(&h->h);
   return &h->h;
 }
@@ -374,7 +456,7 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_ParCSRCommHandleDestroy(h
   auto* h = reinterpret_cast<Handle*>(handle);
   const double t0 = s.settings.verbose ? MPI_Wtime() : 0;
   try {
-    h->plan->wait_into(h->recv);
+    wait_on(h->plan, h->unit, h->recv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sparsecomm hypre hook: error: %s\n", e.what());
     std::fflush(stderr);
@@ -384,7 +466,7 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_ParCSRCommHandleDestroy(h
   // package's entry is gone and the time is dropped, never written to freed memory.
   if (s.settings.verbose)
     if (auto it = s.plans.find(h->h.comm_pkg); it != s.plans.end() && &it->second == h->entry)
-      h->entry->t_wait[h->job] += MPI_Wtime() - t0;
+      if (h->job == 1 || h->job == 2) h->entry->t_wait[h->job - 1] += MPI_Wtime() - t0;
   delete h;
   return 0;
 }
