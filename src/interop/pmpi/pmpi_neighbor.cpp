@@ -323,6 +323,11 @@ struct CommPlans {
   // The settings were checked at this communicator's first call (each communicator has its
   // own, from its MPI_Info keys): by the first agreement, or locally by a non-blocking call.
   mutable bool checked = false;
+  // Backend mpi: every call is MPI's own, the same on every rank once the settings are agreed
+  // (at the communicator's first agreement): later calls agree on nothing (no collective of
+  // the layer's between the program's, where an MPI's own persistent neighborhood collective
+  // was seen to hang in MPICH 4.0.2 after them).
+  bool all_mpi = false;
   std::unique_ptr<Locality> loc;
   int one_node = -1;  // every rank of the communicator on one node (1), or not (0); -1 unknown
   std::map<int64_t, std::shared_ptr<Choice>> cache[2];  // allgather, alltoall: per block size
@@ -859,6 +864,7 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
     r.settled = !*broken;
     return r;
   }
+  if (r.p->all_mpi) return r;  // (done: MPI's own, settled)
   r.settled = false;
   if (mode == kNonblocking) {
     if (!r.p->checked) {
@@ -1000,6 +1006,7 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
     return nullptr;
   }
   const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
+  p.all_mpi = p.settings.backend == "mpi";
   if (starts_node_exchange(p, comm, k, mode)) return nullptr;  // this call MPI's own; every later one through it
   std::shared_ptr<Choice> c;
   if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
@@ -1037,6 +1044,7 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, bool moves, ui
   CommPlans::Last& last = p.last[k - kAllgatherv];
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
   const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, moves ? 1 : 0});
+  p.all_mpi = p.settings.backend == "mpi";
   if (starts_node_exchange(p, comm, k, mode)) return nullptr;  // this call MPI's own; every later one through it
   std::shared_ptr<Choice> c;
   auto choose = [&] { return out[2] ? build(p) : nothing_to_move(p, comm, k, "variable blocks, all empty"); };

@@ -246,12 +246,14 @@ SPC_EXPORT int MPI_Start(MPI_Request* r) {
 
 SPC_EXPORT int MPI_Startall(int n, MPI_Request r[]) {
   if (table().empty()) return PMPI_Startall(n, r);
-  std::vector<MPI_Request> theirs;
+  // MPI's own requests started in place, one by one: not through a copy of their handles
+  // (an MPI may change a persistent request's handle at its start).
+  int rc = MPI_SUCCESS;
   for (int i = 0; i < n; ++i) {
-    if (find(r[i])) MPI_Start(&r[i]);
-    else theirs.push_back(r[i]);  // a copy of the handle starts the same request
+    const int one = find(r[i]) ? MPI_Start(&r[i]) : PMPI_Start(&r[i]);
+    if (rc == MPI_SUCCESS) rc = one;
   }
-  return theirs.empty() ? MPI_SUCCESS : PMPI_Startall(static_cast<int>(theirs.size()), theirs.data());
+  return rc;
 }
 
 SPC_EXPORT int MPI_Request_free(MPI_Request* r) {
