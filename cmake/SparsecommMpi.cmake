@@ -12,6 +12,8 @@ include(CheckCSourceCompiles)
 function(sparsecomm_mpi_feature var code)
   set(CMAKE_REQUIRED_LIBRARIES MPI::MPI_C)
   set(CMAKE_REQUIRED_QUIET ON)
+  # (a function the header does not declare must fail the check, as it would in C++)
+  set(CMAKE_REQUIRED_FLAGS "-Werror=implicit-function-declaration")
   check_c_source_compiles("
 #include <mpi.h>
 #if defined(__has_include)
@@ -124,9 +126,14 @@ endfunction()
 # bindings call the C MPI_ names (after converting MPI_BOTTOM and the other sentinels of
 # their own), which the layer already defines: entries of its own there would receive
 # MPICH's Fortran sentinels unconverted. Read off the MPI Fortran library's undefined
-# symbols (objdump); where none is found, the entries are built (what Open MPI needs).
+# symbols (objdump); where that cannot be read, the entries are built for an MPI whose mpi.h
+# says it is Open MPI (whose bindings are known to call the profiling functions), not for others.
 function(sparsecomm_detect_fortran_bindings)
-  set(entries ON)
+  set(CMAKE_REQUIRED_LIBRARIES MPI::MPI_C)
+  set(CMAKE_REQUIRED_QUIET ON)
+  check_c_source_compiles("#include <mpi.h>\n#ifndef OPEN_MPI\n#error not Open MPI\n#endif\nint main(void) { return 0; }"
+                          SPARSECOMM_MPI_IS_OPEN_MPI)
+  set(entries ${SPARSECOMM_MPI_IS_OPEN_MPI})
   set(why "no MPI Fortran library found to inspect")
   set(dirs "")
   foreach(lib IN LISTS MPI_C_LIBRARIES)

@@ -62,12 +62,13 @@
  * The regions of the locality-aware variants are those of MPIL_Comm_update_locality
  * (ppn consecutive ranks) or, by default, the shared-memory nodes.
  *
+ * Algorithm selection is MPI Advance's: the process-global variables
+ * mpil_neighbor_alltoallv_implementation, mpil_neighbor_alltoallv_init_implementation,
+ * mpil_alltoall_crs_implementation and mpil_alltoallv_crs_implementation (assigned directly
+ * or through the setters) choose the algorithm of every later call.
+ *
  * Where this implementation differs from (is stricter than) MPI Advance:
- *  - Algorithm selection keeps MPI Advance's semantics: the process-global variables
- *    mpil_neighbor_alltoallv_implementation, mpil_neighbor_alltoallv_init_implementation,
- *    mpil_alltoall_crs_implementation and mpil_alltoallv_crs_implementation (assigned
- *    directly or through the setters) choose the algorithm of every later call.
- *    Per-communicator defaults (stored in the MPIL_Comm) and per-call options take
+ *  - Per-communicator defaults (stored in the MPIL_Comm) and per-call options take
  *    precedence: SPC_MPIL_Comm_set_info() and SPC_MPIL_Info_set() accept the
  *    sparsecomm_* keys of sparsecomm.h (e.g. sparsecomm_backend = "combined", which has
  *    no MPI Advance enumerator). Precedence: MPIL_Info > MPIL_Comm > setter > default.
@@ -165,7 +166,7 @@ enum AlltoallvCRSMethod
     ALLTOALLV_CRS_NODE_WINDOW_SPARSECOMM
 };
 
-/* ---- algorithm setters (per thread; see above) ----------------------------------------- */
+/* ---- algorithm selection (process-global, as in MPI Advance; see above) ----------------- */
 
 /* The algorithm of every later call (MPI Advance's globals; the setters below assign them). */
 extern enum NeighborAlltoallvMethod mpil_neighbor_alltoallv_implementation;

@@ -4,8 +4,8 @@
 #   scripts/mpirun.sh -np 4 build/src/apps/sdde_bench/sparsecomm_sdde --regions ppn:2
 #   SPARSECOMM_MPI=mpich scripts/mpirun.sh -np 4 build-mpich/...   # MPICH's mpiexec.mpich
 #   SPARSECOMM_MPIEXEC=/path/to/mpiexec scripts/mpirun.sh ...      # any other launcher
-# `-x VAR=VALUE` (and `-x VAR`) give the ranks an environment variable with any launcher: it
-# is Open MPI's own flag, and becomes `-genv VAR VALUE` for MPICH's Hydra.
+# `-x VAR=VALUE` (and `-x VAR`) before the program give the ranks an environment variable with
+# any launcher: it is Open MPI's own flag, and becomes `-genv VAR VALUE` for MPICH's Hydra.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/mpi_launcher.sh
@@ -42,10 +42,20 @@ add_env() {  # add_env VAR=VALUE | VAR
   fi
 }
 for kv in "${rank_env[@]}"; do add_env "$kv"; done
+# The launcher's options up to the program (the first word that is neither an option nor the
+# value of one); the program's own arguments after it go through untouched.
 while [ $# -gt 0 ]; do
   case "$1" in
-    -x) add_env "$2"; shift 2 ;;
-    *) args+=("$1"); shift ;;
+    -x)
+      [ $# -ge 2 ] || { echo "mpirun.sh: -x needs VAR=VALUE or VAR" >&2; exit 2; }
+      add_env "$2"; shift 2 ;;
+    -np | -n | -c | --np | --host | -host | --hostfile | -hostfile | -f | --map-by | --bind-to | --rank-by | \
+      -ppn | --timeout | -wdir | -genvlist | --output-filename)
+      args+=("$1" "${2:-}"); shift 2 || shift ;;
+    --mca | -mca | -genv | -env) args+=("$1" "${2:-}" "${3:-}"); shift 3 || shift $# ;;
+    -*) args+=("$1"); shift ;;
+    *) break ;;
   esac
 done
+args+=("$@")
 exec "$mpiexec" "${flags[@]}" "${args[@]}"

@@ -364,7 +364,7 @@ for src in "${SOURCES[@]}"; do
       fi
       if [ $RC -ne 0 ]; then
         err=$(grep -m1 -a 'ERROR: [A-Z]' "$got.err" | cut -c1-90)
-        status=FAIL; detail="np $np, sparsecomm/$b: $([ $RC -eq 124 ] && echo "timed out (${CASE_TIMEOUT}s)" || echo "exit $RC")$note; ${err:-no PETSc error message}"
+        status=FAIL; detail="np $np, sparsecomm/$b: $( { [ $RC -eq 124 ] || [ $RC -eq 137 ]; } && echo "timed out (${CASE_TIMEOUT}s)" || echo "exit $RC")$note; ${err:-no PETSc error message}"
         break
       fi
       apply_filter "$fil" <"$got" | normalize >"$got.n"

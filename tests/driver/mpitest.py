@@ -41,6 +41,33 @@ import tempfile
 import time
 
 SKIP = 77
+_jobs = []  # (launcher process, per-rank folder) of the jobs running now: stopped with this driver
+
+
+def stop_jobs(*_):
+    """Stops every job this process started, ranks included (the launcher's process group, and
+    each rank's program by the pid its shim wrote): a driver that is itself stopped (ctest's
+    TIMEOUT, a signal) leaves no rank behind."""
+    for proc, outdir in _jobs:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            for name in os.listdir(outdir) if os.path.isdir(outdir) else []:
+                if name.endswith(".pid"):
+                    try:
+                        os.kill(int(read(os.path.join(outdir, name)) or 0), sig)
+                    except (ValueError, ProcessLookupError, PermissionError):
+                        pass
+            if sig == signal.SIGTERM:
+                time.sleep(1)
+    if _:
+        sys.exit(1)
+
+
+signal.signal(signal.SIGTERM, stop_jobs)
+signal.signal(signal.SIGINT, stop_jobs)
 
 
 def parse_args(argv):
@@ -118,6 +145,7 @@ def launch(cfg, np, program, outdir, env=(), rank_env=(), timeout=120, via=None)
     # launcher's own limit comes first; this is the backstop), ranks included.
     proc = subprocess.Popen(cmd, env=penv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
+    _jobs.append((proc, outdir))
     try:
         launcher_out, _ = proc.communicate(timeout=timeout + 20)
         timed_out = False
@@ -134,6 +162,8 @@ def launch(cfg, np, program, outdir, env=(), rank_env=(), timeout=120, via=None)
                 break
             except subprocess.TimeoutExpired:
                 pass
+        stop_jobs()  # (ranks outside the launcher's process group too)
+    _jobs.remove((proc, outdir))
     return proc.returncode, timed_out, launcher_out.decode("utf-8", "replace"), time.time() - t0
 
 
@@ -184,7 +214,7 @@ def main():
         ranks = collect(outdir, args.np)
         rc = job_code(rc, ranks)
         strays = sorted(n for n in os.listdir(outdir) if n.startswith("rankunknown"))
-        verdict = judge(args, rc, timed_out, launcher_out, ranks, strays)
+        verdict = judge(args, rc, timed_out, secs, launcher_out, ranks, strays)
         show(ranks, launcher_out, rc, secs)
         for line in verdict["lines"]:
             print("mpitest: " + line)
@@ -211,18 +241,28 @@ def matches(regex, rank):
     return any(rank[s] and rx.search(rank[s]) for s in ("out", "err"))
 
 
-def judge(args, rc, timed_out, launcher_out, ranks, strays):
+def judge(args, rc, timed_out, secs, launcher_out, ranks, strays):
     lines = []
-    for regex in args.skip_if:
-        for r, rank in ranks.items():
-            if matches(regex, rank):
-                return {"result": "skip", "lines": [f"rank {r} printed /{regex}/: skipped"]}
-    if args.skip_code is not None and ranks[0]["rc"] is not None and int(ranks[0]["rc"]) == args.skip_code:
-        return {"result": "skip", "lines": [f"rank 0 exited {args.skip_code}: skipped"]}
+    # A run that did not end on its own fails whatever else it printed or returned: stopped
+    # at the time limit (by the launcher's own limit or by this driver), a rank killed by a
+    # signal (its shim writes 128 + the signal) or one that never wrote its exit code.
+    if timed_out or secs >= args.timeout:
+        lines.append(f"FAIL: not finished within {args.timeout:.0f} s (stopped)")
+    killed = [r for r, rank in ranks.items() if rank["rc"] is not None and int(rank["rc"] or 0) > 128]
+    unfinished = [r for r, rank in ranks.items() if rank["out"] is not None and rank["rc"] is None]
+    if killed:
+        lines.append(f"FAIL: ranks {killed} killed by a signal (exit codes above 128)")
+    if unfinished:
+        lines.append(f"FAIL: ranks {unfinished} never finished (no exit code)")
+    if not lines:
+        for regex in args.skip_if:
+            for r, rank in ranks.items():
+                if matches(regex, rank):
+                    return {"result": "skip", "lines": [f"rank {r} printed /{regex}/: skipped"]}
+        if args.skip_code is not None and ranks[0]["rc"] is not None and int(ranks[0]["rc"]) == args.skip_code:
+            return {"result": "skip", "lines": [f"rank 0 exited {args.skip_code}: skipped"]}
     if args.via and rc == SKIP and all(rank["out"] is None for rank in ranks.values()):
         return {"result": "skip", "lines": ["the launcher could not start the job here (exit 77): skipped"]}
-    if timed_out:
-        lines.append(f"FAIL: not finished within {args.timeout:.0f} s (stopped)")
     if strays:
         lines.append(f"FAIL: the launcher did not tell a rank its number: {', '.join(strays)}")
     want = args.exit

@@ -23,11 +23,14 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   shift
 done
 [ "$1" = "--" ] && shift
-# In the background with the signals forwarded, so that a launcher that stops the job on a
-# timeout stops the program, not only this shell; then the program's own exit code.
+# In the background with the signals forwarded (the trap set first), so that a launcher that
+# stops the job on a timeout stops the program, not only this shell; the program's pid in
+# DIR/rank<r>.pid for the driver's backstop; then the program's own exit code.
+child=""
+trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null' TERM INT HUP
 "$@" &
 child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT HUP
+echo "$child" > "$dir/rank$rank.pid"
 wait "$child"
 rc=$?
 while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done

@@ -1006,7 +1006,7 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
     return nullptr;
   }
   const auto out = agree(comm, p, {local < 0 ? 1 : 0, -local, local});
-  p.all_mpi = p.settings.backend == "mpi";
+  p.all_mpi = p.settings.backend == "mpi" && !p.settings.fixed;  // (the hint's checks need every first call)
   if (starts_node_exchange(p, comm, k, mode)) return nullptr;  // this call MPI's own; every later one through it
   std::shared_ptr<Choice> c;
   if (!out[0] && -out[1] == out[2]) {  // every rank can, with one block size
@@ -1044,7 +1044,7 @@ std::shared_ptr<Choice> decide_v(MPI_Comm comm, Kind k, bool can, bool moves, ui
   CommPlans::Last& last = p.last[k - kAllgatherv];
   const bool changed = mode == kPersistent || !(last.built && last.hash == hash);
   const auto out = agree(comm, p, {can ? 0 : 1, can && changed ? 1 : 0, moves ? 1 : 0});
-  p.all_mpi = p.settings.backend == "mpi";
+  p.all_mpi = p.settings.backend == "mpi" && !p.settings.fixed;
   if (starts_node_exchange(p, comm, k, mode)) return nullptr;  // this call MPI's own; every later one through it
   std::shared_ptr<Choice> c;
   auto choose = [&] { return out[2] ? build(p) : nothing_to_move(p, comm, k, "variable blocks, all empty"); };
@@ -1145,12 +1145,11 @@ bool from_fortran_binding(const void* caller) {
     void* f = dlsym(RTLD_DEFAULT, "mpi_init_");
     return f && dladdr(f, &i) ? i.dli_fbase : nullptr;
   }();
-  if (!fortran) return false;
+  if (!fortran || thread_multiple()) return false;  // (threads: every call is MPI's own anyway)
   const auto look = [caller] {
     Dl_info info{};
     return dladdr(caller, &info) && info.dli_fbase == fortran;
   };
-  if (thread_multiple()) return look();
   static std::unordered_map<const void*, bool> seen;
   auto it = seen.find(caller);
   if (it == seen.end()) it = seen.emplace(caller, look()).first;
