@@ -82,12 +82,14 @@ sparsecomm_write_launcher_config()
 # sparsecomm_add_mpi_test(<name> <target-or-program> [RANKS n...] [TIMEOUT s] [ARGS ...]
 #     [LABELS ...] [ENV VAR=VALUE...] [RANK_ENV r VAR=VALUE ...]
 #     [EACH regex...] [RANK0 regex...] [ANY regex...] [ONCE regex...] [NONE regex...]
-#     [EXIT code|nonzero] [SKIP_IF regex...] [SKIP_CODE c] [PROCESSORS p]
+#     [EXIT code|nonzero|unfinalized] [SKIP_IF regex...] [SKIP_CODE c] [PROCESSORS p]
 #     [REJECTED_REGEX regex [REJECTED_CODE rc]] [VIA "launcher command"] [RUN_SERIAL]
 #     [TEST_ENV VAR=VALUE...])
 # One ctest entry per rank count: <name>.np<n>, judged by tests/driver/mpitest.py (see its
 # header for what each check means; regular expressions are Python's, searched in each rank's
-# stdout and stderr apart). Without checks the verdict is the exit code. REJECTED_REGEX
+# stdout and stderr apart). Without checks the verdict is the exit code; EXIT unfinalized: a
+# failure exit without MPI_Finalize (the interposition layers end a job so on a bad setting),
+# after which the launcher may stop the other ranks. REJECTED_REGEX
 # inverts the verdict the honest way: the test passes only when the program exits
 # REJECTED_CODE (3, "verification failed"; 1 for a gtest suite) and some rank printed the
 # oracle's words; a crash, a timeout or a clean pass fail it. SKIP_IF: a rank printing it

@@ -610,13 +610,11 @@ static PetscErrorCode test_ltol(void)
   PetscFunctionReturn(0);
 }
 
-int main(int argc, char **argv)
+static PetscErrorCode run_tests(const char *test)
 {
-  char      test[32] = "all";
   PetscBool all;
 
-  PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
-  PetscCall(PetscOptionsGetString(NULL, NULL, "-test", test, sizeof test, NULL));
+  PetscFunctionBeginUser;
   PetscCall(PetscStrcmp(test, "all", &all));
 #define RUN(name, call) \
   do { \
@@ -632,6 +630,23 @@ int main(int argc, char **argv)
   RUN("transpose", test_transpose());
   RUN("ghost", test_ghost());
   RUN("ltol", test_ltol());
+#undef RUN
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  char           test[32] = "all";
+  PetscErrorCode failed;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-test", test, sizeof test, NULL));
+  /* An error returned here (PETSc has printed it) ends the program as an application would:
+   * finalize and exit non-zero. PETSc's PetscCall in main would MPI_Abort on MPI_COMM_SELF,
+   * and the launcher would kill the other ranks before they report: the error tests need every
+   * rank's own exit to show that the plugin raised the error on every rank. An error raised on
+   * some ranks only leaves the others in a collective, and the test's time limit fails it. */
+  failed = run_tests(test);
   PetscCall(PetscFinalize());
-  return 0;
+  return failed ? 1 : 0;
 }

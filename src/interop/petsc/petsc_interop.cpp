@@ -65,7 +65,7 @@ PetscErrorCode build(Mat A, Ctx* c) {
   const PetscInt* ranges = nullptr;
   PetscCall(MatGetOwnershipRangesColumn(A, &ranges));
   PetscCall(MatGetNonzeroState(A, &c->nz_state));
-  PetscCall(guard(comm, "sparsecomm::petsc::build", [&]() -> PetscErrorCode {
+  PetscCall(guard("sparsecomm::petsc::build", [&]() -> PetscErrorCode {
     const int p = comm_size(comm);
     std::vector<int64_t> off(ranges, ranges + p + 1);
     RowPartition cols = RowPartition::from_offsets(off);
@@ -122,7 +122,7 @@ PetscErrorCode mult_impl(Mat A, Vec x, Vec y, Vec z) {
   if (y && y != z) PetscCall(VecCopy(y, z));
   PetscCall(VecGetArrayRead(x, &xa));
   PetscCall(VecGetArray(z, &za));
-  PetscCall(guard(comm, "sparsecomm MatMult", [&]() -> PetscErrorCode {
+  PetscCall(guard("sparsecomm MatMult", [&]() -> PetscErrorCode {
     c->fwd->start(xa);
     return 0;
   }));
@@ -133,7 +133,7 @@ PetscErrorCode mult_impl(Mat A, Vec x, Vec y, Vec z) {
   // Ghosts in arrival order (always, for PETSc's sorted garray): the Ao product reads the
   // plan's receive buffer directly, as PETSc's own scatter receives into its lvec.
   double* ghost = nullptr;
-  PetscCall(guard(comm, "sparsecomm MatMult", [&]() -> PetscErrorCode {
+  PetscCall(guard("sparsecomm MatMult", [&]() -> PetscErrorCode {
     if (c->in_place) ghost = c->fwd->wait_in_place<double>();
     else c->fwd->wait(c->ghost.data());
     return 0;
@@ -164,14 +164,14 @@ PetscErrorCode mult_transpose_impl(Mat A, Vec x, Vec y, Vec z) {
   // The partial sums for other ranks go straight into the reverse plan's send buffer
   // when its send order is the ghost order (no pack copy).
   double* partial = nullptr;
-  PetscCall(guard(comm, "sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
+  PetscCall(guard("sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
     if (c->in_place) partial = c->rev->send_area<double>();
     return 0;
   }));
   if (partial) PetscCall(VecPlaceArray(c->gv, partial));
   PetscCall(MatMultTranspose(c->Ao, c->yl, c->gv));
   if (partial) PetscCall(VecResetArray(c->gv));
-  PetscCall(guard(comm, "sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
+  PetscCall(guard("sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
     if (partial) c->rev->start_packed();
     else c->rev->start(c->ghost.data());
     return 0;
@@ -180,7 +180,7 @@ PetscErrorCode mult_transpose_impl(Mat A, Vec x, Vec y, Vec z) {
   PetscCall(VecPlaceArray(c->xl, za));  // xl has the column layout: y of A^T
   if (y) PetscCall(MatMultTransposeAdd(c->Ad, c->yl, c->xl, c->xl));
   else PetscCall(MatMultTranspose(c->Ad, c->yl, c->xl));
-  PetscCall(guard(comm, "sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
+  PetscCall(guard("sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
     c->rev->wait(za, Unpack::add);
     return 0;
   }));
@@ -243,12 +243,12 @@ PetscErrorCode attach(Mat A) {
     PetscBool has = PETSC_FALSE;
     PetscCall(MatGetOptionsPrefix(A, &pre));
     PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_backend", name, sizeof name, &has));
-    if (has) PetscCall(guard(comm, "sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+    if (has) PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
       backend_hooks(name);
       return 0;
     }));
     PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_sdde", name, sizeof name, &has));
-    if (has) PetscCall(guard(comm, "sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+    if (has) PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
       Sdde::check_strategy(name);
       return 0;
     }));
@@ -300,7 +300,7 @@ PetscErrorCode attach(Mat A) {
       if (set) c->plan.backend.set(spec.key, std::string(buf));
     }
   PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
-  PetscCall(guard(comm, "sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+  PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
     Sdde::check_strategy(c->sdde);  // same text on every rank: all fail together
     return 0;
   }));

@@ -290,7 +290,7 @@ PetscErrorCode SetUp_Sparsecomm(PetscSF sf) {
   PetscCall(PetscLogEventBegin(ev_setup, sf, 0, 0, 0));
   PetscCall(PetscSFSetUpRanks(sf, MPI_GROUP_EMPTY));  // the generic root-rank fields (PetscSFGetRootRanks)
   PetscCall(build_inner(sf, d));
-  PetscCall(guard(comm, "PetscSFSetUp_Sparsecomm", [&]() -> PetscErrorCode {
+  PetscCall(guard("PetscSFSetUp_Sparsecomm", [&]() -> PetscErrorCode {
     backend_hooks(d->backend);  // an unknown name: InputError listing the valid ones, on every rank alike
     Sdde::check_strategy(d->sdde);
     BackendOptions opts;
@@ -432,7 +432,7 @@ PetscErrorCode begin(PetscSF sf, bool reduce, MPI_Datatype unit, PetscMemType rm
   Pending p{reduce, unit, root, leaf, true, nullptr, Unit{}, OpKind::replace};
   PetscFunctionBegin;
   if (is_native(unit, op, rm, lm, &p.u, &p.k)) {
-    PetscCall(guard(comm_of(sf), "PetscSF sparsecomm", [&]() -> PetscErrorCode {
+    PetscCall(guard("PetscSF sparsecomm", [&]() -> PetscErrorCode {
       if (d->any_remote) p.entry = &plan_for(sf, p.u, reduce);
       p.delegated = p.entry && p.entry->plan->active();  // busy with an earlier operation
       return 0;
@@ -448,7 +448,7 @@ PetscErrorCode begin(PetscSF sf, bool reduce, MPI_Datatype unit, PetscMemType rm
   ++d->native;
   const size_t B = p.u.bytes;
   PetscCall(PetscLogEventBegin(ev_start, sf, 0, 0, 0));
-  PetscCall(guard(comm_of(sf), "PetscSF sparsecomm begin", [&]() -> PetscErrorCode {
+  PetscCall(guard("PetscSF sparsecomm begin", [&]() -> PetscErrorCode {
     if (!p.entry) return 0;
     Plan& plan = *p.entry->plan;
     if (!reduce && p.k == OpKind::replace && d->remote_identity && plan.receives_in_ghost_order()) {
@@ -521,7 +521,7 @@ PetscErrorCode end(PetscSF sf, bool reduce, MPI_Datatype unit, const void* root,
   }
   if (!p.entry) PetscFunctionReturn(0);
   PetscCall(PetscLogEventBegin(ev_finish, sf, 0, 0, 0));
-  PetscCall(guard(comm_of(sf), "PetscSF sparsecomm end", [&]() -> PetscErrorCode {
+  PetscCall(guard("PetscSF sparsecomm end", [&]() -> PetscErrorCode {
     Plan& plan = *p.entry->plan;
     if (p.into) {
       with_carrier(p.u.carrier, [&](auto* c) { plan.wait_into(reinterpret_cast<decltype(c)>(p.into)); });
