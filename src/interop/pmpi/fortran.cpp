@@ -46,6 +46,7 @@ namespace {
 
 using sparsecomm::pmpi::any_requests;
 using sparsecomm::pmpi::is_ours;
+using sparsecomm::pmpi::placeholder_request;
 
 // The addresses of MPI's Fortran common blocks `names` (any mangling) that exist.
 std::vector<const void*> commons(std::initializer_list<const char*> names) {
@@ -110,8 +111,7 @@ void set(MPI_Fint* ierr, int rc) {
 // MPI_TEST on an inactive persistent request completes at once with flag true.
 MPI_Fint fortran_true() {
   static const MPI_Fint value = [] {
-    MPI_Request r = MPI_REQUEST_NULL;
-    PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &r);
+    MPI_Request r = placeholder_request();
     MPI_Fint f = PMPI_Request_c2f(r), flag = 0, ierr = 0;
     std::vector<MPI_Fint> st(kStatusWords + 8, 0);
     SPC_OWN(test, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);

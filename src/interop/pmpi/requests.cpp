@@ -80,9 +80,19 @@ std::vector<int> ours(int n, const MPI_Request* r) {
 
 }  // namespace
 
-MPI_Request register_operation(std::unique_ptr<Operation> op, bool persistent, bool active) {
+MPI_Request placeholder_request() {
+  // To rank 0 of MPI_COMM_SELF (this process), not to MPI_PROC_NULL: MPICH 4.0's ch4
+  // MPID_Startall skips any request whose pt2pt field "rank" reads MPI_PROC_NULL, without
+  // looking at its kind, and a persistent collective request never writes that field, so one
+  // made in the pooled object of a freed persistent request to MPI_PROC_NULL is never
+  // started and its MPI_Wait never returns (fixed in MPICH 4.1: pmodels/mpich#6360).
   MPI_Request h = MPI_REQUEST_NULL;
-  PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &h);
+  PMPI_Send_init(nullptr, 0, MPI_BYTE, 0, 0, MPI_COMM_SELF, &h);
+  return h;
+}
+
+MPI_Request register_operation(std::unique_ptr<Operation> op, bool persistent, bool active) {
+  MPI_Request h = placeholder_request();
   Entry& e = table()[h];
   e.op = std::move(op);
   e.persistent = persistent;

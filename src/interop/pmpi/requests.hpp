@@ -3,8 +3,8 @@
 // persistent neighborhood collective on a sparsecomm plan) behind an MPI_Request that the
 // program may mix with its own in every completion and start call.
 //
-// The handle: an inactive persistent request of MPI's own (a zero-byte send to
-// MPI_PROC_NULL on MPI_COMM_SELF, never started), so it is a valid MPI_Request wherever it
+// The handle: an inactive persistent request of MPI's own (a zero-byte send to rank 0 of
+// MPI_COMM_SELF, never started: placeholder_request()), so it is a valid MPI_Request wherever it
 // goes; MPI treats it as inactive, which makes the mixing rule simple: the interposed
 // MPI_Wait*/MPI_Test*/MPI_Start*/MPI_Request_free/MPI_Request_get_status (requests.cpp)
 // first advance the layer's operations found in the array, and hand the whole array to
@@ -28,6 +28,10 @@ class Operation {
   /// Advances; true once the execution is complete (block: wait for it).
   virtual bool progress(bool block) = 0;
 };
+
+/// A new inactive persistent request of MPI's own that is never started (freed with
+/// PMPI_Request_free): the layer's handle. Never one to MPI_PROC_NULL (see requests.cpp).
+MPI_Request placeholder_request();
 
 /// Registers `op`, already started when `active`; returns the handle for the program.
 MPI_Request register_operation(std::unique_ptr<Operation> op, bool persistent, bool active);
