@@ -10,8 +10,9 @@
  *   mpi_bug_testall_persistent(): MPI_Testall on a completed persistent neighborhood
  *     collective returns an error (MPICH 4.0.2: MPI_ERR_IN_STATUS with every status's error
  *     MPI_SUCCESS; the values are right), or does not complete it within 5 s. Call it
- *     before any other request exists: MPICH 4.0.2's test of a persistent neighborhood
- *     collective was seen never to complete once other persistent requests had been made. */
+ *     before any other request exists: MPICH 4.0's MPI_Start does nothing to a persistent
+ *     collective made where a freed persistent request to MPI_PROC_NULL had been
+ *     (src/interop/pmpi/requests.cpp), and the probe must not depend on what came before. */
 #ifndef SPC_TEST_MPI_BUGS_H
 #define SPC_TEST_MPI_BUGS_H
 #include <mpi.h>

@@ -324,9 +324,8 @@ struct CommPlans {
   // own, from its MPI_Info keys): by the first agreement, or locally by a non-blocking call.
   mutable bool checked = false;
   // Backend mpi: every call is MPI's own, the same on every rank once the settings are agreed
-  // (at the communicator's first agreement): later calls agree on nothing (no collective of
-  // the layer's between the program's, where an MPI's own persistent neighborhood collective
-  // was seen to hang in MPICH 4.0.2 after them).
+  // (at the communicator's first agreement): later calls agree on nothing, so that the
+  // program's calls reach MPI with no collective of the layer's between them.
   bool all_mpi = false;
   std::unique_ptr<Locality> loc;
   int one_node = -1;  // every rank of the communicator on one node (1), or not (0); -1 unknown
