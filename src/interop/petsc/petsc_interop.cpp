@@ -112,10 +112,8 @@ PetscErrorCode refresh(Mat A, Ctx* c) {
 // z = (y +) A x, overlapping the exchange with the diagonal block.
 PetscErrorCode mult_impl(Mat A, Vec x, Vec y, Vec z) {
   Ctx* c;
-  MPI_Comm comm;
   PetscFunctionBeginUser;
   PetscCall(get_ctx(A, &c));
-  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
   PetscCall(refresh(A, c));
   const PetscScalar* xa;
   PetscScalar* za;
@@ -151,10 +149,8 @@ PetscErrorCode mult_impl(Mat A, Vec x, Vec y, Vec z) {
 // z = (y +) A^T x: off-diagonal partial sums travel back to their owners and are added.
 PetscErrorCode mult_transpose_impl(Mat A, Vec x, Vec y, Vec z) {
   Ctx* c;
-  MPI_Comm comm;
   PetscFunctionBeginUser;
   PetscCall(get_ctx(A, &c));
-  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
   PetscCall(refresh(A, c));
   const PetscScalar* xa;
   PetscScalar* za;
@@ -299,7 +295,6 @@ PetscErrorCode attach(Mat A) {
       PetscCall(PetscOptionsGetString(nullptr, prefix, ("-sparsecomm_" + spec.key).c_str(), buf, sizeof buf, &set));
       if (set) c->plan.backend.set(spec.key, std::string(buf));
     }
-  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
   PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
     Sdde::check_strategy(c->sdde);  // same text on every rank: all fail together
     return 0;
