@@ -169,6 +169,30 @@ TEST(AgreementHelpers, UnsignedMaximum) {
   EXPECT_EQ(v[2], static_cast<uint64_t>(p - 1));
 }
 
+// Settings compared across ranks: nothing where all are alike; where one differs on the
+// last rank, every rank names that one (and only that one) with its own value.
+TEST(AgreementHelpers, DifferingSettingsNamesEachWithThisRanksValue) {
+  const int me = test::rank(), p = test::size();
+  const std::vector<NamedValue> alike = {{"backend", "p2p"}, {"regions", "node"}};
+  EXPECT_EQ(differing_settings(MPI_COMM_WORLD, alike), "");
+  int64_t h = settings_hash(alike), lo = 0, hi = 0;
+  MPI_Allreduce(&h, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo, hi);
+  EXPECT_GE(h, 0);  // (62 bits: its negation fits)
+  const std::string mine = me == p - 1 ? "ppn:1" : "node";
+  const std::vector<NamedValue> one_differs = {{"backend", "p2p"}, {"regions", mine}};
+  EXPECT_NE(settings_hash(one_differs), me == p - 1 ? settings_hash(alike) : -1);
+  const std::string said = differing_settings(MPI_COMM_WORLD, one_differs);
+  if (p == 1) {
+    EXPECT_EQ(said, "");
+  } else {
+    EXPECT_EQ(said, "regions is '" + mine + "' here");
+  }
+  // The value boundaries count: ("ab", "c") is not ("a", "bc").
+  EXPECT_NE(settings_hash({{"x", "ab"}, {"y", "c"}}), settings_hash({{"x", "a"}, {"y", "bc"}}));
+}
+
 TEST(AgreementHelpers, BarrierCarriesTheLargestFlag) {
   const int me = test::rank(), p = test::size();
   for (int flagged = -1; flagged < p; ++flagged) {  // -1: nobody raises it

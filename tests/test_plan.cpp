@@ -652,6 +652,14 @@ TEST(PlanAuto, ModelAgreedInTheGather) {
       const std::string e = error_of(dir + "/agree_missing.txt");
       EXPECT_NE(e.find("cannot read the parameter file"), std::string::npos) << e;
     }
+    {  // A directory and an empty file read nothing: errors, not the built-in defaults.
+      std::string e = error_of(dir);
+      EXPECT_NE(e.find("' is a directory"), std::string::npos) << e;
+      e = error_of(test::write_file(dir, "agree_empty.txt", ""));
+      EXPECT_NE(e.find("agree_empty.txt' holds no parameters"), std::string::npos) << e;
+      e = error_of(test::write_file(dir, "agree_comments.txt", "# nothing but a comment\n\n"));
+      EXPECT_NE(e.find("agree_comments.txt' holds no parameters"), std::string::npos) << e;
+    }
     EXPECT_EQ(error_of(good), "");  // nothing left in flight: the next plan is fine
   }
   words = 96;
@@ -738,7 +746,7 @@ TEST(PlanAuto, FollowsTheModel) {
     }
   }
   // The same plan still computes the right SpMV.
-  DistSpmv spmv(a, plan_with("", 100));
+  DistSpmv spmv(a, plan_with("alpha_inter 1e-6\n", 100));
   std::vector<double> x(static_cast<size_t>(a.local_cols()), 1.0), y(static_cast<size_t>(a.local_rows()));
   spmv.apply(x.data(), y.data());
   const auto ref = reference::gather_eigen(a);
@@ -894,9 +902,28 @@ TEST(PlanErrors, BadUseIsReported) {
         << what;
     EXPECT_NE(what.find(", p2p, shm"), std::string::npos) << what;
   }
-  // Ranks disagreeing on the backend: every rank throws, nobody hangs.
+  // Ranks disagreeing on the backend or the datatype: every rank throws, nobody hangs, and
+  // every rank says which setting differs, with the value of the rank that reports it (0).
   if (test::size() > 1) {
-    EXPECT_THROW(make_plan(test::rank() == 1 ? "p2p" : "neighbor", pat, loc, MPI_COMM_WORLD), InputError);
+    const auto error_of = [&](const std::string& backend, const PlanOptions& o) -> std::string {
+      try {
+        make_plan(backend, pat, loc, MPI_COMM_WORLD, o);
+      } catch (const InputError& e) {
+        return e.what();
+      }
+      return "no error";
+    };
+    const bool one = test::rank() == 1;
+    std::string e = error_of(one ? "p2p" : "neighbor", PlanOptions{});
+    EXPECT_NE(e.find("asked for different exchanges: the backend is 'neighbor' here"), std::string::npos) << e;
+    EXPECT_NE(e.find("not on every rank [reported by rank 0"), std::string::npos) << e;
+    EXPECT_EQ(e.find("bytes per value"), std::string::npos) << e;  // (only what differs)
+    PlanOptions o;
+    o.value_bytes = one ? 4 : 8;
+    e = error_of("p2p", o);
+    EXPECT_NE(e.find("the bytes per value (the datatype's size) is '8' here, not on every rank [reported by rank 0"),
+              std::string::npos)
+        << e;
   }
   // A hand-made pattern whose sender and receiver disagree is refused before any exchange.
   if (test::size() > 1) {

@@ -134,6 +134,25 @@ Locality Locality::parse(MPI_Comm comm, const std::string& spec) {
   return build(comm, labels, canonical);
 }
 
+std::string region_spec_error(const std::string& spec, int p) {
+  try {
+    if (spec == "node" || spec == "detect") return "";
+    if (spec.rfind("list:", 0) == 0) {
+      size_t n = 0;
+      std::stringstream ss(spec.substr(5));
+      for (std::string tok; std::getline(ss, tok, ',');) parse_number(tok, spec), ++n;
+      if (static_cast<int64_t>(n) != p)
+        return "Locality: the region list '" + spec + "' has " + std::to_string(n) + " entries but the communicator has " +
+               std::to_string(p) + " ranks";
+      return "";
+    }
+    if (layout_labels(spec, p).empty()) return "Locality: unknown region spec '" + spec + "'; " + kValidSpecs;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::vector<int> layout_labels(const std::string& spec, int p, std::string* canonical) {
   std::vector<int> labels(static_cast<size_t>(std::max(p, 0)));
   std::string name = spec;

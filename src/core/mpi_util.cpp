@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #ifdef SPARSECOMM_HAVE_MPI_EXT_H
@@ -10,6 +11,35 @@
 #endif
 
 namespace sparsecomm {
+
+namespace {
+uint64_t fnv1a(uint64_t h, const std::string& v) {
+  for (unsigned char c : v) h = (h ^ c) * 1099511628211ULL;
+  return (h ^ 0x1fu) * 1099511628211ULL;  // (each value ended by a unit separator)
+}
+constexpr uint64_t kFnvBasis = 14695981039346656037ULL;
+}  // namespace
+
+int64_t settings_hash(const std::vector<NamedValue>& settings) {
+  uint64_t h = kFnvBasis;
+  for (const NamedValue& s : settings) h = fnv1a(h, s.value);
+  return static_cast<int64_t>(h >> 2);
+}
+
+std::string differing_settings(MPI_Comm comm, const std::vector<NamedValue>& settings) {
+  std::vector<long long> mine, most(2 * settings.size());
+  for (const NamedValue& s : settings) {
+    const long long h = static_cast<long long>(fnv1a(kFnvBasis, s.value) >> 2);
+    mine.push_back(h), mine.push_back(-h);
+  }
+  if (!settings.empty())
+    SPC_MPI(MPI_Allreduce(mine.data(), most.data(), static_cast<int>(mine.size()), MPI_LONG_LONG, MPI_MAX, comm));
+  std::string list;
+  for (size_t i = 0; i < settings.size(); ++i)
+    if (most[2 * i] != -most[2 * i + 1])
+      list += (list.empty() ? "" : ", ") + settings[i].name + " is '" + settings[i].value + "' here";
+  return list;
+}
 
 int comm_rank(MPI_Comm comm) {
   int r = 0;

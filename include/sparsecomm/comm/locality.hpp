@@ -69,4 +69,9 @@ class Locality {
 /// A bad number is an InputError; any other spec ("node", "list:...") gives an empty vector.
 std::vector<int> layout_labels(const std::string& spec, int p, std::string* canonical = nullptr);
 
+/// Local. Why `spec` is not a region layout Locality::parse accepts on a communicator of p
+/// ranks ("" when it is): for callers that must reject a bad layout before any collective,
+/// or where no Locality is built (the PMPI layer on one node).
+std::string region_spec_error(const std::string& spec, int p);
+
 }  // namespace sparsecomm

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -143,6 +144,20 @@ MPI_Comm library_comm(MPI_Comm comm);
 /// same number everywhere without communicating, e.g. to give each persistent request its
 /// own message tag.
 std::shared_ptr<const Comm> library_comm_shared(MPI_Comm comm, uint64_t& sequence);
+
+/// A setting that must be alike on every rank: how an error names it, and this rank's value.
+struct NamedValue {
+  std::string name, value;
+};
+/// Local. A 62-bit hash (FNV-1a) of the settings' values: its negation fits an int64_t, so
+/// one MAX reduction of (h, -h) gives its largest and smallest value over the ranks, and
+/// they differ exactly where some setting does (but for a hash collision).
+int64_t settings_hash(const std::vector<NamedValue>& settings);
+/// Collective (every rank passes the same names, in the same order). "" when every value
+/// is alike on every rank; else the ones that differ, with this rank's value: "<name> is
+/// '<value>' here, ..." (one allreduce of a hash per setting): for the message of a check
+/// whose combined hash differed, on every rank.
+std::string differing_settings(MPI_Comm comm, const std::vector<NamedValue>& settings);
 
 /// What one allreduce_max_sum() reduces: the maximum of `max` and the sum (modulo 2^64) of
 /// `sum` over the ranks.

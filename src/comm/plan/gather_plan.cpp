@@ -85,7 +85,16 @@ std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const T
   const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(my_count, 0));
   uint64_t v[4] = {h, ~h, n, ~n}, mx[4];
   SPC_MPI(MPI_Allreduce(v, mx, 4, MPI_UINT64_T, MPI_MAX, comm));
-  if (err.empty() && (mx[0] != h || mx[1] != ~h)) err = "make_gather_plan: ranks asked for different backends or options";
+  if (mx[0] != h || mx[1] != ~h) {  // (known on every rank: which ones, collectively)
+    const std::string which = differing_settings(comm, {{"the backend", backend},
+                                                        {"the SDDE strategy", opt.sdde},
+                                                        {"the bytes per value (the datatype's size)",
+                                                         std::to_string(opt.value_bytes)},
+                                                        {"persistent requests", opt.persistent_requests ? "on" : "off"},
+                                                        {"same_count", opt.same_count ? "on" : "off"},
+                                                        {"the backend options", opt.backend.canonical()}});
+    if (err.empty()) err = "make_gather_plan: the ranks asked for different exchanges: " + which + ", not on every rank";
+  }
   if (err.empty() && opt.same_count && mx[2] != ~mx[3])
     err = "make_gather_plan: same_count is set, but the ranks pass block sizes from " + std::to_string(~mx[3]) +
           " to " + std::to_string(mx[2]);

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include <sys/stat.h>
+
 namespace sparsecomm {
 
 ModelParams ModelParams::load(const std::string& path_in) {
@@ -16,11 +18,15 @@ ModelParams ModelParams::load(const std::string& path_in) {
   if (path.empty() || path == "builtin") return m;
   // A file that was named but cannot be read is the caller's mistake (a mistyped
   // $SPARSECOMM_MODEL), not a request for the defaults: they would silently steer auto.
+  const std::string what =
+      " (a file written by sparsecomm calibrate; \"builtin\" for the documented defaults; nothing, to measure this "
+      "machine's)";
+  // A directory opens as a stream that reads nothing (and so would give the defaults)
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw InputError("model: the parameter file '" + path + "' is a directory" + what);
   std::ifstream in(path);
-  if (!in)
-    throw InputError("model: cannot read the parameter file '" + path +
-                     "' (a file written by sparsecomm calibrate; \"builtin\" for the documented defaults; "
-                     "nothing, to measure this machine's)");
+  if (!in) throw InputError("model: cannot read the parameter file '" + path + "'" + what);
   std::map<std::string, double*> keys = {{"alpha_intra", &m.alpha_intra}, {"beta_intra", &m.beta_intra},
                                          {"alpha_inter", &m.alpha_inter}, {"beta_inter", &m.beta_inter},
                                          {"region_rate", &m.region_rate}, {"stage_intra", &m.stage_intra},
@@ -44,6 +50,9 @@ ModelParams ModelParams::load(const std::string& path_in) {
     else m.stage_intra = m.stage_inter = v;  // "stage": one cost for both classes
     seen[k] = true;
   }
+  if (in.bad()) throw InputError("model: reading the parameter file '" + path + "' failed" + what);
+  // A file with no parameter at all (empty, or comments only) is not a model.
+  if (seen.empty()) throw InputError("model: the parameter file '" + path + "' holds no parameters" + what);
   // Files of earlier versions have no loaded costs: the ping-pong ones stand in.
   if (!seen["msg_intra"]) m.msg_intra = m.alpha_intra;
   if (!seen["byte_intra"]) m.byte_intra = m.beta_intra;

@@ -131,7 +131,17 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
   // Every rank decides alike from the reduced values (a rank whose hash differs makes
   // max(h) or max(~h) differ from some rank's own; that rank reports it, the others join).
   const bool options_differ = all.max[1] != h || all.max[2] != ~h;
-  if (err.empty() && options_differ) err = "make_plan: ranks asked for different backends or options";
+  if (options_differ) {  // (known on every rank: which ones, collectively)
+    const std::string which = differing_settings(
+        comm, {{"the backend", backend},
+               {"the SDDE strategy", opt.sdde},
+               {"the values per entry (width)", std::to_string(opt.width)},
+               {"the bytes per value (the datatype's size)", std::to_string(opt.value_bytes)},
+               {"persistent requests", opt.persistent_requests ? "on" : "off"},
+               {"the backend options", opt.backend.canonical(entry ? backend_option_specs(backend)
+                                                                    : std::vector<OptionSpec>{})}});
+    if (err.empty()) err = "make_plan: the ranks asked for different exchanges: " + which + ", not on every rank";
+  }
   if (err.empty() && all.sum[0] != all.sum[1])
     err = "make_plan: inconsistent pattern (a rank's send count to a neighbor differs from what that neighbor "
           "expects to receive, or one side does not list the other)";
