@@ -6,7 +6,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "interop/mpi_datatype.hpp"
@@ -15,14 +14,6 @@ namespace sparsecomm::pmpi {
 
 namespace {
 constexpr int64_t kLine = 64;
-// A writer's blocks in shared memory per call (the rest go by message): 128 KiB, or
-// SPARSECOMM_MPI_NODE_AREA bytes (a local choice: readers learn each writer's at set-up).
-// Two such buffers per rank and communicator.
-int64_t area_bytes() {
-  const char* v = std::getenv("SPARSECOMM_MPI_NODE_AREA");
-  const long long n = v && *v ? std::atoll(v) : 0;
-  return n > 0 ? n : 128 * 1024;
-}
 // Header of a writer's buffer: the call number, then (offset, bytes) per destination slot;
 // offset -1: by message; bytes -1: MPI_IN_PLACE (no block).
 int64_t header_bytes(size_t slots) { return ((2 + 2 * static_cast<int64_t>(slots)) * 8 + kLine - 1) / kLine * kLine; }
@@ -96,7 +87,8 @@ bool dense(MPI_Datatype t) {
 }  // namespace
 
 std::unique_ptr<NodeExchange> NodeExchange::create(MPI_Comm comm, const std::vector<int>& sources,
-                                                   const std::vector<int>& destinations, int64_t edge_max) {
+                                                   const std::vector<int>& destinations, int64_t edge_max,
+                                                   int64_t area) {
   // Tags of kSlotBits + at least 4 call bits (tag()) and slots below 2^20: else not used (the
   // same on every rank: MPI_TAG_UB is the MPI's; a rank's degree is its own, so agreed). The
   // standard promises only 2^15 - 1; Open MPI gives 2^31 - 1, MPICH 2^28 - 1.
@@ -152,7 +144,7 @@ std::unique_ptr<NodeExchange> NodeExchange::create(MPI_Comm comm, const std::vec
   x->consumed_.assign(writers.size(), 0);
   x->assigned_.assign(writers.size(), 0);
   x->header_ = header_bytes(destinations.size());
-  x->area_ = x->header_ + area_bytes();
+  x->area_ = x->header_ + area;  // (two such buffers per rank and communicator)
   x->channel_.declare(readers, std::vector<int64_t>(readers.size(), 0), x->area_, writers);
   x->patience_ = detail::node_of(comm)->patience;
   if (!x->window_.try_connect()) return nullptr;  // agreed over the node, which is the communicator

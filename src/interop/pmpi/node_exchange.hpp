@@ -60,9 +60,11 @@ class NodeExchange {
  public:
   /// Collective over `comm` (every rank on one node; the caller has agreed that). MPI's
   /// neighbor lists (MPI_PROC_NULL allowed). Null, alike on every rank, where the MPI cannot
-  /// allocate a shared window.
+  /// allocate a shared window. `area`: bytes of this rank's blocks in shared memory per call
+  /// (SPARSECOMM_MPI_NODE_AREA, bounded by the caller; a local choice: readers learn each
+  /// writer's at set-up); larger blocks go by message.
   static std::unique_ptr<NodeExchange> create(MPI_Comm comm, const std::vector<int>& sources,
-                                              const std::vector<int>& destinations, int64_t edge_max);
+                                              const std::vector<int>& destinations, int64_t edge_max, int64_t area);
   ~NodeExchange();
   NodeExchange(const NodeExchange&) = delete;
   NodeExchange& operator=(const NodeExchange&) = delete;

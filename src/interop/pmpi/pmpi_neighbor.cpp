@@ -64,8 +64,12 @@
 // regions: SPARSECOMM_MPI_REGIONS (default node); the same as MPI_Info keys
 // sparsecomm_backend / sparsecomm_k / sparsecomm_aware / sparsecomm_regions at communicator
 // creation. SPARSECOMM_MPI_VERBOSE=1: per communicator what was chosen, and at exit per rank
-// the calls handled and passed on. SPARSECOMM_MPI_DISABLE=1. A bad value: every rank prints
-// the error and exits (status 2) at its first call.
+// the calls handled and passed on. SPARSECOMM_MPI_DISABLE=1. SPARSECOMM_MPI_NODE_AREA: the
+// one-node exchange's shared bytes per writer (node_exchange.hpp). Every setting but VERBOSE
+// and NODE_AREA must be the same on every rank of a communicator (each agreement compares a
+// hash of them; a rank where the layer is disabled still takes part in a communicator's
+// first agreement). A bad value, or a difference: every rank prints the error and exits
+// (status 2) at the first call that agrees.
 //
 // Lifetime: the plans hang on the communicator as an attribute whose delete callback frees
 // them at MPI_Comm_free (a request still using one keeps it alive), so a reused handle
@@ -126,6 +130,11 @@ const char* const kEntryName[12] = {
 #undef SPC_PERSISTENT
 constexpr int kSelf = -1, kNull = -2;  // slots of a neighbor list that are not another rank
 
+// SPARSECOMM_MPI_NODE_AREA: default and bound. The bound keeps every offset into a writer's
+// buffer an int (MPI_Pack's) and two buffers per rank and communicator within a node's
+// shared memory; larger blocks go by message anyway.
+constexpr int64_t kNodeAreaDefault = 128 * 1024, kNodeAreaMax = int64_t{1} << 30;
+
 // Settings from the environment; MPI_Info keys on a communicator override them there.
 struct Settings {
   std::string backend = "auto", regions = "node";
@@ -133,6 +142,7 @@ struct Settings {
   int aware = -1;  // topology-aware combining; -1: the backend's default
   bool fixed = false;
   bool node_exchange = true;  // auto's one-node exchange for calls without the hint (NodeExchange)
+  int64_t node_area = kNodeAreaDefault;  // its shared bytes per writer and call (may differ by rank)
   std::string bad;            // the first value that did not parse (environment or MPI_Info), or ""
 };
 
@@ -146,6 +156,26 @@ void set_int(Settings* s, const std::string& name, const std::string& v, int* ou
   int64_t x = 0;
   if (parse_int(v, x) && x >= INT32_MIN && x <= INT32_MAX) *out = static_cast<int>(x);
   else if (s->bad.empty()) s->bad = name + "='" + v + "' is not an integer";
+}
+void set_bytes(Settings* s, const std::string& name, const std::string& v, int64_t lo, int64_t hi, int64_t* out) {
+  int64_t x = 0;
+  if (parse_int(v, x) && x >= lo && x <= hi) *out = x;
+  else if (s->bad.empty())
+    s->bad = name + "='" + v + "' is not a number of bytes from " + std::to_string(lo) + " to " + std::to_string(hi);
+}
+
+// The settings that must be alike on every rank of a communicator, as (name, value): a
+// plan is collective, and whether a call agrees, skips its agreement or takes the one-node
+// exchange follows from them. SPARSECOMM_MPI_VERBOSE and SPARSECOMM_MPI_NODE_AREA may
+// differ (one prints, the other sizes a rank's own shared buffer).
+std::vector<NamedValue> shared_settings(const Settings& s, bool disabled) {
+  return {{"SPARSECOMM_MPI_DISABLE", disabled ? "1" : "0"},
+          {"the backend (SPARSECOMM_MPI_BACKEND, sparsecomm_backend)", s.backend},
+          {"the regions (SPARSECOMM_MPI_REGIONS, sparsecomm_regions)", s.regions},
+          {"k (SPARSECOMM_MPI_K, sparsecomm_k)", std::to_string(s.k)},
+          {"aware (SPARSECOMM_MPI_AWARE, sparsecomm_aware)", s.aware < 0 ? "default" : std::to_string(s.aware)},
+          {"fixed counts (SPARSECOMM_MPI_FIXED_COUNTS, sparsecomm_fixed_counts)", s.fixed ? "1" : "0"},
+          {"SPARSECOMM_MPI_NODE_EXCHANGE", s.node_exchange ? "1" : "0"}};
 }
 
 struct CommPlans;  // (below: a communicator's plans and agreements)
@@ -189,6 +219,8 @@ struct Global {
     if (const char* v = get("SPARSECOMM_MPI_FIXED_COUNTS")) set_flag(&env, "SPARSECOMM_MPI_FIXED_COUNTS", v, &env.fixed);
     if (const char* v = get("SPARSECOMM_MPI_NODE_EXCHANGE"))
       set_flag(&env, "SPARSECOMM_MPI_NODE_EXCHANGE", v, &env.node_exchange);
+    if (const char* v = get("SPARSECOMM_MPI_NODE_AREA"))
+      set_bytes(&env, "SPARSECOMM_MPI_NODE_AREA", v, 1, kNodeAreaMax, &env.node_area);
     if (const char* v = get("SPARSECOMM_MPI_VERBOSE")) set_flag(&env, "SPARSECOMM_MPI_VERBOSE", v, &verbose);
     // A value that does not say "disable" leaves the layer on, to report it at the first call.
     if (const char* v = get("SPARSECOMM_MPI_DISABLE")) set_flag(&env, "SPARSECOMM_MPI_DISABLE", v, &disabled);
@@ -323,6 +355,7 @@ struct CommPlans {
   // The settings were checked at this communicator's first call (each communicator has its
   // own, from its MPI_Info keys): by the first agreement, or locally by a non-blocking call.
   mutable bool checked = false;
+  long long shared_hash = 0;  // of shared_settings(): compared at every agreement
   // Backend mpi: every call is MPI's own, the same on every rank once the settings are agreed
   // (at the communicator's first agreement): later calls agree on nothing, so that the
   // program's calls reach MPI with no collective of the layer's between them.
@@ -366,19 +399,32 @@ int delete_plans(MPI_Comm, int, void* value, void*) {
 // The communicator's sparsecomm_* info keys: as the layer recorded them at its creation
 // (comm_info.hpp: MPICH's MPI_Comm_get_info drops user keys), else as MPI returns them.
 void apply_info(MPI_Comm comm, Settings* s) {
+  static const char* const kKeys[] = {"sparsecomm_fixed_counts", "sparsecomm_backend", "sparsecomm_regions",
+                                      "sparsecomm_k", "sparsecomm_aware"};
   std::map<std::string, std::string> keys;
   if (!recorded_info(comm, &keys)) {
     MPI_Info info = MPI_INFO_NULL;
     if (PMPI_Comm_get_info(comm, &info) != MPI_SUCCESS || info == MPI_INFO_NULL) return;
-    for (const char* key : {"sparsecomm_fixed_counts", "sparsecomm_backend", "sparsecomm_regions", "sparsecomm_k",
-                            "sparsecomm_aware"}) {
-      char v[256];
+    int n = 0;
+    PMPI_Info_get_nkeys(info, &n);
+    for (int i = 0; i < n; ++i) {
+      char key[MPI_MAX_INFO_KEY + 1] = {}, v[256];
       int flag = 0;
+      if (PMPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS || std::strncmp(key, "sparsecomm_", 11) != 0) continue;
       PMPI_Info_get(info, key, 255, v, &flag);
       if (flag) keys[key] = v;
     }
     PMPI_Info_free(&info);
   }
+  // A sparsecomm_ key the layer does not know is a mistyped setting (the C API rejects one
+  // too), never ignored.
+  for (const auto& kv : keys)
+    if (std::none_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return kv.first == k; }) &&
+        s->bad.empty()) {
+      std::string known;
+      for (const char* k : kKeys) known += std::string(known.empty() ? "" : ", ") + k;
+      s->bad = "MPI_Info key '" + kv.first + "' is not one of the layer's (" + known + ")";
+    }
   const auto get = [&keys](const char* key, std::string* out) {
     const auto it = keys.find(key);
     if (it == keys.end()) return false;
@@ -412,6 +458,8 @@ std::shared_ptr<CommPlans> plans_of(Global& g, MPI_Comm comm) {
   p->usable = !inter && read_neighbors(comm, topo, &p->nb);
   p->settings = g.env;
   apply_info(comm, &p->settings);
+  // (where the layer is off on every rank nothing else matters)
+  p->shared_hash = settings_hash(g.disabled ? std::vector<NamedValue>{{"", "disabled"}} : shared_settings(p->settings, false));
   auto* slot = new std::shared_ptr<CommPlans>(p);
   PMPI_Comm_set_attr(comm, g.keyval, slot);
   g.last_comm = comm, g.last_plans = slot;
@@ -434,10 +482,13 @@ bool halo_only(const std::string& name) {
   return std::find(g.begin(), g.end(), name) == g.end() && std::find(h.begin(), h.end(), name) != h.end();
 }
 
-// The bad setting of `s`, or "".
-std::string check_settings(const Settings& s) {
+// The bad setting of `s` on a communicator of `size` ranks, or "".
+std::string check_settings(const Settings& s, int size) {
   try {
     if (!s.bad.empty()) throw InputError(s.bad);
+    // (the regions are read only across nodes, but a bad layout is an error wherever given)
+    if (std::string e = region_spec_error(s.regions, size); !e.empty())
+      throw InputError("SPARSECOMM_MPI_REGIONS or sparsecomm_regions: " + e);
     if (s.backend != "auto" && s.backend != "mpi" && !halo_only(s.backend)) {
       const auto g = gather_backend_names(), h = backend_names();
       if (std::find(g.begin(), g.end(), s.backend) == g.end()) {
@@ -457,11 +508,23 @@ std::string check_settings(const Settings& s) {
   return "";
 }
 
+// Collective (after an agreement found some rank's settings bad): the first failing rank's
+// reason, for every rank to print (core agree()).
+std::string first_error(MPI_Comm comm, const std::string& local_error) {
+  try {
+    agree(comm, local_error);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return local_error;  // (not reached: some rank failed)
+}
+
+// Prints `error` on this rank and exits (status 2); `meet`: every rank is here (after an
+// agreement), and none exits before all have said it.
 [[noreturn]] void bad_settings(MPI_Comm comm, const std::string& error, bool meet) {
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
-  std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s\n", rank,
-               error.empty() ? "another rank rejected the settings" : error.c_str());
+  std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s\n", rank, error.c_str());
   std::fflush(stderr);
   if (meet) PMPI_Barrier(comm);  // every rank has said it before any exits (mpirun then stops the rest)
   std::exit(2);
@@ -832,6 +895,35 @@ std::shared_ptr<Choice> build_choice(CommPlans& p, MPI_Comm comm, Kind k, int64_
   return build_halo(p, comm, k, bytes, Layout{}, Layout{}, block_label(bytes));
 }
 
+// Collective. The element-wise max over the communicator of `in` (three flags or values),
+// with the settings checked at the communicator's first agreement, and at every agreement
+// that they are alike on every rank (a hash of them, as its max and minus its min): a bad
+// one, or a difference, ends every rank with the same error.
+std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::array<long long, 3>& in) {
+  std::string error;
+  if (!p.checked && !global().disabled) error = check_settings(p.settings, comm_size(comm));
+  const long long mine[6] = {in[0], in[1], in[2], error.empty() ? 0 : 1, p.shared_hash, -p.shared_hash};
+  long long out[6];
+  PMPI_Allreduce(mine, out, 6, MPI_LONG_LONG, MPI_MAX, comm);
+  if (out[3]) bad_settings(comm, first_error(comm, error), true);
+  if (out[4] != -out[5]) {
+    std::string which;
+    try {
+      which = differing_settings(comm, shared_settings(p.settings, global().disabled));
+    } catch (const std::exception& e) {  // (an MPI error under MPI_ERRORS_RETURN)
+      which = std::string("(which ones: ") + e.what() + ")";
+    }
+    bad_settings(comm,
+                 "settings differ between the ranks of a communicator: " + which +
+                     ", not on every rank; these must be the same on every rank (environment variables are per "
+                     "process: give each rank the same, e.g. mpirun -x VAR, and the same MPI_Info keys at the "
+                     "communicator's creation)",
+                 true);
+  }
+  p.checked = true;
+  return {out[0], out[1], out[2]};
+}
+
 // What decide() and decide_v() share before and during the agreement.
 struct Prologue {
   bool done = false;                // the outcome is known without agreeing: `choice`
@@ -850,7 +942,16 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
   *broken = false;
   r.done = true;
   if (g.world_rank < 0) PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
-  if (g.disabled) return r;
+  if (g.disabled) {
+    // Every call is MPI's own; but where the layer would agree (the first blocking or
+    // persistent call on a communicator it can serve) this rank agrees too, so that ranks
+    // where the layer is on (SPARSECOMM_MPI_DISABLE set on some ranks only) learn of the
+    // difference there instead of waiting in that agreement while this rank is in MPI's call.
+    if (mode == kNonblocking) return r;
+    const std::shared_ptr<CommPlans> p = plans_of(g, comm);
+    if (p->usable && !p->checked) agree(comm, *p, {1, 0, 0});  // (1: this rank cannot; MPI's own)
+    return r;
+  }
   r.p = plans_of(g, comm);
   r.settled = true;
   if (!r.p->usable) return r;  // the same on every rank: a property of the communicator
@@ -867,26 +968,13 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
   r.settled = false;
   if (mode == kNonblocking) {
     if (!r.p->checked) {
-      if (const std::string e = check_settings(r.p->settings); !e.empty()) bad_settings(comm, e, false);
+      if (const std::string e = check_settings(r.p->settings, comm_size(comm)); !e.empty()) bad_settings(comm, e, false);
       r.p->checked = true;
     }
     return r;
   }
   r.done = false;
   return r;
-}
-
-// Collective. The element-wise max over the communicator of `in` (three flags or values),
-// with the settings checked at the communicator's first agreement: a bad one ends every rank.
-std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::array<long long, 3>& in) {
-  std::string error;
-  if (!p.checked) error = check_settings(p.settings);
-  const long long mine[4] = {in[0], in[1], in[2], error.empty() ? 0 : 1};
-  long long out[4];
-  PMPI_Allreduce(mine, out, 4, MPI_LONG_LONG, MPI_MAX, comm);
-  if (out[3]) bad_settings(comm, error, true);
-  p.checked = true;
-  return {out[0], out[1], out[2]};
 }
 
 // Stepping aside without paying for it. Without the fixed-counts hint every blocking call
@@ -968,7 +1056,7 @@ bool starts_node_exchange(CommPlans& p, MPI_Comm comm, Kind k, Mode mode) {
   p.node_decided = true;
   if (!p.settings.node_exchange || !shm_whole_node(p, comm)) return false;
   try {
-    p.node = NodeExchange::create(comm, p.nb.sources, p.nb.destinations, kShmAlltoallMax);
+    p.node = NodeExchange::create(comm, p.nb.sources, p.nb.destinations, kShmAlltoallMax, p.settings.node_area);
   } catch (const std::exception& e) {  // (MPI errors of the set-up: alike on every rank)
     fail(e.what());
   }
