@@ -35,8 +35,10 @@
 // of its exchanges ran here and their time in start and wait on its rank 0; at exit, per
 // rank, the exchanges served and passed to Hypre by kind and direction, the share served,
 // and why the others were passed), SPARSECOMM_HYPRE_DISABLE=1 (everything to
-// Hypre). A bad value is reported on every rank at the first package and the program exits
-// (status 2) on every rank, agreed collectively, instead of running something else.
+// Hypre). Every setting but VERBOSE must be the same on every rank. A bad value, or a
+// setting that differs between ranks, is reported on every rank at the next package's
+// creation (each checks them, the hook on or off) and the program exits (status 2) on every
+// rank, agreed collectively, instead of running something else or waiting forever.
 //
 // Why the package pointer is a safe key: a cached entry is created in the package's
 // creation and erased in its destruction, both interposed, so an address reused by a new
@@ -264,43 +266,93 @@ State& state() {
   return s;
 }
 
-// Collective over comm. The settings checked once, agreed by every rank: on a bad value
-// every rank prints the reason and exits (status 2), so none waits for another.
-void check_settings(State& s, MPI_Comm comm) {
-  if (s.settings_checked) return;
-  std::string error;
-  try {
-    if (!s.settings.bad.empty()) throw InputError(s.settings.bad);
-    backend_hooks(s.settings.backend);  // InputError listing the valid names
-    BackendOptions opts;
-    opts.set_list(s.settings.options);
-    if (std::string e = validate_backend_options(s.settings.backend, backend_option_specs(s.settings.backend), opts);
-        !e.empty())
-      throw InputError("SPARSECOMM_HYPRE_OPTIONS: " + e);
-    (void)Locality::parse(comm, s.settings.regions);
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  int bad = error.empty() ? 0 : 1, any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
-  if (any) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: error: %s (SPARSECOMM_HYPRE_BACKEND='%s', "
-                 "SPARSECOMM_HYPRE_REGIONS='%s')\n", rank, error.empty() ? "another rank rejected the settings" :
-                 error.c_str(), s.settings.backend.c_str(), s.settings.regions.c_str());
-    std::fflush(stderr);
-    MPI_Barrier(comm);  // every rank has said it before any exits (mpirun then stops the rest)
-    std::exit(2);
-  }
-  s.settings_checked = true;
-}
-
 const Locality& locality(State& s, MPI_Comm comm) {
   // One Locality per communicator (Hypre's matrices share the solver's communicator).
   auto& l = s.localities[detail::handle_id(comm)];
   if (!l) l = std::make_unique<Locality>(Locality::parse(comm, s.settings.regions));
   return *l;
+}
+
+// The settings that must be alike on every rank of a package's communicator, as (name,
+// value): the plans are collective, and a rank where the hook is off runs Hypre's own
+// exchange while the others wait in a plan. Where the hook is off on every rank nothing else
+// matters (shared_hash). SPARSECOMM_HYPRE_VERBOSE may differ: it only prints.
+std::vector<NamedValue> shared_settings(const Settings& s) {
+  return {{"the hook (SPARSECOMM_HYPRE_DISABLE; MPI_THREAD_MULTIPLE turns it off)", s.disabled ? "off" : "on"},
+          {"SPARSECOMM_HYPRE_BACKEND", s.backend},
+          {"SPARSECOMM_HYPRE_REGIONS", s.regions},
+          {"SPARSECOMM_HYPRE_OPTIONS", s.options}};
+}
+int64_t shared_hash(const Settings& s) {
+  return settings_hash(s.disabled ? std::vector<NamedValue>{{"", "off"}} : shared_settings(s));
+}
+
+// Collective over comm (inside hypre_MatvecCommPkgCreate, on every rank, the hook on or off):
+// every rank's settings valid and alike. Checked at every package's creation (one allreduce
+// beside Hypre's own set-up collectives; a communicator handle may be reused, so none is
+// trusted from before). Local checks first, then one agreement, then the regions' collective
+// set-up, itself agreed: on a bad value or a difference every rank prints the reason, and
+// every rank exits (status 2) once all have said it, so none waits for another. (Hypre has
+// no error path from here its callers would see; an exchange the user configured and
+// did not get would be a silent choice.)
+void check_settings(State& s, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const auto fail = [&](const std::string& error) {
+    std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: error: %s (here SPARSECOMM_HYPRE_BACKEND='%s', "
+                 "SPARSECOMM_HYPRE_REGIONS='%s')\n", rank, error.c_str(), s.settings.backend.c_str(),
+                 s.settings.regions.c_str());
+    std::fflush(stderr);
+    MPI_Barrier(comm);  // every rank has said it before any exits (mpirun then stops the rest)
+    std::exit(2);
+  };
+  // Every rank's error: the first failing rank's reason, on every rank (core agree()).
+  const auto agreed = [&](const std::string& error) {
+    try {
+      agree(comm, error);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  };
+  std::string error;
+  if (!s.settings.disabled && !s.settings_checked) {
+    try {
+      if (!s.settings.bad.empty()) throw InputError(s.settings.bad);
+      backend_hooks(s.settings.backend);  // InputError listing the valid names
+      BackendOptions opts;
+      opts.set_list(s.settings.options);
+      if (std::string e = validate_backend_options(s.settings.backend, backend_option_specs(s.settings.backend), opts);
+          !e.empty())
+        throw InputError("SPARSECOMM_HYPRE_OPTIONS: " + e);
+      if (std::string e = region_spec_error(s.settings.regions, size); !e.empty())
+        throw InputError("SPARSECOMM_HYPRE_REGIONS: " + e);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  } else if (s.settings.disabled && !s.settings.bad.empty()) {
+    error = s.settings.bad;  // (SPARSECOMM_HYPRE_VERBOSE's: reported, the hook off or not)
+  }
+  agreed(error);
+  const long long h = shared_hash(s.settings);
+  const long long mine[2] = {h, -h};
+  long long out[2];
+  MPI_Allreduce(mine, out, 2, MPI_LONG_LONG, MPI_MAX, comm);
+  if (out[0] != -out[1])
+    fail("settings differ between ranks: " + differing_settings(comm, shared_settings(s.settings)) +
+         ", not on every rank; these must be the same on every rank (environment variables are per process: give "
+         "each rank the same, e.g. mpirun -x VAR)");
+  if (s.settings.disabled) return;
+  // The regions' set-up (collective, alike on every rank now that the spec is): its errors
+  // (a node layout MPI cannot split) agreed too.
+  error.clear();
+  try {
+    (void)locality(s, comm);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  agreed(error);
+  s.settings_checked = true;
 }
 
 // Collective (inside hypre_MatvecCommPkgCreate). Plans for A's new package, or none if any
@@ -310,7 +362,6 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   if (!pkg) return;
   MPI_Comm comm = pkg->comm;
   if (s.world_rank < 0) MPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
-  check_settings(s, comm);
   // An address reused without our destruction: never the old plans.
   if (auto old = s.plans.find(pkg); old != s.plans.end()) {
     if (s.settings.verbose) report_package(old->second);
@@ -353,11 +404,14 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   }
   p.serial = ++s.packages;
   p.root = comm_rank(comm) == 0;
+  // The report's figures are reduced on every rank, verbose or not: verbosity may differ
+  // between ranks (it only prints), so no collective may depend on it (one allreduce beside
+  // the plans' set-up).
+  const double dt = MPI_Wtime() - t0;
+  const CommCounters& t = values[0]->iteration_counts().total();
+  const std::vector<Reduced> red =
+      reduce_all(comm, {static_cast<double>(t.sent_inter.msgs), static_cast<double>(t.sent_intra.msgs), dt});
   if (s.settings.verbose) {
-    const double dt = MPI_Wtime() - t0;
-    const CommCounters& t = values[0]->iteration_counts().total();
-    const std::vector<Reduced> red = reduce_all(
-        comm, {static_cast<double>(t.sent_inter.msgs), static_cast<double>(t.sent_intra.msgs), dt});
     if (comm_rank(comm) == 0)
       std::fprintf(stderr,
                    "sparsecomm hypre hook: package %ld (%lld x %lld matrix, at %p): %s / transpose %s; per matvec, "
@@ -474,7 +528,20 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_ParCSRCommHandleDestroy(h
 __attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgCreate(hypre_ParCSRMatrix* A) {
   State& s = state();
   const HYPRE_Int rc = s.pkg_create(A);
-  if (!s.settings.disabled) build_plans(s, A);
+  if (const hypre_ParCSRCommPkg* pkg = hypre_ParCSRMatrixCommPkg(A)) {
+    if (s.world_rank < 0) MPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+    try {
+      check_settings(s, pkg->comm);  // (on every rank, the hook on or off: see there)
+      if (!s.settings.disabled) build_plans(s, A);
+    } catch (const std::exception& e) {
+      // The plans' set-up agrees its errors (every rank throws the same), or MPI failed
+      // under MPI_ERRORS_RETURN: nothing may escape into Hypre, and a package without the
+      // plans the user configured is not run silently on Hypre's own.
+      std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: error: %s\n", s.world_rank, e.what());
+      std::fflush(stderr);
+      std::exit(2);
+    }
+  }
   return rc;
 }
 
