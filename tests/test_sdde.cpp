@@ -423,4 +423,20 @@ TEST(SddeErrors, NodeExchangeChoiceAgreed) {
   }
 }
 
+// ... and checked on one node too, where node_window has no inter-node step to use it: a
+// value one rank got wrong is the same error on every rank, not silently ignored.
+TEST(SddeErrors, NodeExchangeCheckedOnOneNode) {
+  const auto& all = Sdde::strategies();
+  if (std::find(all.begin(), all.end(), "node_window") == all.end()) GTEST_SKIP() << "no shared windows in this build";
+  if (Locality::parse(MPI_COMM_WORLD, "node").num_regions() != 1) GTEST_SKIP() << "not one node";
+  const int p = test::size(), me = test::rank();
+  const test::EnvGuard keep("SPARSECOMM_SDDE_NODE_EXCHANGE");
+  SparseMessages<int64_t> m;
+  m.add((me + 1) % p, std::vector<int64_t>{me});
+  if (me == p - 1) setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", "sideways", 1);
+  else unsetenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
+  Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
+  expect_all_throw_same([&] { sdde.exchange(m, "node_window"); }, "'sideways': valid values: agents, leaders, auto");
+}
+
 }  // namespace

@@ -1061,30 +1061,34 @@ Sdde* Sdde::by_agents() {
 // for the direct strategies' tables and barriers (node_table, node_barrier).
 bool Sdde::node_windows() {
   if (leader_windows_ < 0) {  // first use, collective: windows on every node, the leaders' communicator
-    if (loc_.num_regions() <= 1) {  // one node: nothing across nodes (alike on every rank)
-      leader_windows_ = 0;
-      return false;
-    }
     // Agents or leaders ($SPARSECOMM_SDDE_NODE_EXCHANGE = agents | leaders; unset or
     // "auto": agents while every member is the agent of at most two other nodes, i.e.
     // nodes - 1 <= 2 x the smallest node; beyond, each pair's message would cost more than
-    // the leaders' one reduction). Agreed here: a rank that asks otherwise is an error on
-    // every rank.
+    // the leaders' one reduction). Agreed here, on one node too (where the value is not
+    // used, a bad one is still the user's mistake): a rank that asks otherwise, or a value
+    // that differs between ranks, is an error on every rank.
+    const bool across = loc_.num_regions() > 1;  // (alike on every rank)
     const char* env = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
     const std::string how = env && *env ? env : "auto";
     int smallest = loc_.region_size(0);
     for (int r = 1; r < loc_.num_regions(); ++r) smallest = std::min(smallest, loc_.region_size(r));
     const int want = how == "auto" ? (loc_.num_regions() - 1 <= 2 * smallest ? 1 : 2)
                      : how == "agents" ? 1 : how == "leaders" ? 2 : 0;
-    int mine[3] = {RegionWindow::of(local_comm_.get(), 0) && RegionWindow::of(local_comm_.get(), 1) ? 1 : 0, want,
-                   -want},
+    int mine[3] = {across && RegionWindow::of(local_comm_.get(), 0) && RegionWindow::of(local_comm_.get(), 1) ? 1 : 0,
+                   want, -want},
         all[3];
     SPC_MPI(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm_.get()));
-    if (all[1] == 0)
-      throw InputError("SPARSECOMM_SDDE_NODE_EXCHANGE='" + how +
-                       "' on some rank; valid values: agents, leaders, auto (all ranks alike)");
-    if (all[1] != -all[2])
-      throw InputError("SPARSECOMM_SDDE_NODE_EXCHANGE differs between ranks: set it alike on every rank");
+    // (a rank with a good value says nothing where another's is bad: every rank raises the
+    // bad one's words, agree())
+    std::string bad;
+    if (want == 0) bad = "SPARSECOMM_SDDE_NODE_EXCHANGE='" + how + "': valid values: agents, leaders, auto (alike on every rank)";
+    else if (all[1] != 0 && all[1] != -all[2])
+      bad = "SPARSECOMM_SDDE_NODE_EXCHANGE differs between ranks ('" + how + "' here): set it alike on every rank";
+    agree(comm_.get(), bad);
+    if (!across) {  // one node: nothing across nodes
+      leader_windows_ = 0;
+      return false;
+    }
     agents_ = all[1] == 1;
     if (!agents_) {
       MPI_Comm c = MPI_COMM_NULL;
@@ -1297,8 +1301,9 @@ std::unique_ptr<detail::NbxBarrier> Sdde::node_barrier(int tag) {
 void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& err, int tag, Stats* stats,
                                 detail::Delivery& into) {
 #ifndef SPARSECOMM_SMPI
+  const bool windows = node_windows();  // (collective at the first use, one node too: its setting checked)
   if (loc_.num_regions() > 1) {
-    if (node_windows()) {
+    if (windows) {
       RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0);
       RegionWindow& in = *RegionWindow::of(local_comm_.get(), 1);
       const int me = comm_.rank(), members = loc_.local_size(), nodes = loc_.num_regions();
