@@ -6,6 +6,8 @@
 // Suites whose name contains "SuiteSparse" need real files from the data search path;
 // they are registered separately and skip visibly when a file is absent.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <mpi.h>
 #include <zlib.h>
 
@@ -675,6 +677,22 @@ TEST(ReaderErrors, MissingFileAndDirectory) {
   msg = input_error_of([&] { find_matrix(test::temp_dir()); });
   EXPECT_NE(msg.find("'" + test::temp_dir() + "' is a directory, not a Matrix Market file"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("not found"), std::string::npos) << msg;
+
+  // A special file, a symbolic link loop and a dangling link: each said as what it is.
+  const std::string fifo = test::temp_dir() + "/a_fifo.mtx", loop = test::temp_dir() + "/loop.mtx",
+                    dangling = test::temp_dir() + "/dangling.mtx";
+  std::remove(fifo.c_str()), std::remove(loop.c_str()), std::remove(dangling.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(symlink(loop.c_str(), loop.c_str()), 0);
+  ASSERT_EQ(symlink((test::temp_dir() + "/nothing_here.mtx").c_str(), dangling.c_str()), 0);
+  msg = input_error_of([&] { find_matrix(fifo); });
+  EXPECT_NE(msg.find("'" + fifo + "' is a special file (a FIFO, device or socket)"), std::string::npos) << msg;
+  msg = input_error_of([&] { find_matrix(loop); });
+  EXPECT_NE(msg.find("'" + loop + "' is a symbolic link that cannot be followed: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("levels of symbolic links"), std::string::npos) << msg;  // (ELOOP's words)
+  msg = input_error_of([&] { find_matrix(dangling); });
+  EXPECT_NE(msg.find("'" + dangling + "' is a symbolic link that cannot be followed: No such file"), std::string::npos)
+      << msg;
 }
 
 // A file that declares far more rows than it stores: the CSR row pointers alone exceed the
@@ -706,8 +724,26 @@ TEST(ReaderErrors, MemoryLimitIsEnforcedCollectively) {
   msg = input_error_of([&] { a.gather_all(); });
   EXPECT_NE(msg.find("gather_all"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--reference rows"), std::string::npos) << msg;
+  // A limit that is not a number of bytes (here on the last rank only) is an error on every
+  // rank, not "no limit" in silence.
+  if (test::rank() == test::size() - 1) ASSERT_EQ(setenv("SPARSECOMM_MEMORY_LIMIT", "100MB", 1), 0);
+  else unsetenv("SPARSECOMM_MEMORY_LIMIT");
+  msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, path); });
+  EXPECT_NE(msg.find("SPARSECOMM_MEMORY_LIMIT='100MB' is not a number of bytes"), std::string::npos) << msg;
   unsetenv("SPARSECOMM_MEMORY_LIMIT");
   EXPECT_EQ(a.gather_all().size(), 2u);
+}
+
+// A line longer than any Matrix Market line (here a 3 MiB comment, in a gzip of a few KB) is
+// an error naming its line, before the line buffer grows with it.
+TEST(ReaderErrors, OverlongLineIsBounded) {
+  const std::string text = "%%MatrixMarket matrix coordinate real general\n%" + std::string(3 << 20, 'x') +
+                           "\n2 2 1\n1 1 1\n";
+  for (const std::string& path : {write_mtx("long_line.mtx", text), write_gz("long_line.mtx.gz", text)}) {
+    ASSERT_FALSE(path.empty());
+    const std::string msg = input_error_of([&] { parse_mtx(path); });
+    EXPECT_EQ(msg.rfind(path + ":2: a line longer than 1048576 bytes", 0), 0u) << msg;
+  }
 }
 
 TEST(ReaderErrors, TruncatedGzip) {

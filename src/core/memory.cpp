@@ -33,15 +33,29 @@ struct NodeDemand {
   bool fits = true;
 };
 
+// Why $SPARSECOMM_MEMORY_LIMIT is not a number of bytes, or "".
+std::string limit_error() {
+  const char* e = std::getenv("SPARSECOMM_MEMORY_LIMIT");
+  int64_t v = 0;
+  if (!e || !*e || (parse_int(e, v) && v >= 0)) return "";
+  return std::string("SPARSECOMM_MEMORY_LIMIT='") + e + "' is not a number of bytes (a non-negative integer)";
+}
+
 NodeDemand node_demand(MPI_Comm comm, int64_t bytes) {
   NodeDemand d;
   d.available = available_memory_bytes();
   int size = 1;
   MPI_Comm_size(comm, &size);
-  // One allreduce answers the common case: P times the largest request fits everywhere.
+  // Saturated so that the node's sum cannot overflow (a request past what any machine
+  // holds fails either way)
+  bytes = std::min(bytes, INT64_MAX / std::max(size, 1));
+  // One allreduce answers the common case: P times the largest request fits everywhere
+  // (and whether some rank's limit is malformed: never read as "no limit" in silence).
+  const std::string bad = limit_error();
   const int64_t avail_or_max = d.available < 0 ? INT64_MAX : d.available;
-  int64_t in[2] = {std::max<int64_t>(bytes, 0), -avail_or_max}, out[2];
-  SPC_MPI(MPI_Allreduce(in, out, 2, MPI_INT64_T, MPI_MAX, comm));
+  int64_t in[3] = {std::max<int64_t>(bytes, 0), -avail_or_max, bad.empty() ? 0 : 1}, out[3];
+  SPC_MPI(MPI_Allreduce(in, out, 3, MPI_INT64_T, MPI_MAX, comm));
+  if (out[2]) agree(comm, bad);
   const int64_t max_bytes = out[0], min_avail = -out[1];
   const bool surely = min_avail == INT64_MAX || max_bytes == 0 ||
                       (max_bytes <= min_avail / size);  // P * max <= the smallest availability

@@ -283,6 +283,22 @@ std::string find_matrix(const std::string& name_or_path) {
   if (is_dir(name_or_path))
     throw InputError("matrix '" + name_or_path + "' is a directory, not a Matrix Market file (give the path of a "
                      ".mtx or .mtx.gz file, or a SuiteSparse name such as HB/bcsstk01)");
+  // Something is there that is neither: say what, rather than "not found" after a search.
+  {
+    std::error_code ec;
+    const fs::file_status own = fs::symlink_status(name_or_path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+      throw InputError("matrix '" + name_or_path + "': cannot access it: " + ec.message());
+    if (!ec && fs::is_symlink(own)) {
+      std::error_code to;
+      (void)fs::status(name_or_path, to);  // (is_file() and is_dir() said neither: a link that leads nowhere)
+      throw InputError("matrix '" + name_or_path + "' is a symbolic link that cannot be followed: " +
+                       (to ? to.message() : std::string("it leads to a special file")));
+    }
+    if (!ec && fs::exists(own))
+      throw InputError("matrix '" + name_or_path +
+                       "' is a special file (a FIFO, device or socket), not a Matrix Market file");
+  }
 
   const std::string_view ext = mtx_ext(name_or_path);
   const std::string base = name_or_path.substr(0, name_or_path.size() - ext.size());

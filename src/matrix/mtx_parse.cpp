@@ -22,6 +22,10 @@ namespace sparsecomm {
 namespace {
 
 constexpr const char* kBannerExample = "\"%%MatrixMarket matrix coordinate real general\"";
+// The longest line read: a Matrix Market line holds at most four numbers, or a comment; a
+// longer one (a corrupt or hostile file: a 2 MB gzip can hold a 2 GiB line) is an error
+// before the buffer grows past twice this.
+constexpr size_t kMaxLine = size_t{1} << 20;
 
 // Reads a file line by line through zlib. gzread passes uncompressed files through
 // unchanged, so ".mtx" and ".mtx.gz" share this one path. Lines are returned as views
@@ -94,7 +98,12 @@ class LineReader {
       end_ -= begin_;
       begin_ = 0;
     }
-    if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
+    if (end_ == buf_.size()) {
+      if (end_ >= kMaxLine)
+        throw InputError(path_ + ":" + std::to_string(line_ + 1) + ": a line longer than " + std::to_string(kMaxLine) +
+                         " bytes: not a Matrix Market line (a corrupt file?)");
+      buf_.resize(buf_.size() * 2);
+    }
     const size_t want = std::min<size_t>(buf_.size() - end_, static_cast<size_t>(INT_MAX));
     const int n = gzread(gz_, buf_.data() + end_, static_cast<unsigned>(want));
     if (n < 0) {
