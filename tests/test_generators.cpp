@@ -676,6 +676,17 @@ TEST(GeneratorErrors, BadSpecsListTheValidForms) {
   }
 }
 
+// Sizes no machine holds: the bytes and what is available, on every rank, before any entry
+// is allocated (not std::bad_alloc as the whole message, nor the OOM killer).
+TEST(GeneratorErrors, OversizedMatricesAreRefusedWithTheirBytes) {
+  expect_input_error([] { gen::from_spec(MPI_COMM_WORLD, "lap2d:1000000,1000000"); },
+                     "a 1000000 x 1000000 x 1 grid's 5-point stencil matrix: ");
+  expect_input_error([] { gen::from_spec(MPI_COMM_WORLD, "lap2d:1000000,1000000"); }, " are available");
+  expect_input_error([] { gen::erdos_renyi(MPI_COMM_WORLD, int64_t{1} << 32, 0.5, 1); }, "erdos_renyi: 4294967296 vertices");
+  expect_input_error([] { gen::moore(MPI_COMM_WORLD, 3, 40, 100000); }, "moore: 3-d grid of side 100000, radius 40");
+  expect_input_error([&] { gen::rmat(MPI_COMM_WORLD, rmat_params(40, 16, 1)); }, "rmat: scale 40, edge factor 16");
+}
+
 TEST(GeneratorErrors, BadArgumentsThrowOnEveryRank) {
   expect_input_error([] { gen::laplacian_2d(MPI_COMM_WORLD, 4, 4, 7); }, "5 or 9");
   expect_input_error([] { gen::laplacian_2d(MPI_COMM_WORLD, 0, 4, 5); }, "positive");

@@ -22,6 +22,7 @@
 
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "core/memory.hpp"
 #include "core/parse.hpp"
 
 namespace sparsecomm::gen {
@@ -117,6 +118,17 @@ bool checked_product(std::initializer_list<int64_t> factors, int64_t* out) {
   return true;
 }
 
+/// Collective. The entries this rank is about to generate, against the memory of its node,
+/// before any is allocated: the triplets and the CSR built from them (values, column ids
+/// and the row pointers of `local_rows`). A clear error on every rank, with the bytes, where
+/// a blind reserve would end in std::bad_alloc or the OOM killer.
+void require_entries(MPI_Comm comm, const std::string& what, double local_entries, int64_t local_rows) {
+  const double bytes = local_entries * static_cast<double>(sizeof(Triplet<double>) + sizeof(double) + sizeof(int32_t)) +
+                       static_cast<double>(local_rows + 1) * static_cast<double>(sizeof(int64_t));
+  require_memory(comm, bytes >= 9.0e18 ? INT64_MAX : static_cast<int64_t>(bytes), what,
+                 "a smaller matrix, or more nodes");
+}
+
 /// Rows [begin, end) this rank owns under the balanced partition of n rows.
 struct OwnedRows {
   RowPartition part;
@@ -145,6 +157,10 @@ DistCsr<double> build_stencil(MPI_Comm comm, int64_t nx, int64_t ny, int64_t nz,
                               const std::vector<StencilPoint>& stencil) {
   const int64_t n = nx * ny * nz;  // already checked by the caller
   OwnedRows own = owned_rows(comm, n);
+  require_entries(comm,
+                  "a " + std::to_string(nx) + " x " + std::to_string(ny) + " x " + std::to_string(nz) + " grid's " +
+                      std::to_string(stencil.size()) + "-point stencil matrix",
+                  static_cast<double>(own.end - own.begin) * static_cast<double>(stencil.size()), own.end - own.begin);
   std::vector<Triplet<double>> entries;
   entries.reserve(static_cast<size_t>(own.end - own.begin) * stencil.size());
   for (int64_t row = own.begin; row < own.end; ++row) {
@@ -353,6 +369,8 @@ DistCsr<double> erdos_renyi(MPI_Comm comm, int64_t n, double density, uint64_t s
   OwnedRows own = owned_rows(comm, n);
   std::vector<Triplet<double>> entries;
   const double expected = density * static_cast<double>(std::max<int64_t>(n - 1, 0));
+  require_entries(comm, "erdos_renyi: " + std::to_string(n) + " vertices at density " + std::to_string(density),
+                  static_cast<double>(own.end - own.begin) * expected, own.end - own.begin);
   entries.reserve(static_cast<size_t>(static_cast<double>(own.end - own.begin) * (expected * 1.1 + 1.0)));
   const int64_t candidates = n - 1;  // columns j != i, indexed k in [0, n-1)
   const double log_q = std::log1p(-density);
@@ -407,6 +425,10 @@ DistCsr<double> moore(MPI_Comm comm, int dims, int radius, int64_t side) {
   OwnedRows own = owned_rows(comm, n);
   int64_t degree_bound = 1;
   for (int d = 0; d < dims; ++d) degree_bound *= per_dim;
+  require_entries(comm,
+                  "moore: " + std::to_string(dims) + "-d grid of side " + std::to_string(side) + ", radius " +
+                      std::to_string(radius),
+                  static_cast<double>(own.end - own.begin) * static_cast<double>(degree_bound - 1), own.end - own.begin);
   std::vector<Triplet<double>> entries;
   entries.reserve(static_cast<size_t>((own.end - own.begin) * (degree_bound - 1)));
 
@@ -469,6 +491,9 @@ DistCsr<double> rmat(MPI_Comm comm, const RmatParams& p) {
   const RowPartition edge_slices = RowPartition::balanced(num_edges, nranks);
   const VertexScramble scramble(p.seed, p.scale);
   const double ab = p.a + p.b, abc = p.a + p.b + p.c;
+  require_entries(comm, "rmat: scale " + std::to_string(p.scale) + ", edge factor " + std::to_string(p.edge_factor),
+                  static_cast<double>(edge_slices.local_size(me)) * (p.symmetrize ? 2.0 : 1.0),
+                  RowPartition::balanced(n, nranks).local_size(me));
   std::vector<Triplet<double>> entries;
   entries.reserve(static_cast<size_t>(edge_slices.local_size(me) * (p.symmetrize ? 2 : 1)));
   for (int64_t e = edge_slices.begin(me); e < edge_slices.end(me); ++e) {

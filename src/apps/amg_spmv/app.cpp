@@ -31,6 +31,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -45,6 +46,7 @@
 #include "common/timing.hpp"
 #include "amg_spmv/level_dump.hpp"
 #include "core/compare.hpp"
+#include "core/memory.hpp"
 #include "interop/hypre/package_pattern.hpp"
 #include "sparsecomm/kernels/dist_spmv.hpp"
 #include "sparsecomm/interop/hypre/hypre_interop.hpp"
@@ -691,6 +693,21 @@ bool parse_config(MPI_Comm comm, int argc, char** argv, Config& cfg) {
   cfg.sdde = opt.get("sdde");
   Sdde::check_strategy(cfg.sdde);
   if (cfg.nx < 2 || cfg.ny < 2 || cfg.reps < 1) throw InputError("--nx, --ny must be >= 2 and --reps >= 1");
+  // Hypre numbers rows with HYPRE_BigInt (32 bits in a default build, as Debian's) and does
+  // not check the grid it is asked for: too many points crash inside it. Bounded here, and
+  // the memory of the matrix and its hierarchy asked for before Hypre allocates any.
+  constexpr int64_t kIdMax = std::numeric_limits<HYPRE_BigInt>::max();
+  if (cfg.nx > kIdMax / cfg.ny)
+    throw InputError("--nx " + std::to_string(cfg.nx) + " x --ny " + std::to_string(cfg.ny) +
+                     " grid points: more rows than Hypre's ids hold (HYPRE_BigInt of " +
+                     std::to_string(8 * sizeof(HYPRE_BigInt)) + " bits: at most " + std::to_string(kIdMax) + ")");
+  // (9-point stencil: 9 values and column ids per row; BoomerAMG's levels and interpolation
+  // about three times the fine matrix: a lower bound, so that no feasible run is refused)
+  const int64_t rows = (cfg.nx * cfg.ny + comm_size(comm) - 1) / comm_size(comm);
+  require_memory(comm, rows * 9 * static_cast<int64_t>(sizeof(HYPRE_Complex) + sizeof(HYPRE_Int)) * 3,
+                 "amg_spmv: the " + std::to_string(cfg.nx) + " x " + std::to_string(cfg.ny) +
+                     " grid's matrix and its BoomerAMG hierarchy",
+                 "fewer grid points (--nx, --ny) or more nodes");
   cfg.loc = Locality::parse(comm, opt.get("regions"));
   cfg.dump_dir = opt.get("dump-levels");
   cfg.dump_only = opt.flag("dump-only");

@@ -165,6 +165,22 @@ Json json_record(const Run& r, const std::string& label, const std::string& b, c
 
 }  // namespace
 
+namespace {
+// Collective. The vectors, before any is allocated: x with its ghosts and y, width w of
+// each, for the run and its reference, and a ghost buffer per backend (column-sized vectors
+// included: a 1 x 3e9 matrix has few rows and a huge x).
+void require_vectors(MPI_Comm comm, const DistCsr<double>& a, int w, size_t backends) {
+  const double vec = static_cast<double>(w) * static_cast<double>(sizeof(double)) *
+                     (2.0 * (static_cast<double>(a.local_cols()) + static_cast<double>(a.num_ghosts()) +
+                             static_cast<double>(a.local_rows())) +
+                      static_cast<double>(backends) * static_cast<double>(a.num_ghosts()));
+  require_memory(comm, vec >= 9.0e18 ? INT64_MAX : static_cast<int64_t>(vec),
+                 "spmv: the vectors of width " + std::to_string(w) + " (x with its ghosts and y, for the run and "
+                     "its reference, and each backend's ghosts)",
+                 "a smaller --width, fewer backends at once, or more nodes");
+}
+}  // namespace
+
 int spmv_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
@@ -191,6 +207,7 @@ int spmv_main(int argc, char** argv) {
   const auto entries = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
   auto backends = entries;
   const auto bopts = backend_options_for(o.get("option"), backends);
+  require_vectors(comm, a, w, backends.size());
   Sdde sdde(comm, loc);
   const Pattern pat = pattern_from_matrix(a, sdde, o.get("sdde"));
   const Reference ref = reference_product(comm, a, o.get("reference"));
