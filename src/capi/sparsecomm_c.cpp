@@ -456,8 +456,10 @@ int unit_for(int64_t esz) {
 }
 
 void check_names(const std::string& what, const std::string& name, const std::vector<std::string>& valid) {
-  if (!contains(valid, name))
-    fail(SPC_ERR_NOT_FOUND, "unknown " + what + " '" + name + "'; valid " + what + "s: " + join(valid));
+  if (contains(valid, name)) return;
+  // ("SDDE strategy": strategies, not "strategys")
+  const std::string plural = !what.empty() && what.back() == 'y' ? what.substr(0, what.size() - 1) + "ies" : what + "s";
+  fail(SPC_ERR_NOT_FOUND, "unknown " + what + " '" + name + "'; valid " + plural + ": " + join(valid));
 }
 
 

@@ -370,7 +370,7 @@ static void test_crs_args(void) {
   info = capi_info("sparsecomm_sdde", "fast", NULL, NULL, NULL, NULL);
   int rc = SPC_Alltoall_crs(1, dest, 2, MPI_INT, vals, &recv_nnz, &src, 2, MPI_INT, (void**)&got, info, MPI_COMM_WORLD);
   CHECK_ALL(rc, SPC_ERR_NOT_FOUND, "unknown SDDE strategy");
-  CHECK(message_has(rc, "locality_nbx"), "lists the strategies");
+  CHECK(message_has(rc, "'fast'; valid SDDE strategies: ") && message_has(rc, "locality_nbx"), "lists the strategies");
   CHECK(recv_nnz == 0 && src == NULL && got == NULL, "outputs cleared on error");
   MPI_Info_free(&info);
 

@@ -379,6 +379,7 @@ DistCsr<double> read_square(MPI_Comm comm, const std::string& path, Ordering ord
   if (a.global_cols() != s.rows || a.col_partition() != a.row_partition())
     throw InputError("spmm: " + s.name + " is " + std::to_string(s.rows) + " x " + std::to_string(a.global_cols()) +
                      "; C = A x A needs a square matrix");
+  if (s.rows == 0) throw InputError("spmm: " + s.name + " is an empty matrix (0 x 0): nothing to multiply");
   if (comm_rank(comm) == 0)
     std::cerr << "spmm: " << s.name << " (" << s.rows << " x " << s.rows << ", " << s.nnz << " nonzeros, read in "
               << apps::num("%.2f", MPI_Wtime() - t0) << " s)\n";
