@@ -136,4 +136,8 @@ void require_memory(MPI_Comm comm, int64_t bytes, const std::string& what, const
   agree(comm, err);
 }
 
+void require_estimated_memory(MPI_Comm comm, double bytes, const std::string& what, const std::string& advice) {
+  require_memory(comm, bytes >= 9.0e18 ? INT64_MAX : static_cast<int64_t>(std::max(bytes, 0.0)), what, advice);
+}
+
 }  // namespace sparsecomm

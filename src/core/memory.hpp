@@ -32,4 +32,8 @@ bool memory_fits(MPI_Comm comm, int64_t bytes);
 /// the memory available, and `advice` (say whether the limit is inherent and what helps).
 void require_memory(MPI_Comm comm, int64_t bytes, const std::string& what, const std::string& advice);
 
+/// The same for a size computed in floating point (an estimate whose product may exceed
+/// int64_t: rows x width x bytes of a user's request), saturated before the check.
+void require_estimated_memory(MPI_Comm comm, double bytes, const std::string& what, const std::string& advice);
+
 }  // namespace sparsecomm

@@ -125,7 +125,7 @@ bool checked_product(std::initializer_list<int64_t> factors, int64_t* out) {
 void require_entries(MPI_Comm comm, const std::string& what, double local_entries, int64_t local_rows) {
   const double bytes = local_entries * static_cast<double>(sizeof(Triplet<double>) + sizeof(double) + sizeof(int32_t)) +
                        static_cast<double>(local_rows + 1) * static_cast<double>(sizeof(int64_t));
-  require_memory(comm, bytes >= 9.0e18 ? INT64_MAX : static_cast<int64_t>(bytes), what,
+  require_estimated_memory(comm, bytes, what,
                  "a smaller matrix, or more nodes");
 }
 

@@ -174,7 +174,7 @@ void require_vectors(MPI_Comm comm, const DistCsr<double>& a, int w, size_t back
                      (2.0 * (static_cast<double>(a.local_cols()) + static_cast<double>(a.num_ghosts()) +
                              static_cast<double>(a.local_rows())) +
                       static_cast<double>(backends) * static_cast<double>(a.num_ghosts()));
-  require_memory(comm, vec >= 9.0e18 ? INT64_MAX : static_cast<int64_t>(vec),
+  require_estimated_memory(comm, vec,
                  "spmv: the vectors of width " + std::to_string(w) + " (x with its ghosts and y, for the run and "
                      "its reference, and each backend's ghosts)",
                  "a smaller --width, fewer backends at once, or more nodes");
