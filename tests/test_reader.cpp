@@ -734,6 +734,35 @@ TEST(ReaderErrors, MemoryLimitIsEnforcedCollectively) {
   EXPECT_EQ(a.gather_all().size(), 2u);
 }
 
+// What rank 0 holds while it parses is checked against the size line before any entry is
+// parsed: a file that announces 5e6 symmetric entries (up to 1e7 triplets, 240 MB) under a
+// 100 MB limit is refused with those numbers on every rank, though it stores only one
+// entry (a parse would have said "expected 5000000 entries, found 1"). The same file with
+// an honest count reads; and the bound grows with a permutation every rank receives.
+TEST(ReaderErrors, RankZerosEntriesAreBoundedBeforeParsing) {
+  const std::string head = "%%MatrixMarket matrix coordinate real symmetric\n3000 3000 ";
+  const std::string liar = write_mtx("announces_many.mtx", head + "5000000\n1 1 1\n");
+  ASSERT_EQ(setenv("SPARSECOMM_MEMORY_LIMIT", "100000000", 1), 0);
+  std::string msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, liar); });
+  EXPECT_NE(msg.find("rank 0 holds the file's entries before distributing them (up to 10000000 from its size line, "
+                     "3000 x 3000)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("240.0 MB per rank"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("100.0 MB are available"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("expected 5000000 entries"), std::string::npos) << msg;
+  const std::string honest = write_mtx("announces_one.mtx", head + "1\n1 1 1\n");
+  EXPECT_EQ(read_matrix_market(MPI_COMM_WORLD, honest).global_nnz(), 1);
+  // 3e7 rows of permutation (240 MB) on every rank, whatever the entries
+  const std::string tall = write_mtx("tall.mtx", "%%MatrixMarket matrix coordinate real general\n30000000 1 1\n1 1 1\n");
+  std::vector<int64_t> perm;
+  MtxReadOptions opt;
+  opt.permutation = &perm;
+  msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, tall, opt); });
+  EXPECT_NE(msg.find("and every rank the 30000000-row permutation"), std::string::npos) << msg;
+  unsetenv("SPARSECOMM_MEMORY_LIMIT");
+}
+
 // A line longer than any Matrix Market line (here a 3 MiB comment, in a gzip of a few KB) is
 // an error naming its line, before the line buffer grows with it.
 TEST(ReaderErrors, OverlongLineIsBounded) {

@@ -430,12 +430,20 @@ MtxHeader read_mtx_header(const std::string& path) {
   return p.parse_header();
 }
 
-MtxData parse_mtx(const std::string& path) {
+MtxData parse_mtx(const std::string& path, const std::function<void(const MtxHeader&)>& before_entries) {
   MtxParser p(path, 1 << 20);
   MtxData d;
   d.header = p.parse_header();
+  if (before_entries) before_entries(d.header);
   d.entries = p.parse_entries();
   return d;
+}
+
+double mtx_entry_bound(const MtxHeader& h) {
+  const bool general = h.symmetry == "general";
+  if (h.format == "coordinate") return static_cast<double>(h.stored) * (general ? 1 : 2);
+  // Array: every value of a general array, both triangles of a symmetric one.
+  return static_cast<double>(h.rows) * static_cast<double>(h.cols);
 }
 
 MtxData parse_mtx_text(std::string_view text, const std::string& name) {

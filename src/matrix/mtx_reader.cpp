@@ -7,6 +7,7 @@
 
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "core/memory.hpp"
 
 namespace sparsecomm {
 namespace {
@@ -56,11 +57,42 @@ DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const
   // Only rank 0 reads: one sequential pass over a file is faster than P ranks seeking in
   // it, and the file needs to be visible on rank 0 only. A parse error is rethrown on
   // every rank with rank 0's message.
+  //
+  // Rank 0 holds every entry before distributing them, so what it will hold is checked
+  // before it parses one: the size line bounds it (the parser stops one entry past what the
+  // line announces, and reads one bounded line at a time), whatever the file's length or
+  // its compression ratio.
+  MtxHeader head;
+  agreed(comm, [&] {
+    if (rank == 0) head = read_mtx_header(path);
+  });
+  int64_t shape[2] = {head.rows, head.cols};
+  SPC_MPI(MPI_Bcast(shape, 2, MPI_INT64_T, 0, comm));
+  double bound = rank == 0 ? mtx_entry_bound(head) : 0;  // known everywhere for the message
+  SPC_MPI(MPI_Bcast(&bound, 1, MPI_DOUBLE, 0, comm));
+  double bytes = rank == 0 ? bound * static_cast<double>(sizeof(T)) : 0;
+  // Reverse Cuthill-McKee on rank 0: a graph of both triangles plus per-row arrays
+  if (rank == 0 && opt.ordering != Ordering::natural)
+    bytes += 2 * bound * 8.0 + static_cast<double>(shape[0]) * 8.0 * 5;
+  if (opt.permutation) bytes += static_cast<double>(shape[0]) * 8.0;  // every rank receives it
+  require_estimated_memory(
+      comm, bytes,
+      "read_matrix_market(" + path + "): rank 0 holds the file's entries before distributing them (up to " +
+          std::to_string(static_cast<long long>(std::min(bound, 9.0e18))) + " from its size line, " +
+          std::to_string(shape[0]) + " x " + std::to_string(shape[1]) + ")" +
+          (opt.permutation ? " and every rank the " + std::to_string(shape[0]) + "-row permutation" : ""),
+      "inherent to reading on one rank: give rank 0 a node with more memory (fewer ranks beside it)");
   MtxData data;
   std::vector<int64_t> perm;
   agreed(comm, [&] {
     if (rank != 0) return;
-    data = parse_mtx(path);
+    data = parse_mtx(path, [&](const MtxHeader& h) {
+      if (h.rows != head.rows || h.cols != head.cols || h.stored != head.stored || h.symmetry != head.symmetry ||
+          h.format != head.format)
+        throw InputError("read_matrix_market(" + path + "): the file changed while it was read (its size line now " +
+                         "says " + std::to_string(h.rows) + " x " + std::to_string(h.cols) + ", " +
+                         std::to_string(h.stored) + " entries)");
+    });
     if (opt.ordering == Ordering::natural) return;
     if (data.header.rows != data.header.cols)
       throw InputError("read_matrix_market(" + path + "): the " + ordering_name(opt.ordering) +

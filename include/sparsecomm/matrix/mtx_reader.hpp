@@ -19,6 +19,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,7 +47,14 @@ struct MtxData {
   MtxHeader header;
   std::vector<Triplet<double>> entries;
 };
-MtxData parse_mtx(const std::string& path);
+/// `before_entries`, if given, sees the header before any entry is read (and may throw to
+/// stop there): read_matrix_market checks its memory bound against it.
+MtxData parse_mtx(const std::string& path, const std::function<void(const MtxHeader&)>& before_entries = {});
+/// The most triplets parse_mtx can return for a file with this header: the parser stops at
+/// one entry more than the size line announces, and symmetric storage mirrors each
+/// off-diagonal entry (an array stores at most rows x columns). A double: the product of a
+/// hostile size line may not fit an int64_t.
+double mtx_entry_bound(const MtxHeader& h);
 /// The same on a file's text held in memory (no zlib); `name` stands for the path in
 /// error messages. The fuzz target (tests/fuzz) drives this.
 MtxData parse_mtx_text(std::string_view text, const std::string& name = "<memory>");

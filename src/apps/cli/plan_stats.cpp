@@ -18,6 +18,7 @@
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
 #include "sparsecomm/matrix/mtx_reader.hpp"
+#include "core/memory.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/provenance.hpp"
@@ -278,7 +279,13 @@ void run_plan_stats(const Settings& st) {
   mtx.reserve(st.matrices.size());
   for (const auto& name : st.matrices) {
     const std::string path = find_matrix(name);
-    mtx.push_back(parse_mtx(path));
+    mtx.push_back(parse_mtx(path, [&](const MtxHeader& h) {
+      require_estimated_memory(MPI_COMM_SELF, mtx_entry_bound(h) * static_cast<double>(sizeof(Triplet<double>)),
+                               "plan-stats: the entries of " + path + " (up to " +
+                                   std::to_string(static_cast<long long>(std::min(mtx_entry_bound(h), 9.0e18))) +
+                                   " from its size line)",
+                               "plan-stats holds each matrix whole in one process");
+    }));
     cases.push_back({"matrix:" + path.substr(path.find_last_of('/') + 1), "spmv", "", &mtx.back()});
   }
   std::cout << "plan-stats: exact schedule counts of virtual ranks (no execution); latency is MODELLED\n"
