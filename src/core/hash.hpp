@@ -23,8 +23,10 @@ inline uint64_t fmix64(uint64_t x) {
 /// Hash of a directed edge (and its message size). Summed over every rank's outgoing and,
 /// separately, incoming edges, the two totals agree exactly when every edge is listed by
 /// both ends with the same size: a consistency check without gathering the graph.
+/// SplitMix64 rather than fmix64 alone: fmix64(0) = 0 would make the edge 0 -> 0 of size 0
+/// (a self-loop of rank 0) weigh nothing in the sums.
 inline uint64_t edge_hash(int from, int to, int64_t count = 0) {
-  return fmix64((static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) ^ static_cast<uint32_t>(to) ^
+  return splitmix64((static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) ^ static_cast<uint32_t>(to) ^
                 (static_cast<uint64_t>(count) * 0x9e3779b97f4a7c15ull));
 }
 
