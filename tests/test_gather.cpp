@@ -4,6 +4,7 @@
 // completion by wait() and by polling test().
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,37 @@ TEST(Gather, Moore) {
   check_topology(Topology::moore(MPI_COMM_WORLD, 2, 1), "moore 2,1");
   check_topology(Topology::moore(MPI_COMM_WORLD, 1, 3), "moore 1,3");
 }
+// moore_destinations against the plain walk over every offset in [-radius, radius]^dims
+// (wrapping), on sides that do and do not wrap; and a radius far beyond the sides (the walk
+// would take 13^6 steps per rank for moore:6,6; the fuzz target found it) stays at most p.
+TEST(Gather, MooreNeighborsEqualTheFullWalk) {
+  auto walk = [](int rank, int p, int dims, int radius) {
+    const std::vector<int> side = balanced_dims(p, dims);
+    std::vector<int> c(dims);
+    for (int d = 0, r = rank; d < dims; ++d) c[d] = r % side[d], r /= side[d];
+    std::set<int> out;
+    std::vector<int> off(dims, -radius);
+    while (true) {
+      int r = 0, stride = 1;
+      for (int d = 0; d < dims; ++d) r += ((c[d] + off[d]) % side[d] + side[d]) % side[d] * stride, stride *= side[d];
+      if (r != rank) out.insert(r);
+      int d = 0;
+      while (d < dims && off[d] == radius) off[d++] = -radius;
+      if (d == dims) break;
+      ++off[d];
+    }
+    return std::vector<int>(out.begin(), out.end());
+  };
+  for (int p : {1, 7, 12, 28, 64})
+    for (int dims = 1; dims <= 3; ++dims)
+      for (int radius = 1; radius <= 4; ++radius)
+        for (int rank = 0; rank < p; rank += 5) {
+          SCOPED_TRACE("p " + std::to_string(p) + " moore " + std::to_string(dims) + "," + std::to_string(radius));
+          EXPECT_EQ(moore_destinations(rank, p, dims, radius), walk(rank, p, dims, radius));
+        }
+  EXPECT_EQ(moore_destinations(3, 28, 6, 1000000).size(), 27u);  // every other rank
+}
+
 TEST(Gather, EmptyAndStar) {
   check_topology(Topology::from_destinations(MPI_COMM_WORLD, {}), "empty");
   std::vector<int> star;

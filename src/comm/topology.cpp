@@ -134,8 +134,15 @@ std::vector<int> moore_destinations(int rank, int p, int dims, int radius) {
   // Coordinates: first dimension fastest.
   std::vector<int> c(static_cast<size_t>(dims));
   for (int d = 0, r = rank; d < dims; ++d) c[d] = r % side[d], r /= side[d];
+  // Offsets per dimension: -radius..radius, or every residue once where the window wraps
+  // around the whole side (else the walk would cost (2 radius + 1)^dims whatever p is).
+  std::vector<int> lo(static_cast<size_t>(dims)), hi(static_cast<size_t>(dims));
+  for (int d = 0; d < dims; ++d) {
+    const bool wraps = 2 * static_cast<int64_t>(radius) + 1 >= side[d];
+    lo[d] = wraps ? 0 : -radius, hi[d] = wraps ? side[d] - 1 : radius;
+  }
   std::set<int> dest;
-  std::vector<int> off(static_cast<size_t>(dims), -radius);
+  std::vector<int> off(lo);
   while (true) {
     int r = 0, stride = 1;
     for (int d = 0; d < dims; ++d) {
@@ -145,7 +152,7 @@ std::vector<int> moore_destinations(int rank, int p, int dims, int radius) {
     }
     if (r != rank) dest.insert(r);
     int d = 0;
-    while (d < dims && off[d] == radius) off[d++] = -radius;
+    while (d < dims && off[d] == hi[d]) off[d] = lo[d], ++d;
     if (d == dims) break;
     ++off[d];
   }
