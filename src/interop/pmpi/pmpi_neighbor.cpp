@@ -1160,6 +1160,12 @@ uint64_t hash_ints(uint64_t h, const int* v, size_t n) {
 
 // Whether any of n counts is not 0.
 bool any_nonzero(const int* v, size_t n) { return std::any_of(v, v + n, [](int x) { return x != 0; }); }
+// Whether any of n counts is negative (MPI_ERR_COUNT: the layer leaves such a call to MPI's own).
+bool any_negative(const int* v, size_t n) { return std::any_of(v, v + n, [](int x) { return x < 0; }); }
+// The same for one side of a call with n neighbors (one count, or one per neighbor).
+bool negative_count(const NodeExchange::Side& s, size_t n) {
+  return s.counts ? any_negative(s.counts, n) : s.count < 0;
+}
 
 // The signature of a call: its block bytes when this rank can run it, -1 otherwise.
 int64_t signature(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount, MPI_Datatype recvtype) {
@@ -1378,8 +1384,9 @@ bool allgatherv_finish(const Neighbors& nb, Choice& c, const void* send, int64_t
 void copy_self(const Neighbors& nb, const void* send, void* recv, size_t unit, Layout out, Layout in) {
   if (nb.self_src < 0 || nb.self_dst < 0) return;
   const auto i = static_cast<size_t>(nb.self_src), j = static_cast<size_t>(nb.self_dst);
-  std::memcpy(static_cast<char*>(recv) + static_cast<size_t>(in.displ(i)) * unit,
-              static_cast<const char*>(send) + static_cast<size_t>(out.displ(j)) * unit,
+  const auto u = static_cast<ptrdiff_t>(unit);  // displacements may be negative (MPI allows it)
+  std::memcpy(static_cast<char*>(recv) + static_cast<ptrdiff_t>(in.displ(i)) * u,
+              static_cast<const char*>(send) + static_cast<ptrdiff_t>(out.displ(j)) * u,
               static_cast<size_t>(out.count(j)) * unit);
 }
 
@@ -1514,6 +1521,11 @@ namespace {
 // and through the communicator's handler; the code.
 int node_error(MPI_Comm comm, Kind k, int rc) {
   if (rc == MPI_ERR_TRUNCATE) return count_mismatch(comm, k);
+  if (rc == MPI_ERR_COUNT) {
+    std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s with a negative count\n", global().world_rank, kCallName[k]);
+    std::fflush(stderr);
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_COUNT);
+  }
   if (rc == MPI_ERR_BUFFER) {
     std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s with MPI_IN_PLACE (not defined for neighborhood "
                  "collectives)\n", global().world_rank, kCallName[k]);
@@ -1563,6 +1575,10 @@ int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::
   if (!p->node) return -1;
   Inside inside;
   ++g.handled[entry];
+  // A negative count is an error of this rank alone, reported as MPI's own reports it
+  // (MPI_ERR_COUNT through the communicator's handler) before anything moves.
+  if (negative_count(send, p->nb.destinations.size()) || negative_count(recv, p->nb.sources.size()))
+    return node_error(comm, k, MPI_ERR_COUNT);
   if (mode == kNonblocking) {
     auto op = p->node->start(shape, send, recv);
     *request = register_operation(std::make_unique<NodeOp>(std::move(p), std::move(op), comm, k), false, true);
@@ -1705,7 +1721,7 @@ int allgatherv_call(int entry, Mode mode, const void* sendbuf, int sendcount, MP
         uint64_t h = hash_ints(1469598103934665603ULL, recvcounts, nb.sources.size());
         const int head[2] = {static_cast<int>(sb), static_cast<int>(rsize)};
         h = hash_ints(h, head, 2);
-        const bool can = sb >= 0 && rsize > 0 && sb <= INT32_MAX;
+        const bool can = sb >= 0 && rsize > 0 && sb <= INT32_MAX && !any_negative(recvcounts, nb.sources.size());
         // (a block sent to no destination moves nothing; one sent where every receiver
         // expects none is a count mismatch the plan reports, so it counts as moving)
         const bool moves = (sb > 0 && !nb.destinations.empty()) || any_nonzero(recvcounts, nb.sources.size());
@@ -1766,7 +1782,8 @@ int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcoun
         h = hash_ints(h, rdispls, in);
         const int head = static_cast<int>(unit);
         h = hash_ints(h, &head, 1);
-        const bool can = sendbuf != MPI_IN_PLACE && unit > 0 && unit == contiguous_bytes(recvtype, 1);
+        const bool can = sendbuf != MPI_IN_PLACE && unit > 0 && unit == contiguous_bytes(recvtype, 1) &&
+                         !any_negative(sendcounts, out) && !any_negative(recvcounts, in);
         const bool moves = any_nonzero(sendcounts, out) || any_nonzero(recvcounts, in);
         auto c = decide_v(
             comm, kAlltoallv, can, moves, h, mode,
