@@ -1,31 +1,82 @@
 #!/usr/bin/env bash
-# Fuzzes the Matrix Market parser (tests/fuzz/fuzz_mtx.cpp) with libFuzzer, ASan and UBSan
-# (Debian's clang). Local, no MPI: only src/matrix/mtx_parse.cpp is linked.
-#   scripts/fuzz.sh [SECONDS]          60 by default (test.sh's smoke run)
-# Starts from the seed corpus tests/fuzz/corpus (copied into build-fuzz/, never modified)
-# and prints libFuzzer's final statistics. A crash leaves build-fuzz/crash-* and fails:
-# add the file to tests/fuzz/regressions/ (test_reader parses every file there).
-set -euo pipefail
+# Fuzzes every input boundary with libFuzzer, ASan and UBSan (Debian's clang). The targets
+# (tests/fuzz/CMakeLists.txt says what each covers and tests/fuzz/*.cpp what each checks):
+#   mtx    the Matrix Market parser
+#   specs  option lists, region layouts, topology and generator specs, model files
+#   capi   the C API's arguments (one rank)
+#   pmpi   the PMPI layer's neighborhood collectives against MPI's own (differential)
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]    60 s per target by default (test.sh's smoke run),
+#                                            every target; two run at a time (JOBS)
+# Builds the library and the targets into build-fuzz (clang, -fsanitize=fuzzer-no-link for the
+# library so that its code counts for coverage). Each target first replays every input a
+# past run crashed on (tests/fuzz/regressions/TARGET: they must pass now), then fuzzes from
+# its seed corpus (tests/fuzz/corpus/TARGET, copied; never modified). Prints libFuzzer's final
+# statistics per target. A crash leaves build-fuzz/TARGET-crash-* and fails: after the fix,
+# add the file to tests/fuzz/regressions/TARGET.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 secs=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(mtx specs capi pmpi)
 out=${FUZZ_DIR:-build-fuzz}
 command -v clang++ > /dev/null || { echo "fuzz.sh: clang++ not installed (apt-get install clang)"; exit 1; }
-mkdir -p "$out/work"
-# MPI's include directories, from its compiler wrapper (Open MPI's --showme:incdirs, else
-# MPICH's -show)
-mpi_inc=$( (mpicxx --showme:incdirs 2> /dev/null | tr ' ' '\n' | sed 's/^/-I/') ||
-  (mpicxx -show | tr ' ' '\n' | grep '^-I') )
-mpi_inc=$(echo "$mpi_inc" | tr '\n' ' ')
-# shellcheck disable=SC2086
-clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Iinclude -Isrc -Itests $mpi_inc src/matrix/mtx_parse.cpp tests/fuzz/fuzz_mtx.cpp -lz -o "$out/fuzz_mtx"
-cp -n tests/fuzz/corpus/* "$out/work/" 2> /dev/null || true
-cp -n tests/fuzz/regressions/* "$out/work/" 2> /dev/null || true
-echo "fuzz.sh: fuzzing the Matrix Market parser for ${secs} s"
-rc=0
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-  "$out/fuzz_mtx" -max_total_time="$secs" -print_final_stats=1 -max_len=4096 -timeout=10 \
-  -artifact_prefix="$out/" "$out/work" > "$out/fuzz.log" 2>&1 || rc=$?
-grep -E "^(#[0-9]+ +DONE|stat::|Done|==[0-9]+==ERROR|SUMMARY|INFO: Seed|.*Test unit written)|cov: " "$out/fuzz.log" | tail -12
-if [ "$rc" -ne 0 ]; then echo "fuzz.sh: FAILED (exit $rc): see $out/fuzz.log"; exit 1; fi
-echo "fuzz.sh: no crash in ${secs} s"
+t0=$(date +%s)
+CC=clang CXX=clang++ cmake -S . -B "$out" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -g" \
+  -DSPARSECOMM_SANITIZE=address,undefined -DSPARSECOMM_FUZZ=ON -DSPARSECOMM_BUILD_APPS=OFF \
+  -DSPARSECOMM_BUILD_TESTS=OFF -DSPARSECOMM_INSTALL=OFF -DSPARSECOMM_WITH_HYPRE=OFF -DSPARSECOMM_WITH_PETSC=OFF \
+  -DSPARSECOMM_WITH_COMBBLAS=OFF > "$out.configure.log" 2>&1 || { cat "$out.configure.log"; exit 1; }
+cmake --build "$out" -j "${JOBS:-2}" --target "${targets[@]/#/fuzz_}" > "$out.build.log" 2>&1 ||
+  { grep -E "error|Error" "$out.build.log" | head -30; exit 1; }
+echo "fuzz.sh: built ${targets[*]} in $(($(date +%s) - t0)) s"
+
+# Open MPI's own signal handlers would print a backtrace and exit before libFuzzer writes
+# the crashing input: off. Leak reports: Open MPI's process-lifetime allocations are
+# suppressed as in scripts/sanitize.sh (which explains the two unwinder options).
+export OMPI_MCA_opal_signal=""
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0:intercept_tls_get_addr=0"
+export LSAN_OPTIONS="suppressions=$root/tests/sanitize/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+
+# fuzz_one TARGET: replay the regressions, then fuzz; the verdict in $out/TARGET.rc
+fuzz_one() {
+  local t=$1 bin="$out/tests/fuzz/fuzz_$1" work="$out/work/$1" rc=0
+  mkdir -p "$work"
+  cp -n tests/fuzz/corpus/"$t"/* "$work/" 2> /dev/null
+  local regressions=(tests/fuzz/regressions/"$t"/*)
+  if [ -e "${regressions[0]}" ]; then
+    "$bin" "${regressions[@]}" > "$out/$t.regressions.log" 2>&1 || rc=$?
+  fi
+  if [ $rc -eq 0 ]; then
+    "$bin" -max_total_time="$secs" -print_final_stats=1 -max_len=4096 -timeout=30 -rss_limit_mb=4096 \
+      -artifact_prefix="$out/$t-" "$work" > "$out/$t.log" 2>&1 || rc=$?
+  else
+    echo "a past crash is back: see $out/$t.regressions.log" > "$out/$t.log"
+  fi
+  echo $rc > "$out/$t.rc"
+}
+
+running=0
+for t in "${targets[@]}"; do
+  fuzz_one "$t" &
+  running=$((running + 1))
+  if [ $running -ge "${JOBS:-2}" ]; then wait -n; running=$((running - 1)); fi
+done
+wait
+
+failed=0
+for t in "${targets[@]}"; do
+  rc=$(cat "$out/$t.rc")
+  runs=$(grep -oE "stat::number_of_executed_units: [0-9]+" "$out/$t.log" | grep -oE "[0-9]+$")
+  cov=$(grep -E "DONE" "$out/$t.log" | grep -oE "cov: [0-9]+" | tail -1)
+  if [ "$rc" -eq 0 ]; then
+    echo "fuzz.sh: $t: no crash in ${secs} s (${runs:-?} inputs, ${cov:-cov: ?}, every regression replayed)"
+  else
+    failed=1
+    echo "fuzz.sh: $t: FAILED (exit $rc); $out/$t.log:"
+    grep -E "==[0-9]+==ERROR|SUMMARY|fuzz_[a-z]+:|arguments:|Test unit written|a past crash" "$out/$t.log" | head -12
+  fi
+done
+exit $failed

@@ -12,7 +12,10 @@
 #   sanitizers        memory and undefined-behaviour errors (ASan + UBSan) in the core gtest
 #                     suites at 1 and 3 ranks (scripts/sanitize.sh; the interposition layers
 #                     are not in this phase)
-#   fuzz              the Matrix Market parser on inputs nobody wrote (libFuzzer, 60 s)
+#   fuzz              every input boundary on inputs nobody wrote (libFuzzer, 60 s per
+#                     target, scripts/fuzz.sh): the Matrix Market parser; option, region,
+#                     topology, generator and model-file parsers; the C API's arguments; the
+#                     PMPI layer against MPI's own; past crashes replayed first
 #   SMPI              the library under SimGrid's simulator at simulated scale (64+ ranks):
 #                     the schedules and counts of plans too large to run here
 #   ctest (MPICH)     the suite again with MPICH (build-mpich): every test that does not need

@@ -1164,11 +1164,11 @@ TEST(DataPathSuiteSparse, NamesResolveToTheSameFile) {
 }
 
 // Every file of the fuzz target's seed corpus and every input a fuzz run ever crashed on
-// (tests/fuzz/regressions, e.g. the empty file: a null-pointer memchr) parses, from disk
+// (tests/fuzz/regressions/mtx, e.g. the empty file: a null-pointer memchr) parses, from disk
 // and from memory, into entries inside the declared size, or raises InputError.
 TEST(ReaderFuzzRegressions, CorpusAndCrashersParseOrRaiseInputError) {
   int files = 0;
-  for (const char* sub : {"/tests/fuzz/corpus", "/tests/fuzz/regressions"}) {
+  for (const char* sub : {"/tests/fuzz/corpus/mtx", "/tests/fuzz/regressions/mtx"}) {
     for (const auto& f : fs::directory_iterator(std::string(SPARSECOMM_SOURCE_DIR) + sub)) {
       SCOPED_TRACE(f.path().string());
       std::ifstream in(f.path(), std::ios::binary);

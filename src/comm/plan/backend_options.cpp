@@ -119,9 +119,9 @@ BackendOptions BackendOptions::only(const std::vector<OptionSpec>& specs) const 
 
 std::string BackendOptions::canonical(const std::vector<OptionSpec>& specs) const {
   std::string s;
-  for (const auto& [k, v] : values_) {
-    auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& o) { return o.key == k; });
-    s += k + "=" + (it != specs.end() && it->per_rank ? "<per rank>" : v) + ";";
+  for (const auto& kv : values_) {  // not a structured binding: C++17 lambdas cannot capture one (clang)
+    auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& o) { return o.key == kv.first; });
+    s += kv.first + "=" + (it != specs.end() && it->per_rank ? "<per rank>" : kv.second) + ";";
   }
   for (const auto& kv : objects_) s += kv.first + "=<object>;";
   return s;
