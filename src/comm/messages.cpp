@@ -100,7 +100,7 @@ bool Messages::test() {
 }
 
 void Messages::free() noexcept {
-  if (persistent_)
+  if (persistent_ && !mpi_finalized())
     for (auto& r : reqs_)
       if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
   reqs_.clear();

@@ -659,7 +659,7 @@ class RegionWindow {
     resize(std::max<int64_t>(kFirst, 8 * static_cast<int64_t>(size_)));  // (a table row fits: table_messages)
   }
   ~RegionWindow() {
-    if (win_ != MPI_WIN_NULL) {
+    if (win_ != MPI_WIN_NULL && !mpi_finalized()) {
       MPI_Win_unlock_all(win_);
       MPI_Win_free(&win_);
     }

@@ -81,10 +81,14 @@ Comm Comm::adopt(MPI_Comm owned) {
   return c;
 }
 
-void Comm::reset() noexcept {
+bool mpi_finalized() noexcept {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  return finalized != 0;
+}
+
+void Comm::reset() noexcept {
+  if (comm_ != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&comm_);
   comm_ = MPI_COMM_NULL;
 }
 

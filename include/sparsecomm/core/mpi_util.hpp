@@ -16,6 +16,12 @@ namespace sparsecomm {
 int comm_rank(MPI_Comm comm);
 int comm_size(MPI_Comm comm);
 
+/// Whether MPI_Finalize has run. MPI forbids every call after it (Open MPI aborts the
+/// process), so the destructors of objects that can outlive it -- the interposition
+/// layers' static caches, a user's static plan -- skip their MPI frees then (the process
+/// is ending; the memory goes with it).
+bool mpi_finalized() noexcept;
+
 /// Owns a duplicate of a communicator (collective to create and to free).
 /// Library traffic runs on such duplicates so a user's message with the same tag is
 /// never matched by the library, and errors return codes instead of aborting.

@@ -57,7 +57,7 @@ std::shared_ptr<const NodeComm> node_of(MPI_Comm comm) {
 ShmWindow::ShmWindow(MPI_Comm comm, MPI_Comm parent) : comm_(comm), node_(node_of(parent)) {}
 
 ShmWindow::~ShmWindow() {
-  if (win_ != MPI_WIN_NULL) {
+  if (win_ != MPI_WIN_NULL && !mpi_finalized()) {
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
   }

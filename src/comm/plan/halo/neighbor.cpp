@@ -42,7 +42,7 @@ class NeighborPlan final : public Plan {
   }
   ~NeighborPlan() override {
     finish_if_active();
-    if (persistent_ && req_ != MPI_REQUEST_NULL) MPI_Request_free(&req_);
+    if (persistent_ && req_ != MPI_REQUEST_NULL && !mpi_finalized()) MPI_Request_free(&req_);
   }
 
  protected:
