@@ -63,6 +63,18 @@ const char* crs_strategy(int m) {
   }
 }
 
+// A method a program stored in one of MPI Advance's globals, read as an int: the globals
+// are enums that C code may set to any value (unknown ones mean the default), and reading an
+// out-of-range value through the enum type is undefined in C++ (UBSan: "load of value 42,
+// which is not a valid value for type 'AlltoallvCRSMethod'").
+template <class E>
+int method_of(const E& global) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are ints");
+  int v = 0;
+  std::memcpy(&v, &global, sizeof v);
+  return v;
+}
+
 const char* crsv_strategy(int m) {
   switch (m) {
     case ALLTOALLV_CRS_NONBLOCKING: return "nbx";
@@ -355,7 +367,7 @@ int MPIL_Alltoall_crs(const int send_nnz, const int* dest, const int sendcount, 
     a.send_nnz = send_nnz, a.dest = dest, a.sendcount = sendcount, a.sendtype = sendtype, a.sendvals = sendvals;
     a.recv_nnz = recv_nnz, a.src = src_ptr, a.recvcount = recvcount, a.recvtype = recvtype, a.recvvals = recvvals_ptr;
     sparsecomm::Sdde* sdde = cached_sdde(xcomm);
-    sparsecomm::capi::crs_exchange(a, options(xcomm, xinfo, nullptr, crs_strategy(mpil_alltoall_crs_implementation)), xcomm->global, sdde,
+    sparsecomm::capi::crs_exchange(a, options(xcomm, xinfo, nullptr, crs_strategy(method_of(mpil_alltoall_crs_implementation))), xcomm->global, sdde,
                                    xcomm->sdde_regions);
   });
 }
@@ -372,7 +384,7 @@ int MPIL_Alltoallv_crs(const int send_nnz, const int send_size, const int* dest,
     a.recv_nnz = recv_nnz, a.recv_size = recv_size, a.src = src_ptr, a.recvcounts = recvcounts_ptr;
     a.rdispls = rdispls_ptr, a.recvtype = recvtype, a.recvvals = recvvals_ptr;
     sparsecomm::Sdde* sdde = cached_sdde(xcomm);
-    sparsecomm::capi::crs_exchange(a, options(xcomm, xinfo, nullptr, crsv_strategy(mpil_alltoallv_crs_implementation)), xcomm->global,
+    sparsecomm::capi::crs_exchange(a, options(xcomm, xinfo, nullptr, crsv_strategy(method_of(mpil_alltoallv_crs_implementation))), xcomm->global,
                                    sdde, xcomm->sdde_regions);
   });
 }
@@ -383,7 +395,7 @@ int MPIL_Neighbor_alltoallv_init(const void* sendbuf, const int sendcounts[], co
                                  MPIL_Request** request_ptr) {
   return guarded([&] {
     neighbor_init(sendbuf, sendcounts, sdispls, nullptr, sendtype, recvbuf, recvcounts, rdispls, nullptr, recvtype,
-                  nullptr, comm, info, neighbor_init_backend(mpil_neighbor_alltoallv_init_implementation), false, request_ptr);
+                  nullptr, comm, info, neighbor_init_backend(method_of(mpil_neighbor_alltoallv_init_implementation)), false, request_ptr);
   });
 }
 
@@ -394,7 +406,7 @@ int MPIL_Neighbor_alltoallv_init_ext(const void* sendbuf, const int sendcounts[]
                                      MPIL_Request** request_ptr) {
   return guarded([&] {
     neighbor_init(sendbuf, sendcounts, sdispls, global_sindices, sendtype, recvbuf, recvcounts, rdispls,
-                  global_rindices, recvtype, nullptr, comm, info, neighbor_init_backend(mpil_neighbor_alltoallv_init_implementation), true,
+                  global_rindices, recvtype, nullptr, comm, info, neighbor_init_backend(method_of(mpil_neighbor_alltoallv_init_implementation)), true,
                   request_ptr);
   });
 }
@@ -406,7 +418,7 @@ int MPIL_Neighbor_alltoallv_init_topo(const void* sendbuf, const int sendcounts[
   return guarded([&] {
     if (!topo) fail(MPI_ERR_TOPOLOGY, "the MPIL_Topo is NULL");
     neighbor_init(sendbuf, sendcounts, sdispls, nullptr, sendtype, recvbuf, recvcounts, rdispls, nullptr, recvtype,
-                  topo, comm, info, neighbor_init_backend(mpil_neighbor_alltoallv_init_implementation), false, request_ptr);
+                  topo, comm, info, neighbor_init_backend(method_of(mpil_neighbor_alltoallv_init_implementation)), false, request_ptr);
   });
 }
 
@@ -418,7 +430,7 @@ int MPIL_Neighbor_alltoallv_init_ext_topo(const void* sendbuf, const int sendcou
   return guarded([&] {
     if (!topo) fail(MPI_ERR_TOPOLOGY, "the MPIL_Topo is NULL");
     neighbor_init(sendbuf, sendcounts, sdispls, global_sindices, sendtype, recvbuf, recvcounts, rdispls,
-                  global_rindices, recvtype, topo, comm, info, neighbor_init_backend(mpil_neighbor_alltoallv_init_implementation), true,
+                  global_rindices, recvtype, topo, comm, info, neighbor_init_backend(method_of(mpil_neighbor_alltoallv_init_implementation)), true,
                   request_ptr);
   });
 }
@@ -429,7 +441,7 @@ static int neighbor_blocking(const void* sendbuf, const int sendcounts[], const 
   MPIL_Request* req = nullptr;
   int rc = guarded([&] {
     neighbor_init(sendbuf, sendcounts, sdispls, nullptr, sendtype, recvbuf, recvcounts, rdispls, nullptr, recvtype,
-                  topo, comm, nullptr, neighbor_backend(mpil_neighbor_alltoallv_implementation), false, &req);
+                  topo, comm, nullptr, neighbor_backend(method_of(mpil_neighbor_alltoallv_implementation)), false, &req);
   });
   if (rc != MPI_SUCCESS) return rc;
   rc = SPC_Start(&req);

@@ -112,8 +112,11 @@ class CombinedGather final : public GatherPlan {
 
   // Once stage 1 is in: the blocks it brought for me and my own (self-loop), to their slots.
   detail::CombiningStages x_{1, kTagStage1, kTagDirect, kTagStage2, [this] {
-                               for (const auto& cp : self1_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-                               for (const auto& cp : self_) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+                               // (a block of 0 bytes may sit at a null buffer: no memcpy, which forbids null)
+                               for (const auto& cp : self1_)
+                                 if (cp.bytes > 0) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
+                               for (const auto& cp : self_)
+                                 if (cp.bytes > 0) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
                              }};
   std::vector<char> staging1_;
   std::vector<Copy> self_, self1_;
