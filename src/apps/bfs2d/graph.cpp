@@ -55,6 +55,11 @@ std::vector<int64_t> pick_roots(const DistCsr<double>& g, int count, uint64_t se
     for (int i = 0; i < batch && static_cast<int>(roots.size()) < count; ++i)
       if (tot[i] > 0 && seen.insert(cand[i]).second) roots.push_back(cand[i]);
   }
+  // The same on every rank (the degrees are reduced): a graph without edges has no root,
+  // and a report of zero searches would divide by zero.
+  if (roots.empty())
+    throw InputError("bfs: the graph has no edges (" + std::to_string(n) +
+                     " vertices): every search starts at a vertex of degree > 0 (Graph500), and there is none");
   return roots;
 }
 

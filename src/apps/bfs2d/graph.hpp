@@ -26,7 +26,7 @@ DistCsr<double> file_graph(MPI_Comm comm, const std::string& path);
 
 /// Collective. `count` distinct roots with degree > 0, chosen by a seeded hash sequence
 /// over vertex ids (the same on every rank and at every run). Fewer when the graph has
-/// fewer non-isolated vertices.
+/// fewer non-isolated vertices; InputError on every rank when it has no edge.
 std::vector<int64_t> pick_roots(const DistCsr<double>& g, int count, uint64_t seed = 2);
 
 /// Collective. Checks a BFS parent array (1D blocks as g's rows: parent[i] of vertex
