@@ -692,7 +692,9 @@ bool parse_config(MPI_Comm comm, int argc, char** argv, Config& cfg) {
   (void)apps::backend_options_for("", names);  // every entry's name and own options checked here
   cfg.sdde = opt.get("sdde");
   Sdde::check_strategy(cfg.sdde);
-  if (cfg.nx < 2 || cfg.ny < 2 || cfg.reps < 1) throw InputError("--nx, --ny must be >= 2 and --reps >= 1");
+  // (get_count already refused values below 1; a 1-point side has no neighbor to couple)
+  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"--nx", cfg.nx}, {"--ny", cfg.ny}})
+    if (v < 2) throw InputError(std::string("option ") + name + " must be at least 2 (grid points per side), got " + std::to_string(v));
   // Hypre numbers rows with HYPRE_BigInt (32 bits in a default build, as Debian's) and does
   // not check the grid it is asked for: too many points crash inside it. Bounded here, and
   // the memory of the matrix and its hierarchy asked for before Hypre allocates any.
