@@ -8,7 +8,8 @@
 #   - the interposition tests at 3 ranks, through the sanitized layers (LD_PRELOAD of the
 #     sanitized PMPI layer and Hypre hook into sanitized programs; the PETSc plugin loaded
 #     by PETSc; the C API's programs), plus the C API's and the neighborhood shapes' at 1;
-#   - a plan kept past MPI_Finalize, for every backend.
+#   - a plan kept past MPI_Finalize, for every backend;
+#   - under ThreadSanitizer instead (build-tsan), the tests that run threads.
 # Any report halts the rank and fails its test. Open MPI's own process-lifetime allocations are
 # suppressed (tests/sanitize/lsan.supp, each line commented). Not run here, with why:
 #   mpi_pmpi_comm_churn           measures resident memory growth, which ASan's quarantine
@@ -60,4 +61,20 @@ rc=0
   -R "^((${names})\.np(1|3)|(${layers})\.np3|(capi_[a-z]+|mpi_nbr_shapes_pmpi_[a-z0-9_]+|plan_after_finalize)\.np1)$" \
   -E "^(mpi_pmpi_comm_churn|hypre_hook_package_reuse|mpi_nbr_shapes_settled_reuse)\." "$@") || rc=1
 echo "sanitize.sh: suites and interposition tests under sanitizers in $(( $(date +%s) - t1 )) s"
+
+# ThreadSanitizer over the tests that run threads: the PMPI layer at MPI_THREAD_MULTIPLE (two
+# threads in neighborhood collectives at once) and the Hypre hook under MPI_THREAD_MULTIPLE,
+# in a third build (build-tsan). Open MPI is not built with TSan: its own reports are
+# suppressed (tests/sanitize/tsan.supp, which says why each is not ours).
+t2=$(date +%s)
+tdir=${TSAN_BUILD_DIR:-build-tsan}
+tsan_targets=(sparsecomm_mpi pmpi_threads)
+[ -d "$bdir/tests/hypre_hook" ] && tsan_targets+=(sparsecomm_hypre_hook hypre_amg_solve)
+cmake -S . -B "$tdir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -g" -DSPARSECOMM_SANITIZE=thread \
+  -DSPARSECOMM_BUILD_APPS=OFF > "$tdir.configure.log" 2>&1 || { cat "$tdir.configure.log"; exit 1; }
+cmake --build "$tdir" -j "${JOBS:-2}" --target "${tsan_targets[@]}" > "$tdir.build.log" 2>&1 ||
+  { tail -50 "$tdir.build.log"; exit 1; }
+(cd "$tdir" && TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$root/tests/sanitize/tsan.supp" \
+  ctest --output-on-failure -j "${JOBS:-2}" -R "^(mpi_pmpi_threads_[a-z]+|hypre_hook_thread_multiple)\.np[0-9]+$" "$@") || rc=1
+echo "sanitize.sh: ThreadSanitizer build and threaded tests in $(( $(date +%s) - t2 )) s"
 exit $rc

@@ -12,7 +12,8 @@
 #   sanitizers        memory and undefined-behaviour errors (ASan + UBSan) in everything that
 #                     runs in a user's process: the core gtest suites at 1 and 3 ranks, and
 #                     the C API, PMPI layer, Hypre hook and PETSc plugin tests through the
-#                     sanitized libraries (scripts/sanitize.sh)
+#                     sanitized libraries; ThreadSanitizer over the threaded tests
+#                     (scripts/sanitize.sh)
 #   fuzz              every input boundary on inputs nobody wrote (libFuzzer, 60 s per
 #                     target, scripts/fuzz.sh): the Matrix Market parser; option, region,
 #                     topology, generator and model-file parsers; the C API's arguments; the
