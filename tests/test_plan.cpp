@@ -886,6 +886,42 @@ TEST(PlanCounts, DedupRemovesSharedValues) {
       << "the second rank of each region gets its share forwarded";
 }
 
+// A malformed pattern (built by hand, or from a Hypre package or an SF) reaches no backend:
+// make_plan names its defect on every rank. Each case is malformed on one rank only (the
+// last), the others pass a well-formed empty pattern. (A negative count once reached a
+// backend as "a message of -8 bytes does not fit an MPI count": found by fuzz_hypre_pkg.)
+TEST(PlanErrors, MalformedPatternsAreNamed) {
+  const Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  const bool last = test::rank() == test::size() - 1;
+  struct Case {
+    const char* what;
+    PatternSide send;
+    int32_t owned;
+    const char* message;
+  };
+  const int p = test::size();
+  const std::vector<Case> cases = {
+      {"decreasing offsets", {{0, 0}, {0, 2, 1}, {0}, {}}, 4, "pattern: send side: offsets decrease at neighbor 1 (2 then 1)"},
+      {"rank outside", {{p}, {0, 1}, {0}, {}}, 4, "outside the communicator's"},
+      {"position outside", {{0}, {0, 1}, {4}, {}}, 4, "pattern: send side: entry 0 at position 4, outside the owned buffer of 4"},
+      {"offsets short", {{0}, {0, 2}, {0}, {}}, 4, "pattern: send side: offsets end at 2 but there are 1 entries"},
+      {"offsets count", {{0}, {0}, {}, {}}, 4, "pattern: send side: 1 neighbors need 2 offsets, not 1"},
+      {"ids", {{0}, {0, 1}, {0}, {7, 8}}, 4, "pattern: send side: 2 global ids for 1 entries"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Pattern pat = last ? Pattern(c.send, PatternSide{}, c.owned, 0) : Pattern();
+    try {
+      make_plan("p2p", pat, loc, MPI_COMM_WORLD);
+      ADD_FAILURE() << "no throw";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+  // A well-formed one on every rank still makes a plan
+  EXPECT_NO_THROW(make_plan("p2p", Pattern(), loc, MPI_COMM_WORLD));
+}
+
 TEST(PlanErrors, BadUseIsReported) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "lap2d:8,8");
   Pattern pat = pattern_from_matrix_reference(a);

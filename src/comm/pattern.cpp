@@ -9,6 +9,33 @@ Pattern::Pattern(PatternSide send, PatternSide recv, int32_t owned_size, int32_t
 
 namespace {
 
+std::string side_error(const PatternSide& s, const char* name, int p, int32_t buffer, const char* buffer_name) {
+  const std::string side = std::string("pattern: ") + name + " side: ";
+  const size_t n = s.ranks.size();
+  if (s.offsets.size() != n + 1)
+    return side + std::to_string(n) + " neighbors need " + std::to_string(n + 1) + " offsets, not " +
+           std::to_string(s.offsets.size());
+  if (s.offsets[0] != 0) return side + "offsets start at " + std::to_string(s.offsets[0]) + ", not 0";
+  for (size_t i = 0; i < n; ++i) {
+    if (s.ranks[i] < 0 || s.ranks[i] >= p)
+      return side + "neighbor rank " + std::to_string(s.ranks[i]) + " outside the communicator's " + std::to_string(p) +
+             " ranks";
+    if (s.offsets[i + 1] < s.offsets[i])
+      return side + "offsets decrease at neighbor " + std::to_string(i) + " (" + std::to_string(s.offsets[i]) + " then " +
+             std::to_string(s.offsets[i + 1]) + ")";
+  }
+  if (s.offsets[n] != s.size())
+    return side + "offsets end at " + std::to_string(s.offsets[n]) + " but there are " + std::to_string(s.size()) +
+           " entries";
+  if (!s.global_ids.empty() && s.global_ids.size() != s.indices.size())
+    return side + std::to_string(s.global_ids.size()) + " global ids for " + std::to_string(s.size()) + " entries";
+  for (size_t k = 0; k < s.indices.size(); ++k)
+    if (s.indices[k] < 0 || s.indices[k] >= buffer)
+      return side + "entry " + std::to_string(k) + " at position " + std::to_string(s.indices[k]) + ", outside the " +
+             buffer_name + " buffer of " + std::to_string(buffer);
+  return "";
+}
+
 // Receive side: the ghost map is sorted and partitions are contiguous, so the ghosts of
 // one owner are one contiguous run.
 PatternSide recv_side(const std::vector<int64_t>& g, const RowPartition& cols) {
@@ -111,6 +138,12 @@ Pattern Pattern::from_ghosts_reference(MPI_Comm comm, const RowPartition& owned,
   auto got = reference_exchange(comm, requests(recv));
   PatternSide send = agreed(comm, [&] { return send_side(me, cb, ce, got); });
   return Pattern(std::move(send), std::move(recv), static_cast<int32_t>(ce - cb), static_cast<int32_t>(ghost_ids.size()));
+}
+
+std::string Pattern::error(int comm_size) const {
+  if (owned_size_ < 0 || ghost_size_ < 0) return "pattern: negative buffer size";
+  std::string e = side_error(send_, "send", comm_size, owned_size_, "owned");
+  return e.empty() ? side_error(recv_, "receive", comm_size, ghost_size_, "ghost") : e;
 }
 
 }  // namespace sparsecomm

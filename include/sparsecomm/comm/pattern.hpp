@@ -50,6 +50,13 @@ class Pattern {
   /// Length of the buffer packed from (owned entries) and unpacked into (ghosts).
   int32_t owned_size() const { return owned_size_; }
   int32_t ghost_size() const { return ghost_size_; }
+  /// Local. Why this is not a well-formed pattern on a communicator of `comm_size` ranks, or
+  /// "": per side, offsets that start at 0, never decrease and end at the entry count,
+  /// neighbor ranks inside the communicator, local positions inside the buffer (owned_size
+  /// for sends, ghost_size for receives), one global id per entry or none. make_plan checks
+  /// it (a pattern built by hand, or from a Hypre package or a PETSc SF, reaches no
+  /// backend malformed).
+  std::string error(int comm_size) const;
   /// The transpose exchange: ghosts travel back to their owners (e.g. y += A^T x).
   Pattern reverse() const { return Pattern(recv_, send_, ghost_size_, owned_size_); }
 

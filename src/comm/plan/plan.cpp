@@ -89,6 +89,7 @@ std::string local_check(const std::string& backend, const detail::HaloRegistry::
   if (loc.size() != comm_size(comm))
     return "make_plan: the locality describes " + std::to_string(loc.size()) + " ranks, the communicator has " +
            std::to_string(comm_size(comm));
+  if (std::string why = pattern.error(comm_size(comm)); !why.empty()) return "make_plan: " + why;
   return "";
 }
 }  // namespace
@@ -142,7 +143,9 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
                                                                     : std::vector<OptionSpec>{})}});
     if (err.empty()) err = "make_plan: the ranks asked for different exchanges: " + which + ", not on every rank";
   }
-  if (err.empty() && all.sum[0] != all.sum[1])
+  // (where some rank failed its own checks -- a malformed pattern, say -- the mismatch it
+  // causes is explained by that failure: its message alone is reported)
+  if (err.empty() && all.max[0] == 0 && all.sum[0] != all.sum[1])
     err = "make_plan: inconsistent pattern (a rank's send count to a neighbor differs from what that neighbor "
           "expects to receive, or one side does not list the other)";
   // Whether anyone failed must be known alike everywhere: a failure flag, a pattern

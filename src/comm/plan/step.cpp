@@ -166,14 +166,14 @@ namespace {
 template <class Runs>
 void gather(const Runs& runs, char* out) {
   for (const auto& r : runs) {
-    std::memcpy(out, r.at, static_cast<size_t>(r.bytes));
+    if (r.bytes > 0) std::memcpy(out, r.at, static_cast<size_t>(r.bytes));  // (an empty run's buffer may be null)
     out += r.bytes;
   }
 }
 template <class Runs>
 void scatter(const Runs& runs, const char* in) {
   for (const auto& r : runs) {
-    std::memcpy(r.at, in, static_cast<size_t>(r.bytes));
+    if (r.bytes > 0) std::memcpy(r.at, in, static_cast<size_t>(r.bytes));
     in += r.bytes;
   }
 }

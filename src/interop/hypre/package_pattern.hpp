@@ -11,6 +11,14 @@
 
 namespace sparsecomm::hypre_pkg {
 
+inline bool starts_ok(const HYPRE_Int* starts, HYPRE_Int n) {
+  if (n == 0) return true;
+  if (starts[0] != 0) return false;
+  for (HYPRE_Int i = 0; i < n; ++i)
+    if (starts[i + 1] < starts[i]) return false;
+  return true;
+}
+
 inline bool sorted_unique(const HYPRE_Int* v, HYPRE_Int n) {
   for (HYPRE_Int i = 1; i < n; ++i)
     if (v[i] <= v[i - 1]) return false;
@@ -20,12 +28,20 @@ inline bool sorted_unique(const HYPRE_Int* v, HYPRE_Int n) {
 /// Local. `pkg` (A's package) as a Pattern over Hypre's packed buffers: the send side is the
 /// packed send buffer in order (Hypre packs it itself; global ids first_col_diag +
 /// send_map_elmts, for duplicate removal), the receive side the package's receive buffer
-/// (global ids col_map_offd). False if it cannot be one (several components, unsorted
-/// neighbor lists, a receive side other than A's off-diagonal columns): the answer of this
-/// rank only, the caller agrees.
+/// (global ids col_map_offd). False if it cannot be one (several components, unsorted or
+/// out-of-range neighbor lists, starts that do not rise from 0, a receive side other than A's
+/// off-diagonal columns): the answer of this rank only, the caller agrees.
 inline bool package_pattern(hypre_ParCSRMatrix* A, const hypre_ParCSRCommPkg* pkg, Pattern* out) {
-  if (pkg->num_components != 1) return false;
+  if (pkg->num_components != 1 || pkg->num_sends < 0 || pkg->num_recvs < 0) return false;
   if (!sorted_unique(pkg->send_procs, pkg->num_sends) || !sorted_unique(pkg->recv_procs, pkg->num_recvs)) return false;
+  // Starts from 0, never decreasing; neighbors inside the communicator (what Hypre builds;
+  // anything else is left to Hypre's own exchange, not turned into a plan)
+  if (!starts_ok(pkg->send_map_starts, pkg->num_sends) || !starts_ok(pkg->recv_vec_starts, pkg->num_recvs)) return false;
+  int p = 0;
+  if (MPI_Comm_size(pkg->comm, &p) != MPI_SUCCESS) return false;
+  if ((pkg->num_sends && (pkg->send_procs[0] < 0 || pkg->send_procs[pkg->num_sends - 1] >= p)) ||
+      (pkg->num_recvs && (pkg->recv_procs[0] < 0 || pkg->recv_procs[pkg->num_recvs - 1] >= p)))
+    return false;
   const HYPRE_BigInt first = hypre_ParCSRMatrixFirstColDiag(A);
   const HYPRE_BigInt* cmap = hypre_ParCSRMatrixColMapOffd(A);
   PatternSide send, recv;

@@ -1782,8 +1782,11 @@ int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcoun
         h = hash_ints(h, rdispls, in);
         const int head = static_cast<int>(unit);
         h = hash_ints(h, &head, 1);
+        // (negative displacements, which MPI allows, address bytes before the buffer: a plan's
+        // pattern holds positions inside it, so such calls are MPI's own)
         const bool can = sendbuf != MPI_IN_PLACE && unit > 0 && unit == contiguous_bytes(recvtype, 1) &&
-                         !any_negative(sendcounts, out) && !any_negative(recvcounts, in);
+                         !any_negative(sendcounts, out) && !any_negative(recvcounts, in) &&
+                         !any_negative(sdispls, out) && !any_negative(rdispls, in);
         const bool moves = any_nonzero(sendcounts, out) || any_nonzero(recvcounts, in);
         auto c = decide_v(
             comm, kAlltoallv, can, moves, h, mode,
