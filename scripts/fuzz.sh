@@ -31,7 +31,9 @@ CC=clang CXX=clang++ cmake -S . -B "$out" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_F
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(mtx specs capi pmpi)
   # (Hypre's headers found: the package target)
-  if cmake --build "$out" --target help | grep -q fuzz_hypre_pkg; then targets+=(hypre_pkg); fi
+  # (the list in a variable: grep -q closing a pipe early fails it under pipefail)
+  all_targets=$(cmake --build "$out" --target help)
+  if grep -qw fuzz_hypre_pkg <<< "$all_targets"; then targets+=(hypre_pkg); fi
 fi
 cmake --build "$out" -j "${JOBS:-2}" --target "${targets[@]/#/fuzz_}" > "$out.build.log" 2>&1 ||
   { grep -E "error|Error" "$out.build.log" | head -30; exit 1; }

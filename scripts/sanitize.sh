@@ -34,8 +34,10 @@ cmake --build "$bdir" -j "${JOBS:-2}" --target "${suites[@]}" plan_after_finaliz
 # The interposition layers (LD_PRELOADed or loaded by PETSc, so no test program depends on
 # them) and their test programs: every target of their test folders
 layer_targets=()
+# (the list in a variable: grep -q closing a pipe early fails it under pipefail)
+all_targets=$(cmake --build "$bdir" --target help)
 for t in sparsecomm_c sparsecomm_mpi sparsecomm_hypre_hook sparsecomm_petsc; do
-  if cmake --build "$bdir" --target help | grep -qw "$t"; then layer_targets+=("$t"); fi
+  if grep -qw "$t" <<< "$all_targets"; then layer_targets+=("$t"); fi
 done
 cmake --build "$bdir" -j "${JOBS:-2}" --target "${layer_targets[@]}" >> "$bdir.build.log" 2>&1 ||
   { tail -50 "$bdir.build.log"; exit 1; }
