@@ -121,9 +121,11 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
   // One collective for all three checks: max of (failed, h, ~h), sum of the edge hashes.
   MaxSum mine;
   mine.max[0] = err.empty() ? 0 : 1, mine.max[1] = h, mine.max[2] = ~h, mine.max[3] = caller_error.empty() ? 0 : 1;
-  for (int i = 0; i < pattern.send().num_neighbors(); ++i)
+  // (only over a pattern that passed the local checks: a malformed one's offsets cannot be
+  // read, and its rank's failure is reported instead)
+  for (int i = 0; err.empty() && i < pattern.send().num_neighbors(); ++i)
     mine.sum[0] += detail::edge_hash(me, pattern.send().ranks[i], pattern.send().count(i));
-  for (int i = 0; i < pattern.recv().num_neighbors(); ++i)
+  for (int i = 0; err.empty() && i < pattern.recv().num_neighbors(); ++i)
     mine.sum[1] += detail::edge_hash(pattern.recv().ranks[i], me, pattern.recv().count(i));
   const MaxSum all = allreduce_max_sum(comm, mine);
   // A caller's failure explains whatever else looks wrong (its pattern was not built):
