@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_bytes.hpp"
 #include "sparsecomm.h"
 
 namespace {
@@ -40,17 +41,7 @@ std::string g_args;  // the current call's arguments, printed with a finding
   std::abort();
 }
 
-// The input as a stream of small arguments (zeros once it is used up).
-struct Bytes {
-  const uint8_t* p;
-  size_t n;
-  uint8_t byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-  int range(int lo, int hi) { return lo + byte() % (hi - lo + 1); }  // [lo, hi]
-};
+using sparsecomm::fuzz::Bytes;
 
 constexpr int kMaxEdges = 6, kMaxCount = 12, kMaxDispl = 24;
 // Elements on either side of a buffer's base: |displ| + count always fits.

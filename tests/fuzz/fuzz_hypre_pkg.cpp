@@ -24,29 +24,23 @@
 #include <vector>
 
 #include "interop/hypre/package_pattern.hpp"
+#include "fuzz_bytes.hpp"
 #include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/error.hpp"
 
 namespace {
 
+using namespace sparsecomm;
+
 [[noreturn]] void finding(const char* what) {
   std::fprintf(stderr, "fuzz_hypre_pkg: %s\n", what);
   std::abort();
 }
 
-struct Bytes {
-  const uint8_t* p;
-  size_t n;
-  uint8_t byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-  int range(int lo, int hi) { return lo + byte() % (hi - lo + 1); }
-  // Mostly 0 (the only rank), sometimes out of range
-  int rank() { return byte() < 230 ? 0 : range(-2, 3); }
-};
+using fuzz::Bytes;
+// A neighbor rank: mostly 0 (the only rank), sometimes out of range
+int rank_of(Bytes& in) { return in.byte() < 230 ? 0 : in.range(-2, 3); }
 
 const char* const kBackends[] = {"p2p", "neighbor", "aggregated_dedup", "combined", "shm"};
 
@@ -59,14 +53,13 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace sparsecomm;
   Bytes in{data, size};
   // The package
   const int nsends = in.range(0, 3), nrecvs = in.range(0, 3);
   std::vector<HYPRE_Int> send_procs(nsends + 1), send_starts(nsends + 1), recv_procs(nrecvs + 1),
       recv_starts(nrecvs + 1);
-  for (int i = 0; i < nsends; ++i) send_procs[i] = in.rank();
-  for (int i = 0; i < nrecvs; ++i) recv_procs[i] = in.rank();
+  for (int i = 0; i < nsends; ++i) send_procs[i] = rank_of(in);
+  for (int i = 0; i < nrecvs; ++i) recv_procs[i] = rank_of(in);
   // Starts: mostly increasing from 0, sometimes anything in [-2, 12]
   for (int i = 0; i <= nsends; ++i)
     send_starts[i] = in.byte() < 235 ? (i ? send_starts[i - 1] + in.range(0, 4) : 0) : in.range(-2, 12);

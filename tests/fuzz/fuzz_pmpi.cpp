@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_bytes.hpp"
+
 namespace {
 
 std::string g_args;  // the current call, printed with a finding
@@ -42,16 +44,7 @@ std::string g_args;  // the current call, printed with a finding
   std::abort();
 }
 
-struct Bytes {
-  const uint8_t* p;
-  size_t n;
-  uint8_t byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-  int range(int lo, int hi) { return lo + byte() % (hi - lo + 1); }
-};
+using sparsecomm::fuzz::Bytes;
 
 constexpr int kMaxEdges = 6, kMaxCount = 10, kMaxDispl = 20;
 constexpr int kHalf = kMaxDispl + kMaxCount + 1;  // elements either side of a buffer's base
