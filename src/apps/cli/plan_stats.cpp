@@ -280,9 +280,10 @@ void run_plan_stats(const Settings& st) {
   for (const auto& name : st.matrices) {
     const std::string path = find_matrix(name);
     mtx.push_back(parse_mtx(path, [&](const MtxHeader& h) {
-      require_estimated_memory(MPI_COMM_SELF, mtx_entry_bound(h) * static_cast<double>(sizeof(Triplet<double>)),
+      const double bound = mtx_entry_bound(h);
+      require_estimated_memory(MPI_COMM_SELF, bound * static_cast<double>(sizeof(Triplet<double>)),
                                "plan-stats: the entries of " + path + " (up to " +
-                                   std::to_string(static_cast<long long>(std::min(mtx_entry_bound(h), 9.0e18))) +
+                                   std::to_string(static_cast<long long>(std::min(bound, 9.0e18))) +
                                    " from its size line)",
                                "plan-stats holds each matrix whole in one process");
     }));
