@@ -96,7 +96,9 @@
  * Thread safety: the calls keep no global state. The message behind the last error code
  * is kept per thread (thread-local storage) for SPC_Error_string. Calls on different
  * communicators/requests may run in different threads if MPI was initialized with
- * MPI_THREAD_MULTIPLE.
+ * MPI_THREAD_MULTIPLE. Collective calls on one communicator from two threads at once are
+ * not supported (MPI cannot order them alike on every rank): the second one returns
+ * SPC_ERR_ARG saying so, before it communicates.
  *
  * Link with the CMake target sparsecomm_c (a C++ library; CMake links C programs against
  * it with the C++ linker).

@@ -626,6 +626,7 @@ Sdde* comm_sdde(MPI_Comm comm, const std::string& regions) {
 
 void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde* cached,
                   const std::string& cached_regions) {
+  const CommExclusive exclusive(comm, a.fixed ? "SPC_Alltoall_crs" : "SPC_Alltoallv_crs");
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   // Outputs are 0 / NULL unless the call succeeds.
   if (a.recv_nnz) *a.recv_nnz = 0;
@@ -830,6 +831,7 @@ uint64_t exact_edge(int from, int to, int k, int64_t count, uint64_t ids) {
 
 void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm comm, const Locality* cached,
                     const std::string& cached_regions, SPC_Request* out) {
+  const CommExclusive exclusive(comm, "SPC_Neighbor_alltoallv_init");
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   if (out) *out = SPC_REQUEST_NULL;
   const int me = comm_rank(comm);
@@ -1089,6 +1091,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
 // ---- neighborhood allgather(v) -----------------------------------------------------------
 
 void allgatherv_init(const AllgatherArgs& a, const OptionSource& os, MPI_Comm comm, SPC_Request* out) {
+  const CommExclusive exclusive(comm, "SPC_Neighbor_allgather(v)_init");
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   if (out) *out = SPC_REQUEST_NULL;
   const int me = comm_rank(comm);

@@ -873,6 +873,7 @@ ByteMessages Sdde::exchange_bytes(const ByteMessages& send, size_t elem, int64_t
 
 void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_count, const std::string& strategy,
                          detail::Delivery& into, Stats* stats, const std::string& caller_error) {
+  const CommExclusive exclusive(comm_.get(), "Sdde::exchange");
   // Collective arguments (the strategy, fixed or variable size) are the same on every rank,
   // as an MPI collective's op or root: checked locally here, which fails on every rank
   // alike. Whether ranks really passed the same costs one allreduce, made only when

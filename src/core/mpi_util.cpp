@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #ifdef SPARSECOMM_HAVE_MPI_EXT_H
@@ -39,6 +41,46 @@ std::string differing_settings(MPI_Comm comm, const std::vector<NamedValue>& set
     if (most[2 * i] != -most[2 * i + 1])
       list += (list.empty() ? "" : ", ") + settings[i].name + " is '" + settings[i].value + "' here";
   return list;
+}
+
+namespace {
+struct HeldComm {
+  MPI_Comm comm;
+  std::thread::id owner;
+  int depth;
+};
+std::mutex held_mutex;
+std::vector<HeldComm>& held() {
+  static std::vector<HeldComm> h;
+  return h;
+}
+}  // namespace
+
+CommExclusive::CommExclusive(MPI_Comm comm, const char* call) : comm_(comm) {
+  const std::lock_guard<std::mutex> lock(held_mutex);
+  for (HeldComm& h : held())
+    if (h.comm == comm) {
+      if (h.owner == std::this_thread::get_id()) {
+        ++h.depth;
+        return;
+      }
+      throw InputError(std::string(call) +
+                       ": another thread of this process is in a collective sparsecomm call on the same "
+                       "communicator; MPI allows one thread at a time to make collective calls on a "
+                       "communicator (in the same order on every rank): not supported. Give each thread "
+                       "its own communicator (MPI_Comm_dup) or make the calls one after the other");
+    }
+  held().push_back({comm, std::this_thread::get_id(), 1});
+}
+
+CommExclusive::~CommExclusive() {
+  const std::lock_guard<std::mutex> lock(held_mutex);
+  auto& h = held();
+  for (size_t i = 0; i < h.size(); ++i)
+    if (h[i].comm == comm_) {
+      if (--h[i].depth == 0) h.erase(h.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
 }
 
 int comm_rank(MPI_Comm comm) {

@@ -22,6 +22,29 @@ int comm_size(MPI_Comm comm);
 /// is ending; the memory goes with it).
 bool mpi_finalized() noexcept;
 
+/// Held by a thread for the length of a collective library call on `comm` (plan creation,
+/// the SDDE, the C API's creating calls). MPI matches collective calls on a communicator
+/// by the order in which each process issues them, and threads must order theirs
+/// themselves (MPI-4.0 section 11.6.2, "Collective calls"). One library call is a sequence
+/// of collectives and messages, so two of them on one communicator at once cannot be
+/// ordered alike on every rank: they cross each other's messages and end in a truncation
+/// abort or a hang. A second
+/// thread of this process that enters while another holds `comm` gets an InputError that
+/// says so, before it sends anything. The holding thread may re-enter (a plan created
+/// inside a C API call). Detection is per process: a rank whose two calls happen not to
+/// overlap cannot know that another rank's did, so the program must still give each
+/// thread its own communicator (MPI_Comm_dup) or serialize the calls.
+class CommExclusive {
+ public:
+  CommExclusive(MPI_Comm comm, const char* call);
+  ~CommExclusive();
+  CommExclusive(const CommExclusive&) = delete;
+  CommExclusive& operator=(const CommExclusive&) = delete;
+
+ private:
+  MPI_Comm comm_;
+};
+
 /// Owns a duplicate of a communicator (collective to create and to free).
 /// Library traffic runs on such duplicates so a user's message with the same tag is
 /// never matched by the library, and errors return codes instead of aborting.

@@ -59,6 +59,7 @@ std::string gather_baseline_backend() { return gregistry().find("neighbor") ? "n
 
 std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const Topology& topo, const Locality& loc,
                                              MPI_Comm comm, int64_t my_count, const GatherOptions& opt) {
+  const CommExclusive exclusive(comm, "make_gather_plan");
   std::string err;
   const int p = comm_size(comm);
   const auto* entry = gregistry().find(backend);

@@ -108,6 +108,7 @@ std::unique_ptr<Plan> make_plan_inside(const std::string& backend, const Pattern
 
 std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
                                 const PlanOptions& opt, const std::string& caller_error) {
+  const CommExclusive exclusive(comm, "make_plan");
   const auto* entry = registry().find(backend);
   std::string err = caller_error.empty() ? local_check(backend, entry, pattern, loc, comm, opt) : caller_error;
   // Every rank must ask for the same backend and options (a canonical string's hash), and
