@@ -20,6 +20,13 @@
  *                    remaps the copy's roots, which it allows on basic star forests only, so
  *                    the sparsecomm type hands such copies to basic (checked by type)
  *   -test all        every one of them
+ *   -test badgraph   (not in all) a graph whose leaf 1 on rank 1 is bad (-bad index: a root
+ *                    past the named rank's roots; -bad negative: root -1; -bad leaf: leaf
+ *                    location -1; -bad none: a good graph): PetscSFSetUp, then a Bcast
+ *                    checked; prints "RESULT badgraph_wrong N" when the set-up succeeded.
+ *                    -rank1_backend B: -sf_sparsecomm_backend B on rank 1 only, as an MPMD
+ *                    launch with a different command line gives it (PETSc reads
+ *                    PETSC_OPTIONS and options files on rank 0 and broadcasts them)
  */
 #include <petscdmda.h>
 #include <petscksp.h>
@@ -610,6 +617,51 @@ static PetscErrorCode test_ltol(void)
   PetscFunctionReturn(0);
 }
 
+/* Each rank: 4 roots and 2 leaves, at locations 0 and 1, naming roots 1 and 2 of the next
+   rank; rank 1's second leaf made bad as -bad says. */
+static PetscErrorCode test_badgraph(void)
+{
+  PetscMPIInt  rank, size;
+  PetscSF      sf;
+  PetscSFNode  remote[2];
+  PetscInt     local[2] = {0, 1}, wrong = 0, all = 0, i;
+  PetscScalar  root[4], leaf[2] = {-1, -1};
+  char         bad[16] = "none";
+  PetscBool    is;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-bad", bad, sizeof bad, NULL));
+  if (rank == 1) {
+    char      other[64];
+    PetscBool set = PETSC_FALSE;
+    PetscCall(PetscOptionsGetString(NULL, NULL, "-rank1_backend", other, sizeof other, &set));
+    if (set) PetscCall(PetscOptionsSetValue(NULL, "-sf_sparsecomm_backend", other));
+  }
+  for (i = 0; i < 2; i++) remote[i].rank = (rank + 1) % size, remote[i].index = i + 1;
+  if (rank == 1 % size) {
+    PetscCall(PetscStrcmp(bad, "index", &is));
+    if (is) remote[1].index = 4 + 100;
+    PetscCall(PetscStrcmp(bad, "negative", &is));
+    if (is) remote[1].index = -1;
+    PetscCall(PetscStrcmp(bad, "leaf", &is));
+    if (is) local[1] = -1;
+  }
+  for (i = 0; i < 4; i++) root[i] = 10 * rank + i;
+  PetscCall(PetscSFCreate(PETSC_COMM_WORLD, &sf));
+  PetscCall(PetscSFSetFromOptions(sf));
+  PetscCall(PetscSFSetGraph(sf, 4, 2, local, PETSC_COPY_VALUES, remote, PETSC_COPY_VALUES));
+  PetscCall(PetscSFSetUp(sf));
+  PetscCall(PetscSFBcastBegin(sf, MPIU_SCALAR, root, leaf, MPI_REPLACE));
+  PetscCall(PetscSFBcastEnd(sf, MPIU_SCALAR, root, leaf, MPI_REPLACE));
+  for (i = 0; i < 2; i++) wrong += leaf[i] != (PetscScalar)(10 * ((rank + 1) % size) + i + 1);
+  PetscCallMPI(MPI_Allreduce(&wrong, &all, 1, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+  PetscCall(PetscSFDestroy(&sf));
+  PetscCall(result_int("badgraph_wrong", all));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode run_tests(const char *test)
 {
   PetscBool all;
@@ -631,6 +683,8 @@ static PetscErrorCode run_tests(const char *test)
   RUN("ghost", test_ghost());
   RUN("ltol", test_ltol());
 #undef RUN
+  PetscCall(PetscStrcmp(test, "badgraph", &all));
+  if (all) PetscCall(test_badgraph());
   PetscFunctionReturn(0);
 }
 

@@ -188,6 +188,16 @@ int64_t settings_hash(const std::vector<NamedValue>& settings);
 /// whose combined hash differed, on every rank.
 std::string differing_settings(MPI_Comm comm, const std::vector<NamedValue>& settings);
 
+/// Collective (every rank passes the same names, in the same order): the set-up check of a
+/// layer whose settings come from each process's own environment or options. One allreduce
+/// of (failed, hash, -hash); then, if some rank's `local_error` is set, every rank throws
+/// the lowest failing rank's message (as agree() does); else, if some setting differs
+/// between ranks, every rank throws InputError "settings differ between ranks: <which>, not
+/// on every rank; these must be the same on every rank (<where_set>)". Returns normally on
+/// every rank otherwise.
+void agree_settings(MPI_Comm comm, const std::string& local_error, const std::vector<NamedValue>& settings,
+                    const std::string& where_set);
+
 /// What one allreduce_max_sum() reduces: the maximum of `max` and the sum (modulo 2^64) of
 /// `sum` over the ranks.
 struct MaxSum {

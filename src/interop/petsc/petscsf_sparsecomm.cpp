@@ -254,12 +254,26 @@ PetscErrorCode build_inner(PetscSF sf, SfData* d) {
 }
 
 // The ghost slots and leaf lists of the graph; true if this rank has a remote leaf.
+// InputError for a leaf at a negative location or naming a root that does not exist
+// (PETSc checks these only in its debugging builds; its basic type then reads or writes
+// out of bounds, and a root index past its rank's roots would name another rank's root).
 bool build_lists(PetscSF sf, SfData* d, const RowPartition& roots, std::vector<int64_t>& ghosts) {
   const int me = comm_rank(comm_of(sf));
   std::vector<int64_t> leaf_gid;
   for (PetscInt i = 0; i < sf->nleaves; ++i) {
     const PetscInt leaf = sf->mine ? sf->mine[i] : i;
     const PetscSFNode& r = sf->remote[i];
+    const auto where = [&] {
+      return "the PetscSF graph's leaf " + std::to_string(i) + " of " + std::to_string(sf->nleaves) + " (rank " +
+             std::to_string(me) + ")";
+    };
+    if (leaf < 0) throw InputError(where() + " lies at location " + std::to_string(leaf) + " (negative)");
+    if (r.rank < 0 || r.rank >= roots.num_parts())
+      throw InputError(where() + " names rank " + std::to_string(r.rank) + ", outside [0, " +
+                       std::to_string(roots.num_parts()) + ")");
+    if (r.index < 0 || r.index >= roots.local_size(static_cast<int>(r.rank)))
+      throw InputError(where() + " names root " + std::to_string(r.index) + " of rank " + std::to_string(r.rank) +
+                       ", which has " + std::to_string(roots.local_size(static_cast<int>(r.rank))) + " roots");
     if (r.rank == me) {
       d->lleaf.push_back(leaf), d->lroot.push_back(r.index);
     } else {
@@ -291,15 +305,32 @@ PetscErrorCode SetUp_Sparsecomm(PetscSF sf) {
   PetscCall(PetscSFSetUpRanks(sf, MPI_GROUP_EMPTY));  // the generic root-rank fields (PetscSFGetRootRanks)
   PetscCall(build_inner(sf, d));
   PetscCall(guard("PetscSFSetUp_Sparsecomm", [&]() -> PetscErrorCode {
-    backend_hooks(d->backend);  // an unknown name: InputError listing the valid ones, on every rank alike
-    Sdde::check_strategy(d->sdde);
-    BackendOptions opts;
-    opts.set_list(d->options);
-    if (const std::string e = validate_backend_options(d->backend, backend_option_specs(d->backend), opts); !e.empty())
-      throw InputError("-sf_sparsecomm_options: " + e);
     const RowPartition roots = RowPartition::from_local_sizes(comm, sf->nroots);
     std::vector<int64_t> ghosts;
-    const int mine = build_lists(sf, d, roots, ghosts) ? 1 : 0;
+    int mine = 0;
+    // This rank's checks, then one agreement: a bad value on one rank, or options that
+    // differ between ranks (PETSc's options are per process), is the same error on every
+    // rank, none left waiting in the set-up's collectives.
+    std::string err;
+    try {
+      backend_hooks(d->backend);  // an unknown name: InputError listing the valid ones
+      Sdde::check_strategy(d->sdde);
+      BackendOptions opts;
+      opts.set_list(d->options);
+      if (const std::string e = validate_backend_options(d->backend, backend_option_specs(d->backend), opts);
+          !e.empty())
+        throw InputError("-sf_sparsecomm_options: " + e);
+      mine = build_lists(sf, d, roots, ghosts) ? 1 : 0;
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    agree_settings(comm, err,
+                   {{"-sf_sparsecomm_backend", d->backend},
+                    {"-sf_sparsecomm_regions", d->regions},
+                    {"-sf_sparsecomm_sdde", d->sdde},
+                    {"-sf_sparsecomm_options", d->options}},
+                   "PETSc's options are per process: give every rank the same command line, PETSC_OPTIONS and "
+                   "options file");
     int any = 0;
     SPC_MPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm));
     d->any_remote = any != 0;
