@@ -854,6 +854,10 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
   try {
     opt = resolve_neighborhood(a, os, comm, out, "backend", backend_registered, backend_names, srcs, dsts, esz);
     direct = opt.backend == "p2p" && !Sdde::check_collective_args_default();
+    // (checked here for every path: the direct one builds no locality, and a bad value
+    // must not be an error or not depending on the backend)
+    if (const std::string e = region_spec_error(opt.regions, comm_size(comm)); !e.empty())
+      fail(SPC_ERR_INFO_VALUE, "sparsecomm_regions: " + e);
     const int indeg = static_cast<int>(srcs.size()), outdeg = static_cast<int>(dsts.size());
     if (outdeg > 0 && (!a.sendcounts || !a.sdispls)) fail(SPC_ERR_ARG, "sendcounts or sdispls is NULL");
     if (indeg > 0 && (!a.recvcounts || !a.rdispls)) fail(SPC_ERR_ARG, "recvcounts or rdispls is NULL");

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/parse.hpp"
 #ifndef SPARSECOMM_SMPI
 #include "comm/plan/shm_channel.hpp"  // detail::node_of: the node's patience for flag waits
 #endif
@@ -473,10 +474,18 @@ class RegionWindow {
     SPC_MPI(MPI_Comm_split_type(region, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int within = comm_size(node) == comm_size(region) ? 1 : 0;
     SPC_MPI(MPI_Comm_free(&node));
+    // $SPARSECOMM_SDDE_WINDOW: a switch (parse_bool's spellings); a value that is none is
+    // -1, which the minimum carries to every member as the error.
     const char* env = std::getenv("SPARSECOMM_SDDE_WINDOW");
-    if (env && *env && std::string(env) == "0") within = 0;
+    bool on = true;
+    if (env && *env && !parse_bool(env, on)) within = -1;
+    else if (!on) within = 0;
     int all = 0;
     SPC_MPI(MPI_Allreduce(&within, &all, 1, MPI_INT, MPI_MIN, region));
+    if (all < 0)  // (the failing member's words on every member: agree's error path)
+      agree(region, within >= 0 ? "" : std::string("SPARSECOMM_SDDE_WINDOW='") + env +
+                                           "': valid values: 0, off, false, no (messages instead of the "
+                                           "shared-memory windows) or 1, on, true, yes (the default)");
     RegionWindow* w = all ? new RegionWindow(region) : nullptr;
     SPC_MPI(MPI_Comm_set_attr(region, keyval, w));
     return w;
@@ -1082,7 +1091,13 @@ bool Sdde::node_windows() {
     // (a rank with a good value says nothing where another's is bad: every rank raises the
     // bad one's words, agree())
     std::string bad;
+    const char* window = std::getenv("SPARSECOMM_SDDE_WINDOW");
+    bool window_on = true;
+    if (window && *window && !parse_bool(window, window_on)) window_on = true;  // (RegionWindow::of reported it)
     if (want == 0) bad = "SPARSECOMM_SDDE_NODE_EXCHANGE='" + how + "': valid values: agents, leaders, auto (alike on every rank)";
+    else if (!window_on && how != "auto")
+      bad = "SPARSECOMM_SDDE_NODE_EXCHANGE=" + how + " has no effect with SPARSECOMM_SDDE_WINDOW=" + window +
+            " (the nodes' exchange runs through the windows): unset one of them";
     else if (all[1] != 0 && all[1] != -all[2])
       bad = "SPARSECOMM_SDDE_NODE_EXCHANGE differs between ranks ('" + how + "' here): set it alike on every rank";
     agree(comm_.get(), bad);

@@ -101,6 +101,18 @@ static void test_names_and_info(MPI_Comm g) {
     MPI_Info_free(&info);
   }
 
+  /* The same bad layouts under p2p, whose direct path builds no locality: a bad value is an
+   * error whichever backend is asked for. */
+  const char* layouts[] = {"ppn:x", "bogus", "ppn:0"};
+  for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; ++i) {
+    info = capi_info("sparsecomm_backend", "p2p", "sparsecomm_regions", layouts[i], NULL, NULL);
+    rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+    char what[100];
+    snprintf(what, sizeof what, "bad value sparsecomm_regions=%s under p2p", layouts[i]);
+    CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_INFO_VALUE, what);
+    MPI_Info_free(&info);
+  }
+
   info = capi_info("sparsecomm_sdde", "rma", NULL, NULL, NULL, NULL);
   rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
   CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_INFO_VALUE, "rma as the setup SDDE of a neighborhood call");

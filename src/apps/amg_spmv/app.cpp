@@ -715,6 +715,8 @@ bool parse_config(MPI_Comm comm, int argc, char** argv, Config& cfg) {
   cfg.dump_only = opt.flag("dump-only");
   cfg.interp = opt.flag("interp");
   if (cfg.dump_only && cfg.dump_dir.empty()) throw InputError("--dump-only needs --dump-levels DIR");
+  opt.only_if(!cfg.dump_only, {"json", "interp", "backend", "reps", "sdde"},
+              "has no effect with --dump-only (which builds, writes and checks the levels and runs no exchange)");
   if (!cfg.dump_dir.empty()) apps::make_directory(comm, cfg.dump_dir);
   cfg.json = opt.get("json");
   cfg.nranks = comm_size(comm);

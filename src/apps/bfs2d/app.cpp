@@ -225,7 +225,16 @@ int bfs_main(int argc, char** argv) {
     if (rank == 0) std::cout << o.help();
     return 0;
   }
-  // Every rank parses the same arguments: a bad value throws on every rank alike.
+  // Every rank parses the same arguments: a bad value throws on every rank alike. An option
+  // of a variant or graph this run does not use is an error, not silently unused.
+  const auto variants = apps::split_list(o.get("variants"));
+  const auto runs = [&](const char* v) { return std::find(variants.begin(), variants.end(), v) != variants.end(); };
+  o.only_if(runs("overlapped"), {"phase-size", "merge", "transport", "fold-every", "poll"},
+            "applies to the overlapped variant, which --variants does not name");
+  o.only_if(runs("plan"), {"backend", "gather-backend", "sdde"},
+            "applies to the plan variant, which --variants does not name");
+  o.only_if(o.get("graph").empty(), {"scale", "edge-factor", "seed"},
+            "applies to the generated R-MAT graph, not to a --graph file");
   const int64_t seed = o.get_int64("seed");
   const int phase_size = o.get_count("phase-size");
   if (seed < 0 || phase_size < 1) throw InputError("bfs: --seed must be >= 0 and --phase-size >= 1");

@@ -112,7 +112,7 @@ struct Settings {
   Counted counted;
 };
 
-Settings parse_settings(const Options& o, bool topos_given) {
+Settings parse_settings(const Options& o) {
   Settings st;
   for (int64_t v : int_list("ranks", o.get("ranks"), 1)) st.ranks.push_back(static_cast<int>(v));
   for (int64_t v : int_list("k", o.get("k"), 2)) st.ks.push_back(static_cast<int>(v));
@@ -126,8 +126,12 @@ Settings parse_settings(const Options& o, bool topos_given) {
                        "available: " + st.counted.available());
     if (b != "direct") st.backends.push_back(b);
   }
+  bool combining = false;
+  for (const auto& b : st.backends) combining = combining || st.counted.sweeps_combining(b);
+  o.only_if(combining, {"k", "aware", "theta"},
+            "applies to the combining backends (combined), which --backends does not name");
   st.matrices = split_specs(o.get("matrices"));
-  if (st.matrices.empty() || topos_given) st.topos = split_specs(o.get("topos"));
+  if (st.matrices.empty() || o.given("topos")) st.topos = split_specs(o.get("topos"));
   if (st.topos.empty() && st.matrices.empty())
     throw InputError("plan-stats: nothing to count (--topos and --matrices are empty)");
   if (st.width < 1) throw InputError("plan-stats: --width must be >= 1");
@@ -338,14 +342,12 @@ int plan_stats_main(int argc, char** argv) {
     if (rank == 0) std::cout << o.help();
     return 0;
   }
-  bool topos_given = false;
-  for (int i = 1; i < argc; ++i) topos_given |= std::string(argv[i]).rfind("--topos", 0) == 0;
   // Everything happens on rank 0; an error there is agreed with the other ranks.
   std::string err;
   int rc = 0;
   if (rank == 0) {
     try {
-      run_plan_stats(parse_settings(o, topos_given));
+      run_plan_stats(parse_settings(o));
     } catch (const std::exception& e) {
       err = e.what();
       rc = 2;

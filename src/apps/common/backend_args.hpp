@@ -42,6 +42,9 @@ inline std::vector<BackendOptions> backend_options_for(const std::string& list, 
       if (!declares_option(specs, k))
         throw InputError("--backend " + entry + ": " + b + " does not declare option " + k +
                          "; `sparsecomm backends` lists each backend's options");
+      if (all.has(k))
+        throw InputError("--backend " + entry + " and --option " + k + "=" + all.get(k, "") + " both set " + k +
+                         " for " + b + ": give it in one place");
       out.back().set(k, own.get(k, ""));
     }
   }

@@ -34,7 +34,11 @@ class Options {
       auto it = spec_.find(name);
       if (it == spec_.end()) throw std::invalid_argument("unknown option --" + name + "\n" + help());
       const bool flag = it->second.second.rfind("[flag]", 0) == 0;
+      given_.push_back(name);
       if (flag) {
+        if (eq != std::string::npos)
+          throw std::invalid_argument("option --" + name + " is a flag and takes no value (got '" + a +
+                                      "'): give --" + name + " to turn it on, leave it out for off");
         values_[name] = "1";
         continue;
       }
@@ -48,6 +52,19 @@ class Options {
   }
 
   const std::string& get(const std::string& name) const { return values_.at(name); }
+  /// Whether --name was on the command line (whatever its value, even the default).
+  bool given(const std::string& name) const {
+    for (const auto& g : given_)
+      if (g == name) return true;
+    return false;
+  }
+  /// InputError if any of `names` was given while it does not apply (`applies` false):
+  /// "--name <why>" -- an option that would be ignored is an error, never a silent choice.
+  void only_if(bool applies, const std::vector<std::string>& names, const std::string& why) const {
+    if (applies) return;
+    for (const auto& n : names)
+      if (given(n)) throw InputError("option --" + n + " " + why);
+  }
   bool flag(const std::string& name) const { return values_.at(name) == "1"; }
   int64_t get_int64(const std::string& name) const {
     int64_t v = 0;
@@ -91,6 +108,7 @@ class Options {
  private:
   std::map<std::string, std::pair<std::string, std::string>> spec_;
   std::map<std::string, std::string> values_;
+  std::vector<std::string> given_;
   std::string usage_;
 };
 

@@ -26,6 +26,9 @@ inline DistCsr<double> load_matrix(MPI_Comm comm, const std::string& matrix, con
                                    const std::string& ordering, std::string* label) {
   MtxReadOptions ro;
   ro.ordering = parse_ordering(ordering);  // the same on every rank: a bad name fails everywhere
+  if (!gen.empty() && !matrix.empty())
+    throw InputError("--matrix " + matrix + " and --gen " + gen +
+                     ": give one of them (a file or a generated matrix), not both");
   if (!gen.empty()) {
     if (ro.ordering != Ordering::natural)
       throw InputError("--ordering " + ordering + " applies to matrix files, not to generated matrices (--gen " +

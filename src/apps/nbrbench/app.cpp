@@ -272,6 +272,10 @@ Settings parse_settings(MPI_Comm comm, const apps::Options& opt) {
   st.verify_after = verify_mode == "twice";
   st.baseline = gather_baseline_backend();
   st.variants = make_variants(opt.get("backends"), st.baseline, ks, awares);
+  bool combining = false;
+  for (const auto& v : st.variants) combining = combining || v.k > 0;
+  opt.only_if(combining, {"k", "aware", "theta", "phase1"},
+              "applies to the combining backends (combined), which --backends does not name");
   st.loc = Locality::parse(comm, opt.get("regions"));
   st.json = opt.get("json");
   return st;

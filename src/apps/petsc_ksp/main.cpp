@@ -65,6 +65,8 @@ PetscErrorCode read_settings(Settings& st) {
   PetscBool has_gen = PETSC_FALSE;
   PetscCall(PetscOptionsGetString(nullptr, nullptr, "-gen", buf, sizeof buf, &has_gen));
   if (has_gen) st.gen_spec = buf;
+  PetscCheck(!(has_gen && st.has_matrix), PETSC_COMM_WORLD, PETSC_ERR_ARG_INCOMP,
+             "-matrix and -gen: give one of them (a file or a generated matrix), not both");
   PetscCall(PetscOptionsGetBool(nullptr, nullptr, "-use_sparsecomm", &st.use, nullptr));
   PetscCall(PetscOptionsGetInt(nullptr, nullptr, "-bench", &st.bench, nullptr));
   PetscCall(PetscOptionsGetInt(nullptr, nullptr, "-bench_rounds", &st.rounds, nullptr));

@@ -65,6 +65,9 @@ struct Input {
 
 Input load_input(const std::string& gen_spec, const std::string& matrix) {
   Input in;
+  if (!gen_spec.empty() && !matrix.empty())
+    throw InputError("--matrix " + matrix + " and --gen " + gen_spec +
+                     ": give one of them (a file or a generated matrix), not both");
   in.t_read = MPI_Wtime();
   if (!gen_spec.empty()) {
     in.name = gen_spec;

@@ -221,9 +221,23 @@ void add_gather_runners(const Bench& b, const Topology& topo, const std::string&
 /// halo_<backend>: all n columns in one width-n exchange of only the needed rows of B.
 /// Returns why they were skipped (empty if not); `t_pattern` gets the SDDE's time.
 std::string add_halo_runners(const Bench& b, std::vector<Runner>& out, double& t_pattern) {
-  std::vector<std::string> halos;
+  // (name, k, aware): a backend that declares the combining options (its own hooks' "k")
+  // once per group size and awareness, as the gather side runs them; k = 0: its defaults.
+  struct Halo {
+    std::string name;
+    int k;
+    bool aware;
+  };
+  std::vector<Halo> halos;
   for (const auto& name : backend_names())
-    if (wanted(b.cfg, "halo_" + name, "halo")) halos.push_back(name);
+    if (wanted(b.cfg, "halo_" + name, "halo")) {
+      if (!declares_option(backend_hooks(name).options, "k")) {
+        halos.push_back({name, 0, false});
+        continue;
+      }
+      for (int k : b.cfg.ks)
+        for (bool aw : b.cfg.awares) halos.push_back({name, k, aw});
+    }
   if (halos.empty()) return "";
   Sdde sdde(b.comm, b.cfg.loc);
   Pattern pat;
@@ -237,15 +251,18 @@ std::string add_halo_runners(const Bench& b, std::vector<Runner>& out, double& t
     return "halo_* skipped: the width-" + std::to_string(n) + " buffers of " + std::to_string(halos.size()) +
            " halo plans need " + apps::num("%.0f", need_max / 1e6) + " MB on some rank (limit " +
            apps::num("%.0f", kHaloLimitBytes / 1e6) + " MB); use --cols or --variants halo_<backend>";
-  for (const auto& name : halos) {
+  for (const auto& [name, k, aware] : halos) {
     Runner run;
     Result& r = run.r;
-    r.kind = "halo", r.backend = name, r.variant = "halo_" + name;
+    r.kind = "halo", r.backend = name, r.k = k, r.aware = aware;
+    r.variant = "halo_" + name + (k > 0 ? " k=" + std::to_string(k) + (aware ? " aware" : " agnostic") : "");
     run.row_major = true;
     PlanOptions po;
     po.width = static_cast<int>(n);
+    if (k > 0) po.backend.set("theta", b.cfg.theta).set("k", k).set("aware", aware);
     std::shared_ptr<DistSpmv> spmm;
-    r.setup = apps::timed(b.comm, [&] { spmm = std::make_shared<DistSpmv>(b.a, make_plan(name, pat, b.cfg.loc, b.comm, po)); });
+    const std::string& backend = name;
+    r.setup = apps::timed(b.comm, [&] { spmm = std::make_shared<DistSpmv>(b.a, make_plan(backend, pat, b.cfg.loc, b.comm, po)); });
     const Operands& op = b.op;
     run.once = [&op, spmm](double* c) { spmm->apply(op.brow.data(), c); };
     auto red = plan_counts(b.comm, spmm->plan().iteration_counts().total(), 0, static_cast<double>(spmm->plan().stages()));
@@ -447,10 +464,18 @@ Config parse_config(const apps::Options& opt) {
         for (const auto& x : valid) names += (names.empty() ? "" : ", ") + x;
         throw InputError("--variants: unknown '" + v + "'; valid: " + names);
       }
-      if (v == "all") cfg.variants.clear();
-      else cfg.variants.insert(v);
+      if (v == "all") throw InputError("--variants " + opt.get("variants") + ": all runs every variant; give it alone");
+      cfg.variants.insert(v);
     }
   }
+  // The combining options must reach a variant that takes them.
+  bool combining = false;
+  for (const auto& g : gather_backend_names())
+    combining = combining || (declares_option(gather_backend_option_specs(g), "k") && wanted(cfg, g));
+  for (const auto& h : backend_names())
+    combining = combining || (declares_option(backend_hooks(h).options, "k") && wanted(cfg, "halo_" + h, "halo"));
+  opt.only_if(combining, {"k", "aware", "theta"},
+              "applies to the combining variants (combined, halo_combined), which --variants does not name");
   cfg.json = opt.get("json");
   cfg.orderings.clear();
   for (const auto& o : apps::split_list(opt.get("ordering"))) cfg.orderings.push_back(parse_ordering(o));

@@ -54,13 +54,18 @@ BackendOptions& BackendOptions::set(const std::string& key, const std::string& v
 
 BackendOptions& BackendOptions::set_list(const std::string& list) {
   size_t pos = 0;
+  std::vector<std::string> seen;
   while (pos <= list.size() && !list.empty()) {
     const size_t end = std::min(list.find(',', pos), list.size());
     const std::string pair = list.substr(pos, end - pos);
     const size_t eq = pair.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InputError("backend option '" + pair + "' is not key=value (in '" + list + "')");
-    set(pair.substr(0, eq), pair.substr(eq + 1));
+    const std::string key = pair.substr(0, eq);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw InputError("backend option '" + key + "' is given twice (in '" + list + "'): give each key once");
+    seen.push_back(key);
+    set(key, pair.substr(eq + 1));
     pos = end + 1;
   }
   return *this;
@@ -148,6 +153,12 @@ std::string validate_backend_options(const std::string& backend, const std::vect
     }
     const std::string why = option_value_error(*it, opt.get(key, ""));
     if (!why.empty()) return "backend '" + backend + "': option " + key + ": " + why;
+    if (!it->only_with.empty()) {
+      const std::string on = opt.get(it->only_with, "");
+      if (on.empty() || on == "0" || on == "false")
+        return "backend '" + backend + "': option " + key + " has no effect unless option " + it->only_with +
+               " is set (above 0, or true)";
+    }
   }
   return "";
 }

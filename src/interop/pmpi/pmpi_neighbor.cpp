@@ -571,10 +571,17 @@ bool shm_whole_node(CommPlans& p, MPI_Comm comm) {
 
 // The options of a halo plan whose entries are `unit`-byte blocks: the widest value type
 // that divides the block, `width` of them.
-PlanOptions block_options(int64_t unit) {
+// A halo plan's options: blocks of `unit` bytes, and the combining parameters
+// (SPARSECOMM_MPI_K, _AWARE or their info keys) for a backend that takes them -- combined,
+// and auto, which hands them on to combined -- as the gather plans get them.
+PlanOptions block_options(const Settings& s, const std::string& backend, int64_t unit) {
   PlanOptions po;
   po.value_bytes = unit % 8 == 0 ? 8 : unit % 4 == 0 ? 4 : 1;
   po.width = static_cast<int>(unit / po.value_bytes);
+  if (declares_option(backend_option_specs(backend), "k")) {
+    if (s.k) po.backend.set("k", s.k);
+    if (s.aware >= 0) po.backend.set("aware", s.aware != 0);
+  }
   return po;
 }
 
@@ -730,7 +737,7 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
       long long mine = (nd + ns) * bytes, most = 0;
       PMPI_Allreduce(&mine, &most, 1, MPI_LONG_LONG, MPI_MAX, comm);
       if (most > INT32_MAX) return nullptr;
-      return make_plan(name, allgather_pattern(p.nb, me), *p.loc, comm, block_options(bytes));
+      return make_plan(name, allgather_pattern(p.nb, me), *p.loc, comm, block_options(s, name, bytes));
     }
     long long mine = bytes;
     std::vector<long long> got(p.nb.sources.size() + 1, 0);
@@ -749,7 +756,7 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
     if (-agreed[1] > INT32_MAX || -agreed[1] / agreed[0] > kHaloEntries) return nullptr;
     c->halo_bytes = from;
     Pattern pat = allgatherv_pattern(p.nb, me, bytes, from, agreed[0], &c->halo_off);
-    return make_plan(name, pat, *p.loc, comm, block_options(agreed[0]));
+    return make_plan(name, pat, *p.loc, comm, block_options(s, name, agreed[0]));
   };
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
     c->gather = make("shm");
@@ -840,7 +847,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   PatternSide send = side(p.nb.destinations, out, true);
   PatternSide recv = side(p.nb.sources, in, false);
   Pattern pat(std::move(send), std::move(recv), extent[0], extent[1]);
-  const PlanOptions po = block_options(unit);
+  const auto po = [&](const std::string& backend) { return block_options(s, backend, unit); };
   auto c = std::make_shared<Choice>();
   // On one node the shm halo plan beat Open MPI's own alltoall up to 4 KiB blocks (1.6-2.8x)
   // but not at 64 KiB (0.71-0.74x: its pack, window and unpack copies against Open MPI's
@@ -852,7 +859,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
       largest = std::max<long long>(largest, static_cast<long long>(out.count(j)) * unit);
     PMPI_Allreduce(&largest, &agreed, 1, MPI_LONG_LONG, MPI_MAX, comm);
     if (agreed <= kShmAlltoallMax) {
-      c->halo = make_plan("shm", pat, *p.loc, comm, po);
+      c->halo = make_plan("shm", pat, *p.loc, comm, po("shm"));
       c->needs_trial = p.charge_agreement;
       report(p, comm, k, label, "auto: one node: shm plan built");
       return c;
@@ -863,7 +870,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   if (s.backend == "auto") {
     // The halo auto predicts every halo backend from counts and builds only its choice;
     // kept if not a direct exchange and predicted kAutoMargin faster than one.
-    auto chosen = make_plan("auto", pat, *p.loc, comm, po);
+    auto chosen = make_plan("auto", pat, *p.loc, comm, po("auto"));
     const double extra = p.charge_agreement ? agreement_cost(p, comm) : 0.0;
     const HaloVerdict v = verdict_of(*chosen, extra);
     report(p, comm, k, label,
@@ -874,7 +881,7 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   }
   const auto names = backend_names();
   const bool halo_named = std::find(names.begin(), names.end(), s.backend) != names.end();
-  c->halo = make_plan(halo_named ? s.backend : "p2p", pat, *p.loc, comm, po);
+  c->halo = make_plan(halo_named ? s.backend : "p2p", pat, *p.loc, comm, po(halo_named ? s.backend : "p2p"));
   report(p, comm, k, label, c->halo->name() + " plan built");
   return c;
 }

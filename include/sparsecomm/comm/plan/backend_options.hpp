@@ -39,6 +39,10 @@ struct OptionSpec {
   /// The value may differ between ranks (a node-local file path): make_plan leaves it out
   /// of its agreement check, and the backend agrees on what it derives from it.
   bool per_rank = false;
+  /// The key of another option without which this one has no effect (auto's race_within
+  /// without race): setting this one while that one is unset, 0 or false is an InputError
+  /// (an option that would be ignored is an error, never a silent choice).
+  std::string only_with = "";
 };
 
 /// "integer", "boolean", ... (help output).
@@ -53,7 +57,7 @@ class BackendOptions {
   BackendOptions& set(const std::string& key, int value) { return set(key, std::to_string(value)); }
   BackendOptions& set(const std::string& key, bool value) { return set(key, std::string(value ? "true" : "false")); }
   /// Parses "key=value,key=value" (the CLI's --option) and sets each; InputError on a
-  /// pair without '=' or an empty key.
+  /// pair without '=', an empty key, or a key given twice in the list.
   BackendOptions& set_list(const std::string& list);
   /// Attaches an in-process object under `key` (a key declared Kind::object).
   template <class T>

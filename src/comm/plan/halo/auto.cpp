@@ -497,8 +497,9 @@ void register_auto() {
                       "percent of the cheapest and takes the fastest measured, 0 trusts the model",
                       0},
                      {"race_within", K::integer, "10", "percent above the cheapest prediction that still races", 0,
-                      1000},
-                     {"race_among", K::integer, "3", "most candidates in a race (the model's choice included)", 2, 16},
+                      1000, false, "race"},
+                     {"race_among", K::integer, "3", "most candidates in a race (the model's choice included)", 2, 16,
+                      false, "race"},
                      {"gather_words", K::integer, "96",
                       "words (8 bytes) per rank in the collective that brings rank 0 every rank's neighbors and "
                       "model: a rank with more sends the rest in a second one",
