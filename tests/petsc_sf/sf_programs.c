@@ -22,8 +22,9 @@
  *   -test all        every one of them
  *   -test badgraph   (not in all) a graph whose leaf 1 on rank 1 is bad (-bad index: a root
  *                    past the named rank's roots; -bad negative: root -1; -bad leaf: leaf
- *                    location -1; -bad none: a good graph): PetscSFSetUp, then a Bcast
- *                    checked; prints "RESULT badgraph_wrong N" when the set-up succeeded.
+ *                    location -1; -bad rank: rank size + 3; -bad none: a good graph):
+ *                    PetscSFSetUp, then a Bcast checked; prints "RESULT badgraph_wrong N"
+ *                    when the set-up succeeded.
  *                    -rank1_backend B: -sf_sparsecomm_backend B on rank 1 only, as an MPMD
  *                    launch with a different command line gives it (PETSc reads
  *                    PETSC_OPTIONS and options files on rank 0 and broadcasts them)
@@ -647,6 +648,8 @@ static PetscErrorCode test_badgraph(void)
     if (is) remote[1].index = -1;
     PetscCall(PetscStrcmp(bad, "leaf", &is));
     if (is) local[1] = -1;
+    PetscCall(PetscStrcmp(bad, "rank", &is));
+    if (is) remote[1].rank = size + 3;
   }
   for (i = 0; i < 4; i++) root[i] = 10 * rank + i;
   PetscCall(PetscSFCreate(PETSC_COMM_WORLD, &sf));

@@ -302,15 +302,15 @@ PetscErrorCode SetUp_Sparsecomm(PetscSF sf) {
   MPI_Comm comm = comm_of(sf);
   PetscFunctionBegin;
   PetscCall(PetscLogEventBegin(ev_setup, sf, 0, 0, 0));
-  PetscCall(PetscSFSetUpRanks(sf, MPI_GROUP_EMPTY));  // the generic root-rank fields (PetscSFGetRootRanks)
-  PetscCall(build_inner(sf, d));
+  RowPartition roots;
+  std::vector<int64_t> ghosts;
+  int mine = 0;
+  // This rank's checks, then one agreement: a bad value on one rank, or options that differ
+  // between ranks (PETSc's options are per process), is the same error on every rank, none
+  // left waiting in the set-up's collectives. Before PETSc's own set-up of the ranks, which
+  // stops on the rank that names a rank out of range and leaves the others waiting.
   PetscCall(guard("PetscSFSetUp_Sparsecomm", [&]() -> PetscErrorCode {
-    const RowPartition roots = RowPartition::from_local_sizes(comm, sf->nroots);
-    std::vector<int64_t> ghosts;
-    int mine = 0;
-    // This rank's checks, then one agreement: a bad value on one rank, or options that
-    // differ between ranks (PETSc's options are per process), is the same error on every
-    // rank, none left waiting in the set-up's collectives.
+    roots = RowPartition::from_local_sizes(comm, sf->nroots);
     std::string err;
     try {
       backend_hooks(d->backend);  // an unknown name: InputError listing the valid ones
@@ -331,6 +331,11 @@ PetscErrorCode SetUp_Sparsecomm(PetscSF sf) {
                     {"-sf_sparsecomm_options", d->options}},
                    "PETSc's options are per process: give every rank the same command line, PETSC_OPTIONS and "
                    "options file");
+    return 0;
+  }));
+  PetscCall(PetscSFSetUpRanks(sf, MPI_GROUP_EMPTY));  // the generic root-rank fields (PetscSFGetRootRanks)
+  PetscCall(build_inner(sf, d));
+  PetscCall(guard("PetscSFSetUp_Sparsecomm", [&]() -> PetscErrorCode {
     int any = 0;
     SPC_MPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm));
     d->any_remote = any != 0;
