@@ -6,6 +6,7 @@
 #   capi   the C API's arguments (one rank)
 #   pmpi   the PMPI layer's neighborhood collectives against MPI's own (differential)
 #   hypre_pkg  a Hypre comm package as the Hypre hook receives it (where Hypre's headers are)
+#   hypre_ranks  every rank's package through the hook's path, exact values, at RANKS ranks
 #   petsc_sf   a PetscSF graph as the sparsecomm SF type receives it, against basic, at
 #              RANKS ranks (default 3) under mpirun (where PETSc is found)
 #
@@ -35,7 +36,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   # (Hypre's headers found: the package target)
   # (the list in a variable: grep -q closing a pipe early fails it under pipefail)
   all_targets=$(cmake --build "$out" --target help)
-  if grep -qw fuzz_hypre_pkg <<< "$all_targets"; then targets+=(hypre_pkg); fi
+  if grep -qw fuzz_hypre_pkg <<< "$all_targets"; then targets+=(hypre_pkg hypre_ranks); fi
   if grep -qw fuzz_petsc_sf <<< "$all_targets"; then targets+=(petsc_sf); fi
 fi
 cmake --build "$out" -j "${JOBS:-2}" --target "${targets[@]/#/fuzz_}" > "$out.build.log" 2>&1 ||
@@ -56,7 +57,7 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 ranks=${RANKS:-3}
 mpirun_args=(-n "$ranks" --oversubscribe --mca mpi_yield_when_idle 1)
 [ "$(id -u)" = 0 ] && mpirun_args+=(--allow-run-as-root)
-multi_rank() { [ "$1" = petsc_sf ]; }
+multi_rank() { [ "$1" = petsc_sf ] || [ "$1" = hypre_ranks ]; }
 
 # fuzz_one TARGET: replay the regressions, then fuzz; the verdict in $out/TARGET.rc
 fuzz_one() {

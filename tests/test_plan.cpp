@@ -922,6 +922,44 @@ TEST(PlanErrors, MalformedPatternsAreNamed) {
   EXPECT_NO_THROW(make_plan("p2p", Pattern(), loc, MPI_COMM_WORLD));
 }
 
+// The two ends of an edge with the same count but other global ids (or the same ids in
+// another order): aggregated_dedup matches entries by id, p2p by position, so either would
+// deliver other values than the ids say. Every backend refuses it, on every rank; the
+// consistent pattern, with the ids in the same order at both ends, is served.
+TEST(PlanErrors, EndsThatNameOtherGlobalIdsAreInconsistent) {
+  const int p = test::size(), me = test::rank();
+  if (p < 2) GTEST_SKIP() << "needs two ranks";
+  const Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  // Each rank sends its entries 0 and 1 (ids 10 me, 10 me + 1) to the next rank.
+  const int next = (me + 1) % p, prev = (me + p - 1) % p;
+  const auto pattern = [&](std::vector<int64_t> recv_ids) {
+    PatternSide send{{next}, {0, 2}, {0, 1}, {10 * me, 10 * me + 1}};
+    PatternSide recv{{prev}, {0, 2}, {0, 1}, std::move(recv_ids)};
+    return Pattern(std::move(send), std::move(recv), 2, 2);
+  };
+  const std::vector<int64_t> right = {10 * prev, 10 * prev + 1};
+  for (const char* backend : {"p2p", "aggregated_dedup"}) {
+    SCOPED_TRACE(backend);
+    for (const auto& ids : {std::vector<int64_t>{10 * prev + 1, 10 * prev}, std::vector<int64_t>{10 * prev, 10 * prev + 7}}) {
+      // (wrong on the last rank only: the others' ends agree)
+      const Pattern pat = pattern(me == p - 1 ? ids : right);
+      try {
+        make_plan(backend, pat, loc, MPI_COMM_WORLD);
+        ADD_FAILURE() << "no throw";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("the two ends of an edge name different global ids"), std::string::npos)
+            << e.what();
+      }
+    }
+    auto plan = make_plan(backend, pattern(right), loc, MPI_COMM_WORLD);
+    const std::vector<double> owned = {10.0 * me, 10.0 * me + 1};
+    std::vector<double> got(2, -1);
+    plan->start(owned.data());
+    plan->wait(got.data());
+    EXPECT_EQ(got, (std::vector<double>{10.0 * prev, 10.0 * prev + 1}));
+  }
+}
+
 TEST(PlanErrors, BadUseIsReported) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "lap2d:8,8");
   Pattern pat = pattern_from_matrix_reference(a);

@@ -30,4 +30,13 @@ inline uint64_t edge_hash(int from, int to, int64_t count = 0) {
                 (static_cast<uint64_t>(count) * 0x9e3779b97f4a7c15ull));
 }
 
+/// Hash of an edge's global ids in order (`n` of them from `ids`); 0 for none. Order
+/// matters: the two ends of an edge pair entries by position.
+inline uint64_t ids_hash(const int64_t* ids, int64_t n) {
+  if (!ids || n <= 0) return 0;
+  uint64_t h = 0x243f6a8885a308d3ull;
+  for (int64_t k = 0; k < n; ++k) h = splitmix64(h ^ static_cast<uint64_t>(ids[k]));
+  return h;
+}
+
 }  // namespace sparsecomm::detail

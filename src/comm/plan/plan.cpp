@@ -123,11 +123,18 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
   MaxSum mine;
   mine.max[0] = err.empty() ? 0 : 1, mine.max[1] = h, mine.max[2] = ~h, mine.max[3] = caller_error.empty() ? 0 : 1;
   // (only over a pattern that passed the local checks: a malformed one's offsets cannot be
-  // read, and its rank's failure is reported instead)
+  // read, and its rank's failure is reported instead). With global ids, an edge's hash
+  // covers its ids in order too: the duplicate-removing backends match entries by id, the
+  // others by position, so ends that name different ids would get other values silently.
+  const auto edge = [](const PatternSide& s, int i, int from, int to) {
+    const uint64_t ids =
+        s.global_ids.empty() ? 0 : detail::ids_hash(s.global_ids.data() + s.offsets[i], s.count(i));
+    return detail::splitmix64(detail::edge_hash(from, to, s.count(i)) ^ ids);
+  };
   for (int i = 0; err.empty() && i < pattern.send().num_neighbors(); ++i)
-    mine.sum[0] += detail::edge_hash(me, pattern.send().ranks[i], pattern.send().count(i));
+    mine.sum[0] += edge(pattern.send(), i, me, pattern.send().ranks[i]);
   for (int i = 0; err.empty() && i < pattern.recv().num_neighbors(); ++i)
-    mine.sum[1] += detail::edge_hash(pattern.recv().ranks[i], me, pattern.recv().count(i));
+    mine.sum[1] += edge(pattern.recv(), i, pattern.recv().ranks[i], me);
   const MaxSum all = allreduce_max_sum(comm, mine);
   // A caller's failure explains whatever else looks wrong (its pattern was not built):
   // the callers' messages alone are reported.
@@ -150,7 +157,8 @@ std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& patte
   // causes is explained by that failure: its message alone is reported)
   if (err.empty() && all.max[0] == 0 && all.sum[0] != all.sum[1])
     err = "make_plan: inconsistent pattern (a rank's send count to a neighbor differs from what that neighbor "
-          "expects to receive, or one side does not list the other)";
+          "expects to receive, one side does not list the other, or the two ends of an edge name different "
+          "global ids)";
   // Whether anyone failed must be known alike everywhere: a failure flag, a pattern
   // mismatch (the sums are the same on every rank), or options that differ somewhere
   // (then max(h) != min(h), i.e. max(h) != h or max(~h) != ~h on at least one rank — and
