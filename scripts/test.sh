@@ -17,7 +17,9 @@
 #   fuzz              every input boundary on inputs nobody wrote (libFuzzer, 60 s per
 #                     target, scripts/fuzz.sh): the Matrix Market parser; option, region,
 #                     topology, generator and model-file parsers; the C API's arguments; the
-#                     PMPI layer against MPI's own; past crashes replayed first
+#                     PMPI layer against MPI's own; Hypre comm packages through the hook's
+#                     path (one rank, and every rank's at 3); PetscSF graphs through the SF
+#                     type against basic (3 ranks); past crashes replayed first
 #   SMPI              the library under SimGrid's simulator at simulated scale (64+ ranks):
 #                     the schedules and counts of plans too large to run here
 #   ctest (MPICH)     the suite again with MPICH (build-mpich): every test that does not need
