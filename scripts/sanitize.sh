@@ -72,18 +72,19 @@ rc=0
 echo "sanitize.sh: suites and interposition tests under sanitizers in $(( $(date +%s) - t1 )) s"
 
 # ThreadSanitizer over the tests that run threads: the PMPI layer at MPI_THREAD_MULTIPLE (two
-# threads in neighborhood collectives at once) and the Hypre hook under MPI_THREAD_MULTIPLE,
-# in a third build (build-tsan). Open MPI is not built with TSan: its own reports are
+# threads in neighborhood collectives at once), the Hypre hook under MPI_THREAD_MULTIPLE and
+# two threads creating plans on one communicator (threads_one_comm: the second refused, the
+# library's own lock), in a third build (build-tsan). Open MPI is not built with TSan: its own reports are
 # suppressed (tests/sanitize/tsan.supp, which says why each is not ours).
 t2=$(date +%s)
 tdir=${TSAN_BUILD_DIR:-build-tsan}
-tsan_targets=(sparsecomm_mpi pmpi_threads)
+tsan_targets=(sparsecomm_mpi pmpi_threads threads_one_comm)
 [ -d "$bdir/tests/hypre_hook" ] && tsan_targets+=(sparsecomm_hypre_hook hypre_amg_solve)
 cmake -S . -B "$tdir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -g" -DSPARSECOMM_SANITIZE=thread \
   -DSPARSECOMM_BUILD_APPS=OFF > "$tdir.configure.log" 2>&1 || { cat "$tdir.configure.log"; exit 1; }
 cmake --build "$tdir" -j "${JOBS:-2}" --target "${tsan_targets[@]}" > "$tdir.build.log" 2>&1 ||
   { tail -50 "$tdir.build.log"; exit 1; }
 (cd "$tdir" && TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$root/tests/sanitize/tsan.supp" \
-  ctest --output-on-failure -j "${JOBS:-2}" -R "^(mpi_pmpi_threads_[a-z]+|hypre_hook_thread_multiple)\.np[0-9]+$" "$@") || rc=1
+  ctest --output-on-failure -j "${JOBS:-2}" -R "^(mpi_pmpi_threads_[a-z]+|hypre_hook_thread_multiple|threads_one_comm)\.np[0-9]+$" "$@") || rc=1
 echo "sanitize.sh: ThreadSanitizer build and threaded tests in $(( $(date +%s) - t2 )) s"
 exit $rc
