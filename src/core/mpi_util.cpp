@@ -83,16 +83,19 @@ CommExclusive::~CommExclusive() {
     }
 }
 
+std::string settings_differ(MPI_Comm comm, const std::vector<NamedValue>& settings, const std::string& where_set) {
+  return "settings differ between ranks: " + differing_settings(comm, settings) +
+         ", not on every rank; these must be the same on every rank (" + where_set + ")";
+}
+
 void agree_settings(MPI_Comm comm, const std::string& local_error, const std::vector<NamedValue>& settings,
-                    const std::string& where_set) {
-  const long long h = settings_hash(settings);
+                    const std::string& where_set, const std::vector<NamedValue>* compared) {
+  const long long h = settings_hash(compared ? *compared : settings);
   const long long mine[3] = {local_error.empty() ? 0 : 1, h, -h};
   long long most[3] = {0, 0, 0};
   SPC_MPI(MPI_Allreduce(mine, most, 3, MPI_LONG_LONG, MPI_MAX, comm));
   if (most[0] != 0) agree(comm, local_error);
-  if (most[1] != -most[2])
-    throw InputError("settings differ between ranks: " + differing_settings(comm, settings) +
-                     ", not on every rank; these must be the same on every rank (" + where_set + ")");
+  if (most[1] != -most[2]) throw InputError(settings_differ(comm, settings, where_set));
 }
 
 int comm_rank(MPI_Comm comm) {

@@ -188,15 +188,26 @@ int64_t settings_hash(const std::vector<NamedValue>& settings);
 /// whose combined hash differed, on every rank.
 std::string differing_settings(MPI_Comm comm, const std::vector<NamedValue>& settings);
 
+/// Where the interposition layers' settings come from, for the message of a difference.
+inline constexpr const char* kPerProcessEnvironment =
+    "environment variables are per process: give each rank the same, e.g. mpirun -x VAR";
+
+/// Collective (every rank passes the same names, in the same order), after a hash of the
+/// settings differed between ranks: the one message every layer gives then, "settings
+/// differ between ranks: <which, with this rank's values>, not on every rank; these must
+/// be the same on every rank (<where_set>)".
+std::string settings_differ(MPI_Comm comm, const std::vector<NamedValue>& settings, const std::string& where_set);
+
 /// Collective (every rank passes the same names, in the same order): the set-up check of a
 /// layer whose settings come from each process's own environment or options. One allreduce
 /// of (failed, hash, -hash); then, if some rank's `local_error` is set, every rank throws
-/// the lowest failing rank's message (as agree() does); else, if some setting differs
-/// between ranks, every rank throws InputError "settings differ between ranks: <which>, not
-/// on every rank; these must be the same on every rank (<where_set>)". Returns normally on
-/// every rank otherwise.
+/// the lowest failing rank's message (as agree() does); else, if what must be alike
+/// (`compared`, by default `settings`) differs between ranks, every rank throws InputError
+/// settings_differ() (naming the differing ones among `settings`). Returns normally on
+/// every rank otherwise. (`compared` can be less than `settings`: a layer switched off on
+/// every rank needs nothing else alike.)
 void agree_settings(MPI_Comm comm, const std::string& local_error, const std::vector<NamedValue>& settings,
-                    const std::string& where_set);
+                    const std::string& where_set, const std::vector<NamedValue>* compared = nullptr);
 
 /// What one allreduce_max_sum() reduces: the maximum of `max` and the sum (modulo 2^64) of
 /// `sum` over the ranks.

@@ -276,22 +276,21 @@ const Locality& locality(State& s, MPI_Comm comm) {
 // The settings that must be alike on every rank of a package's communicator, as (name,
 // value): the plans are collective, and a rank where the hook is off runs Hypre's own
 // exchange while the others wait in a plan. Where the hook is off on every rank nothing else
-// matters (shared_hash). SPARSECOMM_HYPRE_VERBOSE may differ: it only prints.
+// matters (check_settings compares the switch alone there). SPARSECOMM_HYPRE_VERBOSE may
+// differ: it only prints.
 std::vector<NamedValue> shared_settings(const Settings& s) {
   return {{"the hook (SPARSECOMM_HYPRE_DISABLE; MPI_THREAD_MULTIPLE turns it off)", s.disabled ? "off" : "on"},
           {"SPARSECOMM_HYPRE_BACKEND", s.backend},
           {"SPARSECOMM_HYPRE_REGIONS", s.regions},
           {"SPARSECOMM_HYPRE_OPTIONS", s.options}};
 }
-int64_t shared_hash(const Settings& s) {
-  return settings_hash(s.disabled ? std::vector<NamedValue>{{"", "off"}} : shared_settings(s));
-}
 
 // Collective over comm (inside hypre_MatvecCommPkgCreate, on every rank, the hook on or off):
 // every rank's settings valid and alike. Checked at every package's creation (one allreduce
 // beside Hypre's own set-up collectives; a communicator handle may be reused, so none is
-// trusted from before). Local checks first, then one agreement, then the regions' collective
-// set-up, itself agreed: on a bad value or a difference every rank prints the reason, and
+// trusted from before). Local checks first, then one agreement of their outcome and the
+// settings (core agree_settings), then the regions' collective set-up, itself agreed: on a
+// bad value or a difference every rank prints the reason, and
 // every rank exits (status 2) once all have said it, so none waits for another. (Hypre has
 // no error path from here its callers would see; an exchange the user configured and
 // did not get would be a silent choice.)
@@ -333,15 +332,12 @@ void check_settings(State& s, MPI_Comm comm) {
   } else if (s.settings.disabled && !s.settings.bad.empty()) {
     error = s.settings.bad;  // (SPARSECOMM_HYPRE_VERBOSE's: reported, the hook off or not)
   }
-  agreed(error);
-  const long long h = shared_hash(s.settings);
-  const long long mine[2] = {h, -h};
-  long long out[2];
-  MPI_Allreduce(mine, out, 2, MPI_LONG_LONG, MPI_MAX, comm);
-  if (out[0] != -out[1])
-    fail("settings differ between ranks: " + differing_settings(comm, shared_settings(s.settings)) +
-         ", not on every rank; these must be the same on every rank (environment variables are per process: give "
-         "each rank the same, e.g. mpirun -x VAR)");
+  try {
+    const std::vector<NamedValue> all = shared_settings(s.settings), off = {{"", "off"}};
+    agree_settings(comm, error, all, kPerProcessEnvironment, s.settings.disabled ? &off : &all);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
   if (s.settings.disabled) return;
   // The regions' set-up (collective, alike on every rank now that the spec is): its errors
   // (a node layout MPI cannot split) agreed too.

@@ -914,18 +914,15 @@ std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::arr
   PMPI_Allreduce(mine, out, 6, MPI_LONG_LONG, MPI_MAX, comm);
   if (out[3]) bad_settings(comm, first_error(comm, error), true);
   if (out[4] != -out[5]) {
-    std::string which;
+    std::string message;
     try {
-      which = differing_settings(comm, shared_settings(p.settings, global().disabled));
+      message = settings_differ(comm, shared_settings(p.settings, global().disabled),
+                                std::string(kPerProcessEnvironment) +
+                                    ", and the same MPI_Info keys at the communicator's creation");
     } catch (const std::exception& e) {  // (an MPI error under MPI_ERRORS_RETURN)
-      which = std::string("(which ones: ") + e.what() + ")";
+      message = std::string("settings differ between ranks (which ones: ") + e.what() + ")";
     }
-    bad_settings(comm,
-                 "settings differ between the ranks of a communicator: " + which +
-                     ", not on every rank; these must be the same on every rank (environment variables are per "
-                     "process: give each rank the same, e.g. mpirun -x VAR, and the same MPI_Info keys at the "
-                     "communicator's creation)",
-                 true);
+    bad_settings(comm, message, true);
   }
   p.checked = true;
   return {out[0], out[1], out[2]};
