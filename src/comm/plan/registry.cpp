@@ -1,43 +1,36 @@
-// The registries of both exchange shapes: the built-in backends of each (the one list of
-// them in the library; a static library drops object files that nothing references, and
-// self-registering objects with them, so the built-ins are called from here), and the
-// public functions of plan.hpp and gather_plan.hpp that reach them, side by side.
+// The registries of both exchange shapes: the built-in backends of each (every file of
+// src/comm/plan/halo and gather, listed by CMake in builtin_backends.inc: a static library
+// drops object files that nothing references, and self-registering objects with them, so
+// the built-ins are called from here), and the public functions of plan.hpp and
+// gather_plan.hpp that reach them, side by side.
 #include "comm/plan/registry.hpp"
 
 namespace sparsecomm {
 
 namespace detail {
-void register_p2p();
-void register_neighbor();
-void register_aggregated();
-void register_aggregated_2step();
-void register_combined();
-void register_auto();
-#ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
-void register_shm();
-void register_gather_shm();
-#endif
-void register_gather_basic();
-void register_gather_combined();
+#define SPARSECOMM_BUILTIN_HALO(name) void register_##name();
+#define SPARSECOMM_BUILTIN_GATHER(name) void register_gather_##name();
+#include "builtin_backends.inc"
+#undef SPARSECOMM_BUILTIN_HALO
+#undef SPARSECOMM_BUILTIN_GATHER
 
 HaloRegistry& halo_registry() {
   static HaloRegistry r("", [] {
-    for (auto f : {register_p2p, register_neighbor, register_aggregated, register_aggregated_2step, register_combined,
-                   register_auto})
-      f();
-#ifndef SPARSECOMM_SMPI
-    register_shm();
-#endif
+#define SPARSECOMM_BUILTIN_HALO(name) register_##name();
+#define SPARSECOMM_BUILTIN_GATHER(name)
+#include "builtin_backends.inc"
+#undef SPARSECOMM_BUILTIN_HALO
+#undef SPARSECOMM_BUILTIN_GATHER
   });
   return r;
 }
 GatherRegistry& gather_registry() {
   static GatherRegistry r("gather ", [] {
-    register_gather_basic();
-    register_gather_combined();
-#ifndef SPARSECOMM_SMPI
-    register_gather_shm();
-#endif
+#define SPARSECOMM_BUILTIN_HALO(name)
+#define SPARSECOMM_BUILTIN_GATHER(name) register_gather_##name();
+#include "builtin_backends.inc"
+#undef SPARSECOMM_BUILTIN_HALO
+#undef SPARSECOMM_BUILTIN_GATHER
   });
   return r;
 }

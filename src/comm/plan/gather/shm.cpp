@@ -71,4 +71,8 @@ void register_gather_shm() {
 }  // namespace detail
 
 }  // namespace sparsecomm
+#else   // SimGrid's SMPI has no shared-memory windows: no such backend there
+namespace sparsecomm::detail {
+void register_gather_shm() {}
+}  // namespace sparsecomm::detail
 #endif  // SPARSECOMM_SMPI

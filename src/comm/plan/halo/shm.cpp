@@ -100,4 +100,8 @@ void register_shm() {
 }  // namespace detail
 
 }  // namespace sparsecomm
+#else   // SimGrid's SMPI has no shared-memory windows: no such backend there
+namespace sparsecomm::detail {
+void register_shm() {}
+}  // namespace sparsecomm::detail
 #endif  // SPARSECOMM_SMPI
