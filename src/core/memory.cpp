@@ -33,17 +33,47 @@ struct NodeDemand {
   bool fits = true;
 };
 
-// Why $SPARSECOMM_MEMORY_LIMIT is not a number of bytes, or "".
-std::string limit_error() {
+// $SPARSECOMM_MEMORY_LIMIT, read once per check: its bytes (-1: unset), or why it is not a
+// number of bytes.
+struct EnvLimit {
+  int64_t bytes = -1;
+  std::string error;
+};
+EnvLimit env_limit() {
+  EnvLimit l;
   const char* e = std::getenv("SPARSECOMM_MEMORY_LIMIT");
+  if (!e || !*e) return l;
   int64_t v = 0;
-  if (!e || !*e || (parse_int(e, v) && v >= 0)) return "";
-  return std::string("SPARSECOMM_MEMORY_LIMIT='") + e + "' is not a number of bytes (a non-negative integer)";
+  if (parse_int(e, v) && v >= 0) l.bytes = v;
+  else l.error = std::string("SPARSECOMM_MEMORY_LIMIT='") + e + "' is not a number of bytes (a non-negative integer)";
+  return l;
+}
+
+// MemAvailable, within the cgroup's limit; -1 where neither is known.
+int64_t machine_available_bytes() {
+  int64_t avail = -1;
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream ls(line.substr(13));
+    int64_t kb = 0;
+    if (ls >> kb) avail = kb * 1024;
+    break;
+  }
+  // cgroup v2: a container's limit can be far below the machine's free memory.
+  const int64_t max = read_number("/sys/fs/cgroup/memory.max"), cur = read_number("/sys/fs/cgroup/memory.current");
+  if (max > 0 && cur >= 0) {
+    const int64_t room = std::max<int64_t>(max - cur, 0);
+    avail = avail < 0 ? room : std::min(avail, room);
+  }
+  return avail;
 }
 
 NodeDemand node_demand(MPI_Comm comm, int64_t bytes) {
   NodeDemand d;
-  d.available = available_memory_bytes();
+  const EnvLimit limit = env_limit();
+  d.available = limit.bytes >= 0 ? limit.bytes : machine_available_bytes();
   int size = 1;
   MPI_Comm_size(comm, &size);
   // Saturated so that the node's sum cannot overflow (a request past what any machine
@@ -51,7 +81,7 @@ NodeDemand node_demand(MPI_Comm comm, int64_t bytes) {
   bytes = std::min(bytes, INT64_MAX / std::max(size, 1));
   // One allreduce answers the common case: P times the largest request fits everywhere
   // (and whether some rank's limit is malformed: never read as "no limit" in silence).
-  const std::string bad = limit_error();
+  const std::string& bad = limit.error;
   const int64_t avail_or_max = d.available < 0 ? INT64_MAX : d.available;
   int64_t in[3] = {std::max<int64_t>(bytes, 0), -avail_or_max, bad.empty() ? 0 : 1}, out[3];
   SPC_MPI(MPI_Allreduce(in, out, 3, MPI_INT64_T, MPI_MAX, comm));
@@ -85,27 +115,8 @@ NodeDemand node_demand(MPI_Comm comm, int64_t bytes) {
 }  // namespace
 
 int64_t available_memory_bytes() {
-  if (const char* e = std::getenv("SPARSECOMM_MEMORY_LIMIT"); e && *e) {
-    int64_t v = 0;
-    if (parse_int(e, v) && v >= 0) return v;
-  }
-  int64_t avail = -1;
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("MemAvailable:", 0) != 0) continue;
-    std::istringstream ls(line.substr(13));
-    int64_t kb = 0;
-    if (ls >> kb) avail = kb * 1024;
-    break;
-  }
-  // cgroup v2: a container's limit can be far below the machine's free memory.
-  const int64_t max = read_number("/sys/fs/cgroup/memory.max"), cur = read_number("/sys/fs/cgroup/memory.current");
-  if (max > 0 && cur >= 0) {
-    const int64_t room = std::max<int64_t>(max - cur, 0);
-    avail = avail < 0 ? room : std::min(avail, room);
-  }
-  return avail;
+  const EnvLimit limit = env_limit();
+  return limit.bytes >= 0 ? limit.bytes : machine_available_bytes();
 }
 
 std::string format_bytes(double b) {
