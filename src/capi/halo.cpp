@@ -42,7 +42,7 @@ void halo_create(MPI_Comm comm, int nlocal, int nghost, const int64_t* gids, MPI
     OptionSource os;
     os.info = info;
     opt = os.resolve();
-    if (opt.backend.empty()) opt.backend = "p2p";
+    if (opt.backend.empty()) opt.backend = kDefaultBackend;
     if (opt.sdde.empty()) opt.sdde = "nbx";
     check_names("backend", opt.backend, backend_names());
     check_names("SDDE strategy", opt.sdde, Sdde::strategies());

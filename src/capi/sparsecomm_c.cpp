@@ -773,7 +773,7 @@ Options resolve_neighborhood(const Args& a, const OptionSource& os, MPI_Comm com
                              int64_t& esz) {
   if (!out) fail(SPC_ERR_REQUEST, "request is NULL");
   Options opt = os.resolve();
-  if (opt.backend.empty()) opt.backend = "p2p";
+  if (opt.backend.empty()) opt.backend = kDefaultBackend;
   if (opt.sdde.empty()) opt.sdde = "nbx";
   if (!registered(opt.backend)) check_names(backend_kind, opt.backend, names());  // the list: on failure only
   check_names("SDDE strategy", opt.sdde, Sdde::strategies());

@@ -20,7 +20,7 @@ class GhostScatter {
  public:
   /// Collective. `local_size`: values this rank owns (contiguous blocks in rank order);
   /// `indices`: global indices wanted here. Out-of-range indices: InputError everywhere.
-  GhostScatter(MPI_Comm comm, int64_t local_size, std::vector<int64_t> indices, const std::string& backend = "p2p",
+  GhostScatter(MPI_Comm comm, int64_t local_size, std::vector<int64_t> indices, const std::string& backend = kDefaultBackend,
                const std::string& sdde = kDefaultSdde, const std::string& regions = "node");
 
   /// Collective. ghost[k] = value of indices[k].

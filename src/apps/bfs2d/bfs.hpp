@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/matrix/dist_csr.hpp"
 
@@ -67,7 +68,7 @@ struct BfsOptions {
   std::string transport = "neighbor";
   int fold_every = 1;                ///< overlapped: compute chunks per fold chunk (0: one fold per level)
   int64_t poll_edges = 4096;         ///< overlapped: edges of local compute between progress polls (0: none)
-  std::string backend = "p2p";       ///< plan: halo-exchange backend of the fold
+  std::string backend = kDefaultBackend;  ///< plan: halo-exchange backend of the fold
   std::string gather_backend = "p2p";  ///< plan: allgather-shaped backend of the expand
   std::string sdde = "nbx";          ///< plan: SDDE strategy of the fold's pattern (every level)
 };

@@ -95,7 +95,7 @@ F real(const char* name) {
 }
 
 struct Settings {
-  std::string backend = "auto", regions = "node", options;
+  std::string backend = kInterposedDefaultBackend, regions = "node", options;
   bool verbose = false, disabled = false;
   bool thread_multiple = false;  // MPI runs MPI_THREAD_MULTIPLE: disabled (see state())
   std::string bad;               // a switch's value that did not parse, reported at the first package

@@ -17,7 +17,7 @@ using MultAddOp = PetscErrorCode (*)(Mat, Vec, Vec, Vec);
 constexpr const char* kKey = "sparsecomm_ctx";
 
 struct Ctx {
-  std::string backend = "p2p", sdde = "nbx", regions = "node";
+  std::string backend = kDefaultBackend, sdde = "nbx", regions = "node";
   bool view = false;
   PlanOptions plan;  // options of both plans (-sparsecomm_persistent)
   PetscObjectState nz_state = -1;

@@ -161,7 +161,7 @@ struct Pending {
 };
 
 struct SfData {
-  std::string backend = "auto", regions = "node", sdde = "nbx";
+  std::string backend = kInterposedDefaultBackend, regions = "node", sdde = "nbx";
   std::string options;  // the backend's own options, "key=value,..." (-sf_sparsecomm_options)
   // Built by SetUp, cleared by Reset.
   PetscSF inner = nullptr;  // type basic, same graph: every delegated operation

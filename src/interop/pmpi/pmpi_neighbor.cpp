@@ -137,7 +137,7 @@ constexpr int64_t kNodeAreaDefault = 128 * 1024, kNodeAreaMax = int64_t{1} << 30
 
 // Settings from the environment; MPI_Info keys on a communicator override them there.
 struct Settings {
-  std::string backend = "auto", regions = "node";
+  std::string backend = kInterposedDefaultBackend, regions = "node";
   int k = 0;       // combining group size; 0: the backend's default
   int aware = -1;  // topology-aware combining; -1: the backend's default
   bool fixed = false;

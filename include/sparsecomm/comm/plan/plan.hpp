@@ -42,6 +42,14 @@ std::unique_ptr<Plan> make_plan_inside(const std::string&, const Pattern&, const
                                        const PlanOptions&);
 }  // namespace detail
 
+/// The backend an entry point uses when its caller names none. The explicit APIs (the C
+/// API, GhostScatter, PETSc's MatMult interop, the apps' plan variants) default to p2p: one
+/// message per neighbor, no model and no locality needed, what the caller would have
+/// written. The zero-code layers (the PETSc SF type, the Hypre hook, the PMPI layer), whose
+/// users chose no backend at all, default to auto.
+inline constexpr const char* kDefaultBackend = "p2p";
+inline constexpr const char* kInterposedDefaultBackend = "auto";
+
 struct PlanOptions {
   int width = 1;             ///< values per index (k vectors interleaved: x[i*width + k])
   int value_bytes = 8;       ///< bytes of one value (8 for double)
