@@ -461,6 +461,15 @@ class RegionWindow {
   /// region is not within one node (or the window is turned off) — alike on its ranks.
   /// `slot`: which of the region's windows (an exchange that needs two at once, node_window
   /// across nodes, asks for 0 and 1).
+  /// $SPARSECOMM_SDDE_WINDOW, a switch (parse_bool's spellings): 1 on (also unset), 0 off,
+  /// -1 malformed.
+  static int window_switch() {
+    const char* env = std::getenv("SPARSECOMM_SDDE_WINDOW");
+    bool on = true;
+    if (env && *env && !parse_bool(env, on)) return -1;
+    return on ? 1 : 0;
+  }
+
   static RegionWindow* of(MPI_Comm region, int slot = 0) {
     static int keyvals[2] = {MPI_KEYVAL_INVALID, MPI_KEYVAL_INVALID};
     int& keyval = keyvals[slot];
@@ -474,16 +483,14 @@ class RegionWindow {
     SPC_MPI(MPI_Comm_split_type(region, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int within = comm_size(node) == comm_size(region) ? 1 : 0;
     SPC_MPI(MPI_Comm_free(&node));
-    // $SPARSECOMM_SDDE_WINDOW: a switch (parse_bool's spellings); a value that is none is
-    // -1, which the minimum carries to every member as the error.
-    const char* env = std::getenv("SPARSECOMM_SDDE_WINDOW");
-    bool on = true;
-    if (env && *env && !parse_bool(env, on)) within = -1;
-    else if (!on) within = 0;
+    // A malformed $SPARSECOMM_SDDE_WINDOW is -1, which the minimum carries to every member as
+    // the error.
+    const int window = window_switch();
+    if (window <= 0) within = window;
     int all = 0;
     SPC_MPI(MPI_Allreduce(&within, &all, 1, MPI_INT, MPI_MIN, region));
     if (all < 0)  // (the failing member's words on every member: agree's error path)
-      agree(region, within >= 0 ? "" : std::string("SPARSECOMM_SDDE_WINDOW='") + env +
+      agree(region, within >= 0 ? "" : std::string("SPARSECOMM_SDDE_WINDOW='") + std::getenv("SPARSECOMM_SDDE_WINDOW") +
                                            "': valid values: 0, off, false, no (messages instead of the "
                                            "shared-memory windows) or 1, on, true, yes (the default)");
     RegionWindow* w = all ? new RegionWindow(region) : nullptr;
@@ -1091,12 +1098,11 @@ bool Sdde::node_windows() {
     // (a rank with a good value says nothing where another's is bad: every rank raises the
     // bad one's words, agree())
     std::string bad;
-    const char* window = std::getenv("SPARSECOMM_SDDE_WINDOW");
-    bool window_on = true;
-    if (window && *window && !parse_bool(window, window_on)) window_on = true;  // (RegionWindow::of reported it)
+    const bool window_off = RegionWindow::window_switch() == 0;  // (a malformed one: RegionWindow::of says so)
     if (want == 0) bad = "SPARSECOMM_SDDE_NODE_EXCHANGE='" + how + "': valid values: agents, leaders, auto (alike on every rank)";
-    else if (!window_on && how != "auto")
-      bad = "SPARSECOMM_SDDE_NODE_EXCHANGE=" + how + " has no effect with SPARSECOMM_SDDE_WINDOW=" + window +
+    else if (window_off && how != "auto")
+      bad = "SPARSECOMM_SDDE_NODE_EXCHANGE=" + how + " has no effect with SPARSECOMM_SDDE_WINDOW=" +
+            std::getenv("SPARSECOMM_SDDE_WINDOW") +
             " (the nodes' exchange runs through the windows): unset one of them";
     else if (all[1] != 0 && all[1] != -all[2])
       bad = "SPARSECOMM_SDDE_NODE_EXCHANGE differs between ranks ('" + how + "' here): set it alike on every rank";
