@@ -154,8 +154,12 @@ std::string validate_backend_options(const std::string& backend, const std::vect
     const std::string why = option_value_error(*it, opt.get(key, ""));
     if (!why.empty()) return "backend '" + backend + "': option " + key + ": " + why;
     if (!it->only_with.empty()) {
+      // In effect: a number above 0 or a true switch, in any spelling the parsers take
+      // ("00" and "off" are not).
       const std::string on = opt.get(it->only_with, "");
-      if (on.empty() || on == "0" || on == "false")
+      int64_t n = 0;
+      bool b = false;
+      if (!(parse_int(on, n) ? n > 0 : parse_bool(on, b) && b))
         return "backend '" + backend + "': option " + key + " has no effect unless option " + it->only_with +
                " is set (above 0, or true)";
     }
