@@ -11,6 +11,7 @@
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/matrix/mtx_reader.hpp"
 #include "test_util.hpp"
 

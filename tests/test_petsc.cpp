@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sparsecomm/comm/ghost.hpp"
+#include "sparsecomm/kernels/ghost.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/matrix/generators.hpp"
 #include "sparsecomm/matrix/mtx_reader.hpp"

@@ -12,6 +12,7 @@
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"

@@ -147,34 +147,6 @@ int greedy_match(MPI_Comm comm, int tag, int barrier_tag, const std::set<int>& l
 
 }  // namespace
 
-std::vector<OptionSpec> combining_option_specs() {
-  const CombiningOptions d;
-  using K = OptionSpec::Kind;
-  return {
-      {"k", K::integer, std::to_string(d.k), "maximum group size (2: pairs)", 2, INT_MAX},
-      {"theta", K::integer, std::to_string(d.theta), "minimum common out-neighbors for two groups to combine", 1, INT_MAX},
-      {"aware", K::boolean, d.aware ? "true" : "false", "groups only inside a region (topology-aware)"},
-      {"rounds", K::integer, std::to_string(d.max_rounds), "rounds over the neighbors not yet covered", 0, INT_MAX},
-      {"schedule", K::object, "", "a precomputed CombiningSchedule of this rank (virt::scatter_combining_schedules)"},
-  };
-}
-
-CombiningOptions combining_from(const BackendOptions& o, const std::string& sdde) {
-  CombiningOptions c;
-  c.k = static_cast<int>(o.get_int("k", c.k));
-  c.theta = static_cast<int>(o.get_int("theta", c.theta));
-  c.aware = o.get_bool("aware", c.aware);
-  c.max_rounds = static_cast<int>(o.get_int("rounds", c.max_rounds));
-  c.given = o.object<CombiningSchedule>("schedule");
-  c.sdde = sdde;
-  return c;
-}
-
-void set_combining(BackendOptions& o, const CombiningOptions& c) {
-  o.set("k", c.k).set("theta", c.theta).set("aware", c.aware).set("rounds", c.max_rounds);
-  if (c.given) o.attach<CombiningSchedule>("schedule", c.given);
-}
-
 CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo, const Locality& loc,
                                            const CombiningOptions& opt, Stats* stats) {
   std::string err;

@@ -17,7 +17,7 @@
 
 #include "core/parse.hpp"
 #ifndef SPARSECOMM_SMPI
-#include "comm/plan/shm_channel.hpp"  // detail::node_of: the node's patience for flag waits
+#include "comm/shm_channel.hpp"  // detail::node_of: the node's patience for flag waits
 #endif
 
 namespace sparsecomm {
@@ -445,7 +445,7 @@ namespace {
 // buffer and header slot r % 2 in round r only after every member published round r - 1,
 // which each did after reading round r - 2's. Memory model: C++ release/acquire on
 // lock-free 64-bit atomics in the window (address-free across processes, as the shm
-// backends' epochs: comm/plan/shm_channel.hpp), one passive-target epoch
+// backends' epochs: comm/shm_channel.hpp), one passive-target epoch
 // (MPI_Win_lock_all) for the window's lifetime (the unified model of shared windows,
 // MPI-3.1 11.5.5). When some rank needs more than `cap_`, every rank learns it from the
 // headers, frees the window and allocates one of twice the largest need (collective),

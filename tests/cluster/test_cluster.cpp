@@ -27,6 +27,7 @@
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/comm/pattern.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "sparsecomm/comm/plan/backend_options.hpp"
 #include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/comm/sdde.hpp"
 #include "sparsecomm/core/stats.hpp"
 #include "sparsecomm/comm/topology.hpp"
 
@@ -47,16 +47,6 @@ struct CombiningOptions {
   /// too much host time (Erdős–Rényi graphs at 4,096 SMPI ranks); null: phase 1 runs.
   std::shared_ptr<const CombiningSchedule> given;
 };
-
-/// The backend options of the combining backends (halo and gather "combined", and any
-/// other backend that runs CombiningSchedule): k, theta, aware, rounds (text) and schedule
-/// (an attached CombiningSchedule, as CombiningOptions::given).
-std::vector<OptionSpec> combining_option_specs();
-/// CombiningOptions from backend options (the defaults above for unset keys), with the
-/// plan's SDDE strategy for its setup exchanges.
-CombiningOptions combining_from(const BackendOptions& o, const std::string& sdde);
-/// Sets `c`'s k, theta, aware and rounds (and attaches c.given) in `o`.
-void set_combining(BackendOptions& o, const CombiningOptions& c);
 
 /// The combining pattern of one rank (deterministic for a given topology and options).
 struct CombiningSchedule {

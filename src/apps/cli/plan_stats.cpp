@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "sparsecomm/comm/plan/model.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
 #include "sparsecomm/matrix/mtx_reader.hpp"

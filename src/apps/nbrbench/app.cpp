@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"

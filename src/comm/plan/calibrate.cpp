@@ -46,7 +46,7 @@
 
 #include "sparsecomm/comm/plan/model.hpp"
 #ifndef SPARSECOMM_SMPI
-#include "comm/plan/shm_channel.hpp"
+#include "comm/shm_channel.hpp"
 #endif
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/error.hpp"

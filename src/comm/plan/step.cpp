@@ -9,7 +9,7 @@
 #include "sparsecomm/core/error.hpp"
 
 #ifndef SPARSECOMM_SMPI
-#include "comm/plan/shm_channel.hpp"
+#include "comm/shm_channel.hpp"
 #endif
 
 namespace sparsecomm::detail {

@@ -4,7 +4,7 @@
 // each value goes.
 //
 // A transfer between two ranks of one node goes through the sender's lane of the plan's
-// MPI-3 shared-memory window (comm/plan/shm_channel.hpp, protocol and memory-model
+// MPI-3 shared-memory window (comm/shm_channel.hpp, protocol and memory-model
 // argument): the sender gathers into the window, the receiver copies straight out of it to
 // where each value goes -- one copy on each side, no message matching, no copy into and out
 // of the MPI library's own shared segment. Any other transfer is an MPI message, sent

@@ -8,9 +8,10 @@
 #include <set>
 #include <tuple>
 
-#include "comm/plan/halo/aggregation.hpp"
+#include "comm/virt/counting.hpp"
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/comm/topology.hpp"
 
@@ -449,168 +450,6 @@ void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
   }
 }
 
-// Records the transfers of a backend's execution as its plans' count_transfer() does:
-// one between ranks of a node also in their window counts, where the backend moves such
-// transfers through its window (`opt`'s window option) and the pattern has node labels.
-struct Recorder {
-  std::vector<RankCounts>& out;
-  const std::vector<int>& region;
-  const std::vector<int>* node;  // null: no windows
-  Recorder(std::vector<RankCounts>& o, const std::vector<int>& r, const HaloPattern& pat, bool windows)
-      : out(o), region(r), node(windows && !pat.node.empty() ? &pat.node : nullptr) {}
-  /// Rank a's side of a transfer with `peer` (send: a sends).
-  void side(const char* step, int a, bool send, int peer, int64_t bytes) const {
-    out[a].counts.record_transfer(out[a].window, step, send, region[a] == region[peer], bytes,
-                                  node && (*node)[a] == (*node)[peer]);
-  }
-  /// Both sides of a transfer from a to b.
-  void operator()(const char* step, int a, int b, int64_t bytes) const {
-    side(step, a, true, b, bytes);
-    side(step, b, false, a, bytes);
-  }
-};
-
-// Counts of the 3-step aggregation (plan/halo/aggregated.cpp), following its setup step
-// by step: local segments directly; each region's leaders (send side) and receivers
-// (receive side) by LPT over the region's members in rank order (the first `leaders` of
-// them where that option is set); initial messages to
-// leaders merged per leader; one inter-region message per (region, region) pair; final
-// messages from receivers merged per destination. A value is (origin rank, id); with
-// duplicate removal it crosses a region pair once.
-std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
-                                          bool dedup, const BackendOptions& options) {
-  const int p = pat.p;
-  std::vector<RankCounts> out(static_cast<size_t>(p));
-  const Recorder rec(out, region, pat, detail::window_wanted(options));
-  int nreg = 0;
-  for (int x : region) nreg = std::max(nreg, x + 1);
-  std::vector<std::vector<int>> members(static_cast<size_t>(nreg));
-  for (int a = 0; a < p; ++a) members[region[a]].push_back(a);
-
-  // keys[a][S]: the values a sends to region S != region[a] (dedup: distinct ids).
-  // recv_count[d][R']: how many values d receives from ranks of R' != region[d].
-  // pair_count[(R, S)]: the values the ranks of R send to region S — with dedup the
-  // distinct (origin, id) pairs, i.e. the sum over origins of their distinct ids: the sum
-  // of keys[a][S] over a in R either way.
-  std::vector<std::map<int, int64_t>> keys(static_cast<size_t>(p)), recv_count(static_cast<size_t>(p));
-  std::map<std::pair<int, int>, int64_t> pair_count;
-  for (int a = 0; a < p; ++a) {
-    std::map<int, std::vector<int64_t>> ids_to;
-    for (const auto& seg : pat.send[a]) {
-      const int d = seg.dest, S = region[d];
-      if (S == region[a]) {
-        rec("local", a, d, seg.size * eb);
-        continue;
-      }
-      recv_count[d][region[a]] += seg.size;
-      if (!dedup) {
-        keys[a][S] += seg.size;
-        continue;
-      }
-      auto& v = ids_to[S];  // (with distinct counts given, the ids are not needed)
-      if (pat.distinct.empty()) v.insert(v.end(), seg.ids.begin(), seg.ids.end());
-    }
-    for (auto& [S, v] : ids_to) {  // dedup only
-      if (!pat.distinct.empty()) {
-        keys[a][S] = pat.distinct[static_cast<size_t>(a)].at(S);
-        continue;
-      }
-      std::sort(v.begin(), v.end());
-      keys[a][S] = static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
-    }
-    for (const auto& [S, n] : keys[a]) pair_count[{region[a], S}] += n;
-  }
-  // Per region: leaders of the regions it sends to, receivers of those it receives from.
-  std::vector<std::map<int, int>> leader(static_cast<size_t>(nreg)), receiver(static_cast<size_t>(nreg));
-  std::vector<bool> region_sends(static_cast<size_t>(nreg), false);
-  for (int R = 0; R < nreg; ++R) {
-    std::map<int, int64_t> send_vol, recv_vol;
-    for (int a : members[R]) {
-      for (const auto& [S, n] : keys[a]) send_vol[S] += n;
-      for (const auto& [Rp, n] : recv_count[a]) recv_vol[Rp] += n;
-    }
-    region_sends[R] = !send_vol.empty();
-    const int slots = detail::leader_slots(options, static_cast<int>(members[R].size()));
-    for (const auto& [S, slot] : detail::lpt_assign(send_vol, slots)) leader[R][S] = members[R][slot];
-    for (const auto& [Rp, slot] : detail::lpt_assign(recv_vol, slots)) receiver[R][Rp] = members[R][slot];
-  }
-  // The two intra-region steps, merged per peer: rank a and the member of its region that
-  // handles remote region X (role[region[a]][X]) exchange the values counted in
-  // volume[a][X], a itself excepted. Initial: a sends to its leaders; final: a receives
-  // from its receivers.
-  auto intra_step = [&](const char* step, const std::vector<std::map<int, int64_t>>& volume,
-                        const std::vector<std::map<int, int>>& role, bool a_sends) {
-    for (int a = 0; a < p; ++a) {
-      std::map<int, int64_t> merged;
-      for (const auto& [X, n] : volume[a]) {
-        const int peer = role[region[a]].at(X);
-        if (peer != a) merged[peer] += n;
-      }
-      for (const auto& [peer, n] : merged) rec(step, a_sends ? a : peer, a_sends ? peer : a, n * eb);
-    }
-  };
-  // Initial: each rank to each leader of its remote regions.
-  intra_step("initial", keys, leader, true);
-  // Inter: leader of (R -> S) to the receiver of (S <- R), one message per pair.
-  for (const auto& [pair, n] : pair_count) {
-    const auto [R, S] = pair;
-    rec("inter", leader[R].at(S), receiver[S].at(R), n * eb);
-  }
-  // Final: each receiver to each destination of its region, merged over the source
-  // regions it receives for.
-  intra_step("final", recv_count, receiver, false);
-  for (int a = 0; a < p; ++a)
-    out[a].stages = (keys[a].empty() && recv_count[a].empty() && !region_sends[region[a]]) ? 1 : 3;
-  return out;
-}
-
-// Counts of the 2-step aggregation (backends/aggregated2.cpp): local segments directly;
-// per (source, remote region) one inter-region message to the destination needing the
-// most values (ties: lowest rank) with the distinct ids of all the region's segments, or
-// the segment itself when the region holds one destination; that receiver forwards each
-// other destination's segment, merged per (receiver, destination) over sources.
-std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
-                                        bool windows) {
-  const int p = pat.p;
-  std::vector<RankCounts> out(static_cast<size_t>(p));
-  const Recorder rec(out, region, pat, windows);
-  std::map<std::pair<int, int>, int64_t> forwarded;  // (receiver, destination) -> values
-  for (int a = 0; a < p; ++a) {
-    std::map<int, std::vector<const HaloPattern::Segment*>> to_region;
-    for (const auto& seg : pat.send[a]) {
-      const int d = seg.dest;
-      if (region[d] == region[a]) {
-        rec("local", a, d, seg.size * eb);
-      } else {
-        to_region[region[d]].push_back(&seg);
-      }
-    }
-    for (const auto& [S, segs] : to_region) {
-      const auto* v = segs[0];
-      for (const auto* seg : segs)
-        if (seg->size > v->size) v = seg;  // ascending ranks: ties keep the lowest
-      int64_t n = v->size;
-      if (segs.size() > 1 && !pat.distinct.empty()) {
-        n = pat.distinct[static_cast<size_t>(a)].at(S);
-      } else if (segs.size() > 1) {
-        std::vector<int64_t> ids;
-        for (const auto* seg : segs) ids.insert(ids.end(), seg->ids.begin(), seg->ids.end());
-        std::sort(ids.begin(), ids.end());
-        n = static_cast<int64_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
-      }
-      rec("inter", a, v->dest, n * eb);
-      if (segs.size() > 1)
-        for (const auto* seg : segs)
-          if (seg != v) forwarded[{v->dest, seg->dest}] += seg->size;
-    }
-  }
-  for (const auto& [pair, n] : forwarded) {
-    rec("final", pair.first, pair.second, n * eb);
-    out[pair.first].stages = out[pair.second].stages = 2;
-  }
-  return out;
-}
-
 // One transfer per segment (p2p, neighbor; shm with windows).
 std::vector<RankCounts> direct_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt,
                                       bool windows) {
@@ -640,63 +479,6 @@ std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::ve
 
 std::vector<RankCounts> shm_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt) {
   return direct_counts(pat, region, opt, true);
-}
-
-std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
-                                               const PlanOptions& opt, bool dedup) {
-  return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup, opt.backend);
-}
-
-std::vector<RankCounts> two_step_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
-                                             const PlanOptions& opt) {
-  return two_step_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes,
-                         detail::window_wanted(opt.backend));
-}
-
-std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
-                                             const PlanOptions& opt) {
-  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
-  const int p = pat.p;
-  std::vector<RankCounts> out(static_cast<size_t>(p));
-  const Recorder rec(out, region, pat, detail::window_wanted(opt.backend));
-  // backends/combined.cpp: the combining schedule of the pattern's graph; stage 1 carries
-  // an origin's segments for the destinations a member covers; stage 2 one message per
-  // destination with the segments of its origins; one receive per forwarder.
-  std::vector<std::vector<int>> dest(static_cast<size_t>(p));
-  std::vector<std::map<int, int64_t>> count(static_cast<size_t>(p));  // count[o][d]
-  for (int a = 0; a < p; ++a)
-    for (const auto& seg : pat.send[a]) {
-      dest[a].push_back(seg.dest);
-      count[a][seg.dest] = seg.size;
-    }
-  const auto sched = combining_schedules(Graph::from_destinations(p, std::move(dest)), region, combining_from(opt.backend, opt.sdde));
-  for (int a = 0; a < p; ++a) {
-    const auto& s = sched[a];
-    for (size_t i = 0; i < s.stage1_send.size(); ++i) {
-      int64_t n = 0;
-      for (int d : s.stage1_send_dests[i]) n += count[a].at(d);
-      rec.side("stage1", a, true, s.stage1_send[i], n * eb);
-    }
-    for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
-      int64_t n = 0;
-      for (int d : s.stage1_recv_dests[i]) n += count[s.stage1_recv[i]].at(d);
-      rec.side("stage1", a, false, s.stage1_recv[i], n * eb);
-    }
-    for (size_t i = 0; i < s.dest.size(); ++i) {
-      int64_t n = 0;
-      for (int o : s.dest_origins[i]) n += count[o].at(s.dest[i]);
-      rec.side("stage2", a, true, s.dest[i], n * eb);
-    }
-    for (size_t i = 0; i < s.from.size(); ++i) {
-      int64_t n = 0;
-      for (int o : s.from_origins[i]) n += count[o].at(a);
-      rec.side("stage2", a, false, s.from[i], n * eb);
-    }
-    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
-    out[a].groups_led = s.groups_led;
-    out[a].group_members = s.group_members;
-  }
-  return out;
 }
 
 std::shared_ptr<const CombiningSchedule> scatter_combining_schedules(MPI_Comm comm, int root,

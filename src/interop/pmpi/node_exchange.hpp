@@ -52,7 +52,7 @@
 #include <utility>
 #include <vector>
 
-#include "comm/plan/shm_channel.hpp"
+#include "comm/shm_channel.hpp"
 
 namespace sparsecomm::pmpi {
 

@@ -100,6 +100,7 @@
 #include "interop/pmpi/requests.hpp"
 #include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"

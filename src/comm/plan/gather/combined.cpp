@@ -13,6 +13,7 @@
 
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "comm/plan/step.hpp"
 
 namespace sparsecomm {

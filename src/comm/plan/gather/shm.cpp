@@ -2,11 +2,11 @@
 // shared-memory window (one copy, however many readers), and every destination on the node
 // reads it from there (one copy each); destinations and sources off the node
 // point-to-point, the sends out of the same window buffer.
-// The protocol and its memory-model argument: comm/plan/shm_channel.hpp.
+// The protocol and its memory-model argument: comm/shm_channel.hpp.
 #ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
 #include <cstring>
 
-#include "comm/plan/shm_channel.hpp"
+#include "comm/shm_channel.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 

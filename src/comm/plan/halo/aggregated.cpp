@@ -29,7 +29,7 @@
 #include <cstring>
 #include <map>
 
-#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "comm/virt/counting.hpp"
 #include "comm/plan/halo/aggregation.hpp"
 #include "comm/plan/step.hpp"
 #include "sparsecomm/comm/messages.hpp"
@@ -325,6 +325,114 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm paren
 }
 
 }  // namespace
+
+// Plan statistics (virt::halo_counts): this backend's counts, following its set-up step by
+// step, checked rank by rank against real plans by tests/test_plan_stats.cpp.
+namespace virt {
+namespace {
+
+// Counts of the 3-step aggregation (plan/halo/aggregated.cpp), following its setup step
+// by step: local segments directly; each region's leaders (send side) and receivers
+// (receive side) by LPT over the region's members in rank order (the first `leaders` of
+// them where that option is set); initial messages to
+// leaders merged per leader; one inter-region message per (region, region) pair; final
+// messages from receivers merged per destination. A value is (origin rank, id); with
+// duplicate removal it crosses a region pair once.
+std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
+                                          bool dedup, const BackendOptions& options) {
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  const Recorder rec(out, region, pat, detail::window_wanted(options));
+  int nreg = 0;
+  for (int x : region) nreg = std::max(nreg, x + 1);
+  std::vector<std::vector<int>> members(static_cast<size_t>(nreg));
+  for (int a = 0; a < p; ++a) members[region[a]].push_back(a);
+
+  // keys[a][S]: the values a sends to region S != region[a] (dedup: distinct ids).
+  // recv_count[d][R']: how many values d receives from ranks of R' != region[d].
+  // pair_count[(R, S)]: the values the ranks of R send to region S — with dedup the
+  // distinct (origin, id) pairs, i.e. the sum over origins of their distinct ids: the sum
+  // of keys[a][S] over a in R either way.
+  std::vector<std::map<int, int64_t>> keys(static_cast<size_t>(p)), recv_count(static_cast<size_t>(p));
+  std::map<std::pair<int, int>, int64_t> pair_count;
+  for (int a = 0; a < p; ++a) {
+    std::map<int, std::vector<int64_t>> ids_to;
+    for (const auto& seg : pat.send[a]) {
+      const int d = seg.dest, S = region[d];
+      if (S == region[a]) {
+        rec("local", a, d, seg.size * eb);
+        continue;
+      }
+      recv_count[d][region[a]] += seg.size;
+      if (!dedup) {
+        keys[a][S] += seg.size;
+        continue;
+      }
+      auto& v = ids_to[S];  // (with distinct counts given, the ids are not needed)
+      if (pat.distinct.empty()) v.insert(v.end(), seg.ids.begin(), seg.ids.end());
+    }
+    for (auto& [S, v] : ids_to) {  // dedup only
+      if (!pat.distinct.empty()) {
+        keys[a][S] = pat.distinct[static_cast<size_t>(a)].at(S);
+        continue;
+      }
+      std::sort(v.begin(), v.end());
+      keys[a][S] = static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
+    }
+    for (const auto& [S, n] : keys[a]) pair_count[{region[a], S}] += n;
+  }
+  // Per region: leaders of the regions it sends to, receivers of those it receives from.
+  std::vector<std::map<int, int>> leader(static_cast<size_t>(nreg)), receiver(static_cast<size_t>(nreg));
+  std::vector<bool> region_sends(static_cast<size_t>(nreg), false);
+  for (int R = 0; R < nreg; ++R) {
+    std::map<int, int64_t> send_vol, recv_vol;
+    for (int a : members[R]) {
+      for (const auto& [S, n] : keys[a]) send_vol[S] += n;
+      for (const auto& [Rp, n] : recv_count[a]) recv_vol[Rp] += n;
+    }
+    region_sends[R] = !send_vol.empty();
+    const int slots = detail::leader_slots(options, static_cast<int>(members[R].size()));
+    for (const auto& [S, slot] : detail::lpt_assign(send_vol, slots)) leader[R][S] = members[R][slot];
+    for (const auto& [Rp, slot] : detail::lpt_assign(recv_vol, slots)) receiver[R][Rp] = members[R][slot];
+  }
+  // The two intra-region steps, merged per peer: rank a and the member of its region that
+  // handles remote region X (role[region[a]][X]) exchange the values counted in
+  // volume[a][X], a itself excepted. Initial: a sends to its leaders; final: a receives
+  // from its receivers.
+  auto intra_step = [&](const char* step, const std::vector<std::map<int, int64_t>>& volume,
+                        const std::vector<std::map<int, int>>& role, bool a_sends) {
+    for (int a = 0; a < p; ++a) {
+      std::map<int, int64_t> merged;
+      for (const auto& [X, n] : volume[a]) {
+        const int peer = role[region[a]].at(X);
+        if (peer != a) merged[peer] += n;
+      }
+      for (const auto& [peer, n] : merged) rec(step, a_sends ? a : peer, a_sends ? peer : a, n * eb);
+    }
+  };
+  // Initial: each rank to each leader of its remote regions.
+  intra_step("initial", keys, leader, true);
+  // Inter: leader of (R -> S) to the receiver of (S <- R), one message per pair.
+  for (const auto& [pair, n] : pair_count) {
+    const auto [R, S] = pair;
+    rec("inter", leader[R].at(S), receiver[S].at(R), n * eb);
+  }
+  // Final: each receiver to each destination of its region, merged over the source
+  // regions it receives for.
+  intra_step("final", recv_count, receiver, false);
+  for (int a = 0; a < p; ++a)
+    out[a].stages = (keys[a].empty() && recv_count[a].empty() && !region_sends[region[a]]) ? 1 : 3;
+  return out;
+}
+
+}  // namespace
+
+std::vector<RankCounts> aggregated_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                               const PlanOptions& opt, bool dedup) {
+  return aggregated_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes, dedup, opt.backend);
+}
+
+}  // namespace virt
 
 namespace detail {
 std::vector<std::vector<int64_t>> region_allgatherv(MPI_Comm local, const std::vector<int64_t>& mine) {

@@ -31,7 +31,7 @@
 #include <cstring>
 #include <map>
 
-#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "comm/virt/counting.hpp"
 #include "comm/plan/halo/aggregation.hpp"
 #include "comm/plan/step.hpp"
 #include "sparsecomm/comm/messages.hpp"
@@ -223,6 +223,68 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, 
 }
 
 }  // namespace
+
+// Plan statistics (virt::halo_counts): this backend's counts, following its set-up step by
+// step, checked rank by rank against real plans by tests/test_plan_stats.cpp.
+namespace virt {
+namespace {
+
+// Counts of the 2-step aggregation (backends/aggregated2.cpp): local segments directly;
+// per (source, remote region) one inter-region message to the destination needing the
+// most values (ties: lowest rank) with the distinct ids of all the region's segments, or
+// the segment itself when the region holds one destination; that receiver forwards each
+// other destination's segment, merged per (receiver, destination) over sources.
+std::vector<RankCounts> two_step_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
+                                        bool windows) {
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  const Recorder rec(out, region, pat, windows);
+  std::map<std::pair<int, int>, int64_t> forwarded;  // (receiver, destination) -> values
+  for (int a = 0; a < p; ++a) {
+    std::map<int, std::vector<const HaloPattern::Segment*>> to_region;
+    for (const auto& seg : pat.send[a]) {
+      const int d = seg.dest;
+      if (region[d] == region[a]) {
+        rec("local", a, d, seg.size * eb);
+      } else {
+        to_region[region[d]].push_back(&seg);
+      }
+    }
+    for (const auto& [S, segs] : to_region) {
+      const auto* v = segs[0];
+      for (const auto* seg : segs)
+        if (seg->size > v->size) v = seg;  // ascending ranks: ties keep the lowest
+      int64_t n = v->size;
+      if (segs.size() > 1 && !pat.distinct.empty()) {
+        n = pat.distinct[static_cast<size_t>(a)].at(S);
+      } else if (segs.size() > 1) {
+        std::vector<int64_t> ids;
+        for (const auto* seg : segs) ids.insert(ids.end(), seg->ids.begin(), seg->ids.end());
+        std::sort(ids.begin(), ids.end());
+        n = static_cast<int64_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
+      }
+      rec("inter", a, v->dest, n * eb);
+      if (segs.size() > 1)
+        for (const auto* seg : segs)
+          if (seg != v) forwarded[{v->dest, seg->dest}] += seg->size;
+    }
+  }
+  for (const auto& [pair, n] : forwarded) {
+    rec("final", pair.first, pair.second, n * eb);
+    out[pair.first].stages = out[pair.second].stages = 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<RankCounts> two_step_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                             const PlanOptions& opt) {
+  return two_step_counts(pat, region, static_cast<int64_t>(opt.width) * opt.value_bytes,
+                         detail::window_wanted(opt.backend));
+}
+
+}  // namespace virt
 
 namespace detail {
 void register_aggregated_2step() {

@@ -33,7 +33,7 @@
 #include <map>
 
 #include "comm/plan/registry.hpp"
-#include "comm/plan/shm_channel.hpp"
+#include "comm/shm_channel.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"

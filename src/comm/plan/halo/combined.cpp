@@ -9,10 +9,11 @@
 #include <cstring>
 #include <map>
 
-#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "comm/virt/counting.hpp"
 #include "comm/plan/step.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 
 namespace sparsecomm {
 namespace {
@@ -136,6 +137,58 @@ class CombinedPlan final : public Plan {
 };
 
 }  // namespace
+
+// Plan statistics (virt::halo_counts): this backend's counts, from the combining schedules
+// of the pattern's graph, checked rank by rank against real plans by tests/test_plan_stats.cpp.
+namespace virt {
+
+std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                             const PlanOptions& opt) {
+  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  const Recorder rec(out, region, pat, detail::window_wanted(opt.backend));
+  // backends/combined.cpp: the combining schedule of the pattern's graph; stage 1 carries
+  // an origin's segments for the destinations a member covers; stage 2 one message per
+  // destination with the segments of its origins; one receive per forwarder.
+  std::vector<std::vector<int>> dest(static_cast<size_t>(p));
+  std::vector<std::map<int, int64_t>> count(static_cast<size_t>(p));  // count[o][d]
+  for (int a = 0; a < p; ++a)
+    for (const auto& seg : pat.send[a]) {
+      dest[a].push_back(seg.dest);
+      count[a][seg.dest] = seg.size;
+    }
+  const auto sched = combining_schedules(Graph::from_destinations(p, std::move(dest)), region, combining_from(opt.backend, opt.sdde));
+  for (int a = 0; a < p; ++a) {
+    const auto& s = sched[a];
+    for (size_t i = 0; i < s.stage1_send.size(); ++i) {
+      int64_t n = 0;
+      for (int d : s.stage1_send_dests[i]) n += count[a].at(d);
+      rec.side("stage1", a, true, s.stage1_send[i], n * eb);
+    }
+    for (size_t i = 0; i < s.stage1_recv.size(); ++i) {
+      int64_t n = 0;
+      for (int d : s.stage1_recv_dests[i]) n += count[s.stage1_recv[i]].at(d);
+      rec.side("stage1", a, false, s.stage1_recv[i], n * eb);
+    }
+    for (size_t i = 0; i < s.dest.size(); ++i) {
+      int64_t n = 0;
+      for (int o : s.dest_origins[i]) n += count[o].at(s.dest[i]);
+      rec.side("stage2", a, true, s.dest[i], n * eb);
+    }
+    for (size_t i = 0; i < s.from.size(); ++i) {
+      int64_t n = 0;
+      for (int o : s.from_origins[i]) n += count[o].at(a);
+      rec.side("stage2", a, false, s.from[i], n * eb);
+    }
+    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
+    out[a].groups_led = s.groups_led;
+    out[a].group_members = s.group_members;
+  }
+  return out;
+}
+
+}  // namespace virt
 
 namespace detail {
 void register_combined() {

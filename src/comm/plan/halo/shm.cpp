@@ -1,19 +1,19 @@
 // shm: neighbors on the same node through an MPI-3 shared-memory window, the others
 // point-to-point (as p2p). The protocol (per-writer epoch, per-reader slots, double
-// buffering) and its memory-model argument: comm/plan/shm_channel.hpp.
+// buffering) and its memory-model argument: comm/shm_channel.hpp.
 //
 // The window holds this rank's whole send buffer (twice: double buffering) when it has
 // on-node readers, and start() packs straight into it: each value is copied once by its
 // owner (the pack, which every backend does) and once by the rank that needs it, out of
 // the window into the receive buffer (which wait_in_place() hands out as the ghost array).
-// The off-node messages are sent from the window too (comm/plan/shm_channel.hpp).
+// The off-node messages are sent from the window too (comm/shm_channel.hpp).
 // Against Open MPI's shared-memory transport for the same on-node message: no copy into
 // and out of its segment per message (or, above 4 KiB, no single-copy CMA read through the
 // kernel), no matching.
 #ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
 #include <cstring>
 
-#include "comm/plan/shm_channel.hpp"
+#include "comm/shm_channel.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 

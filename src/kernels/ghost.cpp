@@ -1,4 +1,4 @@
-#include "sparsecomm/comm/ghost.hpp"
+#include "sparsecomm/kernels/ghost.hpp"
 
 #include <algorithm>
 

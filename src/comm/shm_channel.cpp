@@ -1,7 +1,7 @@
 // The shared-memory window of the shm backends and of the aggregation steps between ranks
 // of one node (shm_channel.hpp: the protocol and its memory-model argument).
 #ifndef SPARSECOMM_SMPI
-#include "comm/plan/shm_channel.hpp"
+#include "comm/shm_channel.hpp"
 
 #include <unistd.h>
 

@@ -1,0 +1,32 @@
+#pragma once
+// What the backends' counts hooks share (comm/virt/plan_stats.hpp): recording a transfer of
+// a virtual execution as the real plans' count_transfer() does. Each backend's counts live
+// in its own file, beside the plan they describe; this header is all they need of virt/.
+#include <vector>
+
+#include "sparsecomm/comm/virt/plan_stats.hpp"
+
+namespace sparsecomm::virt {
+
+// Records the transfers of a backend's execution as its plans' count_transfer() does:
+// one between ranks of a node also in their window counts, where the backend moves such
+// transfers through its window (`opt`'s window option) and the pattern has node labels.
+struct Recorder {
+  std::vector<RankCounts>& out;
+  const std::vector<int>& region;
+  const std::vector<int>* node;  // null: no windows
+  Recorder(std::vector<RankCounts>& o, const std::vector<int>& r, const HaloPattern& pat, bool windows)
+      : out(o), region(r), node(windows && !pat.node.empty() ? &pat.node : nullptr) {}
+  /// Rank a's side of a transfer with `peer` (send: a sends).
+  void side(const char* step, int a, bool send, int peer, int64_t bytes) const {
+    out[a].counts.record_transfer(out[a].window, step, send, region[a] == region[peer], bytes,
+                                  node && (*node)[a] == (*node)[peer]);
+  }
+  /// Both sides of a transfer from a to b.
+  void operator()(const char* step, int a, int b, int64_t bytes) const {
+    side(step, a, true, b, bytes);
+    side(step, b, false, a, bytes);
+  }
+};
+
+}  // namespace sparsecomm::virt
