@@ -56,7 +56,7 @@ struct RoundStats {
 /// The paired ratio of variant a to variant b of one interleaved_rounds() run: the median
 /// over rounds of a's time over b's in the same round. A slow phase of the machine that
 /// spans a round hits both and cancels, where a ratio of the two medians keeps it (the
-/// measured effect: experiments/petsc/README.md, "Issue 30 with paired ratios").
+/// measured effect: git log -p -- experiments/petsc/README.md, "Issue 30 with paired ratios").
 inline double paired_ratio(const RoundStats& a, const RoundStats& b) {
   std::vector<double> q;
   for (size_t r = 0; r < a.rounds.size() && r < b.rounds.size(); ++r) q.push_back(a.rounds[r] / b.rounds[r]);

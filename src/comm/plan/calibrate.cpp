@@ -196,7 +196,7 @@ void fit_rings(MPI_Comm comm, const Locality& loc, int reps, bool intra, bool in
     // ring reach 8 different ranks where the other regions have them (at 4 nodes x 4: d
     // cycles 1, 2, 3 and e 0, 0, 0, 1, 1, 1, 2, 2). With e = 0 they reached 3 ranks, 2-3
     // messages queued on each connection, and an extra message measured cheaper than an
-    // exchange's messages to different ranks are (experiments/auto/README.md, 2026-11-29).
+    // exchange's messages to different ranks are (git log -p -- experiments/auto/README.md).
     auto peer = [&](int s, int dir) {
       if (i >= min_size) return -1;
       const int d = 1 + s % (nreg - 1);
@@ -299,7 +299,7 @@ void fit_shm(MPI_Comm comm, const Locality& loc, int reps, ModelParams& m) {
   // Per neighbor: one segment read; per value: 8 bytes read (the writer's copy is its pack).
   // The stage needs only shape a (one neighbor), so it is measured on nodes of two ranks too,
   // where there is no slope over neighbors to fit: left at its default there, a dependent
-  // window stage was priced at 1 us against a measured stage_intra of tens of us, and auto
+  // window stage was priced far below the measured stage_intra beside it, and auto
   // took the 3-step aggregations (two window stages) where they were not the fastest.
   const Fit f = shm_fit(1, 1, kmax, 1);  // kmax 1: shape b is shape a, only the stage is used
   if (kmax > 1) m.msg_shm = std::max(0.0, f.extra / (kmax - 1));
@@ -374,8 +374,8 @@ constexpr int kFirstUseReps = 30;
 // Launches whose calibrations the cache keeps; the model is their per-parameter median. One
 // launch's calibration describes the places its processes took on the cores, which hold for
 // the whole launch where ranks outnumber cores, so calibrations differ far more between
-// launches than within one (experiments/auto/README.md, "Where a calibration's spread comes
-// from"). So each of the first three launches (processes) that use a layout measures it once
+// launches than within one (experiments/auto/README.md, "Where the model is wrong, and
+// why"). So each of the first three launches (processes) that use a layout measures it once
 // and adds its calibration; later ones only read. A rare launch is outvoted by the third.
 constexpr size_t kCachedLaunches = 3;
 
@@ -596,7 +596,7 @@ ModelParams machine_model_uncached(MPI_Comm comm, const Locality& loc) {
     Comm own(comm);  // a duplicate: the measurements' messages stay off the caller's communicator
     // (kFirstUseReps: the stage and per-message fits are medians of differences of ring
     // times, which on oversubscribed cores need more samples than the byte slopes; the
-    // spread with 10 and 40 is in experiments/auto/README.md)
+    // spread with 10 and 40: git log -p -- experiments/auto/README.md)
     m = calibrate_model(own.get(), loc, kFirstUseReps);
   }
   // Rank 0's calibration joins the launches on file (read again: another process may have

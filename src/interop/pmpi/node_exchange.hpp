@@ -5,7 +5,7 @@
 //
 // Why it needs none. A plan is built for one block size, so a call whose sizes may differ
 // from the last one's must first learn, collectively, whether any rank's did (an
-// allreduce: 0.3 ms at 32 ranks on this 2-core node, more than the exchange). This
+// allreduce, which can cost more than the exchange: experiments/pmpi/README.md). This
 // exchange is not built for a size: every call, each writer publishes in its
 // shared-memory segment a header with its call number and, per destination slot, where its
 // block lies and how many bytes it has; each reader takes its blocks from its sources'

@@ -545,10 +545,10 @@ std::string block_label(int64_t bytes) { return std::to_string(bytes) + "-byte b
 
 
 // How much faster the model must predict the combining plan before `auto` takes it over
-// MPI's own. The model's default constants are not this machine's (experiments/pmpi/
-// README.md): with a 5% margin auto took combining on ER 0.4 and on 1-KiB Moore blocks,
-// where it measured 0.7-0.95x of Open MPI's own, while the cases where combining paid
-// (Moore 2,3 at 4-64 B on the emulated cluster: 1.3-1.6x) predict 1.5x and more.
+// MPI's own. The model's default constants are not this machine's: with a 5% margin auto
+// took combining on ER 0.4 and on 1-KiB Moore blocks, where it measured slower than Open
+// MPI's own, while the cases where combining paid predict well above this margin (the
+// runs: experiments/pmpi/README.md and its git history).
 constexpr double kAutoMargin = 1.3;
 constexpr long long kShmAlltoallMax = 16384;  // see build_halo
 
@@ -850,9 +850,9 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   Pattern pat(std::move(send), std::move(recv), extent[0], extent[1]);
   const auto po = [&](const std::string& backend) { return block_options(s, backend, unit); };
   auto c = std::make_shared<Choice>();
-  // On one node the shm halo plan beat Open MPI's own alltoall up to 4 KiB blocks (1.6-2.8x)
-  // but not at 64 KiB (0.71-0.74x: its pack, window and unpack copies against Open MPI's
-  // single-copy path for large messages; experiments/pmpi/README.md): auto takes it for
+  // On one node the shm halo plan beat Open MPI's own alltoall on small blocks but not on
+  // 64 KiB ones (its pack, window and unpack copies against Open MPI's single-copy path for
+  // large messages; experiments/pmpi/README.md, "The one-node rule"): auto takes it for
   // blocks up to kShmAlltoallMax bytes, the largest block over all ranks (agreed).
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
     long long largest = 0, agreed = 0;
@@ -983,8 +983,8 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
 }
 
 // Stepping aside without paying for it. Without the fixed-counts hint every blocking call
-// agrees first (one allreduce: 17 us at 8 ranks on this node, milliseconds across emulated
-// nodes), also where the agreement's outcome is that the library does nothing: MPI's own
+// agrees first (one allreduce over the communicator; its cost: experiments/pmpi/README.md),
+// also where the agreement's outcome is that the library does nothing: MPI's own
 // call (auto's choice, or a call some rank cannot run) or nothing to move. Under auto, once
 // kAsideAfter agreements in a row on a communicator and function ran no plan, the calls go
 // to MPI's own without agreeing, and only every gap-th call agrees (the gap doubling from
@@ -994,9 +994,9 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
 // on every rank, so the calls are counted alike (the non-blocking and persistent forms
 // never pass here). The cost: after a change that would take a plan (another block size,
 // a contiguous type again), up to gap - 1 calls still run MPI's own — a speed-up missed for
-// a while, never a slow-down — while each agreement kept costs an allreduce: across the
-// emulated nodes about a millisecond, which at a gap of 128 was 3-5% of a small SpMM's
-// exchanges (experiments/pmpi/README.md), hence the gap's growth to 1024. Forced backends
+// a while, never a slow-down — while each agreement kept costs an allreduce, which across
+// the emulated nodes was still a visible share of a small SpMM's exchanges at a gap of 128
+// (experiments/pmpi/README.md and its git history), hence the gap's growth to 1024. Forced backends
 // agree at every call (the user asked for the backend).
 constexpr int kAsideAfter = 2;
 constexpr int64_t kAsideFirstGap = 8, kAsideMaxGap = 1024;
@@ -1434,8 +1434,8 @@ std::shared_ptr<Choice> pollable(std::shared_ptr<Choice> c) {
 // Collective (every rank has the same fresh choice at the same call). Whether auto's shm
 // plan on one node is kept for blocking calls without the hint: such a call pays an
 // agreement before the plan and (once stepped aside) none before MPI's own, and on an
-// oversubscribed node the agreement (a global allreduce: 0.3 ms at 32 ranks on 2 cores)
-// can cost more than the plan saves on small blocks. auto on one node has no model
+// oversubscribed node the agreement (a global allreduce; experiments/pmpi/README.md) can
+// cost more than the plan saves on small blocks. auto on one node has no model
 // verdict (its predictions there are least reliable), so it measures: the plan and MPI's
 // own alternately on the call's own buffers (both deliver the same result into them), one
 // warm-up and five timed each, the medians' maximum over ranks, plus the agreement
@@ -1603,8 +1603,8 @@ int node_call(int entry, Kind k, Mode mode, MPI_Request* request, NodeExchange::
 // takes the path the full one would, so every rank still skips and agrees at the same
 // calls. Why it matters: on an oversubscribed node a blocking exchange waits for every rank
 // sharing a core to have run its part, so each rank's CPU per call, with its data cold
-// after the context switches, adds up; the full path measured 2-7% above MPI's own where
-// the layer passes every call (experiments/pmpi/README.md). A datatype handle freed and
+// after the context switches, adds up; the full path measured clearly above a one-line
+// shim where the layer passes every call (experiments/pmpi/README.md). A datatype handle freed and
 // made again as another type also passes at once: MPI's own is right for any arguments
 // (the size check the hint implies is then MPI's).
 bool passes_at_once(Kind k, MPI_Comm comm, const void* sb, int sc, MPI_Datatype st, int rc, MPI_Datatype rt) {
