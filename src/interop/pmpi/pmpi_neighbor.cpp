@@ -1891,95 +1891,53 @@ SPC_EXPORT int MPI_Ineighbor_alltoallv(const void* sb, const int sc[], const int
 
 // The persistent neighborhood collectives (MPI-4 section 6.13), under each spelling this MPI
 // has (found by compiling against it, cmake/SparsecommMpi.cmake); each passes what it does not
-// handle to the PMPI_ entry of the same spelling.
+// handle to the PMPI_ entry of the same spelling. One definition serves both spellings: the
+// macro's X is the prefix (MPI or MPIX), so the four functions cannot drift apart.
+#define SPC_PERSISTENT_NEIGHBOR_COLLECTIVES(X)                                                                    \
+  SPC_EXPORT int X##_Neighbor_allgather_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,          \
+                                             MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) { \
+    if (from_fortran_binding(__builtin_return_address(0))) { /* (MPI's own: see there) */                      \
+      ++global().passed[3];                                                                                     \
+      return P##X##_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req);                          \
+    }                                                                                                           \
+    return allgather_call(3, kPersistent, sb, sc, st, rb, rc, rt, comm, req,                                    \
+                          [&] { return P##X##_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req); }); \
+  }                                                                                                             \
+  SPC_EXPORT int X##_Neighbor_alltoall_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,           \
+                                            MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) {  \
+    if (from_fortran_binding(__builtin_return_address(0))) {                                                    \
+      ++global().passed[9];                                                                                     \
+      return P##X##_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req);                           \
+    }                                                                                                           \
+    return alltoall_call(9, kPersistent, sb, sc, st, rb, rc, rt, comm, req,                                     \
+                         [&] { return P##X##_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req); }); \
+  }                                                                                                             \
+  SPC_EXPORT int X##_Neighbor_allgatherv_init(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], \
+                                              const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Info info,    \
+                                              MPI_Request* req) {                                               \
+    if (from_fortran_binding(__builtin_return_address(0))) {                                                    \
+      ++global().passed[7];                                                                                     \
+      return P##X##_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req);                     \
+    }                                                                                                           \
+    return allgatherv_call(7, kPersistent, sb, sc, st, rb, rc, rd, rt, comm, req, [&] {                         \
+      return P##X##_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req);                     \
+    });                                                                                                         \
+  }                                                                                                             \
+  SPC_EXPORT int X##_Neighbor_alltoallv_init(const void* sb, const int sc[], const int sd[], MPI_Datatype st,    \
+                                             void* rb, const int rc[], const int rd[], MPI_Datatype rt,         \
+                                             MPI_Comm comm, MPI_Info info, MPI_Request* req) {                  \
+    if (from_fortran_binding(__builtin_return_address(0))) {                                                    \
+      ++global().passed[11];                                                                                    \
+      return P##X##_Neighbor_alltoallv_init(sb, sc, sd, st, rb, rc, rd, rt, comm, info, req);                  \
+    }                                                                                                           \
+    return alltoallv_call(11, kPersistent, sb, sc, sd, st, rb, rc, rd, rt, comm, req, [&] {                     \
+      return P##X##_Neighbor_alltoallv_init(sb, sc, sd, st, rb, rc, rd, rt, comm, info, req);                  \
+    });                                                                                                         \
+  }
+
 #ifdef SPARSECOMM_HAVE_MPI4_NEIGHBOR_INIT
-// MPI-4's names (MPICH 4, Open MPI 5).
-SPC_EXPORT int MPI_Neighbor_allgather_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
-                                          MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[3];
-    return PMPI_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req);
-  }
-  return allgather_call(3, kPersistent, sb, sc, st, rb, rc, rt, comm, req,
-                        [&] { return PMPI_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req); });
-}
-
-SPC_EXPORT int MPI_Neighbor_alltoall_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
-                                         MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[9];
-    return PMPI_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req);
-  }
-  return alltoall_call(9, kPersistent, sb, sc, st, rb, rc, rt, comm, req,
-                       [&] { return PMPI_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req); });
-}
-
-SPC_EXPORT int MPI_Neighbor_allgatherv_init(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
-                                           const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Info info,
-                                           MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[7];
-    return PMPI_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req);
-  }
-  return allgatherv_call(7, kPersistent, sb, sc, st, rb, rc, rd, rt, comm, req,
-                         [&] { return PMPI_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req); });
-}
-
-SPC_EXPORT int MPI_Neighbor_alltoallv_init(const void* sb, const int sc[], const int sd[], MPI_Datatype st,
-                                          void* rb, const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm,
-                                          MPI_Info info, MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[11];
-    return PMPI_Neighbor_alltoallv_init(sb, sc, sd, st, rb, rc, rd, rt, comm, info, req);
-  }
-  return alltoallv_call(11, kPersistent, sb, sc, sd, st, rb, rc, rd, rt, comm, req, [&] {
-    return PMPI_Neighbor_alltoallv_init(sb, sc, sd, st, rb, rc, rd, rt, comm, info, req);
-  });
-}
+SPC_PERSISTENT_NEIGHBOR_COLLECTIVES(MPI)  // MPI-4's names (MPICH 4, Open MPI 5)
 #endif
-
 #ifdef SPARSECOMM_HAVE_MPIX_NEIGHBOR_INIT
-// Open MPI 4.1's names (its pcollreq extension).
-SPC_EXPORT int MPIX_Neighbor_allgather_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
-                                          MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[3];
-    return PMPIX_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req);
-  }
-  return allgather_call(3, kPersistent, sb, sc, st, rb, rc, rt, comm, req,
-                        [&] { return PMPIX_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req); });
-}
-
-SPC_EXPORT int MPIX_Neighbor_alltoall_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,
-                                         MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[9];
-    return PMPIX_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req);
-  }
-  return alltoall_call(9, kPersistent, sb, sc, st, rb, rc, rt, comm, req,
-                       [&] { return PMPIX_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req); });
-}
-
-SPC_EXPORT int MPIX_Neighbor_allgatherv_init(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
-                                           const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Info info,
-                                           MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[7];
-    return PMPIX_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req);
-  }
-  return allgatherv_call(7, kPersistent, sb, sc, st, rb, rc, rd, rt, comm, req,
-                         [&] { return PMPIX_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req); });
-}
-
-SPC_EXPORT int MPIX_Neighbor_alltoallv_init(const void* sb, const int sc[], const int sd[], MPI_Datatype st,
-                                          void* rb, const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm,
-                                          MPI_Info info, MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[11];
-    return PMPIX_Neighbor_alltoallv_init(sb, sc, sd, st, rb, rc, rd, rt, comm, info, req);
-  }
-  return alltoallv_call(11, kPersistent, sb, sc, sd, st, rb, rc, rd, rt, comm, req, [&] {
-    return PMPIX_Neighbor_alltoallv_init(sb, sc, sd, st, rb, rc, rd, rt, comm, info, req);
-  });
-}
+SPC_PERSISTENT_NEIGHBOR_COLLECTIVES(MPIX)  // Open MPI 4.1's names (its pcollreq extension)
 #endif
