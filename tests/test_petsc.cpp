@@ -146,12 +146,7 @@ TEST_P(PetscSuiteSparse, Products) {
   check_products(read_matrix_market(MPI_COMM_WORLD, path), GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(Real, PetscSuiteSparse, ::testing::Values("HB/bcsstk13", "HB/west0132", "Pajek/Journals"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::StringParamName());
 
 TEST(Petsc, KspSameIterations) {
   Mat A = to_petsc(gen::from_spec(MPI_COMM_WORLD, "lap2d:40,40"));

@@ -1213,12 +1213,7 @@ TEST_P(PlanSuiteSparse, SpmvMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Real, PlanSuiteSparse,
                          ::testing::Values("HB/bcsstk01", "HB/west0132", "Pajek/Journals", "HB/can_1054",
                                            "HB/dwt_193"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::StringParamName());
 
 }  // namespace
 
