@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,20 @@ struct StringParamName {
     return param_name(info.param);
   }
 };
+
+/// The message of the exception of type E that `f` throws, or a description of what happened
+/// instead (never a message a test expects: "<no exception>", "<wrong exception type: ...>").
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("<wrong exception type: ") + e.what() + ">";
+  }
+  return "<no exception>";
+}
 
 /// Sets (or unsets) an environment variable for a scope, then restores it.
 class EnvGuard {
