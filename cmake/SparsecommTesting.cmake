@@ -79,6 +79,35 @@ function(sparsecomm_write_launcher_config)
 endfunction()
 sparsecomm_write_launcher_config()
 
+# sparsecomm_add_test(<name> COMMAND <command> [args...] [TIMEOUT s] [LABELS ...]
+#     [ENV VAR=VALUE...] [PASS regex] [SKIP_REGEX regex] [SKIP_CODE c] [PROCESSORS p] [RUN_SERIAL])
+# The one place the tests call add_test: one ctest entry, with only the properties given
+# (ctest's defaults otherwise). Used directly for what is not an MPI program judged rank by
+# rank (scripts, lint checks, and the drivers that launch MPI themselves: compare.py,
+# cluster.sh, smpi.sh); sparsecomm_add_mpi_test for those that are. PASS and SKIP_REGEX are
+# searched in the whole output (PASS_ / SKIP_REGULAR_EXPRESSION); SKIP_CODE is the exit code
+# ctest shows as skipped. The keywords are upper case: a command's own arguments must not be
+# one of them.
+function(sparsecomm_add_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 T "RUN_SERIAL" "TIMEOUT;PASS;SKIP_REGEX;SKIP_CODE;PROCESSORS" "COMMAND;LABELS;ENV")
+  if(NOT T_COMMAND OR T_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "sparsecomm_add_test(${name}): needs COMMAND; not understood: '${T_UNPARSED_ARGUMENTS}'")
+  endif()
+  add_test(NAME ${name} COMMAND ${T_COMMAND})
+  foreach(kw_prop TIMEOUT:TIMEOUT PASS:PASS_REGULAR_EXPRESSION SKIP_REGEX:SKIP_REGULAR_EXPRESSION
+                  SKIP_CODE:SKIP_RETURN_CODE PROCESSORS:PROCESSORS LABELS:LABELS ENV:ENVIRONMENT)
+    string(REPLACE ":" ";" kw_prop ${kw_prop})
+    list(GET kw_prop 0 kw)
+    list(GET kw_prop 1 prop)
+    if(DEFINED T_${kw})
+      set_property(TEST ${name} PROPERTY ${prop} "${T_${kw}}")
+    endif()
+  endforeach()
+  if(T_RUN_SERIAL)
+    set_property(TEST ${name} PROPERTY RUN_SERIAL TRUE)
+  endif()
+endfunction()
+
 # sparsecomm_add_mpi_test(<name> <target-or-program> [RANKS n...] [TIMEOUT s] [ARGS ...]
 #     [LABELS ...] [ENV VAR=VALUE...] [RANK_ENV r VAR=VALUE ...]
 #     [EACH regex...] [RANK0 regex...] [ANY regex...] [ONCE regex...] [NONE regex...]
@@ -167,10 +196,6 @@ function(sparsecomm_add_mpi_test name target)
   string(SUBSTRING "${tree_hash}" 0 8 tree_hash)
   foreach(n IN LISTS A_RANKS)
     set(test_name ${name}.np${n})
-    add_test(NAME ${test_name}
-      COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/driver/mpitest.py
-              --config ${PROJECT_BINARY_DIR}/mpitest.json --np ${n} --timeout ${A_TIMEOUT} ${checks}
-              -- ${program} ${A_ARGS})
     if(A_PROCESSORS)
       set(procs ${A_PROCESSORS})
     elseif(n GREATER 2)
@@ -186,23 +211,22 @@ function(sparsecomm_add_mpi_test name target)
       file(MAKE_DIRECTORY ${tmp_base})
       list(APPEND env "${SPARSECOMM_MPI_SESSION_DIR_ENV}=${tmp_base}")
     endif()
-    set_tests_properties(${test_name} PROPERTIES
-      TIMEOUT ${ctest_timeout}
-      PROCESSORS ${procs}
-      SKIP_RETURN_CODE 77
-      LABELS "mpi;np${n};${A_LABELS}"
-      ENVIRONMENT "${env}")
+    set(serial "")
     if(A_RUN_SERIAL)
-      set_tests_properties(${test_name} PROPERTIES RUN_SERIAL TRUE)
+      set(serial RUN_SERIAL)
     endif()
+    sparsecomm_add_test(${test_name}
+      COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/driver/mpitest.py
+              --config ${PROJECT_BINARY_DIR}/mpitest.json --np ${n} --timeout ${A_TIMEOUT} ${checks}
+              -- ${program} ${A_ARGS}
+      TIMEOUT ${ctest_timeout} PROCESSORS ${procs} SKIP_CODE 77 LABELS mpi np${n} ${A_LABELS} ENV ${env} ${serial})
   endforeach()
 endfunction()
 
 # sparsecomm_skipped_test(<name> <reason>): a test this build cannot run, listed by ctest as
 # skipped with its reason (never left out silently).
 function(sparsecomm_skipped_test name reason)
-  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -E echo "skipped: ${reason}")
-  set_tests_properties(${name} PROPERTIES SKIP_REGULAR_EXPRESSION "skipped: ")
+  sparsecomm_add_test(${name} COMMAND ${CMAKE_COMMAND} -E echo "skipped: ${reason}" SKIP_REGEX "skipped: ")
 endfunction()
 
 # sparsecomm_isolate_test_cache(): every test registered so far in the calling directory

@@ -4,10 +4,9 @@
 # neighborhood collectives -- are not registered in this build. Every run verifies its
 # results and fails its exit code otherwise.
 function(sparsecomm_add_smpi_test name target ranks)
-  add_test(NAME smpi_${name}.np${ranks}
-    COMMAND ${PROJECT_SOURCE_DIR}/scripts/smpi.sh run ${ranks} --timeout 280 -- $<TARGET_FILE:${target}> ${ARGN})
-  set_tests_properties(smpi_${name}.np${ranks} PROPERTIES TIMEOUT 300 LABELS "smpi" SKIP_RETURN_CODE 77
-    ENVIRONMENT "SMPI_QUIET=1")
+  sparsecomm_add_test(smpi_${name}.np${ranks}
+    COMMAND ${PROJECT_SOURCE_DIR}/scripts/smpi.sh run ${ranks} --timeout 280 -- $<TARGET_FILE:${target}> ${ARGN}
+    TIMEOUT 300 LABELS smpi SKIP_CODE 77 ENV SMPI_QUIET=1)
 endfunction()
 
 foreach(t test_sdde test_pattern)

@@ -235,11 +235,6 @@ TEST_P(BfsSuiteSparse, ValidOnRealGraph) {
 }
 INSTANTIATE_TEST_SUITE_P(Real, BfsSuiteSparse,
                          ::testing::Values("HB/bcspwr10", "DIMACS10/delaunay_n16", "Newman/astro-ph", "HB/can_1054"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::StringParamName());
 
 }  // namespace

@@ -13,18 +13,6 @@ using namespace sparsecomm;
 
 namespace {
 
-template <class E>
-std::string catch_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("WRONG TYPE: ") + e.what();
-  }
-  return "NO THROW";
-}
-
 bool same_on_all_ranks(const std::string& s) {
   long long h = static_cast<long long>(std::hash<std::string>{}(s) & 0x7fffffffffffLL), mn = 0, mx = 0;
   MPI_Allreduce(&h, &mn, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
@@ -39,7 +27,7 @@ TEST(Agree, NobodyFailsMeansNoThrow) {
 
 TEST(Agree, OneRankFailsEveryRankThrowsItsMessage) {
   const int p = test::size(), bad = p - 1;
-  std::string msg = catch_message<InputError>(
+  std::string msg = test::message_of<InputError>(
       [&] { agree(MPI_COMM_WORLD, test::rank() == bad ? "row 12 out of range" : ""); });
   EXPECT_NE(msg.find("row 12 out of range"), std::string::npos) << msg;
   if (p > 1) {
@@ -51,7 +39,7 @@ TEST(Agree, OneRankFailsEveryRankThrowsItsMessage) {
 TEST(Agree, SeveralFailLowestRankWinsAndCountIsGiven) {
   const int p = test::size();
   if (p < 3) GTEST_SKIP() << "needs 3 ranks";
-  std::string msg = catch_message<InputError>([&] {
+  std::string msg = test::message_of<InputError>([&] {
     agree(MPI_COMM_WORLD, test::rank() >= 1 ? "problem on rank " + std::to_string(test::rank()) : "");
   });
   EXPECT_NE(msg.find("problem on rank 1"), std::string::npos) << msg;
@@ -63,13 +51,14 @@ TEST(Agree, SeveralFailLowestRankWinsAndCountIsGiven) {
 // the same annotated message) keeps one annotation; a fresh failure on some ranks gets its own.
 TEST(Agree, AgreedTwiceIsAnnotatedOnce) {
   const int p = test::size(), bad = p - 1;
-  const std::string first = catch_message<InputError>(
+  const std::string first = test::message_of<InputError>(
       [&] { agree(MPI_COMM_WORLD, test::rank() == bad ? "row 12 out of range" : ""); });
-  const std::string again = catch_message<InputError>([&] { agree(MPI_COMM_WORLD, first); });
+  const std::string again = test::message_of<InputError>([&] { agree(MPI_COMM_WORLD, first); });
   EXPECT_EQ(again, first);
   EXPECT_TRUE(same_on_all_ranks(again));
   if (p > 1) {  // not every rank failed: annotated, even though the text carries an annotation
-    const std::string some = catch_message<InputError>([&] { agree(MPI_COMM_WORLD, test::rank() == bad ? first : ""); });
+    const std::string some =
+        test::message_of<InputError>([&] { agree(MPI_COMM_WORLD, test::rank() == bad ? first : ""); });
     EXPECT_NE(some, first);
     EXPECT_NE(some.find(first + " [reported by rank " + std::to_string(bad) + "]"), std::string::npos) << some;
   }
@@ -77,7 +66,7 @@ TEST(Agree, AgreedTwiceIsAnnotatedOnce) {
 
 TEST(Agree, AgreedKeepsTheErrorKind) {
   const int bad = test::size() / 2;
-  std::string msg = catch_message<NotImplementedError>([&] {
+  std::string msg = test::message_of<NotImplementedError>([&] {
     agreed(MPI_COMM_WORLD, [&] {
       if (test::rank() == bad) throw NotImplementedError("feature X is not implemented");
     });
@@ -85,13 +74,13 @@ TEST(Agree, AgreedKeepsTheErrorKind) {
   EXPECT_NE(msg.find("feature X is not implemented"), std::string::npos) << msg;
   EXPECT_TRUE(same_on_all_ranks(msg));
   // A plain std::exception (e.g. std::out_of_range from a container) is agreed too.
-  msg = catch_message<Error>([&] {
+  msg = test::message_of<Error>([&] {
     agreed(MPI_COMM_WORLD, [&]() -> int {
       if (test::rank() == bad) return std::vector<int>{}.at(3);
       return 1;
     });
   });
-  EXPECT_EQ(msg.find("NO THROW"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("<no exception>"), std::string::npos) << msg;
   EXPECT_TRUE(same_on_all_ranks(msg));
 }
 

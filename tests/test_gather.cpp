@@ -151,12 +151,7 @@ TEST_P(GatherSuiteSparse, BlockPatternTopology) {
   check_topology(topology_from_matrix_blocks(a), GetParam(), true);
 }
 INSTANTIATE_TEST_SUITE_P(Real, GatherSuiteSparse, ::testing::Values("Pajek/Journals", "HB/dwt_193", "HB/ash292"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::StringParamName());
 
 TEST(Gather, ErrorsAreAgreed) {
   const int me = test::rank(), p = test::size();

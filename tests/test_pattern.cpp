@@ -113,11 +113,6 @@ TEST_P(PatternSuiteSparse, AllStrategiesAgree) {
 INSTANTIATE_TEST_SUITE_P(Real, PatternSuiteSparse,
                          ::testing::Values("HB/bcsstk01", "HB/west0132", "Pajek/Journals", "HB/can_1054",
                                            "HB/bcsstk13", "Grund/bayer10", "SNAP/wiki-Vote"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::StringParamName());
 
 }  // namespace

@@ -69,6 +69,16 @@ void fill(Vec v, double phase) {
   VecAssemblyEnd(v);
 }
 
+// Assembles `A` after MatSetValue calls and makes the vectors of one product: x (input,
+// filled), y and r (outputs: sparsecomm's and PETSc's).
+void assemble_with_vectors(Mat A, Vec* x, Vec* y, Vec* r) {
+  MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY);
+  MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY);
+  MatCreateVecs(A, x, y);
+  VecDuplicate(*y, r);
+  fill(*x, 0.3);
+}
+
 // Every product with every backend equals PETSc's own.
 void check_products(const DistCsr<double>& a, const std::string& label) {
   Mat A = to_petsc(a);
@@ -146,12 +156,7 @@ TEST_P(PetscSuiteSparse, Products) {
   check_products(read_matrix_market(MPI_COMM_WORLD, path), GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(Real, PetscSuiteSparse, ::testing::Values("HB/bcsstk13", "HB/west0132", "Pajek/Journals"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::StringParamName());
 
 TEST(Petsc, KspSameIterations) {
   Mat A = to_petsc(gen::from_spec(MPI_COMM_WORLD, "lap2d:40,40"));
@@ -197,12 +202,8 @@ TEST(Petsc, StructureChangeRebuilds) {
   MatGetOwnershipRange(A, &lo, &hi);
   MatGetSize(A, &M, nullptr);
   if (hi > lo) MatSetValue(A, lo, (lo + M / 2) % M, 0.5, ADD_VALUES);
-  MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY);
-  MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY);
   Vec x, y, r;
-  MatCreateVecs(A, &x, &y);
-  VecDuplicate(y, &r);
-  fill(x, 0.3);
+  assemble_with_vectors(A, &x, &y, &r);
   MatMult(A, x, y);  // sparsecomm, rebuilt for the new structure
   petsc::detach(A);
   MatMult(A, x, r);  // PETSc
@@ -220,12 +221,8 @@ TEST(Petsc, AttachStepsAsideOnOtherTypes) {
   MatGetOwnershipRange(D, &lo, &hi);
   for (PetscInt i = lo; i < hi; ++i)
     for (PetscInt j = 0; j < 8; ++j) MatSetValue(D, i, j, 1.0 + i + 0.5 * j, INSERT_VALUES);
-  MatAssemblyBegin(D, MAT_FINAL_ASSEMBLY);
-  MatAssemblyEnd(D, MAT_FINAL_ASSEMBLY);
   Vec x, y, r;
-  MatCreateVecs(D, &x, &y);
-  VecDuplicate(y, &r);
-  fill(x, 0.3);
+  assemble_with_vectors(D, &x, &y, &r);
   MatMult(D, x, r);
   EXPECT_EQ(petsc::attach(D), 0);
   PetscBool on = PETSC_TRUE;

@@ -24,6 +24,7 @@
 #include "sparsecomm/matrix/generators.hpp"
 #include "sparsecomm/matrix/mtx_reader.hpp"
 #include "kernels/reference.hpp"
+#include "spmv_check.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;
@@ -32,11 +33,8 @@ namespace {
 
 const std::vector<std::string> kRegions = {"ppn:1", "ppn:2", "ppn:3", "ppn:4", "cyclic:2"};
 
-double xval(int64_t gid, int k, int round) { return std::sin(0.37 * static_cast<double>(gid) + 1.3 * k + 0.11 * round) + 0.01 * k; }
-
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_TRUE(test::close_values(got, want, 1e-11)) << what;
-}
+using test::expect_close;
+using test::xval;
 
 // y = A x (width w) and y = A^T x with every backend, compared with Eigen on the gathered
 // matrix; width 1 with the default way of posting messages, width 3 with the other.
@@ -83,14 +81,7 @@ void check_backends(const DistCsr<double>& a, const std::string& label) {
       }
       // Transpose through the reverse pattern.
       auto rev = make_plan(backend, pat.reverse(), loc, MPI_COMM_WORLD);
-      std::vector<double> x(static_cast<size_t>(a.local_rows())), y(static_cast<size_t>(a.local_cols()));
-      for (int32_t i = 0; i < a.local_rows(); ++i) x[i] = xval(a.row_begin() + i, 0, 7);
-      spmv_transpose(a, *rev, x.data(), y.data());
-      std::vector<double> xg(static_cast<size_t>(a.global_rows()));
-      for (int64_t g = 0; g < a.global_rows(); ++g) xg[g] = xval(g, 0, 7);
-      auto yg = reference::spmv(reft, xg);
-      expect_close(y, std::vector<double>(yg.begin() + a.col_begin(), yg.begin() + a.col_begin() + a.local_cols()),
-                   what + " transpose");
+      test::expect_transpose_product(a, reft, *rev, what);
     }
   }
 }
@@ -1213,12 +1204,7 @@ TEST_P(PlanSuiteSparse, SpmvMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Real, PlanSuiteSparse,
                          ::testing::Values("HB/bcsstk01", "HB/west0132", "Pajek/Journals", "HB/can_1054",
                                            "HB/dwt_193"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::StringParamName());
 
 }  // namespace
 

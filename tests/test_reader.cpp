@@ -491,16 +491,7 @@ TEST(Reader, UserRowPartition) {
 }
 
 // The message of the InputError `f` throws, or a description of what happened instead.
-std::string input_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<wrong exception type: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
+std::string input_error_of(const std::function<void()>& f) { return test::message_of<InputError>(f); }
 
 TEST(Reader, BadUserRowPartition) {
   const int p = test::size();

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +37,35 @@ std::vector<Triplet<double>> sorted(std::vector<Triplet<double>> e);
 
 /// Writes `text` into `dir`/`name` and returns the path.
 std::string write_file(const std::string& dir, const std::string& name, const std::string& text);
+
+/// A gtest parameter name from a string (e.g. a SuiteSparse "Group/name"): gtest accepts only
+/// letters, digits and '_', so every other character becomes '_'.
+inline std::string param_name(std::string n) {
+  for (auto& c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+/// INSTANTIATE_TEST_SUITE_P's name generator for string parameters (param_name of each).
+struct StringParamName {
+  template <class Info>
+  std::string operator()(const Info& info) const {
+    return param_name(info.param);
+  }
+};
+
+/// The message of the exception of type E that `f` throws, or a description of what happened
+/// instead (never a message a test expects: "<no exception>", "<wrong exception type: ...>").
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("<wrong exception type: ") + e.what() + ">";
+  }
+  return "<no exception>";
+}
 
 /// Sets (or unsets) an environment variable for a scope, then restores it.
 class EnvGuard {

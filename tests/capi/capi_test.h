@@ -43,6 +43,17 @@ static int capi_rank = 0, capi_size = 1;
     }                                                                                              \
   } while (0)
 
+/* Checks that request req runs on backend want (SPC_Request_backend); what: the case. A macro
+ * for the caller's file and line in the failure. */
+#define CHECK_BACKEND(req, want, what)                                                               \
+  do {                                                                                               \
+    char capi_name_[64];                                                                             \
+    int capi_len_ = 0;                                                                               \
+    SPC_Request_backend((req), capi_name_, &capi_len_);                                              \
+    CHECK(strcmp(capi_name_, (want)) == 0, "%s: request runs on '%s', not '%s'", (what), capi_name_, \
+          (want));                                                                                   \
+  } while (0)
+
 static inline void capi_init(int* argc, char*** argv) {
   MPI_Init(argc, argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &capi_rank);
@@ -141,6 +152,20 @@ static inline MPI_Info capi_info(const char* k1, const char* v1, const char* k2,
   if (k1) MPI_Info_set(info, k1, v1);
   if (k2) MPI_Info_set(info, k2, v2);
   if (k3) MPI_Info_set(info, k3, v3);
+  return info;
+}
+
+/* The info of one backend configuration: sparsecomm_backend and sparsecomm_regions, and where
+ * k is given the combining options sparsecomm_k, sparsecomm_theta and sparsecomm_aware (the
+ * neighbor and gather tests run the same configurations). */
+static inline MPI_Info capi_backend_info(const char* backend, const char* region, const char* k, const char* theta,
+                                         const char* aware) {
+  MPI_Info info = capi_info("sparsecomm_backend", backend, "sparsecomm_regions", region, NULL, NULL);
+  if (k) {
+    MPI_Info_set(info, "sparsecomm_k", k);
+    MPI_Info_set(info, "sparsecomm_theta", theta);
+    MPI_Info_set(info, "sparsecomm_aware", aware);
+  }
   return info;
 }
 

@@ -40,12 +40,7 @@ static int mult(int s, int d, int g) {
 static Graph make_graph(int g) { return capi_graph(g, mult, g == 0, 1, 2, 13); }
 
 static MPI_Info config_info(const Config* c, const char* region) {
-  MPI_Info info = capi_info("sparsecomm_backend", c->backend, "sparsecomm_regions", region, NULL, NULL);
-  if (c->k) {
-    MPI_Info_set(info, "sparsecomm_k", c->k);
-    MPI_Info_set(info, "sparsecomm_theta", c->theta);
-    MPI_Info_set(info, "sparsecomm_aware", c->aware);
-  }
+  MPI_Info info = capi_backend_info(c->backend, region, c->k, c->theta, c->aware);
   if (c->persistent) MPI_Info_set(info, "sparsecomm_persistent", c->persistent);
   return info;
 }
@@ -86,10 +81,7 @@ static void run_case(const Graph* G, const Config* c, const char* region, int va
            varying ? "allgatherv" : "allgather", lists ? " lists" : "");
   CHECK_RC(rc, SPC_SUCCESS, what);
   if (rc == SPC_SUCCESS) {
-    char name[64];
-    int len;
-    SPC_Request_backend(req, name, &len);
-    CHECK(strcmp(name, c->backend) == 0, "%s: runs on %s", what, name);
+    CHECK_BACKEND(req, c->backend, what);
     for (int it = 0; it < 3; ++it) {
       for (int i = 0; i < scount; ++i) sendbuf[i] = me * 100.0 + i + 0.125 * it;
       for (int q = 0; q < total; ++q) ref[q] = -1.0;

@@ -22,41 +22,32 @@ typedef struct {
   long* cols;                      /* global columns (recv: off_proc_columns) */
 } CommPkg;
 
-static CommPkg recv_pkg(int me, int p) {
+/* Rank me's package in one direction: recv (from each rank q, the global columns of q that me
+ * needs) or send (to each rank q, the local indices of me that q needs). */
+static CommPkg make_pkg(int me, int p, int recv) {
   CommPkg c;
   memset(&c, 0, sizeof c);
   c.procs = capi_xmalloc(sizeof(int) * (size_t)p), c.counts = capi_xmalloc(sizeof(int) * (size_t)p);
-  c.ptr = capi_xmalloc(sizeof(int) * (size_t)(p + 1)), c.cols = capi_xmalloc(sizeof(long) * (size_t)(p * NLOCAL));
+  c.ptr = capi_xmalloc(sizeof(int) * (size_t)(p + 1));
+  if (recv) c.cols = capi_xmalloc(sizeof(long) * (size_t)(p * NLOCAL));
+  else c.idx = capi_xmalloc(sizeof(int) * (size_t)(p * NLOCAL));
   c.ptr[0] = 0;
-  for (int s = 0; s < p; ++s) {
+  for (int q = 0; q < p; ++q) {
     int n = 0;
-    for (int i = 0; i < NLOCAL; ++i)
-      if (needs(me, s, i)) c.cols[c.size_msgs + n++] = (long)NLOCAL * s + i;
+    for (int i = 0; i < NLOCAL; ++i) {
+      if (!(recv ? needs(me, q, i) : needs(q, me, i))) continue;
+      if (recv) c.cols[c.size_msgs + n++] = (long)NLOCAL * q + i;
+      else c.idx[c.size_msgs + n++] = i;
+    }
     if (!n) continue;
-    c.procs[c.n_msgs] = s, c.counts[c.n_msgs] = n;
+    c.procs[c.n_msgs] = q, c.counts[c.n_msgs] = n;
     c.size_msgs += n;
     c.ptr[++c.n_msgs] = c.size_msgs;
   }
   return c;
 }
-
-static CommPkg send_pkg(int me, int p) {
-  CommPkg c;
-  memset(&c, 0, sizeof c);
-  c.procs = capi_xmalloc(sizeof(int) * (size_t)p), c.counts = capi_xmalloc(sizeof(int) * (size_t)p);
-  c.ptr = capi_xmalloc(sizeof(int) * (size_t)(p + 1)), c.idx = capi_xmalloc(sizeof(int) * (size_t)(p * NLOCAL));
-  c.ptr[0] = 0;
-  for (int r = 0; r < p; ++r) {
-    int n = 0;
-    for (int i = 0; i < NLOCAL; ++i)
-      if (needs(r, me, i)) c.idx[c.size_msgs + n++] = i;
-    if (!n) continue;
-    c.procs[c.n_msgs] = r, c.counts[c.n_msgs] = n;
-    c.size_msgs += n;
-    c.ptr[++c.n_msgs] = c.size_msgs;
-  }
-  return c;
-}
+static CommPkg recv_pkg(int me, int p) { return make_pkg(me, p, 1); }
+static CommPkg send_pkg(int me, int p) { return make_pkg(me, p, 0); }
 
 static void free_pkg(CommPkg* c) { free(c->procs), free(c->counts), free(c->ptr), free(c->idx), free(c->cols); }
 
@@ -223,10 +214,7 @@ static void test_neighbor(MPIL_Info* xinfo, const CommPkg* R, const CommPkg* S, 
                                           MPI_INT, xcomm, info2, &req);
     CHECK_RC(rc, MPI_SUCCESS, "init with sparsecomm_backend=combined");
     if (rc == MPI_SUCCESS) {
-      char name[64];
-      int len;
-      SPC_Request_backend(req, name, &len);
-      CHECK(strcmp(name, "combined") == 0, "the MPIL_Info's backend wins over the setter: %s", name);
+      CHECK_BACKEND(req, "combined", "the MPIL_Info's backend wins over the setter");
       run_request(&h, req, first_col, "combined via MPIL_Info");
     }
     MPIL_Info_free(&info2);
@@ -240,10 +228,7 @@ static void test_neighbor(MPIL_Info* xinfo, const CommPkg* R, const CommPkg* S, 
                                       xcomm, xinfo, &req);
     CHECK_RC(rc, MPI_SUCCESS, "init with per-communicator defaults");
     if (rc == MPI_SUCCESS) {
-      char name[64];
-      int len;
-      SPC_Request_backend(req, name, &len);
-      CHECK(strcmp(name, "aggregated") == 0, "the communicator's default backend: %s", name);
+      CHECK_BACKEND(req, "aggregated", "the communicator's default backend");
       run_request(&h, req, first_col, "aggregated via MPIL_Comm defaults");
     }
     MPI_Info_set(defaults, "sparsecomm_oops", "1");

@@ -93,12 +93,7 @@ static void free_layout(Layout* L) {
 }
 
 static MPI_Info config_info(const Config* c, const char* region) {
-  MPI_Info info = capi_info("sparsecomm_backend", c->backend, "sparsecomm_regions", region, NULL, NULL);
-  if (c->k) {
-    MPI_Info_set(info, "sparsecomm_k", c->k);
-    MPI_Info_set(info, "sparsecomm_theta", c->theta);
-    MPI_Info_set(info, "sparsecomm_aware", c->aware);
-  }
+  MPI_Info info = capi_backend_info(c->backend, region, c->k, c->theta, c->aware);
 #ifdef SPC_TEST_OPEN_BACKEND
   /* The open backend's own option, passed through by the C API (and ignored by p2p, which
    * does not declare it, as every call ignores keys it does not use). */
@@ -135,10 +130,7 @@ static void run_case(const Graph* G, const Layout* L, MPI_Datatype type, const c
            lists ? " lists" : "");
   CHECK_RC(rc, SPC_SUCCESS, what);
   if (rc == SPC_SUCCESS) {
-    char name[64];
-    int len = 0;
-    SPC_Request_backend(req, name, &len);
-    CHECK(strcmp(name, c->backend) == 0, "%s: request runs on '%s'", what, name);
+    CHECK_BACKEND(req, c->backend, what);
     for (int it = 0; it < 3; ++it) {
       fill_bytes(sendbuf, sbytes, it);
       memset(ref, 0xAB, rbytes);
@@ -271,10 +263,7 @@ int main(int argc, char** argv) {
                                          G.comm, MPI_INFO_NULL, &req);
     CHECK_RC(rc, SPC_SUCCESS, "MPI_INFO_NULL");
     if (rc == SPC_SUCCESS) {
-      char name[64];
-      int len;
-      SPC_Request_backend(req, name, &len);
-      CHECK(strcmp(name, "p2p") == 0, "default backend p2p, got %s", name);
+      CHECK_BACKEND(req, "p2p", "default backend (MPI_INFO_NULL)");
       /* Freeing an active request completes it. */
       for (int i = 0; i < L.nsend; ++i) s[i] = i + 0.5;
       CHECK_RC(SPC_Start(&req), SPC_SUCCESS, "start");

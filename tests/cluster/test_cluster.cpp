@@ -36,6 +36,7 @@
 #include "sparsecomm/matrix/generators.hpp"
 #include "sparsecomm/matrix/mtx_reader.hpp"
 #include "kernels/reference.hpp"
+#include "spmv_check.hpp"
 #include "test_util.hpp"
 
 using namespace sparsecomm;
@@ -66,13 +67,8 @@ std::vector<std::string> processor_names() {
   return out;
 }
 
-double xval(int64_t gid, int k, int round) {
-  return std::sin(0.37 * static_cast<double>(gid) + 1.3 * k + 0.11 * round) + 0.01 * k;
-}
-
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_TRUE(test::close_values(got, want, 1e-11)) << what;
-}
+using test::expect_close;
+using test::xval;
 
 // Number of ordered region pairs (a, b), a != b, with at least one message from a to b.
 int64_t communicating_region_pairs(const Pattern& pat, const Locality& loc) {
@@ -140,14 +136,7 @@ void check_backends_on_nodes(const DistCsr<double>& a, const std::string& label)
       }
     }
     auto rev = make_plan(backend, pat.reverse(), loc, MPI_COMM_WORLD);
-    std::vector<double> x(static_cast<size_t>(a.local_rows())), y(static_cast<size_t>(a.local_cols()));
-    for (int32_t i = 0; i < a.local_rows(); ++i) x[i] = xval(a.row_begin() + i, 0, 7);
-    spmv_transpose(a, *rev, x.data(), y.data());
-    std::vector<double> xg(static_cast<size_t>(a.global_rows()));
-    for (int64_t g = 0; g < a.global_rows(); ++g) xg[g] = xval(g, 0, 7);
-    const auto yg = reference::spmv(reft, xg);
-    expect_close(y, std::vector<double>(yg.begin() + a.col_begin(), yg.begin() + a.col_begin() + a.local_cols()),
-                 what + " transpose");
+    test::expect_transpose_product(a, reft, *rev, what);
   }
 }
 

@@ -42,6 +42,7 @@ std::string g_args;  // the current call's arguments, printed with a finding
 }
 
 using sparsecomm::fuzz::Bytes;
+using sparsecomm::fuzz::init_mpi_returning_errors;
 
 constexpr int kMaxEdges = 6, kMaxCount = 12, kMaxDispl = 24;
 // Elements on either side of a buffer's base: |displ| + count always fits.
@@ -271,12 +272,7 @@ void halo(Bytes& in) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  MPI_Init(argc, argv);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-  return 0;
-}
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) { return init_mpi_returning_errors(argc, argv); }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Bytes in{data, size};

@@ -45,6 +45,7 @@ std::string g_args;  // the current call, printed with a finding
 }
 
 using sparsecomm::fuzz::Bytes;
+using sparsecomm::fuzz::init_mpi_returning_errors;
 
 constexpr int kMaxEdges = 6, kMaxCount = 10, kMaxDispl = 20;
 constexpr int kHalf = kMaxDispl + kMaxCount + 1;  // elements either side of a buffer's base
@@ -144,6 +145,10 @@ struct Args {
   Type st, rt;
 };
 
+// MPI_<fn> (the layer) or PMPI_<fn> (MPI's own) with the same arguments, written once so that
+// the two sides of the comparison cannot be called differently.
+#define LAYER_OR_MPI(fn, ...) (layer ? MPI_##fn(__VA_ARGS__) : PMPI_##fn(__VA_ARGS__))
+
 // One call through the layer (layer = true) or MPI's own, into `recv`.
 int run(const Args& a, MPI_Comm c, const unsigned char* send, unsigned char* recv, bool layer) {
   MPI_Request r = MPI_REQUEST_NULL;
@@ -157,62 +162,42 @@ int run(const Args& a, MPI_Comm c, const unsigned char* send, unsigned char* rec
                    : SPC_PNEIGHBOR_ALLTOALLV_INIT(send, a.sc.data(), a.sd.data(), a.st.t, recv, a.rc.data(),
                                                   a.rd.data(), a.rt.t, c, MPI_INFO_NULL, &r);
       else if (nb)
-        rc = layer ? MPI_Ineighbor_alltoallv(send, a.sc.data(), a.sd.data(), a.st.t, recv, a.rc.data(), a.rd.data(),
-                                             a.rt.t, c, &r)
-                   : PMPI_Ineighbor_alltoallv(send, a.sc.data(), a.sd.data(), a.st.t, recv, a.rc.data(), a.rd.data(),
-                                              a.rt.t, c, &r);
+        rc = LAYER_OR_MPI(Ineighbor_alltoallv, send, a.sc.data(), a.sd.data(), a.st.t, recv, a.rc.data(), a.rd.data(),
+                          a.rt.t, c, &r);
       else
-        rc = layer ? MPI_Neighbor_alltoallv(send, a.sc.data(), a.sd.data(), a.st.t, recv, a.rc.data(), a.rd.data(),
-                                            a.rt.t, c)
-                   : PMPI_Neighbor_alltoallv(send, a.sc.data(), a.sd.data(), a.st.t, recv, a.rc.data(), a.rd.data(),
-                                             a.rt.t, c);
+        rc = LAYER_OR_MPI(Neighbor_alltoallv, send, a.sc.data(), a.sd.data(), a.st.t, recv, a.rc.data(), a.rd.data(),
+                          a.rt.t, c);
       break;
     case Call::alltoall:
-      if (nb)
-        rc = layer ? MPI_Ineighbor_alltoall(send, a.count, a.st.t, recv, a.rcount, a.rt.t, c, &r)
-                   : PMPI_Ineighbor_alltoall(send, a.count, a.st.t, recv, a.rcount, a.rt.t, c, &r);
-      else
-        rc = layer ? MPI_Neighbor_alltoall(send, a.count, a.st.t, recv, a.rcount, a.rt.t, c)
-                   : PMPI_Neighbor_alltoall(send, a.count, a.st.t, recv, a.rcount, a.rt.t, c);
+      rc = nb ? LAYER_OR_MPI(Ineighbor_alltoall, send, a.count, a.st.t, recv, a.rcount, a.rt.t, c, &r)
+              : LAYER_OR_MPI(Neighbor_alltoall, send, a.count, a.st.t, recv, a.rcount, a.rt.t, c);
       break;
     case Call::allgatherv:
-      if (nb)
-        rc = layer ? MPI_Ineighbor_allgatherv(send, a.count, a.st.t, recv, a.rc.data(), a.rd.data(), a.rt.t, c, &r)
-                   : PMPI_Ineighbor_allgatherv(send, a.count, a.st.t, recv, a.rc.data(), a.rd.data(), a.rt.t, c, &r);
-      else
-        rc = layer ? MPI_Neighbor_allgatherv(send, a.count, a.st.t, recv, a.rc.data(), a.rd.data(), a.rt.t, c)
-                   : PMPI_Neighbor_allgatherv(send, a.count, a.st.t, recv, a.rc.data(), a.rd.data(), a.rt.t, c);
+      rc = nb ? LAYER_OR_MPI(Ineighbor_allgatherv, send, a.count, a.st.t, recv, a.rc.data(), a.rd.data(), a.rt.t, c, &r)
+              : LAYER_OR_MPI(Neighbor_allgatherv, send, a.count, a.st.t, recv, a.rc.data(), a.rd.data(), a.rt.t, c);
       break;
     case Call::allgather:
-      if (nb)
-        rc = layer ? MPI_Ineighbor_allgather(send, a.count, a.st.t, recv, a.rcount, a.rt.t, c, &r)
-                   : PMPI_Ineighbor_allgather(send, a.count, a.st.t, recv, a.rcount, a.rt.t, c, &r);
-      else
-        rc = layer ? MPI_Neighbor_allgather(send, a.count, a.st.t, recv, a.rcount, a.rt.t, c)
-                   : PMPI_Neighbor_allgather(send, a.count, a.st.t, recv, a.rcount, a.rt.t, c);
+      rc = nb ? LAYER_OR_MPI(Ineighbor_allgather, send, a.count, a.st.t, recv, a.rcount, a.rt.t, c, &r)
+              : LAYER_OR_MPI(Neighbor_allgather, send, a.count, a.st.t, recv, a.rcount, a.rt.t, c);
       break;
   }
   if (rc != MPI_SUCCESS) return rc;
   if (pers) {
     for (int round = 0; round < 2 && rc == MPI_SUCCESS; ++round) {
-      rc = layer ? MPI_Start(&r) : PMPI_Start(&r);
-      if (rc == MPI_SUCCESS) rc = layer ? MPI_Wait(&r, MPI_STATUS_IGNORE) : PMPI_Wait(&r, MPI_STATUS_IGNORE);
+      rc = LAYER_OR_MPI(Start, &r);
+      if (rc == MPI_SUCCESS) rc = LAYER_OR_MPI(Wait, &r, MPI_STATUS_IGNORE);
     }
-    if (r != MPI_REQUEST_NULL) layer ? MPI_Request_free(&r) : PMPI_Request_free(&r);
+    if (r != MPI_REQUEST_NULL) LAYER_OR_MPI(Request_free, &r);
   } else if (nb) {
-    rc = layer ? MPI_Wait(&r, MPI_STATUS_IGNORE) : PMPI_Wait(&r, MPI_STATUS_IGNORE);
+    rc = LAYER_OR_MPI(Wait, &r, MPI_STATUS_IGNORE);
   }
   return rc;
 }
+#undef LAYER_OR_MPI
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  MPI_Init(argc, argv);
-  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  return 0;
-}
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) { return init_mpi_returning_errors(argc, argv); }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Bytes in{data, size};
