@@ -679,10 +679,7 @@ bool parse_config(MPI_Comm comm, int argc, char** argv, Config& cfg) {
                                                        "(P x and P^T x), Hypre's and every backend's, checked and timed"}}},
                                       {{"reps", "1000"}}),
                     kUsage);
-  if (!opt.parse(argc, argv)) {
-    if (comm_rank(comm) == 0) std::cout << opt.help();
-    return false;
-  }
+  if (!apps::parse_or_help(comm, opt, argc, argv)) return false;
   cfg.nx = opt.get_count64("nx"), cfg.ny = opt.get_count64("ny");
   cfg.angle = opt.get_double("angle"), cfg.eps = opt.get_double("eps");
   cfg.reps = opt.get_count("reps");

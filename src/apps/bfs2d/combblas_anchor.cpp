@@ -50,6 +50,7 @@
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "common/cli.hpp"
+#include "common/options.hpp"
 #include "common/provenance.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
@@ -398,10 +399,7 @@ int run(int argc, char** argv) {
       "usage: mpirun -np P sparsecomm_bfs_combblas [options]   (P a perfect square)\n"
       "Our 2D BFS against CombBLAS's top-down BFS on the same graph, roots and ranks; every\n"
       "BFS is checked by our Graph500 validator.");
-  if (!opt.parse(argc, argv)) {
-    if (rank == 0) std::cout << opt.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(comm, opt, argc, argv)) return 0;
   const Settings st = parse_settings(opt, P);
   std::string graph_name;
   DistCsr<double> g;

@@ -70,10 +70,7 @@ int info_main(int argc, char** argv) {
                          {"race", {"0", "exchanges timed per close candidate (auto's option race; 0: the model alone)"}}}),
             "usage: mpirun -np P sparsecomm info [options]\n"
             "example: mpirun -np 8 sparsecomm info --matrix HB/bcsstk13 --regions ppn:4");
-  if (!o.parse(argc, argv)) {
-    if (rank == 0) std::cout << o.help();
-    return 0;
-  }
+  if (!parse_or_help(comm, o, argc, argv)) return 0;
   std::string label;
   auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
   Locality loc = Locality::parse(comm, o.get("regions"));

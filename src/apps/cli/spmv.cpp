@@ -196,10 +196,7 @@ int spmv_main(int argc, char** argv) {
             "example: mpirun -np 8 sparsecomm spmv --matrix Oberwolfach/gyro_m --regions ppn:4 --backend p2p,auto\n"
             "a --backend entry may carry options of its own, name:key=value[:key=value]: e.g. --backend "
             "aggregated_dedup,aggregated_dedup:window=false times both in one run");
-  if (!o.parse(argc, argv)) {
-    if (rank == 0) std::cout << o.help();
-    return 0;
-  }
+  if (!parse_or_help(comm, o, argc, argv)) return 0;
   std::string label;
   auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
   Locality loc = Locality::parse(comm, o.get("regions"));

@@ -207,10 +207,7 @@ int compare_main(int argc, char** argv) {
             "usage: mpirun -np P sparsecomm compare [options]\n"
             "SpMV through every backend and auto against PETSc's MatMult scatters and Hypre's matvec, one table.\n"
             "example: mpirun -np 4 sparsecomm compare --matrix AMD/G2_circuit --regions ppn:2");
-  if (!o.parse(argc, argv)) {
-    if (comm_rank(comm) == 0) std::cout << o.help();
-    return 0;
-  }
+  if (!parse_or_help(comm, o, argc, argv)) return 0;
   comparison::Settings st;
   st.rounds = o.get_count("rounds");
   st.reps = o.get_count("reps");

@@ -430,10 +430,7 @@ int nbrbench_main(int argc, char** argv) {
       "Allgather-shaped neighborhood exchange on random and Moore topologies: neighbor vs p2p vs\n"
       "message combining (k-groups, topology-agnostic / -aware).\n"
       "example: mpirun -np 32 sparsecomm nbrbench --topos \"moore:2,3;er:0.4\" --sizes 4,4096 --k 2,4 --aware both");
-  if (!opt.parse(argc, argv)) {
-    if (rank == 0) std::cout << opt.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(comm, opt, argc, argv)) return 0;
   const Settings st = parse_settings(comm, opt);
   if (rank == 0)
     std::cerr << "nbrbench: " << nranks << " ranks, regions " << st.loc.describe() << ", " << st.topos.size()

@@ -504,10 +504,7 @@ int spmm_main(int argc, char** argv) {
       "SpMM C = A x B (B = A dense) with one allgather-shaped exchange per column of B, against\n"
       "MPI_Allgatherv and the width-n halo exchange.\n"
       "example: mpirun -np 32 sparsecomm spmm --matrix Pajek/Journals,HB/dwt_193 --k 2,4");
-  if (!opt.parse(argc, argv)) {
-    if (rank == 0) std::cout << opt.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(comm, opt, argc, argv)) return 0;
   Config cfg = parse_config(opt);
 
   // Resolve every matrix first; an absent one is a skip (77), not a failure.
