@@ -253,7 +253,7 @@ int autoeval_main(int argc, char** argv) {
                         {{"matrices", {"all", "names/paths/generator specs (gen:...) separated by ',' (or by ';' or "
                                               "spaces when a spec has commas); 'all' = every shared matrix and "
                                               "gen:rotate:256,256"}},
-                         {"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured in the first three launches and cached)"}},
+                         apps::resolved_model_option(),
                          {"rounds", {"5", "interleaved rounds: each times every backend once; median over rounds"}},
                          {"race", {"0", "also run auto with its option race = N (timing the close candidates at "
                                         "setup) and judge its picks alike; 0: auto as configured"}},

@@ -65,7 +65,7 @@ int info_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), p = comm_size(comm);
   Options o(with_common({"matrix", "gen", "ordering", "regions", "sdde"},
-                        {{"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured in the first three launches and cached)"}},
+                        {resolved_model_option(),
                          {"iterations", {"0", "expected exchanges, for the setup-inclusive choice"}},
                          {"race", {"0", "exchanges timed per close candidate (auto's option race; 0: the model alone)"}}}),
             "usage: mpirun -np P sparsecomm info [options]\n"

@@ -67,6 +67,21 @@ inline OptionTable with_common(const std::vector<std::string>& names, OptionTabl
   return own;
 }
 
+/// --k, --aware and --theta as the programs that time the combining variants declare them
+/// (the group sizes `k` they run by default), added to the program's own options `own`.
+inline OptionTable with_combining(OptionTable own, const std::string& k) {
+  own["k"] = {k, "group sizes for combined, comma-separated (each >= 2)"};
+  own["aware"] = {"both", "combined variants: agnostic, aware or both"};
+  own["theta"] = {"4", "combining threshold: minimum common out-neighbors"};
+  return own;
+}
+
+/// --model of the programs that take auto's model as auto does (ModelParams::resolve).
+inline OptionTable::value_type resolved_model_option() {
+  return {"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured in the first "
+                        "three launches and cached)"}};
+}
+
 /// Parses argv into `o`. False when --help was asked: rank 0 of `comm` has printed the help
 /// (once, not once per rank) and the program returns 0 on every rank.
 inline bool parse_or_help(MPI_Comm comm, Options& o, int argc, char** argv) {

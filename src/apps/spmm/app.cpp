@@ -491,14 +491,14 @@ int spmm_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
   apps::Options opt(
-      apps::with_common({"matrix", "reps", "ordering", "regions", "json"}, {{"cols", {"0", "columns of B (the first n columns of A); 0: all"}},
-       {"k", {"2", "group sizes for combined, comma-separated (each >= 2)"}},
-       {"aware", {"both", "combined variants: agnostic, aware or both"}},
-       {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
-       {"variants",
-        {"all", "comma-separated: all, or any of <gather backend> (p2p, combined, ...), halo, halo_<plan backend>; "
-                "allgather and neighbor (p2p where neighbor is not registered: SMPI) always run"}},
-       },
+      apps::with_common({"matrix", "reps", "ordering", "regions", "json"},
+                        apps::with_combining(
+                            {{"cols", {"0", "columns of B (the first n columns of A); 0: all"}},
+                             {"variants",
+                              {"all", "comma-separated: all, or any of <gather backend> (p2p, combined, ...), halo, "
+                                      "halo_<plan backend>; allgather and neighbor (p2p where neighbor is not "
+                                      "registered: SMPI) always run"}}},
+                            "2"),
       {{"matrix", "HB/ash292"}, {"reps", "3"}}),
       "usage: mpirun -np P sparsecomm spmm [options]\n"
       "SpMM C = A x B (B = A dense) with one allgather-shaped exchange per column of B, against\n"
