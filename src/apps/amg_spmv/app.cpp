@@ -684,7 +684,7 @@ bool parse_config(MPI_Comm comm, int argc, char** argv, Config& cfg) {
   cfg.angle = opt.get_double("angle"), cfg.eps = opt.get_double("eps");
   cfg.reps = opt.get_count("reps");
   cfg.max_levels = opt.get_count("max-levels");
-  cfg.backends = opt.get("backend") == "all" ? backend_names() : apps::split_list(opt.get("backend"));
+  cfg.backends = apps::backend_entries(opt);
   std::vector<std::string> names = cfg.backends;
   (void)apps::backend_options_for("", names);  // every entry's name and own options checked here
   cfg.sdde = opt.get("sdde");

@@ -71,9 +71,7 @@ int info_main(int argc, char** argv) {
             "usage: mpirun -np P sparsecomm info [options]\n"
             "example: mpirun -np 8 sparsecomm info --matrix HB/bcsstk13 --regions ppn:4");
   if (!parse_or_help(comm, o, argc, argv)) return 0;
-  std::string label;
-  auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
-  Locality loc = Locality::parse(comm, o.get("regions"));
+  auto [label, a, loc] = load_matrix_on_regions(comm, o);
   Sdde sdde(comm, loc);
   Pattern pat = pattern_from_matrix(a, sdde, o.get("sdde"));
   // Per-rank figures of the direct exchange (one double per ghost).

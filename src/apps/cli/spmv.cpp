@@ -197,11 +197,9 @@ int spmv_main(int argc, char** argv) {
             "a --backend entry may carry options of its own, name:key=value[:key=value]: e.g. --backend "
             "aggregated_dedup,aggregated_dedup:window=false times both in one run");
   if (!parse_or_help(comm, o, argc, argv)) return 0;
-  std::string label;
-  auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
-  Locality loc = Locality::parse(comm, o.get("regions"));
+  auto [label, a, loc] = load_matrix_on_regions(comm, o);
   const int w = o.get_count("width");
-  const auto entries = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
+  const auto entries = backend_entries(o);
   auto backends = entries;
   const auto bopts = backend_options_for(o.get("option"), backends);
   require_vectors(comm, a, w, backends.size());

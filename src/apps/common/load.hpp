@@ -6,6 +6,8 @@
 #include <iostream>
 #include <string>
 
+#include "common/cli.hpp"
+#include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 
 #include "sparsecomm/core/error.hpp"
@@ -51,6 +53,22 @@ inline DistCsr<double> load_matrix(MPI_Comm comm, const std::string& matrix, con
               << " (docs/data.md; --matrix NAME or --gen SPEC to choose)\n";
   *label = path.substr(path.find_last_of('/') + 1) + (ro.ordering == Ordering::natural ? "" : " (" + ordering + ")");
   return read_matrix_market(comm, path, ro);
+}
+
+/// What a program that runs on one matrix reads from the common options: the matrix and its
+/// label (--matrix, --gen, --ordering: load_matrix) and the region layout (--regions).
+struct MatrixOnRegions {
+  std::string label;
+  DistCsr<double> a;
+  Locality loc;
+};
+
+/// Collective. The matrix is read before the layout: a run with both wrong reports the matrix.
+inline MatrixOnRegions load_matrix_on_regions(MPI_Comm comm, const Options& o) {
+  std::string label;
+  DistCsr<double> a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
+  Locality loc = Locality::parse(comm, o.get("regions"));
+  return {std::move(label), std::move(a), std::move(loc)};
 }
 
 }  // namespace sparsecomm::apps
