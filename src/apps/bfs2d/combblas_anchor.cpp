@@ -50,6 +50,7 @@
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "common/cli.hpp"
+#include "common/load.hpp"
 #include "common/options.hpp"
 #include "common/provenance.hpp"
 #include "common/table.hpp"
@@ -267,20 +268,10 @@ bool load_graph(MPI_Comm comm, const Settings& st, std::string& name, DistCsr<do
     g = bfs::rmat_graph(comm, st.scale, st.ef, static_cast<uint64_t>(st.seed));
     return true;
   }
-  std::string path, missing;
-  try {
-    path = find_matrix(st.graph);
-  } catch (const InputError& e) {
-    missing = e.what();
-  }
-  int found = missing.empty() ? 1 : 0, all = 0;
-  MPI_Allreduce(&found, &all, 1, MPI_INT, MPI_LAND, comm);
-  if (!all) {
-    if (comm_rank(comm) == 0)
-      std::cerr << "sparsecomm_bfs_combblas: skipped (exit 77): graph not found on the data search path:\n  " << missing
-                << "\n";
-    return false;
-  }
+  const auto found = apps::find_matrices_or_skip(
+      comm, {st.graph}, "sparsecomm_bfs_combblas: skipped (exit 77): graph not found on the data search path:\n");
+  if (!found) return false;
+  const std::string& path = found->front();
   name = path.substr(path.find_last_of('/') + 1);
   g = bfs::file_graph(comm, path);
   return true;

@@ -47,6 +47,7 @@
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/load.hpp"
 #include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "common/table.hpp"
@@ -508,29 +509,15 @@ int spmm_main(int argc, char** argv) {
   Config cfg = parse_config(opt);
 
   // Resolve every matrix first; an absent one is a skip (77), not a failure.
-  std::vector<std::string> paths;
-  std::string missing;
-  for (const auto& m : apps::split_list(opt.get("matrix"))) {
-    try {
-      paths.push_back(find_matrix(m));
-    } catch (const InputError& e) {
-      missing += std::string("  ") + e.what() + "\n";
-    }
-  }
-  int found_here = missing.empty() ? 1 : 0, found_all = 0;
-  MPI_Allreduce(&found_here, &found_all, 1, MPI_INT, MPI_LAND, comm);
-  if (!found_all) {
-    if (rank == 0)
-      std::cerr << "sparsecomm_spmm: skipped (exit 77): matrix not found on the data search path "
-                   "(set SPARSECOMM_DATA or fetch it with ssget):\n"
-                << missing;
-    return 77;
-  }
-  if (paths.empty()) throw InputError("--matrix is empty");
+  const auto paths = apps::find_matrices_or_skip(comm, apps::split_list(opt.get("matrix")),
+                                                 "sparsecomm_spmm: skipped (exit 77): matrix not found on the data "
+                                                 "search path (set SPARSECOMM_DATA or fetch it with ssget):\n");
+  if (!paths) return 77;
+  if (paths->empty()) throw InputError("--matrix is empty");
   cfg.loc = Locality::parse(comm, opt.get("regions"));
 
   bool ok = true;
-  for (const auto& p : paths)
+  for (const auto& p : *paths)
     for (Ordering o : cfg.orderings) ok = run_matrix(p, o, cfg) && ok;
   if (rank == 0) {
     std::cout << "\n" << (ok ? "every variant's C verified against the serial Eigen product\n" : "VERIFICATION FAILED\n");
