@@ -679,15 +679,12 @@ bool parse_config(MPI_Comm comm, int argc, char** argv, Config& cfg) {
                                                        "(P x and P^T x), Hypre's and every backend's, checked and timed"}}},
                                       {{"reps", "1000"}}),
                     kUsage);
-  if (!opt.parse(argc, argv)) {
-    if (comm_rank(comm) == 0) std::cout << opt.help();
-    return false;
-  }
+  if (!apps::parse_or_help(comm, opt, argc, argv)) return false;
   cfg.nx = opt.get_count64("nx"), cfg.ny = opt.get_count64("ny");
   cfg.angle = opt.get_double("angle"), cfg.eps = opt.get_double("eps");
   cfg.reps = opt.get_count("reps");
   cfg.max_levels = opt.get_count("max-levels");
-  cfg.backends = opt.get("backend") == "all" ? backend_names() : apps::split_list(opt.get("backend"));
+  cfg.backends = apps::backend_entries(opt);
   std::vector<std::string> names = cfg.backends;
   (void)apps::backend_options_for("", names);  // every entry's name and own options checked here
   cfg.sdde = opt.get("sdde");

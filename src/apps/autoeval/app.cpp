@@ -253,7 +253,7 @@ int autoeval_main(int argc, char** argv) {
                         {{"matrices", {"all", "names/paths/generator specs (gen:...) separated by ',' (or by ';' or "
                                               "spaces when a spec has commas); 'all' = every shared matrix and "
                                               "gen:rotate:256,256"}},
-                         {"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured in the first three launches and cached)"}},
+                         apps::resolved_model_option(),
                          {"rounds", {"5", "interleaved rounds: each times every backend once; median over rounds"}},
                          {"race", {"0", "also run auto with its option race = N (timing the close candidates at "
                                         "setup) and judge its picks alike; 0: auto as configured"}},
@@ -262,10 +262,7 @@ int autoeval_main(int argc, char** argv) {
       "usage: mpirun -np P sparsecomm autoeval [options]\n"
       "Progress goes to stderr (one line per matrix); experiments/auto/run.sh runs the whole evaluation.\n"
       "example: mpirun -np 8 sparsecomm autoeval --matrices HB/bcsstk13,AMD/G2_circuit --regions ppn:4 --reps 100");
-  if (!o.parse(argc, argv)) {
-    if (rank == 0) std::cout << o.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(comm, o, argc, argv)) return 0;
   const std::vector<std::string> mats = matrix_list(o.get("matrices"));
   Settings st;
   st.loc = Locality::parse(comm, o.get("regions"));

@@ -221,10 +221,7 @@ int bfs_main(int argc, char** argv) {
           {{"backend", "p2p"}, {"sdde", "nbx"}}),
       "usage: mpirun -np P sparsecomm bfs [options]   (P must be a square: 1, 4, 9, 16, ...)\n"
       "example: mpirun -np 4 sparsecomm bfs --scale 16 --roots 16");
-  if (!o.parse(argc, argv)) {
-    if (rank == 0) std::cout << o.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(comm, o, argc, argv)) return 0;
   // Every rank parses the same arguments: a bad value throws on every rank alike. An option
   // of a variant or graph this run does not use is an error, not silently unused.
   const auto variants = apps::split_list(o.get("variants"));

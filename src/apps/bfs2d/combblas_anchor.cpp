@@ -50,6 +50,8 @@
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "common/cli.hpp"
+#include "common/load.hpp"
+#include "common/options.hpp"
 #include "common/provenance.hpp"
 #include "common/table.hpp"
 #include "common/timing.hpp"
@@ -266,20 +268,10 @@ bool load_graph(MPI_Comm comm, const Settings& st, std::string& name, DistCsr<do
     g = bfs::rmat_graph(comm, st.scale, st.ef, static_cast<uint64_t>(st.seed));
     return true;
   }
-  std::string path, missing;
-  try {
-    path = find_matrix(st.graph);
-  } catch (const InputError& e) {
-    missing = e.what();
-  }
-  int found = missing.empty() ? 1 : 0, all = 0;
-  MPI_Allreduce(&found, &all, 1, MPI_INT, MPI_LAND, comm);
-  if (!all) {
-    if (comm_rank(comm) == 0)
-      std::cerr << "sparsecomm_bfs_combblas: skipped (exit 77): graph not found on the data search path:\n  " << missing
-                << "\n";
-    return false;
-  }
+  const auto found = apps::find_matrices_or_skip(
+      comm, {st.graph}, "sparsecomm_bfs_combblas: skipped (exit 77): graph not found on the data search path:\n");
+  if (!found) return false;
+  const std::string& path = found->front();
   name = path.substr(path.find_last_of('/') + 1);
   g = bfs::file_graph(comm, path);
   return true;
@@ -398,10 +390,7 @@ int run(int argc, char** argv) {
       "usage: mpirun -np P sparsecomm_bfs_combblas [options]   (P a perfect square)\n"
       "Our 2D BFS against CombBLAS's top-down BFS on the same graph, roots and ranks; every\n"
       "BFS is checked by our Graph500 validator.");
-  if (!opt.parse(argc, argv)) {
-    if (rank == 0) std::cout << opt.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(comm, opt, argc, argv)) return 0;
   const Settings st = parse_settings(opt, P);
   std::string graph_name;
   DistCsr<double> g;

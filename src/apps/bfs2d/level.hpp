@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bfs2d/bfs.hpp"
@@ -65,6 +66,23 @@ struct Ctx {
 
   /// Applies received (v, u) pairs: unvisited v take the smallest u; returns the new frontier.
   std::vector<int64_t> update(const std::vector<int64_t>& pairs, std::vector<int64_t> frontier_new = {});
+
+  /// The rest of a level whose expand gathered the whole column's frontier `F`: the local
+  /// SpMSpV, the candidates bucketed by owner column, fold(data, counts) sending them and
+  /// returning the (v, u) pairs I own (timed as fold and exposed), the update.
+  template <class Fold>
+  std::vector<int64_t> compute_and_fold(const std::vector<int64_t>& F, Fold&& fold) {
+    spmspv(F.data(), F.size());
+    std::vector<int64_t> data;
+    std::vector<int> counts;
+    bucket(data, counts, false);
+    std::vector<int64_t> pairs;
+    {
+      Clock a(&t.fold), e(&t.exposed);
+      pairs = fold(data, counts);
+    }
+    return update(pairs);
+  }
 };
 
 /// One BFS level of a variant: the frontier piece in, the next frontier piece out.
@@ -75,6 +93,22 @@ class LevelVariant {
   virtual ~LevelVariant() = default;
   /// Collective over the grid.
   virtual std::vector<int64_t> level(Ctx& c, const std::vector<int64_t>& frontier) = 0;
+};
+
+/// A variant with state of its own: `State` (the peers, the bound-sized buffers) is made
+/// once per BFS from the constructor's arguments, and every level is a `Run` in flight,
+/// Run(c, state, frontier).run().
+template <class State, class Run>
+class StatefulVariant : public LevelVariant {
+ public:
+  template <class... Args>
+  explicit StatefulVariant(Args&&... args) : state_(std::forward<Args>(args)...) {}
+  std::vector<int64_t> level(Ctx& c, const std::vector<int64_t>& frontier) override {
+    return Run(c, state_, frontier).run();
+  }
+
+ private:
+  State state_;
 };
 
 /// Collective. The variant `opt` names (checked by options_error).

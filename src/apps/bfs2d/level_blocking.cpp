@@ -26,16 +26,9 @@ class Blocking : public LevelVariant {
       SPC_MPI(MPI_Allgatherv(L.data(), n, MPI_INT64_T, F.data(), counts.data(), displs.data(), MPI_INT64_T,
                              c.grid.col_comm()));
     }
-    c.spmspv(F.data(), F.size());
-    std::vector<int64_t> data;
-    std::vector<int> counts;
-    c.bucket(data, counts, false);
-    std::vector<int64_t> got;
-    {
-      Clock a(&c.t.fold), e(&c.t.exposed);
-      got = alltoallv(c.grid.row_comm(), data, counts);
-    }
-    return c.update(got);
+    return c.compute_and_fold(F, [&](const std::vector<int64_t>& data, const std::vector<int>& counts) {
+      return alltoallv(c.grid.row_comm(), data, counts);
+    });
   }
 };
 

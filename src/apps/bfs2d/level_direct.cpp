@@ -48,13 +48,14 @@ struct Direct {
 // One level in flight.
 class DirectRun {
  public:
-  DirectRun(Ctx& c, Direct& d) : c_(c), d_(d), peers_(d.row_peers.size()), slot_(2 * static_cast<size_t>(d.my_piece)) {
+  DirectRun(Ctx& c, Direct& d, const std::vector<int64_t>& frontier)
+      : c_(c), d_(d), frontier_(frontier), peers_(d.row_peers.size()), slot_(2 * static_cast<size_t>(d.my_piece)) {
     if (c.opt.poll_edges > 0) poll_ = [this]() { expand_.test(), fold_recv_.test(); };
   }
 
-  std::vector<int64_t> run(const std::vector<int64_t>& frontier) {
-    post_receives_and_pieces(frontier);
-    if (d_.self) c_.spmspv(frontier.data(), frontier.size(), poll_), computed();
+  std::vector<int64_t> run() {
+    post_receives_and_pieces(frontier_);
+    if (d_.self) c_.spmspv(frontier_.data(), frontier_.size(), poll_), computed();
     compute_in_arrival_order();
     {
       Clock a(&c_.t.fold), e(&c_.t.exposed);
@@ -131,6 +132,7 @@ class DirectRun {
 
   Ctx& c_;
   Direct& d_;
+  const std::vector<int64_t>& frontier_;  // the level's frontier piece, which outlives the run
   const size_t peers_, slot_;
   std::vector<std::vector<int64_t>> fold_send_;  // one buffer per fold chunk (declared before the pools:
                                                 // they complete their requests before it goes)
@@ -140,21 +142,10 @@ class DirectRun {
   std::function<void()> poll_;
 };
 
-class DirectVariant : public LevelVariant {
- public:
-  DirectVariant(const Graph2D& g, const Grid& grid, const BfsOptions& opt) : d_(g, grid, opt.fold_every) {}
-  std::vector<int64_t> level(Ctx& c, const std::vector<int64_t>& frontier) override {
-    return DirectRun(c, d_).run(frontier);
-  }
-
- private:
-  Direct d_;
-};
-
 }  // namespace
 
 std::unique_ptr<LevelVariant> make_direct(const Graph2D& g, const Grid& grid, const BfsOptions& opt) {
-  return std::make_unique<DirectVariant>(g, grid, opt);
+  return std::make_unique<StatefulVariant<Direct, DirectRun>>(g, grid, opt.fold_every);
 }
 
 }  // namespace sparsecomm::bfs::detail

@@ -269,21 +269,10 @@ class LevelRun {
   std::function<void()> poll_;
 };
 
-class Overlapped : public LevelVariant {
- public:
-  Overlapped(const Graph2D& g, const Grid& grid, const BfsOptions& opt) : ov_(g, grid, opt.phase_size, opt.transport) {}
-  std::vector<int64_t> level(Ctx& c, const std::vector<int64_t>& frontier) override {
-    return LevelRun(c, ov_, frontier).run();
-  }
-
- private:
-  Overlap ov_;
-};
-
 }  // namespace
 
 std::unique_ptr<LevelVariant> make_overlapped(const Graph2D& g, const Grid& grid, const BfsOptions& opt) {
-  return std::make_unique<Overlapped>(g, grid, opt);
+  return std::make_unique<StatefulVariant<Overlap, LevelRun>>(g, grid, opt.phase_size, opt.transport);
 }
 
 }  // namespace sparsecomm::bfs::detail

@@ -18,17 +18,10 @@ class PlanVariant : public LevelVariant {
   explicit PlanVariant(const Grid& grid) : loc_(Locality::detect(grid.comm())), sdde_(grid.comm(), loc_) {}
 
   std::vector<int64_t> level(Ctx& c, const std::vector<int64_t>& frontier) override {
-    std::vector<int64_t> F = expand(c, c.transpose(frontier));
-    c.spmspv(F.data(), F.size());
-    std::vector<int64_t> data;
-    std::vector<int> counts;
-    c.bucket(data, counts, false);
-    std::vector<int64_t> pairs;
-    {
-      Clock a(&c.t.fold), e(&c.t.exposed);
-      pairs = fold(c, data, counts);
-    }
-    return c.update(pairs);
+    return c.compute_and_fold(expand(c, c.transpose(frontier)),
+                              [&](const std::vector<int64_t>& data, const std::vector<int>& counts) {
+                                return fold(c, data, counts);
+                              });
   }
 
  private:

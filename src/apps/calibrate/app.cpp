@@ -27,10 +27,7 @@ int calibrate_main(int argc, char** argv) {
                                     {{"reps", "50"}}),
                   "usage: mpirun -np P sparsecomm calibrate [options]\n"
                   "example: mpirun -np 8 sparsecomm calibrate --regions ppn:4 --out model.txt");
-  if (!o.parse(argc, argv)) {
-    if (rank == 0) std::cout << o.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(comm, o, argc, argv)) return 0;
   const int reps = o.get_count("reps");
   Locality loc = Locality::parse(comm, o.get("regions"));
   const ModelParams m = calibrate_model(comm, loc, reps);

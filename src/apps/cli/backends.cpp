@@ -6,17 +6,14 @@
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "common/app_main.hpp"
-#include "common/cli.hpp"
+#include "common/options.hpp"
 
 namespace sparsecomm::apps {
 
 int backends_main(int argc, char** argv) {
   Options o({}, "usage: sparsecomm backends\n"
                 "lists the halo (alltoallv-shaped) and gather (allgather-shaped) backends and their options");
-  if (!o.parse(argc, argv)) {
-    if (comm_rank(MPI_COMM_WORLD) == 0) std::cout << o.help();
-    return 0;
-  }
+  if (!parse_or_help(MPI_COMM_WORLD, o, argc, argv)) return 0;
   if (comm_rank(MPI_COMM_WORLD) != 0) return 0;
   std::cout << "halo backends (make_plan; sparsecomm spmv --backend NAME --option key=value):\n";
   for (const auto& b : backend_names()) {

@@ -65,18 +65,13 @@ int info_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), p = comm_size(comm);
   Options o(with_common({"matrix", "gen", "ordering", "regions", "sdde"},
-                        {{"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured in the first three launches and cached)"}},
+                        {resolved_model_option(),
                          {"iterations", {"0", "expected exchanges, for the setup-inclusive choice"}},
                          {"race", {"0", "exchanges timed per close candidate (auto's option race; 0: the model alone)"}}}),
             "usage: mpirun -np P sparsecomm info [options]\n"
             "example: mpirun -np 8 sparsecomm info --matrix HB/bcsstk13 --regions ppn:4");
-  if (!o.parse(argc, argv)) {
-    if (rank == 0) std::cout << o.help();
-    return 0;
-  }
-  std::string label;
-  auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
-  Locality loc = Locality::parse(comm, o.get("regions"));
+  if (!parse_or_help(comm, o, argc, argv)) return 0;
+  auto [label, a, loc] = load_matrix_on_regions(comm, o);
   Sdde sdde(comm, loc);
   Pattern pat = pattern_from_matrix(a, sdde, o.get("sdde"));
   // Per-rank figures of the direct exchange (one double per ghost).

@@ -339,10 +339,7 @@ int plan_stats_main(int argc, char** argv) {
                          {"width", {"1", "SpMV halo: vectors per exchange (8-byte values)"}},
                          {"model", {"", "model parameter file for the modelled latency (default: built-in, see model.hpp)"}}}),
             kUsage);
-  if (!o.parse(argc, argv)) {
-    if (rank == 0) std::cout << o.help();
-    return 0;
-  }
+  if (!parse_or_help(comm, o, argc, argv)) return 0;
   // Everything happens on rank 0; an error there is agreed with the other ranks.
   std::string err;
   int rc = 0;

@@ -196,15 +196,10 @@ int spmv_main(int argc, char** argv) {
             "example: mpirun -np 8 sparsecomm spmv --matrix Oberwolfach/gyro_m --regions ppn:4 --backend p2p,auto\n"
             "a --backend entry may carry options of its own, name:key=value[:key=value]: e.g. --backend "
             "aggregated_dedup,aggregated_dedup:window=false times both in one run");
-  if (!o.parse(argc, argv)) {
-    if (rank == 0) std::cout << o.help();
-    return 0;
-  }
-  std::string label;
-  auto a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
-  Locality loc = Locality::parse(comm, o.get("regions"));
+  if (!parse_or_help(comm, o, argc, argv)) return 0;
+  auto [label, a, loc] = load_matrix_on_regions(comm, o);
   const int w = o.get_count("width");
-  const auto entries = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
+  const auto entries = backend_entries(o);
   auto backends = entries;
   const auto bopts = backend_options_for(o.get("option"), backends);
   require_vectors(comm, a, w, backends.size());

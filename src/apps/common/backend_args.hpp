@@ -6,9 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 
 namespace sparsecomm::apps {
+
+/// The entries of the common option --backend: its comma-separated list, or every
+/// registered halo backend for "all".
+inline std::vector<std::string> backend_entries(const Options& o) {
+  return o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
+}
 
 /// One --backend entry: `name` or `name:key=value[:key=value...]` (options for this entry
 /// only, e.g. aggregated_dedup:window=false beside aggregated_dedup in one run). Returns the

@@ -4,8 +4,12 @@
 // which is said on stderr; files may be read reverse Cuthill-McKee ordered
 // (matrix/ordering.hpp).
 #include <iostream>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "common/cli.hpp"
+#include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 
 #include "sparsecomm/core/error.hpp"
@@ -51,6 +55,45 @@ inline DistCsr<double> load_matrix(MPI_Comm comm, const std::string& matrix, con
               << " (docs/data.md; --matrix NAME or --gen SPEC to choose)\n";
   *label = path.substr(path.find_last_of('/') + 1) + (ro.ordering == Ordering::natural ? "" : " (" + ordering + ")");
   return read_matrix_market(comm, path, ro);
+}
+
+/// Collective. The files of the matrices `names` on the data search path (find_matrix), or
+/// nullopt on every rank when any rank misses one: rank 0 has then written `skipped` and the
+/// names it did not find to stderr, and the program exits 77, which the tests count as a
+/// skip (data not fetched), not as a failure.
+inline std::optional<std::vector<std::string>> find_matrices_or_skip(MPI_Comm comm,
+                                                                     const std::vector<std::string>& names,
+                                                                     const std::string& skipped) {
+  std::vector<std::string> paths;
+  std::string missing;
+  for (const auto& m : names) {
+    try {
+      paths.push_back(find_matrix(m));
+    } catch (const InputError& e) {
+      missing += std::string("  ") + e.what() + "\n";
+    }
+  }
+  int found_here = missing.empty() ? 1 : 0, found_all = 0;
+  MPI_Allreduce(&found_here, &found_all, 1, MPI_INT, MPI_LAND, comm);
+  if (found_all) return paths;
+  if (comm_rank(comm) == 0) std::cerr << skipped << missing;
+  return std::nullopt;
+}
+
+/// What a program that runs on one matrix reads from the common options: the matrix and its
+/// label (--matrix, --gen, --ordering: load_matrix) and the region layout (--regions).
+struct MatrixOnRegions {
+  std::string label;
+  DistCsr<double> a;
+  Locality loc;
+};
+
+/// Collective. The matrix is read before the layout: a run with both wrong reports the matrix.
+inline MatrixOnRegions load_matrix_on_regions(MPI_Comm comm, const Options& o) {
+  std::string label;
+  DistCsr<double> a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &label);
+  Locality loc = Locality::parse(comm, o.get("regions"));
+  return {std::move(label), std::move(a), std::move(loc)};
 }
 
 }  // namespace sparsecomm::apps

@@ -9,6 +9,9 @@
 //
 // Only how many repetitions (reps), which matrix, backend or SDDE strategy a program runs by
 // default may differ: what a benchmark repeats and on what is its own workload.
+#include <mpi.h>
+
+#include <iostream>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -17,6 +20,7 @@
 #include "common/cli.hpp"
 #include "sparsecomm/comm/sdde.hpp"
 #include "sparsecomm/core/error.hpp"
+#include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm::apps {
 
@@ -61,6 +65,29 @@ inline OptionTable with_common(const std::vector<std::string>& names, OptionTabl
     own[k].first = v;
   }
   return own;
+}
+
+/// --k, --aware and --theta as the programs that time the combining variants declare them
+/// (the group sizes `k` they run by default), added to the program's own options `own`.
+inline OptionTable with_combining(OptionTable own, const std::string& k) {
+  own["k"] = {k, "group sizes for combined, comma-separated (each >= 2)"};
+  own["aware"] = {"both", "combined variants: agnostic, aware or both"};
+  own["theta"] = {"4", "combining threshold: minimum common out-neighbors"};
+  return own;
+}
+
+/// --model of the programs that take auto's model as auto does (ModelParams::resolve).
+inline OptionTable::value_type resolved_model_option() {
+  return {"model", {"", "model parameter file or builtin (default: $SPARSECOMM_MODEL, else measured in the first "
+                        "three launches and cached)"}};
+}
+
+/// Parses argv into `o`. False when --help was asked: rank 0 of `comm` has printed the help
+/// (once, not once per rank) and the program returns 0 on every rank.
+inline bool parse_or_help(MPI_Comm comm, Options& o, int argc, char** argv) {
+  if (o.parse(argc, argv)) return true;
+  if (comm_rank(comm) == 0) std::cout << o.help();
+  return false;
 }
 
 /// The combining variants --aware names: agnostic (false), aware (true) or both.

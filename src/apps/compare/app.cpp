@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/app_main.hpp"
+#include "common/backend_args.hpp"
 #include "common/cli.hpp"
 #include "common/load.hpp"
 #include "common/options.hpp"
@@ -207,10 +208,7 @@ int compare_main(int argc, char** argv) {
             "usage: mpirun -np P sparsecomm compare [options]\n"
             "SpMV through every backend and auto against PETSc's MatMult scatters and Hypre's matvec, one table.\n"
             "example: mpirun -np 4 sparsecomm compare --matrix AMD/G2_circuit --regions ppn:2");
-  if (!o.parse(argc, argv)) {
-    if (comm_rank(comm) == 0) std::cout << o.help();
-    return 0;
-  }
+  if (!parse_or_help(comm, o, argc, argv)) return 0;
   comparison::Settings st;
   st.rounds = o.get_count("rounds");
   st.reps = o.get_count("reps");
@@ -218,12 +216,12 @@ int compare_main(int argc, char** argv) {
   st.sdde = o.get("sdde");
   Sdde::check_strategy(st.sdde);
   st.json = o.get("json");
-  st.backends = o.get("backend") == "all" ? backend_names() : split_list(o.get("backend"));
+  st.backends = backend_entries(o);
   for (const auto& b : st.backends) backend_hooks(b);  // an unknown name fails here, listing the valid ones
   if (o.get("peers") != "yes" && o.get("peers") != "no") throw InputError("--peers expects yes or no");
   st.peers = o.get("peers") == "yes";
-  const DistCsr<double> a = load_matrix(comm, o.get("matrix"), o.get("gen"), o.get("ordering"), &st.label);
-  const Locality loc = Locality::parse(comm, o.get("regions"));
+  const auto [label, a, loc] = load_matrix_on_regions(comm, o);
+  st.label = label;
   return comparison::run(comm, a, loc, st) ? 0 : 3;
 }
 

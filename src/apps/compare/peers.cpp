@@ -19,12 +19,25 @@
 
 namespace sparsecomm::apps::comparison {
 
+#if defined(SPARSECOMM_COMPARE_PETSC) || defined(SPARSECOMM_COMPARE_HYPRE)
+namespace {
+
+// A peer library's calls return an error code (0: success); a failed one is an Error that
+// names the library and the call.
+struct PeerCheck {
+  const char* library;
+  void operator()(long long code, const char* what) const {
+    if (code) throw Error(std::string(library) + ": " + what + " failed (error " + std::to_string(code) + ")");
+  }
+};
+
+}  // namespace
+#endif
+
 #ifdef SPARSECOMM_COMPARE_PETSC
 namespace {
 
-void petsc_ok(PetscErrorCode e, const char* what) {
-  if (e) throw Error(std::string("PETSc: ") + what + " failed (error " + std::to_string(static_cast<int>(e)) + ")");
-}
+constexpr PeerCheck petsc_ok{"PETSc"};
 
 class PetscVariant : public Variant {
  public:
@@ -94,9 +107,7 @@ std::unique_ptr<Variant> petsc_variant(const DistCsr<double>&, const std::string
 #ifdef SPARSECOMM_COMPARE_HYPRE
 namespace {
 
-void hypre_ok(HYPRE_Int e, const char* what) {
-  if (e) throw Error(std::string("Hypre: ") + what + " failed (error " + std::to_string(static_cast<int>(e)) + ")");
-}
+constexpr PeerCheck hypre_ok{"Hypre"};
 
 class HypreVariant : public Variant {
  public:

@@ -411,13 +411,11 @@ int nbrbench_main(int argc, char** argv) {
   apps::Options opt(
       apps::with_common(
           {"reps", "regions", "json"},
+          apps::with_combining(
           {{"topos",
             {"er:0.05;er:0.1;er:0.2;er:0.4;er:0.8;moore:2,1;moore:2,2;moore:2,3;moore:2,4;moore:3,1;moore:3,2;moore:4,1",
              "topologies separated by ';' or spaces (quote it): er:<density>[,<seed>], moore:<dims>,<radius>"}},
            {"sizes", {"4,64,512,4096", "bytes per message (each rank's block), comma-separated"}},
-           {"k", {"2,3,4,6", "group sizes for combined, comma-separated (each >= 2)"}},
-           {"aware", {"both", "combined variants: agnostic, aware or both"}},
-           {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
            {"backends", {"all", "gather backends to run (comma-separated) or all; neighbor always runs"}},
            {"rounds", {"5", "interleaved rounds over the variants (latency: median over rounds)"}},
            {"warmup", {"auto", "untimed exchanges before each round's timed ones: auto (one batch) or a number"}},
@@ -426,15 +424,13 @@ int nbrbench_main(int argc, char** argv) {
             {"distributed",
              "combining phase 1: distributed (run it) or exact (rank 0 computes every rank's pattern with the "
              "exact model of plan-stats and scatters it; for simulations at scale)"}}},
+          "2,3,4,6"),
           {{"reps", "200"}}),
       "usage: mpirun -np P sparsecomm nbrbench [options]\n"
       "Allgather-shaped neighborhood exchange on random and Moore topologies: neighbor vs p2p vs\n"
       "message combining (k-groups, topology-agnostic / -aware).\n"
       "example: mpirun -np 32 sparsecomm nbrbench --topos \"moore:2,3;er:0.4\" --sizes 4,4096 --k 2,4 --aware both");
-  if (!opt.parse(argc, argv)) {
-    if (rank == 0) std::cout << opt.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(comm, opt, argc, argv)) return 0;
   const Settings st = parse_settings(comm, opt);
   if (rank == 0)
     std::cerr << "nbrbench: " << nranks << " ranks, regions " << st.loc.describe() << ", " << st.topos.size()

@@ -193,10 +193,7 @@ int sdde_main(int argc, char** argv) {
                         {{"warmup", {"2", "untimed repetitions first"}}}, {{"sdde", "all"}, {"reps", "10"}}),
       "usage: mpirun -np P sparsecomm sdde [options]\n"
       "example: mpirun -np 8 sparsecomm sdde --matrix vanHeukelum/cage11 --regions ppn:4");
-  if (!opt.parse(argc, argv)) {
-    if (rank == 0) std::cout << opt.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(MPI_COMM_WORLD, opt, argc, argv)) return 0;
   const int reps = opt.get_count("reps"), warmup = opt.get_count("warmup", 0);
   if (reps < 1 || warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0");
   std::vector<std::string> strategies =

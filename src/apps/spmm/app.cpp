@@ -47,6 +47,7 @@
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
+#include "common/load.hpp"
 #include "common/provenance.hpp"
 #include "common/options.hpp"
 #include "common/table.hpp"
@@ -491,49 +492,32 @@ int spmm_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
   apps::Options opt(
-      apps::with_common({"matrix", "reps", "ordering", "regions", "json"}, {{"cols", {"0", "columns of B (the first n columns of A); 0: all"}},
-       {"k", {"2", "group sizes for combined, comma-separated (each >= 2)"}},
-       {"aware", {"both", "combined variants: agnostic, aware or both"}},
-       {"theta", {"4", "combining threshold: minimum common out-neighbors"}},
-       {"variants",
-        {"all", "comma-separated: all, or any of <gather backend> (p2p, combined, ...), halo, halo_<plan backend>; "
-                "allgather and neighbor (p2p where neighbor is not registered: SMPI) always run"}},
-       },
+      apps::with_common({"matrix", "reps", "ordering", "regions", "json"},
+                        apps::with_combining(
+                            {{"cols", {"0", "columns of B (the first n columns of A); 0: all"}},
+                             {"variants",
+                              {"all", "comma-separated: all, or any of <gather backend> (p2p, combined, ...), halo, "
+                                      "halo_<plan backend>; allgather and neighbor (p2p where neighbor is not "
+                                      "registered: SMPI) always run"}}},
+                            "2"),
       {{"matrix", "HB/ash292"}, {"reps", "3"}}),
       "usage: mpirun -np P sparsecomm spmm [options]\n"
       "SpMM C = A x B (B = A dense) with one allgather-shaped exchange per column of B, against\n"
       "MPI_Allgatherv and the width-n halo exchange.\n"
       "example: mpirun -np 32 sparsecomm spmm --matrix Pajek/Journals,HB/dwt_193 --k 2,4");
-  if (!opt.parse(argc, argv)) {
-    if (rank == 0) std::cout << opt.help();
-    return 0;
-  }
+  if (!apps::parse_or_help(comm, opt, argc, argv)) return 0;
   Config cfg = parse_config(opt);
 
   // Resolve every matrix first; an absent one is a skip (77), not a failure.
-  std::vector<std::string> paths;
-  std::string missing;
-  for (const auto& m : apps::split_list(opt.get("matrix"))) {
-    try {
-      paths.push_back(find_matrix(m));
-    } catch (const InputError& e) {
-      missing += std::string("  ") + e.what() + "\n";
-    }
-  }
-  int found_here = missing.empty() ? 1 : 0, found_all = 0;
-  MPI_Allreduce(&found_here, &found_all, 1, MPI_INT, MPI_LAND, comm);
-  if (!found_all) {
-    if (rank == 0)
-      std::cerr << "sparsecomm_spmm: skipped (exit 77): matrix not found on the data search path "
-                   "(set SPARSECOMM_DATA or fetch it with ssget):\n"
-                << missing;
-    return 77;
-  }
-  if (paths.empty()) throw InputError("--matrix is empty");
+  const auto paths = apps::find_matrices_or_skip(comm, apps::split_list(opt.get("matrix")),
+                                                 "sparsecomm_spmm: skipped (exit 77): matrix not found on the data "
+                                                 "search path (set SPARSECOMM_DATA or fetch it with ssget):\n");
+  if (!paths) return 77;
+  if (paths->empty()) throw InputError("--matrix is empty");
   cfg.loc = Locality::parse(comm, opt.get("regions"));
 
   bool ok = true;
-  for (const auto& p : paths)
+  for (const auto& p : *paths)
     for (Ordering o : cfg.orderings) ok = run_matrix(p, o, cfg) && ok;
   if (rank == 0) {
     std::cout << "\n" << (ok ? "every variant's C verified against the serial Eigen product\n" : "VERIFICATION FAILED\n");
