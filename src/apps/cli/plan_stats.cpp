@@ -88,8 +88,7 @@ struct Counted {
   bool gather(const std::string& b) const { return has(gather_names, b) && bool(gather_backend_hooks(b).counts); }
   /// Backends that declare the combining options run once per k and awareness.
   bool sweeps_combining(const std::string& b) const {
-    return (halo(b) && declares_option(backend_hooks(b).options, "k")) ||
-           (gather(b) && declares_option(gather_backend_hooks(b).options, "k"));
+    return (halo(b) && halo_backend_combines(b)) || (gather(b) && gather_backend_combines(b));
   }
   std::string available() const {
     std::string names = "direct";

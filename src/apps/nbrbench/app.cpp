@@ -242,7 +242,7 @@ std::vector<Variant> make_variants(const std::string& backends, const std::strin
       throw InputError("unknown gather backend '" + b + "'; valid backends: " + names);
     }
   std::vector<Variant> variants{{baseline, 0, false}};
-  auto combining = [](const std::string& b) { return declares_option(gather_backend_option_specs(b), "k"); };
+  auto combining = [](const std::string& b) { return gather_backend_combines(b); };
   for (const auto& b : chosen)
     if (b != baseline && !combining(b)) variants.push_back({b, 0, false});
   for (const auto& b : chosen)

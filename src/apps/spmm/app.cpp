@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "sparsecomm/kernels/halo_pattern.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
@@ -209,7 +210,7 @@ Runner gather_runner(const Bench& b, const Topology& topo, const std::string& ba
 /// that declare the combining options (GatherBackendHooks::options has "k") once per group
 /// size k and awareness, after the others.
 void add_gather_runners(const Bench& b, const Topology& topo, const std::string& baseline, std::vector<Runner>& out) {
-  auto combining = [](const std::string& g) { return declares_option(gather_backend_option_specs(g), "k"); };
+  auto combining = [](const std::string& g) { return gather_backend_combines(g); };
   out.push_back(gather_runner(b, topo, baseline, 0, false));
   for (const auto& g : gather_backend_names())
     if (g != baseline && !combining(g) && wanted(b.cfg, g)) out.push_back(gather_runner(b, topo, g, 0, false));
@@ -232,7 +233,7 @@ std::string add_halo_runners(const Bench& b, std::vector<Runner>& out, double& t
   std::vector<Halo> halos;
   for (const auto& name : backend_names())
     if (wanted(b.cfg, "halo_" + name, "halo")) {
-      if (!declares_option(backend_hooks(name).options, "k")) {
+      if (!halo_backend_combines(name)) {
         halos.push_back({name, 0, false});
         continue;
       }
@@ -472,9 +473,9 @@ Config parse_config(const apps::Options& opt) {
   // The combining options must reach a variant that takes them.
   bool combining = false;
   for (const auto& g : gather_backend_names())
-    combining = combining || (declares_option(gather_backend_option_specs(g), "k") && wanted(cfg, g));
+    combining = combining || (gather_backend_combines(g) && wanted(cfg, g));
   for (const auto& h : backend_names())
-    combining = combining || (declares_option(backend_hooks(h).options, "k") && wanted(cfg, "halo_" + h, "halo"));
+    combining = combining || (halo_backend_combines(h) && wanted(cfg, "halo_" + h, "halo"));
   opt.only_if(combining, {"k", "aware", "theta"},
               "applies to the combining variants (combined, halo_combined), which --variants does not name");
   cfg.json = opt.get("json");
