@@ -12,16 +12,16 @@ namespace sparsecomm {
 
 GatherPlan::GatherPlan(std::string name, const Topology& topo, const Locality& loc, MPI_Comm comm, int64_t my_count,
                        const GatherOptions& opt)
-    : name_(std::move(name)), topo_(topo), loc_(loc), comm_(comm), opt_(opt), my_count_(my_count) {
+    : PlanBase("GatherPlan", std::move(name), loc, comm), topo_(topo), opt_(opt), my_count_(my_count) {
   // Every source tells me its block size (one message per edge, peers known on both sides),
   // unless every rank passes the same size (make_gather_plan checked that).
   recv_counts_.assign(topo.sources.size(), opt.same_count ? my_count_ : 0);
   if (!opt.same_count) {
     std::vector<MPI_Request> reqs(topo.sources.size() + topo.destinations.size(), MPI_REQUEST_NULL);
     for (size_t i = 0; i < topo.sources.size(); ++i)
-      SPC_MPI(MPI_Irecv(&recv_counts_[i], 1, MPI_INT64_T, topo.sources[i], 3, comm_.get(), &reqs[i]));
+      SPC_MPI(MPI_Irecv(&recv_counts_[i], 1, MPI_INT64_T, topo.sources[i], 3, PlanBase::comm(), &reqs[i]));
     for (size_t i = 0; i < topo.destinations.size(); ++i)
-      SPC_MPI(MPI_Isend(&my_count_, 1, MPI_INT64_T, topo.destinations[i], 3, comm_.get(),
+      SPC_MPI(MPI_Isend(&my_count_, 1, MPI_INT64_T, topo.destinations[i], 3, PlanBase::comm(),
                         &reqs[topo.sources.size() + i]));
     wait_all(reqs);
   }
@@ -32,17 +32,7 @@ GatherPlan::GatherPlan(std::string name, const Topology& topo, const Locality& l
 
 void GatherPlan::check(size_t value_size) const {
   if (static_cast<int>(value_size) != opt_.value_bytes)
-    throw InputError(detail::value_size_mismatch("GatherPlan(" + name_ + ")", value_size, opt_.value_bytes));
-}
-
-bool GatherPlan::do_test() {
-  throw NotImplementedError("GatherPlan(" + name_ + "): test() is not implemented for this backend");
-}
-
-void GatherPlan::finish_if_active() noexcept {
-  if (!active_) return;
-  active_ = false;
-  detail::complete_in_destructor("GatherPlan(" + name_ + ")", [this] { do_wait(); });
+    throw InputError(detail::value_size_mismatch(who(), value_size, opt_.value_bytes));
 }
 
 size_t GatherPlan::source_index(int source) const {

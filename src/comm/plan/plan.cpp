@@ -11,10 +11,8 @@
 namespace sparsecomm {
 
 Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-    : name_(std::move(name)),
+    : PlanBase("Plan", std::move(name), loc, comm),
       pattern_(pattern),
-      loc_(loc),
-      comm_(comm),
       opt_(opt),
       elem_bytes_(static_cast<int64_t>(opt.width) * opt.value_bytes),
       send_buf_(static_cast<size_t>(pattern.send().size() * elem_bytes_)),
@@ -32,17 +30,15 @@ Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Co
 
 void Plan::check_type(size_t value_size, const char* call) const {
   if (static_cast<int>(value_size) != opt_.value_bytes)
-    throw InputError(detail::value_size_mismatch("Plan(" + name_ + ")::" + call, value_size, opt_.value_bytes));
+    throw InputError(detail::value_size_mismatch(who() + "::" + call, value_size, opt_.value_bytes));
 }
 
-bool Plan::do_test() {
-  throw NotImplementedError("Plan(" + name_ + "): test() is not implemented for this backend");
-}
+bool PlanBase::do_test() { throw NotImplementedError(who() + ": test() is not implemented for this backend"); }
 
-void Plan::finish_if_active() noexcept {
+void PlanBase::finish_if_active() noexcept {
   if (!active_) return;
   active_ = false;
-  detail::complete_in_destructor("Plan(" + name_ + ")", [this] { do_wait(); });
+  detail::complete_in_destructor(who(), [this] { do_wait(); });
 }
 
 namespace detail {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sparsecomm/comm/plan/backend_options.hpp"
+#include "sparsecomm/comm/plan/plan_base.hpp"
 #include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/core/stats.hpp"
@@ -38,17 +39,14 @@ struct GatherOptions {
   BackendOptions backend;
 };
 
-class GatherPlan {
+class GatherPlan : public PlanBase {
  public:
-  virtual ~GatherPlan() = default;
-  GatherPlan(const GatherPlan&) = delete;
-  GatherPlan& operator=(const GatherPlan&) = delete;
 
   /// Starts sending my block (my_count() values).
   template <class T>
   void start(const T* block) {
     check(sizeof(T));
-    if (active_) throw Error("GatherPlan(" + name_ + "): start() called twice without wait()");
+    if (active_) throw Error(who() + ": start() called twice without wait()");
     ScopedTimer t(&exec_, "start");
     char* to = do_block_target();
     if (!block_.empty()) std::memcpy(to ? to : block_.data(), block, block_.size());  // memcpy of 0 bytes from null is UB
@@ -59,7 +57,7 @@ class GatherPlan {
   template <class T>
   void wait(T* recv) {
     check(sizeof(T));
-    if (!active_) throw Error("GatherPlan(" + name_ + "): wait() without start()");
+    if (!active_) throw Error(who() + ": wait() without start()");
     ScopedTimer t(&exec_, "wait");
     active_ = false;
     do_wait();
@@ -72,7 +70,7 @@ class GatherPlan {
   template <class T>
   bool test(T* recv) {
     check(sizeof(T));
-    if (!active_) throw Error("GatherPlan(" + name_ + "): test() without start()");
+    if (!active_) throw Error(who() + ": test() without start()");
     {
       ScopedTimer t(&exec_, "wait");
       if (!do_test()) return false;
@@ -81,30 +79,18 @@ class GatherPlan {
     if (!recv_.empty()) std::memcpy(recv, recv_.data(), recv_.size());
     return true;
   }
-  bool active() const { return active_; }
   template <class T>
   void exchange(const T* block, T* recv) {
     start(block);
     wait(recv);
   }
 
-  const std::string& name() const { return name_; }
   const Topology& topology() const { return topo_; }
   int64_t my_count() const { return my_count_; }
   /// Values received from each source, and where they start in the receive buffer.
   const std::vector<int64_t>& recv_counts() const { return recv_counts_; }
   const std::vector<int64_t>& recv_offsets() const { return recv_offsets_; }
   int64_t recv_total() const { return recv_offsets_.back(); }
-  const Stats& setup_stats() const { return setup_; }
-  const Stats& iteration_counts() const { return per_iter_; }
-  /// The part of iteration_counts() that moves through a shared-memory window instead of
-  /// MPI messages (shm backends; empty for the others), recorded like those (per edge, step
-  /// and locality class): the model prices it as the reader's copy, not as messages. (The
-  /// writer's copy into the window is the pack every backend does.)
-  const Stats& window_counts() const { return window_; }
-  Stats& exec_stats() { return exec_; }
-  int stages() const { return stages_; }
-  const Locality& locality() const { return loc_; }
   /// Bytes of one counted value (GatherOptions::value_bytes).
   int64_t value_bytes_per_count() const { return opt_.value_bytes; }
   /// For combining backends: groups this rank leads, rounds run; 0 for others.
@@ -115,49 +101,30 @@ class GatherPlan {
   /// opt.same_count).
   GatherPlan(std::string name, const Topology& topo, const Locality& loc, MPI_Comm comm, int64_t my_count,
              const GatherOptions& opt);
-  virtual void do_start() = 0;  ///< send block_buf() (or what do_block_target() returned)
+  // do_start() sends block_buf() (or what do_block_target() returned); do_wait() and
+  // do_test() fill recv_buf() (PlanBase).
   /// Where start() copies the caller's block, or nullptr: block_buf(). Called right before
   /// that copy; do_start() follows (the shm backend writes straight into its window).
   virtual char* do_block_target() { return nullptr; }
-  virtual void do_wait() = 0;   ///< fill recv_buf()
-  /// do_wait() without blocking: true once recv_buf() is filled.
-  virtual bool do_test();
-  void finish_if_active() noexcept;
 
   const char* block_buf() const { return block_.data(); }
   char* recv_buf() { return recv_.data(); }
   int64_t value_bytes() const { return opt_.value_bytes; }
-  MPI_Comm comm() const { return comm_.get(); }
   const GatherOptions& options() const { return opt_; }
   /// Index of `source` in topology().sources (it must be one).
   size_t source_index(int source) const;
-  /// Backends declare what one execution moves, once at setup: a transfer with `peer` in
-  /// `step` (send: which way), through a shared-memory window or as a message.
-  void count_transfer(const std::string& step, bool send, int peer, int64_t bytes, bool window = false) {
-    per_iter_.record_transfer(window_, step, send, loc_.same_region(peer), bytes, window);
-  }
-  void count_send(const std::string& step, int peer, int64_t bytes) { count_transfer(step, true, peer, bytes); }
-  void count_recv(const std::string& step, int peer, int64_t bytes) { count_transfer(step, false, peer, bytes); }
-  void set_stages(int s) { stages_ = s; }
   void set_groups_led(int g) { groups_led_ = g; }
-  Stats& setup_stats_mut() { return setup_; }
 
  private:
   friend std::unique_ptr<GatherPlan> make_gather_plan(const std::string&, const Topology&, const Locality&, MPI_Comm,
                                                       int64_t, const GatherOptions&);
   void check(size_t value_size) const;
-  std::string name_;
   Topology topo_;
-  Locality loc_;
-  Comm comm_;
   GatherOptions opt_;
   int64_t my_count_;
   std::vector<int64_t> recv_counts_, recv_offsets_{0};
   std::vector<char> block_, recv_;
-  bool active_ = false;
-  int stages_ = 1, groups_led_ = 0;
-  Stats setup_, per_iter_, exec_;
-  Stats window_;  ///< window_counts()
+  int groups_led_ = 0;
 };
 
 using GatherFactory = std::function<std::unique_ptr<GatherPlan>(const Topology&, const Locality&, MPI_Comm, int64_t,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "sparsecomm/comm/plan/backend_options.hpp"
+#include "sparsecomm/comm/plan/plan_base.hpp"
 #include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/pattern.hpp"
@@ -68,18 +69,15 @@ struct PlanOptions {
 /// How received values are written into the destination buffer.
 enum class Unpack { replace, add };
 
-class Plan {
+class Plan : public PlanBase {
  public:
-  virtual ~Plan() = default;
-  Plan(const Plan&) = delete;
-  Plan& operator=(const Plan&) = delete;
 
   /// Packs owned[pattern.send.indices[k]] (width values each) and starts the exchange.
   /// Not collective by itself, but every rank of the plan must call it.
   template <class T>
   void start(const T* owned) {
     check_type(sizeof(T), "start");
-    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
+    if (active_) throw Error(who() + ": start() called twice without wait()");
     pack(owned, do_pack_target());
     start_packed();
   }
@@ -89,7 +87,7 @@ class Plan {
   void wait(T* ghost, Unpack mode = Unpack::replace) {
     check_type(sizeof(T), "wait");
     if (mode == Unpack::add && !std::is_arithmetic_v<T>)
-      throw InputError("Plan(" + name_ + ")::wait: Unpack::add needs an arithmetic value type");
+      throw InputError(who() + "::wait: Unpack::add needs an arithmetic value type");
     complete("wait");
     ScopedTimer t(&exec_, "unpack");
     const auto& r = pattern_.recv();
@@ -149,7 +147,7 @@ class Plan {
   template <class T>
   T* send_area() {
     check_type(sizeof(T), "send_area");
-    if (active_) throw Error("Plan(" + name_ + "): send_area() while an exchange is active (wait() first)");
+    if (active_) throw Error(who() + ": send_area() while an exchange is active (wait() first)");
     return reinterpret_cast<T*>(send_buf_.data());
   }
   /// pattern().send().indices is 0, 1, 2, ...: the send area is the owned array itself.
@@ -157,7 +155,7 @@ class Plan {
   /// Starts the exchange of what the caller wrote into send_area() (start() packs, then
   /// calls this).
   void start_packed() {
-    if (active_) throw Error("Plan(" + name_ + "): start() called twice without wait()");
+    if (active_) throw Error(who() + ": start() called twice without wait()");
     ScopedTimer t(&exec_, "start");
     do_start();
     active_ = true;
@@ -178,7 +176,7 @@ class Plan {
   template <class T>
   void start_into(const T* owned, T* ghost) {
     check_type(sizeof(T), "start_into");
-    if (active_) throw Error("Plan(" + name_ + "): start_into() called twice without wait_into()");
+    if (active_) throw Error(who() + ": start_into() called twice without wait_into()");
     const bool send_direct = send_identity_, recv_direct = recv_identity_;
     // A backend with a pack target of its own (shm) starts with do_start(), never directly.
     char* target = send_direct ? nullptr : do_pack_target();
@@ -213,7 +211,7 @@ class Plan {
   template <class T>
   bool test(T* ghost, Unpack mode = Unpack::replace) {
     check_type(sizeof(T), "test");
-    if (!active_) throw Error("Plan(" + name_ + "): test() without start()");
+    if (!active_) throw Error(who() + ": test() without start()");
     {
       ScopedTimer t(&exec_, "wait");
       if (!do_test()) return false;
@@ -231,35 +229,12 @@ class Plan {
     wait(ghost, mode);
   }
 
-  const std::string& name() const { return name_; }
   const Pattern& pattern() const { return pattern_; }
-  const Locality& locality() const { return loc_; }
   const PlanOptions& options() const { return opt_; }
-  bool active() const { return active_; }
-  /// Setup: timers ("setup.backend", and sub-steps) and the messages the setup itself sent.
-  const Stats& setup_stats() const { return setup_; }
-  /// What one execution sends and receives, per step and locality class (deterministic).
-  const Stats& iteration_counts() const { return per_iter_; }
-  /// The part of iteration_counts() that moves through a shared-memory window instead of
-  /// MPI messages (shm backends; empty for the others), recorded like those (per edge, step
-  /// and locality class): the model prices it as the reader's copy, not as messages. (The
-  /// writer's copy into the window is the pack every backend does.)
-  const Stats& window_counts() const { return window_; }
-  /// Accumulated execution timers: pack, start, wait, unpack.
-  Stats& exec_stats() { return exec_; }
-  /// Number of communication steps that follow one another in one execution.
-  int stages() const { return stages_; }
 
  protected:
   Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Comm comm, const PlanOptions& opt);
 
-  /// Start moving send_buf() into recv_buf().
-  virtual void do_start() = 0;
-  /// Finish: recv_buf() must hold every received value afterwards.
-  virtual void do_wait() = 0;
-  /// do_wait() without blocking: true once recv_buf() holds every received value (and the
-  /// sends are complete). Backends that override it also override supports_test().
-  virtual bool do_test();
   /// Start like do_start() but send from `send` (laid out like send_buf()) instead of
   /// send_buf() when it is not null, and receive into `recv` (laid out like recv_buf())
   /// instead of recv_buf() when it is not null; do_wait() then completes it. false (the
@@ -269,25 +244,12 @@ class Plan {
   /// right before each pack of start() / start_into(), and do_start() always follows that
   /// pack (the shm backend packs straight into its shared window this way).
   virtual char* do_pack_target() { return nullptr; }
-  /// Derived destructors call this first: an exchange still in flight is completed
-  /// (a request is never freed behind the user's back); failures are reported on stderr.
-  void finish_if_active() noexcept;
 
   char* send_buf() { return send_buf_.data(); }
   char* recv_buf() { return recv_buf_.data(); }
   int64_t recv_bytes() const { return static_cast<int64_t>(recv_buf_.size()); }
   int64_t send_bytes() const { return static_cast<int64_t>(send_buf_.size()); }
   int64_t elem_bytes() const { return elem_bytes_; }
-  MPI_Comm comm() const { return comm_.get(); }
-  /// Backends declare what one execution moves, once at setup: a transfer with `peer` in
-  /// `step` (send: which way), through a shared-memory window or as a message.
-  void count_transfer(const std::string& step, bool send, int peer, int64_t bytes, bool window = false) {
-    per_iter_.record_transfer(window_, step, send, loc_.same_region(peer), bytes, window);
-  }
-  void count_send(const std::string& step, int peer, int64_t bytes) { count_transfer(step, true, peer, bytes); }
-  void count_recv(const std::string& step, int peer, int64_t bytes) { count_transfer(step, false, peer, bytes); }
-  void set_stages(int s) { stages_ = s; }
-  Stats& setup_stats_mut() { return setup_; }
 
  private:
   friend std::unique_ptr<Plan> make_plan(const std::string&, const Pattern&, const Locality&, MPI_Comm,
@@ -317,7 +279,7 @@ class Plan {
 
   /// Completes the active exchange (the "wait" timer).
   void complete(const char* call) {
-    if (!active_) throw Error("Plan(" + name_ + "): " + call + "() without start()");
+    if (!active_) throw Error(who() + ": " + call + "() without start()");
     ScopedTimer t(&exec_, "wait");
     active_ = false;
     if (test_done_) {
@@ -327,21 +289,14 @@ class Plan {
     do_wait();
   }
 
-  std::string name_;
   Pattern pattern_;
-  Locality loc_;
-  Comm comm_;
   PlanOptions opt_;
   int64_t elem_bytes_;
   std::vector<char> send_buf_, recv_buf_;
   bool recv_identity_ = false;  ///< pattern.recv().indices == 0, 1, 2, ...: unpack by memcpy
   bool send_identity_ = false;  ///< pattern.send().indices == 0, 1, 2, ...
-  bool active_ = false;
   bool direct_ = false;  ///< the active exchange receives into the caller's array (start_into)
   bool test_done_ = false;  ///< test() found the active exchange complete
-  int stages_ = 1;
-  Stats setup_, per_iter_, exec_;
-  Stats window_;  ///< window_counts()
 };
 
 using PlanFactory =
