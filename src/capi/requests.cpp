@@ -4,20 +4,12 @@
 #include <string>
 
 #include "capi_internal.hpp"
+#include "core/empty_status.hpp"
 
 using sparsecomm::capi::fail;
 using sparsecomm::capi::guarded;
 
 namespace {
-
-void set_empty_status(MPI_Status* status) {
-  if (status == MPI_STATUS_IGNORE) return;
-  status->MPI_SOURCE = MPI_ANY_SOURCE;
-  status->MPI_TAG = MPI_ANY_TAG;
-  status->MPI_ERROR = MPI_SUCCESS;
-  MPI_Status_set_elements(status, MPI_BYTE, 0);
-  MPI_Status_set_cancelled(status, 0);
-}
 
 void run_copies(const SPC_Request_s& r, const unsigned char* staging) {
   const auto* send = static_cast<const unsigned char*>(r.sendbuf);
@@ -57,7 +49,7 @@ int SPC_Start(SPC_Request* request) {
 int SPC_Wait(SPC_Request* request, MPI_Status* status) {
   return guarded([&] {
     if (!request || !*request) fail(SPC_ERR_REQUEST, "SPC_Wait: the request is null");
-    set_empty_status(status);
+    sparsecomm::detail::set_empty_status(status, MPI_Status_set_elements, MPI_Status_set_cancelled);
     SPC_Request_s& r = **request;
     if (!r.active) return;  // inactive persistent request: returns at once (MPI semantics)
     r.active = false;
