@@ -161,11 +161,8 @@ void neighbor_init(const void* sendbuf, const int sendcounts[], const int sdispl
   MPI_Comm on = comm->neighbor;
   if (topo) {
     on = comm->global;
-    a.from_graph = false;
-    a.indegree = static_cast<int>(topo->sources.size());
-    a.outdegree = static_cast<int>(topo->destinations.size());
-    a.sources = topo->sources.data();
-    a.destinations = topo->destinations.data();
+    a.use_lists(static_cast<int>(topo->sources.size()), topo->sources.data(),
+                static_cast<int>(topo->destinations.size()), topo->destinations.data());
   } else if (on == MPI_COMM_NULL) {
     fail(MPI_ERR_TOPOLOGY, "the MPIL_Comm has no graph communicator (create it with MPIL_Dist_graph_create_adjacent)");
   }
@@ -334,17 +331,7 @@ int MPIL_Topo_from_neighbor_comm(MPIL_Comm* comm, MPIL_Topo** mpil_topo_ptr) {
     if (comm->neighbor == MPI_COMM_NULL)
       fail(MPI_ERR_TOPOLOGY, "MPIL_Topo_from_neighbor_comm: the MPIL_Comm has no graph communicator");
     auto t = std::make_unique<MPIL_Topo>();
-    int indeg = 0, outdeg = 0, weighted = 0;
-    SPC_MPI(MPI_Dist_graph_neighbors_count(comm->neighbor, &indeg, &outdeg, &weighted));
-    std::vector<int> s(static_cast<size_t>(std::max(indeg, 1))), d(static_cast<size_t>(std::max(outdeg, 1)));
-    std::vector<int> sw(s.size()), dw(d.size());
-    if (weighted)
-      SPC_MPI(MPI_Dist_graph_neighbors(comm->neighbor, indeg, s.data(), sw.data(), outdeg, d.data(), dw.data()));
-    else
-      SPC_MPI(MPI_Dist_graph_neighbors(comm->neighbor, indeg, s.data(), MPI_UNWEIGHTED, outdeg, d.data(),
-                                       MPI_UNWEIGHTED));
-    t->sources.assign(s.begin(), s.begin() + indeg);
-    t->destinations.assign(d.begin(), d.begin() + outdeg);
+    sparsecomm::capi::dist_graph_neighbors(comm->neighbor, t->sources, t->destinations);
     *mpil_topo_ptr = t.release();
   });
 }
@@ -503,26 +490,10 @@ int SPC_MPIL_Comm_set_info(MPIL_Comm* xcomm, MPI_Info info) {
     probe.apply(info);
     std::vector<std::pair<std::string, std::string>> pairs = xcomm->defaults;
     std::string regions = xcomm->regions;
-    if (info != MPI_INFO_NULL) {
-      int n = 0;
-      SPC_MPI(MPI_Info_get_nkeys(info, &n));
-      for (int i = 0; i < n; ++i) {
-        char key[MPI_MAX_INFO_KEY + 1] = {0};
-        SPC_MPI(MPI_Info_get_nthkey(info, i, key));
-        const std::string k(key);
-        if (k.rfind("sparsecomm_", 0) != 0) continue;
-        int len = 0, flag = 0;
-        SPC_MPI(MPI_Info_get_valuelen(info, key, &len, &flag));
-        if (!flag) continue;
-        std::vector<char> value(static_cast<size_t>(len) + 1, 0);
-        SPC_MPI(MPI_Info_get(info, key, len, value.data(), &flag));
-        if (k == "sparsecomm_regions") {
-          regions = probe.regions;  // the communicator's regions (its caches follow them)
-          continue;
-        }
-        pairs.emplace_back(k, std::string(value.data()));
-      }
-    }
+    sparsecomm::capi::for_each_sparsecomm_key(info, [&](const std::string& k, const std::string& v) {
+      if (k == "sparsecomm_regions") regions = probe.regions;  // the communicator's regions (its caches follow them)
+      else pairs.emplace_back(k, v);
+    });
     xcomm->defaults = std::move(pairs);
     if (regions != xcomm->regions) {
       xcomm->regions = regions;

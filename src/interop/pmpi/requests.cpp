@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/empty_status.hpp"
+
 namespace sparsecomm::pmpi {
 namespace {
 
@@ -45,14 +47,7 @@ bool advance(Entry& e, bool block) {
   return !e.active || e.done;
 }
 
-void set_empty(MPI_Status* st) {
-  if (st == MPI_STATUS_IGNORE) return;
-  st->MPI_SOURCE = MPI_ANY_SOURCE;
-  st->MPI_TAG = MPI_ANY_TAG;
-  st->MPI_ERROR = MPI_SUCCESS;
-  PMPI_Status_set_elements(st, MPI_BYTE, 0);
-  PMPI_Status_set_cancelled(st, 0);
-}
+void set_empty(MPI_Status* st) { detail::set_empty_status(st, PMPI_Status_set_elements, PMPI_Status_set_cancelled); }
 
 // Completes the handle of a finished operation, as MPI completes a request: a persistent
 // one becomes inactive, any other is freed and set to MPI_REQUEST_NULL.
