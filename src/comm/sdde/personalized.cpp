@@ -5,22 +5,11 @@
 namespace sparsecomm {
 namespace detail {
 
-// Personalized exchange: MPI_Reduce_scatter_block over 0/1 flags tells each rank how many
-// messages to expect; then it takes exactly that many with matched probes and receives
-// them straight into the caller's result (Delivery), in source order. The same single counter per
-// rank carries the error flag (`err` not empty: this rank's input failed the checks, and it
-// sends nothing): a failed rank adds P + 1 to every rank's counter, so the sum v tells every
-// rank, before anyone sends, both v mod (P + 1) messages to expect and v / (P + 1) failed
-// ranks — and all raise that error (agree: the failure path's own collectives). The success
-// path runs no collective beyond the reduction, whose payload stays one counter per rank
-// (the simulated cost at thousands of ranks grows with it).
-// `failed_out`: instead of raising a failure, report it there and return (nothing sent or
-// received): the locality-aware exchange carries it on to a second step.
-void personalized(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into,
-                  bool* failed_out) {
-  const int p = comm_size(ch.comm);
+namespace {
+// The personalized exchange's one counter per rank (personalized() below): the sum over
+// every rank of its flag for me — 1 for a message to me, P + 1 from a rank that failed.
+int64_t reduce_counters(const Channel& ch, const Outbox& send, bool failed, int p) {
   const int64_t base = static_cast<int64_t>(p) + 1;
-  const bool failed = !err.empty();
   int64_t v = 0;
   if (static_cast<int64_t>(p) * base + p <= INT_MAX) {  // int counters, as long as the sum fits
     std::vector<int> flags(static_cast<size_t>(p), failed ? static_cast<int>(base) : 0);
@@ -33,27 +22,21 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
     for (size_t i = 0; !failed && i < send.size(); ++i) flags[static_cast<size_t>(send.ranks[i])] = 1;
     SPC_MPI(MPI_Reduce_scatter_block(flags.data(), &v, 1, MPI_INT64_T, MPI_SUM, ch.comm));
   }
-  if (v / base > 0) {
-    if (failed_out) {
-      *failed_out = true;
-      return;
-    }
-    agree(ch.comm, err);  // throws on every rank
-  }
-  const int nrecv = static_cast<int>(v % base);
-  std::vector<MPI_Request> reqs;
-  post_sends(ch, send, reqs);
-  // The sends complete whatever happens here (a failed allocation is this rank's own error,
-  // raised after its part of the exchange).
-  std::exception_ptr failure;
+  return v;
+}
+
 #ifdef SPARSECOMM_SMPI
+// personalized()'s receipt of its `nrecv` messages into `into` under SMPI; a failed
+// delivery is returned, for the caller to raise once its own sends completed.
+// SimGrid's MPI_Probe is a polling loop (an iprobe plus a simulated sleep per poll), and
+// its host cost grows faster than linearly with the ranks polling at once. So under SMPI
+// each message is announced by its size (one int64, tag + 8192; the data tags are
+// 1000..3047 and the barrier's 5096..7143): a blocking receive from MPI_ANY_SOURCE waits
+// without polling. These headers are real simulated messages but are not counted in
+// Stats, which describe the exchange itself (the same in both builds).
+std::exception_ptr receive_announced(const Channel& ch, const Outbox& send, int nrecv, Delivery& into) {
+  std::exception_ptr failure;
   Inbox got;
-  // SimGrid's MPI_Probe is a polling loop (an iprobe plus a simulated sleep per poll), and
-  // its host cost grows faster than linearly with the ranks polling at once. So under SMPI
-  // each message is announced by its size (one int64, tag + 8192; the data tags are
-  // 1000..3047 and the barrier's 5096..7143): a blocking receive from MPI_ANY_SOURCE waits
-  // without polling. These headers are real simulated messages but are not counted in
-  // Stats, which describe the exchange itself (the same in both builds).
   std::vector<int64_t> sizes(send.size());
   std::vector<MPI_Request> hreqs(send.size());
   for (size_t i = 0; i < send.size(); ++i) {
@@ -84,10 +67,17 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
   } catch (...) {
     failure = std::current_exception();
   }
+  return failure;
+}
 #else
-  // Matched probes first (MPI_Mprobe takes each message out of the matching queue with its
-  // source and size), then the total is known: one allocation, and every message is
-  // received straight into its place in source order. No copy of our own.
+// personalized()'s receipt of its `nrecv` messages into `into`; a failed allocation is
+// returned (the messages still received, and dropped), for the caller to raise once its own
+// sends completed.
+// Matched probes first (MPI_Mprobe takes each message out of the matching queue with its
+// source and size), then the total is known: one allocation, and every message is
+// received straight into its place in source order. No copy of our own.
+std::exception_ptr receive_in_place(const Channel& ch, int nrecv, Delivery& into) {
+  std::exception_ptr failure;
   struct Probed {
     int src;
     int n;
@@ -117,6 +107,43 @@ void personalized(const Channel& ch, const Outbox& send, const std::string& err,
     SPC_MPI(MPI_Imrecv(at, in[k].n, MPI_BYTE, &in[k].msg, &rreqs[k]));
   }
   wait_all(rreqs);
+  return failure;
+}
+#endif
+}  // namespace
+
+// Personalized exchange: MPI_Reduce_scatter_block over 0/1 flags tells each rank how many
+// messages to expect; then it takes exactly that many with matched probes and receives
+// them straight into the caller's result (Delivery), in source order. The same single counter per
+// rank carries the error flag (`err` not empty: this rank's input failed the checks, and it
+// sends nothing): a failed rank adds P + 1 to every rank's counter, so the sum v tells every
+// rank, before anyone sends, both v mod (P + 1) messages to expect and v / (P + 1) failed
+// ranks — and all raise that error (agree: the failure path's own collectives). The success
+// path runs no collective beyond the reduction, whose payload stays one counter per rank
+// (the simulated cost at thousands of ranks grows with it).
+// `failed_out`: instead of raising a failure, report it there and return (nothing sent or
+// received): the locality-aware exchange carries it on to a second step.
+void personalized(const Channel& ch, const Outbox& send, const std::string& err, Delivery& into,
+                  bool* failed_out) {
+  const int p = comm_size(ch.comm);
+  const int64_t base = static_cast<int64_t>(p) + 1;
+  const int64_t v = reduce_counters(ch, send, !err.empty(), p);
+  if (v / base > 0) {
+    if (failed_out) {
+      *failed_out = true;
+      return;
+    }
+    agree(ch.comm, err);  // throws on every rank
+  }
+  const int nrecv = static_cast<int>(v % base);
+  std::vector<MPI_Request> reqs;
+  post_sends(ch, send, reqs);
+  // The sends complete whatever happens here (a failed allocation is this rank's own error,
+  // raised after its part of the exchange).
+#ifdef SPARSECOMM_SMPI
+  const std::exception_ptr failure = receive_announced(ch, send, nrecv, into);
+#else
+  const std::exception_ptr failure = receive_in_place(ch, nrecv, into);
 #endif
   wait_all(reqs);
   if (failure) std::rethrow_exception(failure);
