@@ -221,7 +221,7 @@ TEST(SddeTyped, DoublesRoundTrip) {
 }
 
 // The locality-aware exchanges' redistribution through a region's shared-memory window
-// (sdde.cpp, RegionWindow) where the region lies within one node: messages from a few
+// (src/comm/sdde/common.hpp, RegionWindow) where the region lies within one node: messages from a few
 // bytes to 720 KB (the window starts at 64 KiB per buffer and grows twice), alternating
 // sizes so both buffers are reused, every value checked; and no intra-region message where
 // the window carries the step.
