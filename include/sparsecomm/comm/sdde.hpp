@@ -125,7 +125,7 @@ struct Delivery {
   /// Appends the next message (in source order): `bytes` from `src`.
   void add(int src, int64_t bytes) { ranks.push_back(src), offsets.push_back(offsets.back() + bytes); }
 };
-struct NbxBarrier;  // NBX's barrier (src/comm/sdde.cpp)
+struct NbxBarrier;  // NBX's barrier (src/comm/sdde/common.hpp)
 }  // namespace detail
 
 /// The SDDE strategy of setup steps (plans, combining, topologies) when the caller does not
