@@ -48,20 +48,17 @@ void sort_unique(std::vector<Key>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-class AggregatedPlan final : public Plan {
+class AggregatedPlan final : public detail::ScheduledPlan {
  public:
   AggregatedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt, bool dedup)
-      : Plan(dedup ? "aggregated_dedup" : "aggregated", p, loc, comm, opt), dedup_(dedup) {
+      : ScheduledPlan(dedup ? "aggregated_dedup" : "aggregated", p, loc, comm, opt), dedup_(dedup) {
     setup(p, loc, comm, opt);
   }
   ~AggregatedPlan() override { finish_if_active(); }
 
  protected:
   // Every receive is posted at the start; each step's sends as soon as their data is in.
-  void do_start() override { schedule_.start(); }
-  void do_wait() override { schedule_.advance(true); }
-  bool do_test() override { return schedule_.advance(false); }
-  bool supports_test() const override { return true; }
+  detail::Schedule& schedule() override { return schedule_; }
 
  private:
   void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt);
@@ -316,10 +313,7 @@ void AggregatedPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm paren
     final_.add_recv(V, dst);
   }
   window_.connect(comm(), parent, opt.backend, opt.persistent_requests,
-                  {{&local_, "local"}, {&initial_, "initial"}, {&inter_, "inter"}, {&final_, "final"}},
-                  [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
-                    count_transfer(step, send, peer, bytes, window);
-                  });
+                  {{&local_, "local"}, {&initial_, "initial"}, {&inter_, "inter"}, {&final_, "final"}}, counter());
   set_stages((send_to_region.empty() && recv_from_region.empty() && leader_of.empty()) ? 1 : 3);
   st.add_time("setup.aggregation", MPI_Wtime() - t0);
 }

@@ -42,20 +42,17 @@ namespace {
 
 constexpr int kTagLocal = 31, kTagInter = 32, kTagFinal = 33;
 
-class TwoStepPlan final : public Plan {
+class TwoStepPlan final : public detail::ScheduledPlan {
  public:
   TwoStepPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-      : Plan("aggregated_2step", p, loc, comm, opt) {
+      : ScheduledPlan("aggregated_2step", p, loc, comm, opt) {
     setup(p, loc, comm, opt);
   }
   ~TwoStepPlan() override { finish_if_active(); }
 
  protected:
   // Every receive and every send that needs no other rank's data is posted at the start.
-  void do_start() override { schedule_.start(); }
-  void do_wait() override { schedule_.advance(true); }
-  bool do_test() override { return schedule_.advance(false); }
-  bool supports_test() const override { return true; }
+  detail::Schedule& schedule() override { return schedule_; }
 
  private:
   void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt);
@@ -214,10 +211,7 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, 
     final_.add_recv(V, dst);
   }
   window_.connect(comm(), parent, opt.backend, opt.persistent_requests,
-                  {{&local_, "local"}, {&inter_, "inter"}, {&final_, "final"}},
-                  [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
-                    count_transfer(step, send, peer, bytes, window);
-                  });
+                  {{&local_, "local"}, {&inter_, "inter"}, {&final_, "final"}}, counter());
   set_stages(final_.empty() ? 1 : 2);
   st.add_time("setup.aggregation", MPI_Wtime() - t0);
 }
