@@ -27,6 +27,20 @@ struct KeyHash {
 /// Where each value sits in a plan's buffers.
 using KeyMap = std::unordered_map<Key, const char*, KeyHash>;
 
+/// What every set-up step of an aggregation plan reads: my pattern's two sides, my rank,
+/// my region and the region's communicator.
+struct AggregationSetup {
+  AggregationSetup(const Pattern& p, const Locality& l)
+      : loc(l), s(p.send()), r(p.recv()), me(l.rank()), my_region(l.region()), local(l.local_comm()),
+        nlocal(l.local_size()) {}
+  const Locality& loc;
+  const PatternSide& s;  // what I send
+  const PatternSide& r;  // what I receive
+  int me, my_region;
+  MPI_Comm local;
+  int nlocal;
+};
+
 /// Hooks of an aggregation backend: its counts, the window option, its setup rank; auto
 /// gives its counts the node labels (BackendHooks::node_window).
 inline BackendHooks aggregation_hooks(decltype(BackendHooks::counts) counts, int setup_rank) {
