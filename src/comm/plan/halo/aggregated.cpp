@@ -392,30 +392,25 @@ void AggregatedPlan::add_receiver_steps(const detail::AggregationSetup& a, const
 namespace virt {
 namespace {
 
-// Counts of the 3-step aggregation (plan/halo/aggregated.cpp), following its setup step
-// by step: local segments directly; each region's leaders (send side) and receivers
-// (receive side) by LPT over the region's members in rank order (the first `leaders` of
-// them where that option is set); initial messages to
-// leaders merged per leader; one inter-region message per (region, region) pair; final
-// messages from receivers merged per destination. A value is (origin rank, id); with
-// duplicate removal it crosses a region pair once.
-std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
-                                          bool dedup, const BackendOptions& options) {
-  const int p = pat.p;
-  std::vector<RankCounts> out(static_cast<size_t>(p));
-  const Recorder rec(out, region, pat, detail::window_wanted(options));
-  int nreg = 0;
-  for (int x : region) nreg = std::max(nreg, x + 1);
-  std::vector<std::vector<int>> members(static_cast<size_t>(nreg));
-  for (int a = 0; a < p; ++a) members[region[a]].push_back(a);
-
-  // keys[a][S]: the values a sends to region S != region[a] (dedup: distinct ids).
-  // recv_count[d][R']: how many values d receives from ranks of R' != region[d].
-  // pair_count[(R, S)]: the values the ranks of R send to region S — with dedup the
-  // distinct (origin, id) pairs, i.e. the sum over origins of their distinct ids: the sum
-  // of keys[a][S] over a in R either way.
-  std::vector<std::map<int, int64_t>> keys(static_cast<size_t>(p)), recv_count(static_cast<size_t>(p));
+// keys[a][S]: the values a sends to region S != region[a] (dedup: distinct ids).
+// recv_count[d][R']: how many values d receives from ranks of R' != region[d].
+// pair_count[(R, S)]: the values the ranks of R send to region S — with dedup the
+// distinct (origin, id) pairs, i.e. the sum over origins of their distinct ids: the sum
+// of keys[a][S] over a in R either way.
+struct RegionVolumes {
+  std::vector<std::map<int, int64_t>> keys, recv_count;
   std::map<std::pair<int, int>, int64_t> pair_count;
+};
+
+// The volumes between regions; the local step's transfers recorded on the way.
+RegionVolumes region_volumes(const HaloPattern& pat, const std::vector<int>& region, int64_t eb, bool dedup,
+                             const Recorder& rec) {
+  const int p = pat.p;
+  RegionVolumes out{std::vector<std::map<int, int64_t>>(static_cast<size_t>(p)),
+                    std::vector<std::map<int, int64_t>>(static_cast<size_t>(p)),
+                    {}};
+  auto& keys = out.keys;
+  auto& recv_count = out.recv_count;
   for (int a = 0; a < p; ++a) {
     std::map<int, std::vector<int64_t>> ids_to;
     for (const auto& seg : pat.send[a]) {
@@ -440,8 +435,30 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
       std::sort(v.begin(), v.end());
       keys[a][S] = static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
     }
-    for (const auto& [S, n] : keys[a]) pair_count[{region[a], S}] += n;
+    for (const auto& [S, n] : keys[a]) out.pair_count[{region[a], S}] += n;
   }
+  return out;
+}
+
+// Counts of the 3-step aggregation (plan/halo/aggregated.cpp), following its setup step
+// by step: local segments directly; each region's leaders (send side) and receivers
+// (receive side) by LPT over the region's members in rank order (the first `leaders` of
+// them where that option is set); initial messages to
+// leaders merged per leader; one inter-region message per (region, region) pair; final
+// messages from receivers merged per destination. A value is (origin rank, id); with
+// duplicate removal it crosses a region pair once.
+std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vector<int>& region, int64_t eb,
+                                          bool dedup, const BackendOptions& options) {
+  const int p = pat.p;
+  std::vector<RankCounts> out(static_cast<size_t>(p));
+  const Recorder rec(out, region, pat, detail::window_wanted(options));
+  int nreg = 0;
+  for (int x : region) nreg = std::max(nreg, x + 1);
+  std::vector<std::vector<int>> members(static_cast<size_t>(nreg));
+  for (int a = 0; a < p; ++a) members[region[a]].push_back(a);
+  const RegionVolumes vol = region_volumes(pat, region, eb, dedup, rec);
+  const auto& keys = vol.keys;
+  const auto& recv_count = vol.recv_count;
   // Per region: leaders of the regions it sends to, receivers of those it receives from.
   std::vector<std::map<int, int>> leader(static_cast<size_t>(nreg)), receiver(static_cast<size_t>(nreg));
   std::vector<bool> region_sends(static_cast<size_t>(nreg), false);
@@ -474,7 +491,7 @@ std::vector<RankCounts> aggregated_counts(const HaloPattern& pat, const std::vec
   // Initial: each rank to each leader of its remote regions.
   intra_step("initial", keys, leader, true);
   // Inter: leader of (R -> S) to the receiver of (S <- R), one message per pair.
-  for (const auto& [pair, n] : pair_count) {
+  for (const auto& [pair, n] : vol.pair_count) {
     const auto [R, S] = pair;
     rec("inter", leader[R].at(S), receiver[S].at(R), n * eb);
   }
