@@ -103,20 +103,14 @@ class AggregatedPlan final : public detail::ScheduledPlan {
   detail::Step local_{elem_bytes(), kTagLocal}, initial_{elem_bytes(), kTagInitial}, inter_{elem_bytes(), kTagInter},
       final_{elem_bytes(), kTagFinal};
   std::vector<char> r1_, r2_;  // where leaders / receivers keep the initial / inter values
-  std::vector<std::pair<char*, const char*>> self_final_;
+  detail::SelfCopies self_final_;
   // Start: local and initial transfers (from the send buffer). Leaders, once the initial
   // transfers are in: the inter-region ones. Receivers, once those are in: the forwards,
   // and their own share copied. Then the final and local transfers arrive.
   detail::Schedule schedule_{{&local_, &initial_, &inter_, &final_},
-                             {{{}, [this] { local_.send(), initial_.send(); }},
-                              {{&initial_}, [this] { inter_.send(); }},
-                              {{&inter_},
-                               [this] {
-                                 final_.send();
-                                 for (const auto& [dst, src] : self_final_)
-                                   std::memcpy(dst, src, static_cast<size_t>(elem_bytes()));
-                               }},
-                              {{&final_, &local_}, {}}}};
+                             detail::then_forward({{{}, [this] { local_.send(), initial_.send(); }},
+                                                   {{&initial_}, [this] { inter_.send(); }}},
+                                                  inter_, final_, local_, self_final_, elem_bytes())};
 };
 
 void AggregatedPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {

@@ -80,18 +80,12 @@ class TwoStepPlan final : public detail::ScheduledPlan {
   // plan's buffers); their forwards.
   detail::Step local_{elem_bytes(), kTagLocal}, inter_{elem_bytes(), kTagInter}, final_{elem_bytes(), kTagFinal};
   std::vector<char> r2_;  // a receiver's staged inter-region values
-  std::vector<std::pair<char*, const char*>> self_copy_;
+  detail::SelfCopies self_copy_;
   // Start: local transfers and the inter-region ones (from the send buffer). Receivers,
   // once the inter-region transfers are in: the forwards, and their own share copied.
   detail::Schedule schedule_{{&local_, &inter_, &final_},
-                             {{{}, [this] { local_.send(), inter_.send(); }},
-                              {{&inter_},
-                               [this] {
-                                 final_.send();
-                                 for (const auto& [dst, src] : self_copy_)
-                                   std::memcpy(dst, src, static_cast<size_t>(elem_bytes()));
-                               }},
-                              {{&final_, &local_}, {}}}};
+                             detail::then_forward({{{}, [this] { local_.send(), inter_.send(); }}}, inter_, final_,
+                                                  local_, self_copy_, elem_bytes())};
 };
 
 void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {

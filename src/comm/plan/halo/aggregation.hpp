@@ -41,6 +41,21 @@ struct AggregationSetup {
   int nlocal;
 };
 
+/// A receiver's copies of its own share: (destination, source) of one element each.
+using SelfCopies = std::vector<std::pair<char*, const char*>>;
+/// The phases that end both aggregations (the final step of Bienz et al.), after `first`:
+/// once `inter` is in, a receiver's forwards leave (`final_step`) and its own share is
+/// copied (`self`, elements of `eb` bytes); then the final and local transfers arrive.
+inline std::vector<Schedule::Phase> then_forward(std::vector<Schedule::Phase> first, Step& inter, Step& final_step,
+                                                 Step& local, const SelfCopies& self, int64_t eb) {
+  first.push_back({{&inter}, [&final_step, &self, eb] {
+                     final_step.send();
+                     for (const auto& [dst, src] : self) std::memcpy(dst, src, static_cast<size_t>(eb));
+                   }});
+  first.push_back({{&final_step, &local}, {}});
+  return first;
+}
+
 /// Hooks of an aggregation backend: its counts, the window option, its setup rank; auto
 /// gives its counts the node labels (BackendHooks::node_window).
 inline BackendHooks aggregation_hooks(decltype(BackendHooks::counts) counts, int setup_rank) {
