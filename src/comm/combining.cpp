@@ -146,6 +146,225 @@ int greedy_match(MPI_Comm comm, int tag, int barrier_tag, const std::set<int>& l
   return partner;
 }
 
+// Phase 1 of message combining on one rank: rounds in which groups grow by merge levels
+// (leaders matched by the greedy matching of the candidate pairs that share at least
+// theta destinations, up to k members), then the groups are announced and each splits its
+// common destinations among its members. Every step is collective over the ranks in the
+// same order.
+class Phase1 {
+ public:
+  Phase1(const Comm& comm, Sdde& sdde, const Topology& topo, const Locality& loc, const CombiningOptions& opt,
+         Stats* stats)
+      : comm_(comm.get()), sdde_(sdde), loc_(loc), opt_(opt), stats_(stats), me_(comm.rank()),
+        // The most leaders that can ask one destination: the bound of the replies' receives.
+        max_in_degree_(static_cast<size_t>(allreduce_max(comm.get(), static_cast<int64_t>(topo.sources.size())))),
+        // A merge message: [size, members (< k), common destinations (< P)].
+        merge_bound_(1 + static_cast<size_t>(opt.k) + static_cast<size_t>(comm.size())) {
+    for (int d : topo.destinations) {
+      if (d == me_) self_loop_ = true;
+      else pending_.insert(d);
+    }
+  }
+
+  /// One round; false once no rank belongs to a new group (the rounds end).
+  bool round(CombiningSchedule& s) {
+    // Every rank starts the round as the leader of a group of one.
+    Group g{true, {me_}, std::vector<int64_t>(pending_.begin(), pending_.end())};
+    while (merge_level(g)) {
+    }
+    const Lists mine = announce(g, s);
+    exchange_flags(mine);
+    cover(mine);
+    ++s.rounds;
+    return sum_all(comm_, static_cast<int64_t>(mine.size())) != 0;
+  }
+
+  /// The schedule's lists, once the rounds are over.
+  void finish(CombiningSchedule& s) {
+    for (int d : pending_) origins_[d].insert(me_);
+    if (self_loop_) origins_[me_].insert(me_);
+
+    for (const auto& [m, d] : send_dests_) s.stage1_send.push_back(m);
+    for (const auto& [m, d] : recv_dests_) s.stage1_recv.push_back(m);
+    Lists tell;
+    for (const auto& [d, o] : origins_) {
+      s.dest.push_back(d);
+      s.dest_origins.emplace_back(o.begin(), o.end());
+      tell[d] = std::vector<int64_t>(o.begin(), o.end());
+    }
+    Lists told = sdde_lists(sdde_, tell, opt_.sdde, stats_);
+    for (const auto& [f, o] : told) {
+      s.from.push_back(f);
+      s.from_origins.emplace_back(o.begin(), o.end());
+    }
+    // Stage-1 destinations per member, for alltoallv-shaped use.
+    for (const auto& [m, d] : send_dests_) s.stage1_send_dests.emplace_back(d.begin(), d.end());
+    for (const auto& [m, d] : recv_dests_) s.stage1_recv_dests.emplace_back(d.begin(), d.end());
+  }
+
+ private:
+  static constexpr int kTagPropose = 31, kTagMerge = 32, kTagBarrier = 35, kTagReply = 36;  // 33: kTagMerge + 1
+  struct Group {
+    bool leader;
+    std::vector<int> members;
+    std::vector<int64_t> common;
+  };
+
+  // One merge level; false once no pair matched anywhere (the levels end).
+  bool merge_level(Group& g) {
+    std::map<int, int> weight, size_of;
+    const std::set<int> live = candidates(g, weight, size_of);
+    if (!any_true(comm_, !live.empty())) return false;
+    // Matching on leaders: the greedy matching of the live candidate pairs.
+    const int partner = greedy_match(comm_, kTagPropose, kTagBarrier, live, weight);
+    merge(g, partner);
+    return sum_all(comm_, partner >= 0 ? 1 : 0) != 0;
+  }
+
+  // The leaders I may merge with: those sharing at least theta of my common destinations
+  // whose group fits with mine in k (and, aware, in my region).
+  std::set<int> candidates(const Group& g, std::map<int, int>& weight, std::map<int, int>& size_of) {
+    // Ask the destinations in my common set which other leaders also have them.
+    const bool can_grow = g.leader && static_cast<int>(g.members.size()) < opt_.k &&
+                          static_cast<int>(g.common.size()) >= opt_.theta;
+    Lists q;
+    if (can_grow)
+      for (int64_t c : g.common) q[static_cast<int>(c)] = {static_cast<int64_t>(g.members.size())};
+    Lists asked = sdde_lists(sdde_, q, opt_.sdde, stats_);  // at a destination: leader -> [size]
+    // Every asked destination answers every leader that asked it with the list of the
+    // leaders that asked it. A leader knows whom it asked, so this is an exchange with
+    // known sources, not a second SDDE. One value per leader: leader * (k + 1) + size.
+    // (These replies carry about P (P density)^2 values on Erdős–Rényi graphs, the bulk
+    // of phase 1: their size matters, and under SMPI so does the SDDE's extra traffic.)
+    Lists reply;
+    if (!asked.empty()) {
+      std::vector<int64_t> who;
+      who.reserve(asked.size());
+      for (const auto& [l, v] : asked) who.push_back(static_cast<int64_t>(l) * (opt_.k + 1) + v[0]);
+      for (const auto& [l, v] : asked) reply[l] = who;
+    }
+    std::vector<int> asked_whom;
+    for (const auto& [c, v] : q) asked_whom.push_back(c);
+    Lists answers = known_exchange(comm_, kTagReply, reply, asked_whom, max_in_degree_);
+    for (const auto& [c, who] : answers)
+      for (int64_t code : who) {
+        const int l = static_cast<int>(code / (opt_.k + 1));
+        if (l == me_) continue;
+        ++weight[l];
+        size_of[l] = static_cast<int>(code % (opt_.k + 1));
+      }
+    std::set<int> live;
+    for (const auto& [l, w] : weight)
+      if (w >= opt_.theta && static_cast<int>(g.members.size()) + size_of[l] <= opt_.k &&
+          (!opt_.aware || loc_.region_of(l) == loc_.region_of(me_)))
+        live.insert(l);
+    return live;
+  }
+
+  // Merge matched pairs: the lower rank leads the merged group.
+  void merge(Group& g, int partner) {
+    Lists out;
+    std::vector<int> from;
+    if (partner >= 0) {
+      if (me_ < partner) from.push_back(partner);
+      else {
+        std::vector<int64_t> v{static_cast<int64_t>(g.members.size())};
+        v.insert(v.end(), g.members.begin(), g.members.end());
+        v.insert(v.end(), g.common.begin(), g.common.end());
+        out[partner] = v;
+      }
+    }
+    Lists in = known_exchange(comm_, kTagMerge, out, from, merge_bound_);
+    if (partner >= 0 && me_ > partner) g.leader = false;
+    for (const auto& [p, v] : in) {
+      const size_t n = static_cast<size_t>(v[0]);
+      g.members.insert(g.members.end(), v.begin() + 1, v.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+      std::sort(g.members.begin(), g.members.end());
+      std::vector<int64_t> theirs(v.begin() + 1 + static_cast<std::ptrdiff_t>(n), v.end()), both;
+      std::set_intersection(g.common.begin(), g.common.end(), theirs.begin(), theirs.end(), std::back_inserter(both));
+      g.common = std::move(both);
+    }
+  }
+
+  // Leaders of groups of 2+ tell every member the group and its common neighborhood.
+  // Returns the groups I am a member of: leader -> [size, members, common].
+  Lists announce(const Group& g, CombiningSchedule& s) {
+    Lists info;
+    if (g.leader && g.members.size() >= 2 && !g.common.empty()) {
+      std::vector<int64_t> v{static_cast<int64_t>(g.members.size())};
+      v.insert(v.end(), g.members.begin(), g.members.end());
+      v.insert(v.end(), g.common.begin(), g.common.end());
+      for (int m : g.members) info[m] = v;
+      ++s.groups_led;
+      s.group_members += static_cast<int>(g.members.size());
+    }
+    return sdde_lists(sdde_, info, opt_.sdde, stats_);
+  }
+
+  // A member that is also one of my pending destinations and forwards for the group
+  // already gets my data in stage 1: deliver it there instead of a second, direct
+  // message. Members tell each other (group members know each other now).
+  void exchange_flags(const Lists& mine) {
+    Lists flags;
+    std::vector<int> flag_from;
+    for (const auto& [l, v] : mine) {
+      const size_t n = static_cast<size_t>(v[0]);
+      const size_t ncommon = v.size() - 1 - n;
+      for (size_t i = 0; i < n; ++i) {
+        const int x = static_cast<int>(v[1 + i]);
+        if (x == me_) continue;
+        const bool x_forwards = i < ncommon;  // member i covers common[i], common[i+n], ...
+        size_t my_index = 0;
+        while (static_cast<int>(v[1 + my_index]) != me_) ++my_index;
+        if (x_forwards) flags[x] = {pending_.count(x) ? 1 : 0};
+        if (my_index < ncommon) flag_from.push_back(x);
+      }
+    }
+    Lists their_flags = known_exchange(comm_, kTagMerge + 1, flags, flag_from, 1);
+    for (const auto& [x, f] : flags)
+      if (f[0]) {  // x is my pending destination and will get my data in stage 1
+        pending_.erase(x);
+        send_dests_[x].insert(x);
+      }
+    for (const auto& [m, f] : their_flags)
+      if (f[0]) recv_dests_[m].insert(me_);  // m's data for me comes in stage 1
+  }
+
+  // Each group's common destinations split among its members.
+  void cover(const Lists& mine) {
+    for (const auto& [l, v] : mine) {
+      const size_t n = static_cast<size_t>(v[0]);
+      std::vector<int> mem(v.begin() + 1, v.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+      std::vector<int> com(v.begin() + 1 + static_cast<std::ptrdiff_t>(n), v.end());
+      // Member i of the group covers every size-th destination of the common set,
+      // starting at position i: a split every member computes the same way.
+      for (size_t j = 0; j < com.size(); ++j) {
+        const int cover = mem[j % n];
+        pending_.erase(com[j]);
+        if (cover == me_) {
+          for (int m : mem) origins_[com[j]].insert(m);
+          for (int m : mem)
+            if (m != me_) recv_dests_[m].insert(com[j]);
+        } else {
+          send_dests_[cover].insert(com[j]);
+        }
+      }
+    }
+  }
+
+  MPI_Comm comm_;
+  Sdde& sdde_;
+  const Locality& loc_;
+  const CombiningOptions& opt_;
+  Stats* stats_;
+  const int me_;
+  const size_t max_in_degree_, merge_bound_;
+  std::set<int> pending_;
+  bool self_loop_ = false;
+  std::map<int, std::set<int>> origins_;                  // destination -> origins I deliver there
+  std::map<int, std::set<int>> send_dests_, recv_dests_;  // stage 1: member -> destinations
+};
+
 }  // namespace
 
 CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo, const Locality& loc,
@@ -166,172 +385,13 @@ CombiningSchedule CombiningSchedule::build(MPI_Comm parent, const Topology& topo
   }
   Comm comm(parent);
   Sdde sdde(parent, loc);
-  const int me = comm.rank();
   const double t0 = MPI_Wtime();
-  constexpr int kTagPropose = 31, kTagMerge = 32, kTagBarrier = 35, kTagReply = 36;  // 33: kTagMerge + 1
-  // The most leaders that can ask one destination: the bound of the replies' receives.
-  const size_t max_in_degree =
-      static_cast<size_t>(allreduce_max(comm.get(), static_cast<int64_t>(topo.sources.size())));
-  // A merge message: [size, members (< k), common destinations (< P)].
-  const size_t merge_bound = 1 + static_cast<size_t>(opt.k) + static_cast<size_t>(comm.size());
-
-  std::set<int> pending;
-  bool self_loop = false;
-  for (int d : topo.destinations) {
-    if (d == me) self_loop = true;
-    else pending.insert(d);
-  }
-  std::map<int, std::set<int>> origins;               // destination -> origins I deliver there
-  std::map<int, std::set<int>> send_dests, recv_dests;  // stage 1: member -> destinations
+  Phase1 phase1(comm, sdde, topo, loc, opt, stats);
   CombiningSchedule s;
-
-  for (int round = 0; round < opt.max_rounds; ++round) {
-    // Every rank starts the round as the leader of a group of one.
-    bool leader = true;
-    std::vector<int> members{me};
-    std::vector<int64_t> common(pending.begin(), pending.end());
-    while (true) {  // merge levels
-      // Ask the destinations in my common set which other leaders also have them.
-      const bool can_grow = leader && static_cast<int>(members.size()) < opt.k &&
-                            static_cast<int>(common.size()) >= opt.theta;
-      Lists q;
-      if (can_grow)
-        for (int64_t c : common) q[static_cast<int>(c)] = {static_cast<int64_t>(members.size())};
-      Lists asked = sdde_lists(sdde, q, opt.sdde, stats);  // at a destination: leader -> [size]
-      // Every asked destination answers every leader that asked it with the list of the
-      // leaders that asked it. A leader knows whom it asked, so this is an exchange with
-      // known sources, not a second SDDE. One value per leader: leader * (k + 1) + size.
-      // (These replies carry about P (P density)^2 values on Erdős–Rényi graphs, the bulk
-      // of phase 1: their size matters, and under SMPI so does the SDDE's extra traffic.)
-      Lists reply;
-      if (!asked.empty()) {
-        std::vector<int64_t> who;
-        who.reserve(asked.size());
-        for (const auto& [l, v] : asked) who.push_back(static_cast<int64_t>(l) * (opt.k + 1) + v[0]);
-        for (const auto& [l, v] : asked) reply[l] = who;
-      }
-      std::vector<int> asked_whom;
-      for (const auto& [c, v] : q) asked_whom.push_back(c);
-      Lists answers = known_exchange(comm.get(), kTagReply, reply, asked_whom, max_in_degree);
-      std::map<int, int> weight, size_of;
-      for (const auto& [c, who] : answers)
-        for (int64_t code : who) {
-          const int l = static_cast<int>(code / (opt.k + 1));
-          if (l == me) continue;
-          ++weight[l];
-          size_of[l] = static_cast<int>(code % (opt.k + 1));
-        }
-      std::set<int> live;
-      for (const auto& [l, w] : weight)
-        if (w >= opt.theta && static_cast<int>(members.size()) + size_of[l] <= opt.k &&
-            (!opt.aware || loc.region_of(l) == loc.region_of(me)))
-          live.insert(l);
-      if (!any_true(comm.get(), !live.empty())) break;
-
-      // Matching on leaders: the greedy matching of the live candidate pairs.
-      const int partner = greedy_match(comm.get(), kTagPropose, kTagBarrier, live, weight);
-      // Merge matched pairs: the lower rank leads the merged group.
-      Lists out;
-      std::vector<int> from;
-      if (partner >= 0) {
-        if (me < partner) from.push_back(partner);
-        else {
-          std::vector<int64_t> v{static_cast<int64_t>(members.size())};
-          v.insert(v.end(), members.begin(), members.end());
-          v.insert(v.end(), common.begin(), common.end());
-          out[partner] = v;
-        }
-      }
-      Lists in = known_exchange(comm.get(), kTagMerge, out, from, merge_bound);
-      if (partner >= 0 && me > partner) leader = false;
-      for (const auto& [p, v] : in) {
-        const size_t n = static_cast<size_t>(v[0]);
-        members.insert(members.end(), v.begin() + 1, v.begin() + 1 + static_cast<std::ptrdiff_t>(n));
-        std::sort(members.begin(), members.end());
-        std::vector<int64_t> theirs(v.begin() + 1 + static_cast<std::ptrdiff_t>(n), v.end()), both;
-        std::set_intersection(common.begin(), common.end(), theirs.begin(), theirs.end(), std::back_inserter(both));
-        common = std::move(both);
-      }
-      if (sum_all(comm.get(), partner >= 0 ? 1 : 0) == 0) break;
-    }
-    // Leaders of groups of 2+ tell every member the group and its common neighborhood.
-    Lists info;
-    if (leader && members.size() >= 2 && !common.empty()) {
-      std::vector<int64_t> v{static_cast<int64_t>(members.size())};
-      v.insert(v.end(), members.begin(), members.end());
-      v.insert(v.end(), common.begin(), common.end());
-      for (int m : members) info[m] = v;
-      ++s.groups_led;
-      s.group_members += static_cast<int>(members.size());
-    }
-    Lists mine = sdde_lists(sdde, info, opt.sdde, stats);
-    // A member that is also one of my pending destinations and forwards for the group
-    // already gets my data in stage 1: deliver it there instead of a second, direct
-    // message. Members tell each other (group members know each other now).
-    Lists flags;
-    std::vector<int> flag_from;
-    for (const auto& [l, v] : mine) {
-      const size_t n = static_cast<size_t>(v[0]);
-      const size_t ncommon = v.size() - 1 - n;
-      for (size_t i = 0; i < n; ++i) {
-        const int x = static_cast<int>(v[1 + i]);
-        if (x == me) continue;
-        const bool x_forwards = i < ncommon;  // member i covers common[i], common[i+n], ...
-        size_t my_index = 0;
-        while (static_cast<int>(v[1 + my_index]) != me) ++my_index;
-        if (x_forwards) flags[x] = {pending.count(x) ? 1 : 0};
-        if (my_index < ncommon) flag_from.push_back(x);
-      }
-    }
-    Lists their_flags = known_exchange(comm.get(), kTagMerge + 1, flags, flag_from, 1);
-    for (const auto& [x, f] : flags)
-      if (f[0]) {  // x is my pending destination and will get my data in stage 1
-        pending.erase(x);
-        send_dests[x].insert(x);
-      }
-    for (const auto& [m, f] : their_flags)
-      if (f[0]) recv_dests[m].insert(me);  // m's data for me comes in stage 1
-    for (const auto& [l, v] : mine) {
-      const size_t n = static_cast<size_t>(v[0]);
-      std::vector<int> mem(v.begin() + 1, v.begin() + 1 + static_cast<std::ptrdiff_t>(n));
-      std::vector<int> com(v.begin() + 1 + static_cast<std::ptrdiff_t>(n), v.end());
-      // Member i of the group covers every size-th destination of the common set,
-      // starting at position i: a split every member computes the same way.
-      for (size_t j = 0; j < com.size(); ++j) {
-        const int cover = mem[j % n];
-        pending.erase(com[j]);
-        if (cover == me) {
-          for (int m : mem) origins[com[j]].insert(m);
-          for (int m : mem)
-            if (m != me) recv_dests[m].insert(com[j]);
-        } else {
-          send_dests[cover].insert(com[j]);
-        }
-      }
-    }
-    ++s.rounds;
-    if (sum_all(comm.get(), static_cast<int64_t>(mine.size())) == 0) break;
-  }
-  for (int d : pending) origins[d].insert(me);
-  if (self_loop) origins[me].insert(me);
-
-  for (const auto& [m, d] : send_dests) s.stage1_send.push_back(m);
-  for (const auto& [m, d] : recv_dests) s.stage1_recv.push_back(m);
-  Lists tell;
-  for (const auto& [d, o] : origins) {
-    s.dest.push_back(d);
-    s.dest_origins.emplace_back(o.begin(), o.end());
-    tell[d] = std::vector<int64_t>(o.begin(), o.end());
-  }
-  Lists told = sdde_lists(sdde, tell, opt.sdde, stats);
-  for (const auto& [f, o] : told) {
-    s.from.push_back(f);
-    s.from_origins.emplace_back(o.begin(), o.end());
-  }
-  // Stage-1 destinations per member, for alltoallv-shaped use.
-  for (const auto& [m, d] : send_dests) s.stage1_send_dests.emplace_back(d.begin(), d.end());
-  for (const auto& [m, d] : recv_dests) s.stage1_recv_dests.emplace_back(d.begin(), d.end());
-  const std::string bad = s.coverage_error(topo, me);
+  for (int round = 0; round < opt.max_rounds; ++round)
+    if (!phase1.round(s)) break;
+  phase1.finish(s);
+  const std::string bad = s.coverage_error(topo, comm.rank());
   agree(parent, bad.empty() ? bad : bad + " (internal error; please report)");
   if (stats) stats->add_time("setup.combining.phase1", MPI_Wtime() - t0);
   return s;

@@ -26,6 +26,8 @@
 
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/backend_options.hpp"
+#include "sparsecomm/comm/plan/gather_plan.hpp"
+#include "sparsecomm/comm/plan/plan.hpp"
 
 namespace sparsecomm::detail {
 
@@ -211,11 +213,39 @@ class CombiningStages {
     window_.connect(comm, parent, opts, persistent, {{&stage1, "stage1"}, {&direct, "stage2"}, {&stage2, "stage2"}},
                     count);
   }
-  void start() { schedule_.start(); }
-  bool advance(bool block) { return schedule_.advance(block); }
+  Schedule& schedule() { return schedule_; }
 
  private:
   Schedule schedule_;
+};
+
+/// A plan of either shape (Shape: Plan or GatherPlan, PlanBase's verbs) whose executions
+/// are those of a Schedule: start() begins it, wait() and test() advance it, test()
+/// stopping between phases. The multi-step backends (aggregation, combining) derive from
+/// it and name their schedule (a member built with their steps, or CombiningStages').
+template <class Shape>
+class Scheduled : public Shape {
+ protected:
+  using Shape::Shape;
+  virtual Schedule& schedule() = 0;
+  void do_start() override { schedule().start(); }
+  void do_wait() override { schedule().advance(true); }
+  bool do_test() override { return schedule().advance(false); }
+  /// What StepWindow::connect calls for each transfer: the plan counts it.
+  StepWindow::Count counter() {
+    return [this](const char* step, bool send, int peer, int64_t bytes, bool window) {
+      this->count_transfer(step, send, peer, bytes, window);
+    };
+  }
+};
+
+/// The halo shape of Scheduled: it declares test() (Plan::supports_test).
+class ScheduledPlan : public Scheduled<Plan> {
+ public:
+  bool supports_test() const override { return true; }
+
+ protected:
+  using Scheduled<Plan>::Scheduled;
 };
 
 }  // namespace sparsecomm::detail

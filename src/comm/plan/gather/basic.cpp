@@ -4,6 +4,7 @@
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/messages.hpp"
+#include "comm/plan/single_request.hpp"
 
 namespace sparsecomm {
 namespace {
@@ -35,10 +36,10 @@ class P2pGather final : public GatherPlan {
   Messages msgs_;
 };
 
-class NeighborGather final : public GatherPlan {
+class NeighborGather final : public detail::SingleRequest<GatherPlan> {
  public:
   NeighborGather(const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o)
-      : GatherPlan("neighbor", t, l, c, n, o) {
+      : SingleRequest("neighbor", t, l, c, n, o) {
     const int64_t vb = value_bytes();
     for (size_t i = 0; i < t.sources.size(); ++i) {
       rcounts_.push_back(static_cast<int>(recv_counts()[i] * vb));
@@ -60,17 +61,10 @@ class NeighborGather final : public GatherPlan {
     SPC_MPI(MPI_Ineighbor_allgatherv(block_buf(), static_cast<int>(my_count() * value_bytes()), MPI_BYTE, recv_buf(),
                                      rcounts_.data(), rdispls_.data(), MPI_BYTE, graph_.get(), &req_));
   }
-  void do_wait() override { SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE)); }
-  bool do_test() override {
-    int flag = 0;
-    SPC_MPI(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE));
-    return flag != 0;
-  }
 
  private:
   Comm graph_;
   std::vector<int> rcounts_, rdispls_;
-  MPI_Request req_ = MPI_REQUEST_NULL;
 };
 
 }  // namespace

@@ -27,10 +27,10 @@ struct Copy {
   int64_t bytes;
 };
 
-class CombinedGather final : public GatherPlan {
+class CombinedGather final : public detail::Scheduled<GatherPlan> {
  public:
   CombinedGather(const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o)
-      : GatherPlan("combined", t, l, c, n, o) {
+      : Scheduled("combined", t, l, c, n, o) {
     setup(t, l, c, o);
   }
   ~CombinedGather() override { finish_if_active(); }
@@ -38,9 +38,7 @@ class CombinedGather final : public GatherPlan {
  protected:
   // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
   // once stage 1 is in (detail::CombiningStages, which test() can stop between).
-  void do_start() override { x_.start(); }
-  void do_wait() override { x_.advance(true); }
-  bool do_test() override { return x_.advance(false); }
+  detail::Schedule& schedule() override { return x_.schedule(); }
 
  private:
   void setup(const Topology& t, const Locality& l, MPI_Comm parent, const GatherOptions& o) {
@@ -103,10 +101,7 @@ class CombinedGather final : public GatherPlan {
       }
       (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
     }
-    x_.connect(comm(), parent, o.backend, o.persistent_requests,
-               [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
-                 count_transfer(step, send, peer, bytes, window);
-               });
+    x_.connect(comm(), parent, o.backend, o.persistent_requests, counter());
     set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }

@@ -42,59 +42,72 @@ namespace {
 
 constexpr int kTagLocal = 31, kTagInter = 32, kTagFinal = 33;
 
-class TwoStepPlan final : public Plan {
+// The receiver of a source's values in a region: the destination needing the most of
+// them, ties to the lowest rank. Sender and region compute it from the same counts.
+bool better(int64_t ca, int a, int64_t cb, int b) { return cb < 0 || ca > cb || (ca == cb && a < b); }
+
+// What my region knows of each remote source I receive from (from the region allgather).
+struct Sources {
+  std::map<int, int> seg_from;  // remote source -> my recv segment
+  std::map<int, int> ndest, receiver_of;  // source -> its number of destinations here / its receiver
+};
+using Forwards = std::map<int, std::map<int, std::vector<int64_t>>>;  // source -> destination -> gids
+
+class TwoStepPlan final : public detail::ScheduledPlan {
  public:
   TwoStepPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-      : Plan("aggregated_2step", p, loc, comm, opt) {
+      : ScheduledPlan("aggregated_2step", p, loc, comm, opt) {
     setup(p, loc, comm, opt);
   }
   ~TwoStepPlan() override { finish_if_active(); }
 
  protected:
   // Every receive and every send that needs no other rank's data is posted at the start.
-  void do_start() override { schedule_.start(); }
-  void do_wait() override { schedule_.advance(true); }
-  bool do_test() override { return schedule_.advance(false); }
-  bool supports_test() const override { return true; }
+  detail::Schedule& schedule() override { return schedule_; }
 
  private:
   void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt);
+  // The set-up steps, in order.
+  void add_sends(const detail::AggregationSetup& a);
+  Sources find_receivers(const detail::AggregationSetup& a);
+  Forwards learn_forwards(const detail::AggregationSetup& a, const Sources& src) const;
+  detail::KeyMap add_inter_recvs(const detail::AggregationSetup& a, const Sources& src, const Forwards& forwarded);
+  void add_final(const detail::AggregationSetup& a, const Sources& src, const Forwards& forwarded,
+                 const detail::KeyMap& at);
 
   detail::StepWindow window_;  // the steps' transfers between ranks of one node
   // Same-region transfers; inter-region ones (single-destination ones straight between the
   // plan's buffers); their forwards.
   detail::Step local_{elem_bytes(), kTagLocal}, inter_{elem_bytes(), kTagInter}, final_{elem_bytes(), kTagFinal};
   std::vector<char> r2_;  // a receiver's staged inter-region values
-  std::vector<std::pair<char*, const char*>> self_copy_;
+  detail::SelfCopies self_copy_;
   // Start: local transfers and the inter-region ones (from the send buffer). Receivers,
   // once the inter-region transfers are in: the forwards, and their own share copied.
   detail::Schedule schedule_{{&local_, &inter_, &final_},
-                             {{{}, [this] { local_.send(), inter_.send(); }},
-                              {{&inter_},
-                               [this] {
-                                 final_.send();
-                                 for (const auto& [dst, src] : self_copy_)
-                                   std::memcpy(dst, src, static_cast<size_t>(elem_bytes()));
-                               }},
-                              {{&final_, &local_}, {}}}};
+                             detail::then_forward({{{}, [this] { local_.send(), inter_.send(); }}}, inter_, final_,
+                                                  local_, self_copy_, elem_bytes())};
 };
 
 void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {
-  const int me = loc.rank();
-  const int my_region = loc.region();
-  MPI_Comm local = loc.local_comm();
-  const int nlocal = loc.local_size();
-  const int64_t eb = elem_bytes();
-  const auto& s = p.send();
-  const auto& r = p.recv();
   Stats& st = setup_stats_mut();
   const double t0 = MPI_Wtime();
-  // The receiver of a source's values in a region: the destination needing the most of
-  // them, ties to the lowest rank. Sender and region compute it from the same counts.
-  const auto better = [](int64_t ca, int a, int64_t cb, int b) { return cb < 0 || ca > cb || (ca == cb && a < b); };
+  const detail::AggregationSetup a(p, loc);
+  add_sends(a);
+  const Sources src = find_receivers(a);
+  const Forwards forwarded = learn_forwards(a, src);
+  const detail::KeyMap at = add_inter_recvs(a, src, forwarded);
+  add_final(a, src, forwarded, at);
+  window_.connect(comm(), parent, opt.backend, opt.persistent_requests,
+                  {{&local_, "local"}, {&inter_, "inter"}, {&final_, "final"}}, counter());
+  set_stages(final_.empty() ? 1 : 2);
+  st.add_time("setup.aggregation", MPI_Wtime() - t0);
+}
 
-  // --- Send side: same-region segments go directly; the others grouped by region ---------
-  const auto send_to_region = detail::by_remote_region(s, loc, [&](int i) {  // S -> my send segments
+// --- Send side: same-region segments go directly; the others grouped by region ---------
+void TwoStepPlan::add_sends(const detail::AggregationSetup& a) {
+  const auto& s = a.s;
+  const int64_t eb = elem_bytes();
+  const auto send_to_region = detail::by_remote_region(s, a.loc, [&](int i) {  // S -> my send segments
     local_.add_send(s.ranks[i], send_buf() + s.offsets[i] * eb, s.count(i));
   });
   for (const auto& [S, segs] : send_to_region) {
@@ -114,112 +127,120 @@ void TwoStepPlan::setup(const Pattern& p, const Locality& loc, MPI_Comm parent, 
     for (const auto& [gid, where] : vals) src.push_back(where);
     inter_.add_send(V, src);
   }
+}
 
-  // --- Receive side: who in my region needs how much from each remote source ------------
-  std::vector<int64_t> mine;    // (source rank, count) of my remote receive segments
-  std::map<int, int> seg_from;  // remote source -> my recv segment
-  const auto recv_from_region = detail::by_remote_region(r, loc, [&](int i) {
-    local_.add_recv(r.ranks[i], recv_buf() + r.offsets[i] * eb, r.count(i));
+// --- Receive side: who in my region needs how much from each remote source ------------
+Sources TwoStepPlan::find_receivers(const detail::AggregationSetup& a) {
+  const auto& r = a.r;
+  Sources out;
+  std::vector<int64_t> mine;  // (source rank, count) of my remote receive segments
+  const auto recv_from_region = detail::by_remote_region(r, a.loc, [&](int i) {
+    local_.add_recv(r.ranks[i], recv_buf() + r.offsets[i] * elem_bytes(), r.count(i));
   });
   for (const auto& [R, segs] : recv_from_region)
     for (int i : segs) {
       mine.insert(mine.end(), {r.ranks[i], r.count(i)});
-      seg_from[r.ranks[i]] = i;
+      out.seg_from[r.ranks[i]] = i;
     }
-  const auto all = detail::region_allgatherv(local, mine);
-  std::map<int, int> ndest, receiver_of;  // source -> its number of destinations here / its receiver
-  {
-    std::map<int, int64_t> best;
-    for (int li = 0; li < nlocal; ++li)
-      for (size_t k = 0; k < all[li].size(); k += 2) {
-        const int src = static_cast<int>(all[li][k]), d = loc.member(my_region, li);
-        ++ndest[src];
-        auto b = best.emplace(src, -1).first;
-        if (better(all[li][k + 1], d, b->second, receiver_of[src])) receiver_of[src] = d, b->second = all[li][k + 1];
-      }
-  }
+  const auto all = detail::region_allgatherv(a.local, mine);
+  std::map<int, int64_t> best;
+  for (int li = 0; li < a.nlocal; ++li)
+    for (size_t k = 0; k < all[li].size(); k += 2) {
+      const int src = static_cast<int>(all[li][k]), d = a.loc.member(a.my_region, li);
+      ++out.ndest[src];
+      auto b = best.emplace(src, -1).first;
+      if (better(all[li][k + 1], d, b->second, out.receiver_of[src]))
+        out.receiver_of[src] = d, b->second = all[li][k + 1];
+    }
+  return out;
+}
 
-  // Each destination sends its gids to the receiver of every source it shares with others:
-  // [source, count, gids...] (region alltoallv).
-  std::vector<std::vector<int64_t>> to_receivers(static_cast<size_t>(nlocal));
-  for (const auto& [src, i] : seg_from) {
-    const int V = receiver_of.at(src);
-    if (ndest.at(src) == 1 || V == me) continue;
-    auto& v = to_receivers[loc.local_index_of(V)];
-    v.insert(v.end(), {src, r.count(i)});
+// Each destination sends its gids to the receiver of every source it shares with others:
+// [source, count, gids...] (region alltoallv). Returns what I forward as a receiver.
+Forwards TwoStepPlan::learn_forwards(const detail::AggregationSetup& a, const Sources& src) const {
+  const auto& r = a.r;
+  std::vector<std::vector<int64_t>> to_receivers(static_cast<size_t>(a.nlocal));
+  for (const auto& [from, i] : src.seg_from) {
+    const int V = src.receiver_of.at(from);
+    if (src.ndest.at(from) == 1 || V == a.me) continue;
+    auto& v = to_receivers[a.loc.local_index_of(V)];
+    v.insert(v.end(), {from, r.count(i)});
     v.insert(v.end(), r.global_ids.begin() + r.offsets[i], r.global_ids.begin() + r.offsets[i + 1]);
   }
-  const auto meta = detail::region_alltoallv(local, to_receivers);
-  std::map<int, std::map<int, std::vector<int64_t>>> forwarded;  // source -> destination -> gids
-  for (int li = 0; li < nlocal; ++li)
+  const auto meta = detail::region_alltoallv(a.local, to_receivers);
+  Forwards forwarded;
+  for (int li = 0; li < a.nlocal; ++li)
     for (size_t k = 0; k < meta[li].size();) {
-      const int src = static_cast<int>(meta[li][k]);
+      const int from = static_cast<int>(meta[li][k]);
       const auto n = static_cast<size_t>(meta[li][k + 1]);
-      forwarded[src][loc.member(my_region, li)].assign(meta[li].begin() + static_cast<std::ptrdiff_t>(k + 2),
-                                                       meta[li].begin() + static_cast<std::ptrdiff_t>(k + 2 + n));
+      forwarded[from][a.loc.member(a.my_region, li)].assign(meta[li].begin() + static_cast<std::ptrdiff_t>(k + 2),
+                                                            meta[li].begin() + static_cast<std::ptrdiff_t>(k + 2 + n));
       k += 2 + n;
     }
+  return forwarded;
+}
 
-  // --- Inter receives: straight into recv_buf, or staged (sorted unique union) at V -------
+// --- Inter receives: straight into recv_buf, or staged (sorted unique union) at V -------
+// Returns where each staged (source, gid) sits in r2_.
+detail::KeyMap TwoStepPlan::add_inter_recvs(const detail::AggregationSetup& a, const Sources& src,
+                                            const Forwards& forwarded) {
+  const auto& r = a.r;
+  const int64_t eb = elem_bytes();
   std::map<int, std::vector<int64_t>> staged;  // source -> gids, sorted unique
-  for (const auto& [src, n] : ndest) {
-    auto mine_it = seg_from.find(src);
+  for (const auto& [from, n] : src.ndest) {
+    auto mine_it = src.seg_from.find(from);
     if (n == 1) {  // a single destination here: its segment, straight into recv_buf
-      if (mine_it == seg_from.end()) continue;
+      if (mine_it == src.seg_from.end()) continue;
       const int i = mine_it->second;
-      inter_.add_recv(src, recv_buf() + r.offsets[i] * eb, r.count(i));
+      inter_.add_recv(from, recv_buf() + r.offsets[i] * eb, r.count(i));
       continue;
     }
-    if (receiver_of.at(src) != me) continue;
+    if (src.receiver_of.at(from) != a.me) continue;
     std::vector<int64_t> g;
-    if (mine_it != seg_from.end())
+    if (mine_it != src.seg_from.end())
       g.assign(r.global_ids.begin() + r.offsets[mine_it->second], r.global_ids.begin() + r.offsets[mine_it->second + 1]);
-    if (auto fw = forwarded.find(src); fw != forwarded.end())
+    if (auto fw = forwarded.find(from); fw != forwarded.end())
       for (const auto& [d, gids] : fw->second) g.insert(g.end(), gids.begin(), gids.end());
     std::sort(g.begin(), g.end());
     g.erase(std::unique(g.begin(), g.end()), g.end());
-    staged[src] = std::move(g);
+    staged[from] = std::move(g);
   }
   int64_t n2 = 0;
-  for (const auto& [src, g] : staged) n2 += static_cast<int64_t>(g.size());
+  for (const auto& [from, g] : staged) n2 += static_cast<int64_t>(g.size());
   r2_.assign(static_cast<size_t>(n2 * eb), 0);
   detail::KeyMap at;  // (source, gid) -> where in r2_
-  {
-    int64_t off = 0;
-    for (const auto& [src, g] : staged) {
-      for (size_t k = 0; k < g.size(); ++k) at.emplace(std::make_pair(src, g[k]), r2_.data() + (off + static_cast<int64_t>(k)) * eb);
-      inter_.add_recv(src, r2_.data() + off * eb, static_cast<int64_t>(g.size()));
-      off += static_cast<int64_t>(g.size());
-      if (auto it = seg_from.find(src); it != seg_from.end())  // my own share
-        for (int64_t k = r.offsets[it->second]; k < r.offsets[it->second + 1]; ++k)
-          self_copy_.emplace_back(recv_buf() + k * eb, at.at({src, r.global_ids[k]}));
-    }
+  int64_t off = 0;
+  for (const auto& [from, g] : staged) {
+    for (size_t k = 0; k < g.size(); ++k) at.emplace(std::make_pair(from, g[k]), r2_.data() + (off + static_cast<int64_t>(k)) * eb);
+    inter_.add_recv(from, r2_.data() + off * eb, static_cast<int64_t>(g.size()));
+    off += static_cast<int64_t>(g.size());
+    if (auto it = src.seg_from.find(from); it != src.seg_from.end())  // my own share
+      for (int64_t k = r.offsets[it->second]; k < r.offsets[it->second + 1]; ++k)
+        self_copy_.emplace_back(recv_buf() + k * eb, at.at({from, r.global_ids[k]}));
   }
+  return at;
+}
 
-  // --- Final step: one message per (receiver, destination), sources ascending -------------
+// --- Final step: one message per (receiver, destination), sources ascending -------------
+void TwoStepPlan::add_final(const detail::AggregationSetup& a, const Sources& src, const Forwards& forwarded,
+                            const detail::KeyMap& at) {
+  const auto& r = a.r;
   std::map<int, std::vector<const char*>> final_out;  // destination -> gathered from r2_
-  for (const auto& [src, by_dest] : forwarded)
+  for (const auto& [from, by_dest] : forwarded)
     for (const auto& [d, gids] : by_dest)
-      for (int64_t gid : gids) final_out[d].push_back(at.at({src, gid}));
-  for (auto& [d, src] : final_out) final_.add_send(d, src);
+      for (int64_t gid : gids) final_out[d].push_back(at.at({from, gid}));
+  for (auto& [d, from] : final_out) final_.add_send(d, from);
   std::map<int, std::vector<int>> final_in;  // V -> the sources it forwards to me
-  for (const auto& [src, i] : seg_from)
-    if (ndest.at(src) > 1 && receiver_of.at(src) != me) final_in[receiver_of.at(src)].push_back(src);
-  for (const auto& [V, srcs] : final_in) {  // straight into recv_buf
+  for (const auto& [from, i] : src.seg_from)
+    if (src.ndest.at(from) > 1 && src.receiver_of.at(from) != a.me) final_in[src.receiver_of.at(from)].push_back(from);
+  for (const auto& [V, froms] : final_in) {  // straight into recv_buf
     std::vector<char*> dst;
-    for (int src : srcs) {
-      const int i = seg_from.at(src);
-      for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k) dst.push_back(recv_buf() + k * eb);
+    for (int from : froms) {
+      const int i = src.seg_from.at(from);
+      for (int64_t k = r.offsets[i]; k < r.offsets[i + 1]; ++k) dst.push_back(recv_buf() + k * elem_bytes());
     }
     final_.add_recv(V, dst);
   }
-  window_.connect(comm(), parent, opt.backend, opt.persistent_requests,
-                  {{&local_, "local"}, {&inter_, "inter"}, {&final_, "final"}},
-                  [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
-                    count_transfer(step, send, peer, bytes, window);
-                  });
-  set_stages(final_.empty() ? 1 : 2);
-  st.add_time("setup.aggregation", MPI_Wtime() - t0);
 }
 
 }  // namespace

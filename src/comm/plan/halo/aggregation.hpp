@@ -27,6 +27,35 @@ struct KeyHash {
 /// Where each value sits in a plan's buffers.
 using KeyMap = std::unordered_map<Key, const char*, KeyHash>;
 
+/// What every set-up step of an aggregation plan reads: my pattern's two sides, my rank,
+/// my region and the region's communicator.
+struct AggregationSetup {
+  AggregationSetup(const Pattern& p, const Locality& l)
+      : loc(l), s(p.send()), r(p.recv()), me(l.rank()), my_region(l.region()), local(l.local_comm()),
+        nlocal(l.local_size()) {}
+  const Locality& loc;
+  const PatternSide& s;  // what I send
+  const PatternSide& r;  // what I receive
+  int me, my_region;
+  MPI_Comm local;
+  int nlocal;
+};
+
+/// A receiver's copies of its own share: (destination, source) of one element each.
+using SelfCopies = std::vector<std::pair<char*, const char*>>;
+/// The phases that end both aggregations (the final step of Bienz et al.), after `first`:
+/// once `inter` is in, a receiver's forwards leave (`final_step`) and its own share is
+/// copied (`self`, elements of `eb` bytes); then the final and local transfers arrive.
+inline std::vector<Schedule::Phase> then_forward(std::vector<Schedule::Phase> first, Step& inter, Step& final_step,
+                                                 Step& local, const SelfCopies& self, int64_t eb) {
+  first.push_back({{&inter}, [&final_step, &self, eb] {
+                     final_step.send();
+                     for (const auto& [dst, src] : self) std::memcpy(dst, src, static_cast<size_t>(eb));
+                   }});
+  first.push_back({{&final_step, &local}, {}});
+  return first;
+}
+
 /// Hooks of an aggregation backend: its counts, the window option, its setup rank; auto
 /// gives its counts the node labels (BackendHooks::node_window).
 inline BackendHooks aggregation_hooks(decltype(BackendHooks::counts) counts, int setup_rank) {

@@ -360,6 +360,180 @@ std::vector<double> race_medians(MPI_Comm c, const std::vector<Plan*>& plans, in
   return med;
 }
 
+// auto's choice among the other backends, in its steps: candidates ordered, predicted,
+// the unpredicted built, the cheapest taken, the close ones raced, the choice built.
+// Every step is collective in the same order on every rank, and every rank decides alike.
+class Choice {
+ public:
+  Choice(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o)
+      : p_(p), l_(l), c_(c), o_(o), iterations_(o.backend.get_int("iterations", 0)), order_(candidate_order()),
+        predicted_(order_.size(), -1.0), work_(order_.size(), std::numeric_limits<double>::infinity()),
+        setup_(order_.size(), 0.0), cost_(order_.size()) {}
+
+  // Predictions from counts, on rank 0, for the candidates with a counts hook.
+  void predict() {
+    if (iterations_ == 0) {
+      predicted_ = predict_all(p_, l_, c_, o_, order_, [this](const std::string& n) { return options_of(n); }, m_,
+                               work_, times_);
+    } else {
+      const double tm = MPI_Wtime();
+      m_ = ModelParams::resolve(c_, l_, o_.backend.get("model", ""));
+      times_.model = MPI_Wtime() - tm;
+    }
+  }
+  // The others are built and predicted from their real counts (all of them with
+  // iterations > 0, where measured setup times enter the cost).
+  void build_unpredicted() {
+    for (size_t i = 0; i < order_.size(); ++i) {
+      if (predicted_[i] >= 0) continue;
+      auto plan = make_plan(order_[i], p_, l_, c_, options_of(order_[i]));
+      setup_[i] = allreduce_max(c_, plan->setup_stats().time("setup.backend"));
+      predicted_[i] = predict_iteration(*plan, m_, c_);
+      built_[order_[i]] = std::move(plan);
+    }
+  }
+  void choose_by_cost() {
+    best_cost_ = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < order_.size(); ++i) {
+      cost_[i] = iterations_ > 0 ? setup_[i] + static_cast<double>(iterations_) * predicted_[i] : predicted_[i];
+      // Strictly cheaper, or as cheap with less work in all (a candidate built here has
+      // no work figure: infinite); else the earlier in setup order (combining that found
+      // no groups ties with p2p in both and loses). The inputs are the same on every
+      // rank, so every rank decides the same.
+      const bool tie = cost_[i] <= best_cost_ * (1 + 1e-9) && cost_[i] >= best_cost_ * (1 - 1e-9);
+      if (cost_[i] < best_cost_ * (1 - 1e-9) || (tie && work_[i] < work_[best_] * (1 - 1e-9)))
+        best_cost_ = cost_[i], best_ = i;
+    }
+  }
+  // The race among the close candidates (race_medians): the model's choice first, then
+  // the others predicted within race_within percent of it, cheapest first, at most
+  // race_among in all; each built (make_plan: collective, agreed) and timed, and the
+  // fastest measured taken (with iterations > 0: the least setup + iterations x
+  // measured; a tie keeps the earlier). Every rank decides alike.
+  void race() {
+    const int64_t reps = o_.backend.get_int("race", 0);
+    if (reps <= 0) return;
+    const std::vector<size_t> close = close_candidates();
+    if (close.size() <= 1) return;
+    std::vector<Plan*> plans;
+    for (size_t i : close) {
+      if (!built_.count(order_[i])) {
+        built_[order_[i]] = make_plan(order_[i], p_, l_, c_, options_of(order_[i]));
+        setup_[i] = allreduce_max(c_, built_[order_[i]]->setup_stats().time("setup.backend"));
+      }
+      plans.push_back(built_[order_[i]].get());
+    }
+    const std::vector<double> med = race_medians(c_, plans, reps);
+    for (Plan* q : plans) q->exec_stats().clear();  // the caller's timers start at its first exchange
+    double won = std::numeric_limits<double>::infinity();
+    for (size_t j = 0; j < close.size(); ++j) {
+      const size_t i = close[j];
+      raced_[order_[i]] = med[j];
+      const double measured = iterations_ > 0 ? setup_[i] + static_cast<double>(iterations_) * med[j] : med[j];
+      if (measured < won * (1 - 1e-9)) won = measured, best_ = i;
+    }
+  }
+  // The chosen plan, if not built yet, without make_plan's collectives: auto's own
+  // make_plan checked the pattern and the options they derive from, and its agreement
+  // catches a failure of the factory (so no collective may follow: the setup time
+  // recorded is this rank's).
+  std::unique_ptr<Plan> take() {
+    const std::string& name = order_[best_];
+    std::unique_ptr<Plan> chosen =
+        built_.count(name) ? std::move(built_[name]) : detail::make_plan_inside(name, p_, l_, c_, options_of(name));
+    if (!built_.count(name)) setup_[best_] = chosen->setup_stats().time("setup.backend");
+    return chosen;
+  }
+
+  // What the choice weighed, for the chosen plan's setup statistics.
+  const std::vector<std::string>& order() const { return order_; }
+  size_t best() const { return best_; }
+  double predicted(size_t i) const { return predicted_[i]; }
+  double setup(size_t i) const { return setup_[i]; }
+  bool built(size_t i) const { return built_.count(order_[i]) > 0; }
+  const std::map<std::string, double>& raced() const { return raced_; }
+  const Times& times() const { return times_; }
+
+ private:
+  // Candidates in order of setup complexity (each backend's BackendHooks::setup_rank,
+  // then its name): a tie goes to the simpler one, so the choice is deterministic
+  // (with iterations > 0 it also weighs measured setup times, which vary
+  // from run to run).
+  static std::vector<std::string> candidate_order() {
+    std::vector<std::string> order;
+    for (const auto& n : backend_names())
+      if (!backend_hooks(n).chooses_among_others) order.push_back(n);
+    std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
+      return backend_hooks(a).setup_rank < backend_hooks(b).setup_rank;
+    });
+    return order;
+  }
+  PlanOptions options_of(const std::string& name) const {
+    PlanOptions co = o_;  // each candidate gets the options it declares (k for combined, ...)
+    co.backend = o_.backend.only(backend_option_specs(name));
+    return co;
+  }
+  std::vector<size_t> close_candidates() const {
+    const double within = 1 + static_cast<double>(o_.backend.get_int("race_within", 10)) / 100;
+    std::vector<size_t> close = {best_};
+    std::vector<size_t> by_cost(order_.size());
+    for (size_t i = 0; i < order_.size(); ++i) by_cost[i] = i;
+    std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) { return cost_[a] < cost_[b]; });
+    const auto among = static_cast<size_t>(o_.backend.get_int("race_among", 3));
+    for (size_t i : by_cost)
+      if (i != best_ && close.size() < among && cost_[i] <= best_cost_ * within) close.push_back(i);
+    return close;
+  }
+
+  const Pattern& p_;
+  const Locality& l_;
+  MPI_Comm c_;
+  const PlanOptions& o_;
+  const int64_t iterations_;
+  const std::vector<std::string> order_;
+  ModelParams m_;
+  Times times_;
+  std::vector<double> predicted_;
+  // Each candidate's total work over the ranks: of two predicted alike, the one that
+  // does less in all (less contention for the cores and links it shares) wins.
+  std::vector<double> work_;
+  std::map<std::string, std::unique_ptr<Plan>> built_;
+  std::vector<double> setup_, cost_;
+  size_t best_ = 0;
+  double best_cost_ = std::numeric_limits<double>::infinity();
+  std::map<std::string, double> raced_;
+};
+
+// auto's options (it has no counts hook: what it runs depends on measured costs).
+BackendHooks auto_hooks() {
+  BackendHooks h;
+  h.chooses_among_others = true;
+  using K = OptionSpec::Kind;
+  // The model file's path may be node-local: ranks agree on the parameters read, not the path.
+  OptionSpec model{"model", K::text, "",
+                   "performance model: a parameter file, builtin, or empty: $SPARSECOMM_MODEL, else measured in "
+                   "the first three launches and cached (machine_model)"};
+  model.per_rank = true;
+  h.options = {model,
+               {"iterations", K::integer, "0",
+                "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost (building "
+                "every candidate to measure its setup), 0 by execution cost alone (building only the choice)",
+                0},
+               {"race", K::integer, "0",
+                "exchanges timed per close candidate: > 0 builds the candidates predicted within race_within "
+                "percent of the cheapest and takes the fastest measured, 0 trusts the model",
+                0},
+               {"race_within", K::integer, "10", "percent above the cheapest prediction that still races", 0,
+                1000, false, "race"},
+               {"race_among", K::integer, "3", "most candidates in a race (the model's choice included)", 2, 16,
+                false, "race"},
+               {"gather_words", K::integer, "96",
+                "words (8 bytes) per rank in the collective that brings rank 0 every rank's neighbors and "
+                "model: a rank with more sends the rest in a second one",
+                2}};
+  return h;
+}
+
 }  // namespace
 
 namespace detail {
@@ -368,144 +542,30 @@ void register_auto() {
       "auto", "model-based choice among the other backends (see sparsecomm_calibrate)",
       [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) -> std::unique_ptr<Plan> {
         const double t0 = MPI_Wtime();
-        const int64_t iterations = o.backend.get_int("iterations", 0);
-        // Candidates in order of setup complexity (each backend's BackendHooks::setup_rank,
-        // then its name): a tie goes to the simpler one, so the choice is deterministic
-        // (with iterations > 0 it also weighs measured setup times, which vary
-        // from run to run).
-        std::vector<std::string> order;
-        for (const auto& n : backend_names())
-          if (!backend_hooks(n).chooses_among_others) order.push_back(n);
-        std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
-          return backend_hooks(a).setup_rank < backend_hooks(b).setup_rank;
-        });
-        auto options_of = [&](const std::string& name) {
-          PlanOptions co = o;  // each candidate gets the options it declares (k for combined, ...)
-          co.backend = o.backend.only(backend_option_specs(name));
-          return co;
-        };
-        // Predictions from counts, on rank 0, for the candidates with a counts hook.
-        ModelParams m;
-        Times times;
-        std::vector<double> predicted(order.size(), -1.0);
-        // Each candidate's total work over the ranks: of two predicted alike, the one that
-        // does less in all (less contention for the cores and links it shares) wins.
-        std::vector<double> work(order.size(), std::numeric_limits<double>::infinity());
-        if (iterations == 0) {
-          predicted = predict_all(p, l, c, o, order, options_of, m, work, times);
-        } else {
-          const double tm = MPI_Wtime();
-          m = ModelParams::resolve(c, l, o.backend.get("model", ""));
-          times.model = MPI_Wtime() - tm;
-        }
-        // The others are built and predicted from their real counts (all of them with
-        // iterations > 0, where measured setup times enter the cost).
-        std::map<std::string, std::unique_ptr<Plan>> built;
-        std::vector<double> setup(order.size(), 0.0);
+        Choice ch(p, l, c, o);
+        ch.predict();
+        ch.build_unpredicted();
+        ch.choose_by_cost();
+        ch.race();
+        std::unique_ptr<Plan> chosen = ch.take();
+        // (setup_stats_mut: register_auto is a friend of Plan.)
+        const auto& order = ch.order();
+        const size_t best = ch.best();
         for (size_t i = 0; i < order.size(); ++i) {
-          if (predicted[i] >= 0) continue;
-          auto plan = make_plan(order[i], p, l, c, options_of(order[i]));
-          setup[i] = allreduce_max(c, plan->setup_stats().time("setup.backend"));
-          predicted[i] = predict_iteration(*plan, m, c);
-          built[order[i]] = std::move(plan);
+          chosen->setup_stats_mut().add_time("auto.predict." + order[i], ch.predicted(i));
+          if (ch.built(i) || i == best) chosen->setup_stats_mut().add_time("auto.setup." + order[i], ch.setup(i));
         }
-        size_t best = 0;
-        double best_cost = std::numeric_limits<double>::infinity();
-        std::vector<double> cost(order.size());
-        for (size_t i = 0; i < order.size(); ++i) {
-          cost[i] = iterations > 0 ? setup[i] + static_cast<double>(iterations) * predicted[i] : predicted[i];
-          // Strictly cheaper, or as cheap with less work in all (a candidate built here has
-          // no work figure: infinite); else the earlier in setup order (combining that found
-          // no groups ties with p2p in both and loses). The inputs are the same on every
-          // rank, so every rank decides the same.
-          const bool tie = cost[i] <= best_cost * (1 + 1e-9) && cost[i] >= best_cost * (1 - 1e-9);
-          if (cost[i] < best_cost * (1 - 1e-9) || (tie && work[i] < work[best] * (1 - 1e-9))) best_cost = cost[i], best = i;
-        }
-        // The race among the close candidates (race_medians): the model's choice first, then
-        // the others predicted within race_within percent of it, cheapest first, at most
-        // race_among in all; each built (make_plan: collective, agreed) and timed, and the
-        // fastest measured taken (with iterations > 0: the least setup + iterations x
-        // measured; a tie keeps the earlier). Every rank decides alike.
-        std::map<std::string, double> raced;
-        if (const int64_t reps = o.backend.get_int("race", 0); reps > 0) {
-          const double within = 1 + static_cast<double>(o.backend.get_int("race_within", 10)) / 100;
-          std::vector<size_t> close = {best};
-          std::vector<size_t> by_cost(order.size());
-          for (size_t i = 0; i < order.size(); ++i) by_cost[i] = i;
-          std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) { return cost[a] < cost[b]; });
-          const auto among = static_cast<size_t>(o.backend.get_int("race_among", 3));
-          for (size_t i : by_cost)
-            if (i != best && close.size() < among && cost[i] <= best_cost * within) close.push_back(i);
-          if (close.size() > 1) {
-            std::vector<Plan*> plans;
-            for (size_t i : close) {
-              if (!built.count(order[i])) {
-                built[order[i]] = make_plan(order[i], p, l, c, options_of(order[i]));
-                setup[i] = allreduce_max(c, built[order[i]]->setup_stats().time("setup.backend"));
-              }
-              plans.push_back(built[order[i]].get());
-            }
-            const std::vector<double> med = race_medians(c, plans, reps);
-            for (Plan* q : plans) q->exec_stats().clear();  // the caller's timers start at its first exchange
-            double won = std::numeric_limits<double>::infinity();
-            for (size_t j = 0; j < close.size(); ++j) {
-              const size_t i = close[j];
-              raced[order[i]] = med[j];
-              const double measured = iterations > 0 ? setup[i] + static_cast<double>(iterations) * med[j] : med[j];
-              if (measured < won * (1 - 1e-9)) won = measured, best = i;
-            }
-          }
-        }
-        // The chosen plan, if not built yet, without make_plan's collectives: auto's own
-        // make_plan checked the pattern and the options they derive from, and its agreement
-        // catches a failure of the factory (so no collective may follow: the setup time
-        // recorded is this rank's).
-        const std::string& name = order[best];
-        std::unique_ptr<Plan> chosen =
-            built.count(name) ? std::move(built[name]) : detail::make_plan_inside(name, p, l, c, options_of(name));
-        if (!built.count(name)) setup[best] = chosen->setup_stats().time("setup.backend");
-        for (size_t i = 0; i < order.size(); ++i) {
-          chosen->setup_stats_mut().add_time("auto.predict." + order[i], predicted[i]);
-          if (built.count(order[i]) || i == best) chosen->setup_stats_mut().add_time("auto.setup." + order[i], setup[i]);
-        }
-        for (const auto& [b, t] : raced) chosen->setup_stats_mut().add_time("auto.race." + b, t);
-        chosen->setup_stats_mut().add_time("auto.choose", MPI_Wtime() - t0 - setup[best]);
-        chosen->setup_stats_mut().add_time("auto.choose.model", times.model);
-        chosen->setup_stats_mut().add_time("auto.choose.gather", times.gather);
-        chosen->setup_stats_mut().add_time("auto.choose.count", times.count);
+        for (const auto& [b, t] : ch.raced()) chosen->setup_stats_mut().add_time("auto.race." + b, t);
+        chosen->setup_stats_mut().add_time("auto.choose", MPI_Wtime() - t0 - ch.setup(best));
+        chosen->setup_stats_mut().add_time("auto.choose.model", ch.times().model);
+        chosen->setup_stats_mut().add_time("auto.choose.gather", ch.times().gather);
+        chosen->setup_stats_mut().add_time("auto.choose.count", ch.times().count);
         // make_plan adds auto's whole time to "setup.backend": the chosen backend's own
         // share, in it already, is taken out so the timer is auto's setup, counted once.
         chosen->setup_stats_mut().add_time("setup.backend", -chosen->setup_stats().time("setup.backend"));
         return chosen;
       },
-      [] {
-        BackendHooks h;  // no counts hook: what it runs depends on measured costs
-        h.chooses_among_others = true;
-        using K = OptionSpec::Kind;
-        // The model file's path may be node-local: ranks agree on the parameters read, not the path.
-        OptionSpec model{"model", K::text, "",
-                         "performance model: a parameter file, builtin, or empty: $SPARSECOMM_MODEL, else measured in "
-                         "the first three launches and cached (machine_model)"};
-        model.per_rank = true;
-        h.options = {model,
-                     {"iterations", K::integer, "0",
-                      "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost (building "
-                      "every candidate to measure its setup), 0 by execution cost alone (building only the choice)",
-                      0},
-                     {"race", K::integer, "0",
-                      "exchanges timed per close candidate: > 0 builds the candidates predicted within race_within "
-                      "percent of the cheapest and takes the fastest measured, 0 trusts the model",
-                      0},
-                     {"race_within", K::integer, "10", "percent above the cheapest prediction that still races", 0,
-                      1000, false, "race"},
-                     {"race_among", K::integer, "3", "most candidates in a race (the model's choice included)", 2, 16,
-                      false, "race"},
-                     {"gather_words", K::integer, "96",
-                      "words (8 bytes) per rank in the collective that brings rank 0 every rank's neighbors and "
-                      "model: a rank with more sends the rest in a second one",
-                      2}};
-        return h;
-      }());
+      auto_hooks());
 }
 }  // namespace detail
 

@@ -26,10 +26,10 @@ struct Copy {
   int64_t bytes;
 };
 
-class CombinedPlan final : public Plan {
+class CombinedPlan final : public detail::ScheduledPlan {
  public:
   CombinedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-      : Plan("combined", p, loc, comm, opt) {
+      : ScheduledPlan("combined", p, loc, comm, opt) {
     setup(p, loc, comm, opt);
   }
   ~CombinedPlan() override { finish_if_active(); }
@@ -37,10 +37,7 @@ class CombinedPlan final : public Plan {
  protected:
   // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
   // once stage 1 is in (detail::CombiningStages, which test() can stop between).
-  void do_start() override { x_.start(); }
-  void do_wait() override { x_.advance(true); }
-  bool do_test() override { return x_.advance(false); }
-  bool supports_test() const override { return true; }
+  detail::Schedule& schedule() override { return x_.schedule(); }
 
  private:
   void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {
@@ -120,10 +117,7 @@ class CombinedPlan final : public Plan {
       }
       (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
     }
-    x_.connect(comm(), parent, opt.backend, opt.persistent_requests,
-               [&](const char* step, bool send, int peer, int64_t bytes, bool window) {
-                 count_transfer(step, send, peer, bytes, window);
-               });
+    x_.connect(comm(), parent, opt.backend, opt.persistent_requests, counter());
     set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }

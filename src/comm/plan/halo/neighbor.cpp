@@ -5,14 +5,15 @@
 // Open MPI 4.1 is MPI-3.1, so there it is simply not registered.
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
+#include "comm/plan/single_request.hpp"
 
 namespace sparsecomm {
 namespace {
 
-class NeighborPlan final : public Plan {
+class NeighborPlan final : public detail::SingleRequest<Plan> {
  public:
   NeighborPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt, bool persistent)
-      : Plan(persistent ? "neighbor_persistent" : "neighbor", p, loc, comm, opt), persistent_(persistent) {
+      : SingleRequest(persistent ? "neighbor_persistent" : "neighbor", p, loc, comm, opt), persistent_(persistent) {
     const auto& s = p.send();
     const auto& r = p.recv();
     const int64_t eb = elem_bytes();
@@ -54,12 +55,6 @@ class NeighborPlan final : public Plan {
     SPC_MPI(MPI_Ineighbor_alltoallv(send_buf(), scounts_.data(), sdispls_.data(), MPI_BYTE, recv_buf(),
                                     rcounts_.data(), rdispls_.data(), MPI_BYTE, graph_.get(), &req_));
   }
-  void do_wait() override { SPC_MPI(MPI_Wait(&req_, MPI_STATUS_IGNORE)); }
-  bool do_test() override {
-    int flag = 0;
-    SPC_MPI(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE));
-    return flag != 0;
-  }
   bool supports_test() const override { return true; }
   bool do_start_direct(const char* send, char* recv) override {
     if (persistent_) return false;  // bound to the plan's buffers at setup
@@ -73,7 +68,6 @@ class NeighborPlan final : public Plan {
   bool persistent_;
   Comm graph_;
   std::vector<int> scounts_, sdispls_, rcounts_, rdispls_;
-  MPI_Request req_ = MPI_REQUEST_NULL;
 };
 
 }  // namespace
