@@ -78,22 +78,23 @@ bool er_edge(int from, int to, double density, uint64_t seed) {
   return static_cast<double>(h >> 11) * 0x1.0p-53 < density;
 }
 
+// The ranks j with an edge rank -> j (outgoing) or j -> rank, in rank order.
+std::vector<int> er_neighbors(int rank, int p, double density, uint64_t seed, bool outgoing) {
+  check_density(density);
+  std::vector<int> out;
+  for (int j = 0; j < p; ++j)
+    if (j != rank && (outgoing ? er_edge(rank, j, density, seed) : er_edge(j, rank, density, seed))) out.push_back(j);
+  return out;
+}
+
 }  // namespace
 
 std::vector<int> erdos_renyi_destinations(int rank, int p, double density, uint64_t seed) {
-  check_density(density);
-  std::vector<int> dest;
-  for (int j = 0; j < p; ++j)
-    if (j != rank && er_edge(rank, j, density, seed)) dest.push_back(j);
-  return dest;
+  return er_neighbors(rank, p, density, seed, true);
 }
 
 std::vector<int> erdos_renyi_sources(int rank, int p, double density, uint64_t seed) {
-  check_density(density);
-  std::vector<int> src;
-  for (int j = 0; j < p; ++j)
-    if (j != rank && er_edge(j, rank, density, seed)) src.push_back(j);
-  return src;
+  return er_neighbors(rank, p, density, seed, false);
 }
 
 Topology Topology::erdos_renyi(MPI_Comm comm, double density, uint64_t seed) {

@@ -172,26 +172,20 @@ void allreduce_max_u64(MPI_Comm comm, uint64_t* values, int n) {
   for (int i = 0; i < n; ++i) values[i] = static_cast<uint64_t>(flipped[static_cast<size_t>(i)]) ^ kTop;
 }
 
-double allreduce_max(MPI_Comm comm, double v) {
-  double r = 0;
-  SPC_MPI(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, comm));
+namespace {
+// One value reduced with `op` over `comm`.
+template <class T>
+T allreduce_one(MPI_Comm comm, T v, MPI_Datatype type, MPI_Op op) {
+  T r = 0;
+  SPC_MPI(MPI_Allreduce(&v, &r, 1, type, op, comm));
   return r;
 }
-int64_t allreduce_max(MPI_Comm comm, int64_t v) {
-  int64_t r = 0;
-  SPC_MPI(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_MAX, comm));
-  return r;
-}
-int64_t allreduce_sum(MPI_Comm comm, int64_t v) {
-  int64_t r = 0;
-  SPC_MPI(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_SUM, comm));
-  return r;
-}
-int64_t allreduce_min(MPI_Comm comm, int64_t v) {
-  int64_t r = 0;
-  SPC_MPI(MPI_Allreduce(&v, &r, 1, MPI_INT64_T, MPI_MIN, comm));
-  return r;
-}
+}  // namespace
+
+double allreduce_max(MPI_Comm comm, double v) { return allreduce_one(comm, v, MPI_DOUBLE, MPI_MAX); }
+int64_t allreduce_max(MPI_Comm comm, int64_t v) { return allreduce_one(comm, v, MPI_INT64_T, MPI_MAX); }
+int64_t allreduce_sum(MPI_Comm comm, int64_t v) { return allreduce_one(comm, v, MPI_INT64_T, MPI_SUM); }
+int64_t allreduce_min(MPI_Comm comm, int64_t v) { return allreduce_one(comm, v, MPI_INT64_T, MPI_MIN); }
 
 namespace {
 void max_sum_op(void* in, void* inout, int* len, MPI_Datatype*) {

@@ -9,6 +9,91 @@
 
 namespace sparsecomm {
 
+namespace {
+
+/// Checks that every entry lies in this rank's rows [rb, re) and in the column range, sorts
+/// the entries by (row, col) and folds repeated pairs as `dup` says. Returns how many
+/// entries were folded. Throws InputError (the caller agrees on it across ranks).
+template <class V>
+int64_t sort_and_merge_triplets(std::vector<Triplet<V>>& entries, int rank, int64_t rb, int64_t re, int64_t ncols,
+                                Duplicates dup) {
+  for (const auto& t : entries) {
+    if (t.row < rb || t.row >= re)
+      throw InputError("DistCsr: entry (" + std::to_string(t.row) + ", " + std::to_string(t.col) +
+                       ") is in a row not owned by rank " + std::to_string(rank) + " (owns [" + std::to_string(rb) +
+                       ", " + std::to_string(re) + "))");
+    if (t.col < 0 || t.col >= ncols)
+      throw InputError("DistCsr: column " + std::to_string(t.col) + " out of range [0, " + std::to_string(ncols) +
+                       ") in row " + std::to_string(t.row));
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Triplet<V>& a, const Triplet<V>& b) { return a.row != b.row ? a.row < b.row : a.col < b.col; });
+  // Merge repeated (row, col) pairs in place.
+  int64_t merged = 0;
+  size_t out = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (out > 0 && entries[out - 1].row == entries[i].row && entries[out - 1].col == entries[i].col) {
+      if (dup == Duplicates::sum) entries[out - 1].val += entries[i].val;
+      else if (dup == Duplicates::error)
+        throw InputError("DistCsr: duplicate entry (" + std::to_string(entries[i].row) + ", " +
+                         std::to_string(entries[i].col) + ")");
+      ++merged;
+      continue;
+    }
+    entries[out++] = entries[i];
+  }
+  entries.resize(out);
+  return merged;
+}
+
+/// Sorted unique columns outside this rank's columns [cb, ce): the ghost map.
+template <class V>
+std::vector<int64_t> ghost_columns(const std::vector<Triplet<V>>& entries, int64_t cb, int64_t ce) {
+  std::vector<int64_t> ghost;
+  for (const auto& t : entries)
+    if (t.col < cb || t.col >= ce) ghost.push_back(t.col);
+  std::sort(ghost.begin(), ghost.end());
+  ghost.erase(std::unique(ghost.begin(), ghost.end()), ghost.end());
+  return ghost;
+}
+
+/// Fills the diagonal and off-diagonal blocks of rows [rb, rb + nloc) from entries sorted
+/// by (row, col); off-diagonal columns become indices into `ghost`.
+template <class V>
+void fill_blocks(const std::vector<Triplet<V>>& entries, int64_t rb, int32_t nloc, int64_t cb, int64_t ce,
+                 const std::vector<int64_t>& ghost, CsrBlock<V>& diag, CsrBlock<V>& offd) {
+  diag.nrows = offd.nrows = nloc;
+  diag.ncols = static_cast<int32_t>(ce - cb);
+  offd.ncols = static_cast<int32_t>(ghost.size());
+  diag.row_ptr.assign(static_cast<size_t>(nloc) + 1, 0);
+  offd.row_ptr.assign(static_cast<size_t>(nloc) + 1, 0);
+  for (const auto& t : entries) {
+    auto& blk = (t.col >= cb && t.col < ce) ? diag : offd;
+    ++blk.row_ptr[static_cast<size_t>(t.row - rb) + 1];
+  }
+  for (int32_t i = 0; i < nloc; ++i) {
+    diag.row_ptr[i + 1] += diag.row_ptr[i];
+    offd.row_ptr[i + 1] += offd.row_ptr[i];
+  }
+  diag.col.reserve(static_cast<size_t>(diag.row_ptr.back()));
+  diag.val.reserve(static_cast<size_t>(diag.row_ptr.back()));
+  offd.col.reserve(static_cast<size_t>(offd.row_ptr.back()));
+  offd.val.reserve(static_cast<size_t>(offd.row_ptr.back()));
+  // Entries are sorted by (row, col), so appending keeps both blocks in CSR order.
+  for (const auto& t : entries) {
+    if (t.col >= cb && t.col < ce) {
+      diag.col.push_back(static_cast<int32_t>(t.col - cb));
+      diag.val.push_back(t.val);
+    } else {
+      auto it = std::lower_bound(ghost.begin(), ghost.end(), t.col);
+      offd.col.push_back(static_cast<int32_t>(it - ghost.begin()));
+      offd.val.push_back(t.val);
+    }
+  }
+}
+
+}  // namespace
+
 template <class V>
 DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartition cols,
                                      std::vector<Triplet<V>> entries, Duplicates dup) {
@@ -23,35 +108,10 @@ DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartit
                      std::to_string(nranks) + " ranks");
   const int64_t rb = rows.begin(m.rank_), re = rows.end(m.rank_);
   const int64_t cb = cols.begin(m.rank_), ce = cols.end(m.rank_);
-  const int64_t ncols = cols.global_size();
   int64_t merged = 0;  // repeated (row, col) entries folded into one
   agreed(comm, [&] {
     if (re - rb > INT32_MAX || ce - cb > INT32_MAX) throw InputError("DistCsr: more than 2^31 local rows or columns");
-    for (const auto& t : entries) {
-      if (t.row < rb || t.row >= re)
-        throw InputError("DistCsr: entry (" + std::to_string(t.row) + ", " + std::to_string(t.col) +
-                         ") is in a row not owned by rank " + std::to_string(m.rank_) + " (owns [" +
-                         std::to_string(rb) + ", " + std::to_string(re) + "))");
-      if (t.col < 0 || t.col >= ncols)
-        throw InputError("DistCsr: column " + std::to_string(t.col) + " out of range [0, " + std::to_string(ncols) +
-                         ") in row " + std::to_string(t.row));
-    }
-    std::stable_sort(entries.begin(), entries.end(),
-                     [](const Triplet<V>& a, const Triplet<V>& b) { return a.row != b.row ? a.row < b.row : a.col < b.col; });
-    // Merge repeated (row, col) pairs in place.
-    size_t out = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (out > 0 && entries[out - 1].row == entries[i].row && entries[out - 1].col == entries[i].col) {
-        if (dup == Duplicates::sum) entries[out - 1].val += entries[i].val;
-        else if (dup == Duplicates::error)
-          throw InputError("DistCsr: duplicate entry (" + std::to_string(entries[i].row) + ", " +
-                           std::to_string(entries[i].col) + ")");
-        ++merged;
-        continue;
-      }
-      entries[out++] = entries[i];
-    }
-    entries.resize(out);
+    merged = sort_and_merge_triplets(entries, m.rank_, rb, re, cols.global_size(), dup);
   });
 
   // Two row-pointer arrays sized by the partition, not by the entries: a file that declares
@@ -62,42 +122,9 @@ DistCsr<V> DistCsr<V>::from_triplets(MPI_Comm comm, RowPartition rows, RowPartit
                  "this is inherent to CSR storage (one pointer per row, empty or not): run on more nodes, or check "
                  "the matrix's declared size");
 
-  // Ghost map: sorted unique off-rank columns.
-  for (const auto& t : entries)
-    if (t.col < cb || t.col >= ce) m.ghost_.push_back(t.col);
-  std::sort(m.ghost_.begin(), m.ghost_.end());
-  m.ghost_.erase(std::unique(m.ghost_.begin(), m.ghost_.end()), m.ghost_.end());
+  m.ghost_ = ghost_columns(entries, cb, ce);
   agree(comm, m.ghost_.size() > static_cast<size_t>(INT32_MAX) ? "DistCsr: more than 2^31 ghost columns" : "");
-
-  const int32_t nloc = static_cast<int32_t>(re - rb);
-  m.diag_.nrows = m.offd_.nrows = nloc;
-  m.diag_.ncols = static_cast<int32_t>(ce - cb);
-  m.offd_.ncols = static_cast<int32_t>(m.ghost_.size());
-  m.diag_.row_ptr.assign(static_cast<size_t>(nloc) + 1, 0);
-  m.offd_.row_ptr.assign(static_cast<size_t>(nloc) + 1, 0);
-  for (const auto& t : entries) {
-    auto& blk = (t.col >= cb && t.col < ce) ? m.diag_ : m.offd_;
-    ++blk.row_ptr[static_cast<size_t>(t.row - rb) + 1];
-  }
-  for (int32_t i = 0; i < nloc; ++i) {
-    m.diag_.row_ptr[i + 1] += m.diag_.row_ptr[i];
-    m.offd_.row_ptr[i + 1] += m.offd_.row_ptr[i];
-  }
-  m.diag_.col.reserve(static_cast<size_t>(m.diag_.row_ptr.back()));
-  m.diag_.val.reserve(static_cast<size_t>(m.diag_.row_ptr.back()));
-  m.offd_.col.reserve(static_cast<size_t>(m.offd_.row_ptr.back()));
-  m.offd_.val.reserve(static_cast<size_t>(m.offd_.row_ptr.back()));
-  // Entries are sorted by (row, col), so appending keeps both blocks in CSR order.
-  for (const auto& t : entries) {
-    if (t.col >= cb && t.col < ce) {
-      m.diag_.col.push_back(static_cast<int32_t>(t.col - cb));
-      m.diag_.val.push_back(t.val);
-    } else {
-      auto it = std::lower_bound(m.ghost_.begin(), m.ghost_.end(), t.col);
-      m.offd_.col.push_back(static_cast<int32_t>(it - m.ghost_.begin()));
-      m.offd_.val.push_back(t.val);
-    }
-  }
+  fill_blocks(entries, rb, static_cast<int32_t>(re - rb), cb, ce, m.ghost_, m.diag_, m.offd_);
   m.finish(std::move(rows), std::move(cols), merged);
   return m;
 }
@@ -220,6 +247,84 @@ std::vector<Triplet<V>> DistCsr<V>::gather_all() const {
   return all;
 }
 
+namespace {
+
+/// from_local_csr's checks of the user's arrays, once the row partition is known; throws
+/// InputError (the caller agrees on it across ranks).
+template <class I, class J, class V>
+void check_local_csr(const RowPartition& rows, const RowPartition& col_part, int nranks, int me, int64_t row_begin,
+                     int32_t nrows, const I* row_ptr, const J* cols, const V* values, int64_t nnz) {
+  const int64_t cb = col_part.num_parts() == nranks ? col_part.begin(me) : 0;
+  const int64_t ce = col_part.num_parts() == nranks ? col_part.end(me) : 0;
+  const int64_t ncols = col_part.global_size();
+  if (col_part.num_parts() != nranks)
+    throw InputError("DistCsr::from_local_csr: the column partition has " + std::to_string(col_part.num_parts()) +
+                     " parts but the communicator has " + std::to_string(nranks) + " ranks");
+  if (row_begin != rows.begin(me))
+    throw InputError("DistCsr::from_local_csr: rank " + std::to_string(me) + " passes row_begin " +
+                     std::to_string(row_begin) + " but the ranks before it own " + std::to_string(rows.begin(me)) +
+                     " rows (each rank's rows must follow the previous rank's)");
+  if (ce - cb > INT32_MAX) throw InputError("DistCsr::from_local_csr: more than 2^31 local columns");
+  for (int32_t i = 0; i < nrows; ++i)
+    if (row_ptr[i + 1] < row_ptr[i])
+      throw InputError("DistCsr::from_local_csr: row_ptr decreases at local row " + std::to_string(i));
+  if (nnz > 0 && (!cols || !values)) throw InputError("DistCsr::from_local_csr: global_cols or values is null");
+  for (int64_t k = 0; k < nnz; ++k) {
+    const int64_t c = static_cast<int64_t>(cols[k]);
+    if (c < 0 || c >= ncols)
+      throw InputError("DistCsr::from_local_csr: column " + std::to_string(c) + " out of range [0, " +
+                       std::to_string(ncols) + ") at position " + std::to_string(k));
+  }
+}
+
+/// What splitting the user's rows leaves besides the blocks.
+struct SplitRows {
+  std::vector<int64_t> offd_global;  ///< global ids of the off-diagonal entries, in block order
+  int64_t merged = 0;                ///< repeated (row, col) entries folded into one
+  std::string dup_error;             ///< the first duplicate, under Duplicates::error
+};
+
+/// Appends each of the user's rows, sorted by column with repeats folded as `dup` says, to
+/// the diagonal block (columns [cb, ce)) or the off-diagonal one. A row is sorted in a
+/// scratch buffer as long as the row, so the extra memory is O(max row length).
+template <class I, class J, class V>
+SplitRows split_local_rows(int64_t row_begin, int32_t nrows, const I* row_ptr, const J* cols, const V* values,
+                           int64_t base, int64_t cb, int64_t ce, Duplicates dup, CsrBlock<V>& diag, CsrBlock<V>& offd) {
+  SplitRows out;
+  std::vector<std::pair<int64_t, V>> row;
+  for (int32_t i = 0; i < nrows; ++i) {
+    row.clear();
+    for (int64_t k = static_cast<int64_t>(row_ptr[i]) - base; k < static_cast<int64_t>(row_ptr[i + 1]) - base; ++k)
+      row.emplace_back(static_cast<int64_t>(cols[k]), values[k]);
+    std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t k = 0; k < row.size(); ++k) {
+      const auto [c, v] = row[k];
+      const bool repeat = k > 0 && row[k - 1].first == c;
+      if (repeat) {
+        ++out.merged;
+        if (dup == Duplicates::error && out.dup_error.empty())
+          out.dup_error = "DistCsr::from_local_csr: duplicate entry (" + std::to_string(row_begin + i) + ", " +
+                          std::to_string(c) + ")";
+        if (dup != Duplicates::sum) continue;
+        (c >= cb && c < ce ? diag.val : offd.val).back() += v;
+        continue;
+      }
+      if (c >= cb && c < ce) {
+        diag.col.push_back(static_cast<int32_t>(c - cb));
+        diag.val.push_back(v);
+      } else {
+        out.offd_global.push_back(c);
+        offd.val.push_back(v);
+      }
+    }
+    diag.row_ptr[i + 1] = static_cast<int64_t>(diag.col.size());
+    offd.row_ptr[i + 1] = static_cast<int64_t>(out.offd_global.size());
+  }
+  return out;
+}
+
+}  // namespace
+
 // from_local_csr: the user's CSR rows go straight into the diagonal and off-diagonal
 // blocks; a row's entries are sorted (and duplicates merged) in a scratch buffer as long as
 // the longest row, so the extra memory is O(max row length), not O(nnz) as for triplets.
@@ -239,29 +344,9 @@ DistCsr<V> DistCsr<V>::from_csr_arrays(MPI_Comm comm, int64_t row_begin, int32_t
   m.rank_ = me;
   const int64_t cb = col_part.num_parts() == nranks ? col_part.begin(me) : 0;
   const int64_t ce = col_part.num_parts() == nranks ? col_part.end(me) : 0;
-  const int64_t ncols = col_part.global_size();
   const int64_t base = nrows > 0 ? static_cast<int64_t>(row_ptr[0]) : 0;
   const int64_t nnz = nrows > 0 ? static_cast<int64_t>(row_ptr[nrows]) - base : 0;
-  agreed(comm, [&] {
-    if (col_part.num_parts() != nranks)
-      throw InputError("DistCsr::from_local_csr: the column partition has " + std::to_string(col_part.num_parts()) +
-                       " parts but the communicator has " + std::to_string(nranks) + " ranks");
-    if (row_begin != rows.begin(me))
-      throw InputError("DistCsr::from_local_csr: rank " + std::to_string(me) + " passes row_begin " +
-                       std::to_string(row_begin) + " but the ranks before it own " + std::to_string(rows.begin(me)) +
-                       " rows (each rank's rows must follow the previous rank's)");
-    if (ce - cb > INT32_MAX) throw InputError("DistCsr::from_local_csr: more than 2^31 local columns");
-    for (int32_t i = 0; i < nrows; ++i)
-      if (row_ptr[i + 1] < row_ptr[i])
-        throw InputError("DistCsr::from_local_csr: row_ptr decreases at local row " + std::to_string(i));
-    if (nnz > 0 && (!cols || !values)) throw InputError("DistCsr::from_local_csr: global_cols or values is null");
-    for (int64_t k = 0; k < nnz; ++k) {
-      const int64_t c = static_cast<int64_t>(cols[k]);
-      if (c < 0 || c >= ncols)
-        throw InputError("DistCsr::from_local_csr: column " + std::to_string(c) + " out of range [0, " +
-                         std::to_string(ncols) + ") at position " + std::to_string(k));
-    }
-  });
+  agreed(comm, [&] { check_local_csr(rows, col_part, nranks, me, row_begin, nrows, row_ptr, cols, values, nnz); });
   require_memory(comm, 2 * (static_cast<int64_t>(nrows) + 1) * static_cast<int64_t>(sizeof(int64_t)) + nnz * 24,
                  "DistCsr::from_local_csr: the diagonal and off-diagonal blocks of " + std::to_string(nrows) +
                      " local rows and " + std::to_string(nnz) + " entries",
@@ -272,41 +357,10 @@ DistCsr<V> DistCsr<V>::from_csr_arrays(MPI_Comm comm, int64_t row_begin, int32_t
   m.offd_.row_ptr.assign(static_cast<size_t>(nrows) + 1, 0);
   m.diag_.col.reserve(static_cast<size_t>(nnz));
   m.diag_.val.reserve(static_cast<size_t>(nnz));
-  std::vector<int64_t> offd_global;  // global ids of the off-diagonal entries, compressed below
-  std::vector<std::pair<int64_t, V>> row;
-  int64_t merged = 0;
-  std::string dup_error;
-  for (int32_t i = 0; i < nrows; ++i) {
-    row.clear();
-    for (int64_t k = static_cast<int64_t>(row_ptr[i]) - base; k < static_cast<int64_t>(row_ptr[i + 1]) - base; ++k)
-      row.emplace_back(static_cast<int64_t>(cols[k]), values[k]);
-    std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (size_t k = 0; k < row.size(); ++k) {
-      const auto [c, v] = row[k];
-      const bool repeat = k > 0 && row[k - 1].first == c;
-      if (repeat) {
-        ++merged;
-        if (dup == Duplicates::error && dup_error.empty())
-          dup_error = "DistCsr::from_local_csr: duplicate entry (" + std::to_string(row_begin + i) + ", " +
-                      std::to_string(c) + ")";
-        if (dup != Duplicates::sum) continue;
-        (c >= cb && c < ce ? m.diag_.val : m.offd_.val).back() += v;
-        continue;
-      }
-      if (c >= cb && c < ce) {
-        m.diag_.col.push_back(static_cast<int32_t>(c - cb));
-        m.diag_.val.push_back(v);
-      } else {
-        offd_global.push_back(c);
-        m.offd_.val.push_back(v);
-      }
-    }
-    m.diag_.row_ptr[i + 1] = static_cast<int64_t>(m.diag_.col.size());
-    m.offd_.row_ptr[i + 1] = static_cast<int64_t>(offd_global.size());
-  }
-  agree(comm, dup_error);
-  m.compress_ghost_columns(offd_global);
-  m.finish(std::move(rows), std::move(col_part), merged);
+  SplitRows split = split_local_rows(row_begin, nrows, row_ptr, cols, values, base, cb, ce, dup, m.diag_, m.offd_);
+  agree(comm, split.dup_error);
+  m.compress_ghost_columns(split.offd_global);
+  m.finish(std::move(rows), std::move(col_part), split.merged);
   return m;
 }
 

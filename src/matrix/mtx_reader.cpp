@@ -39,29 +39,24 @@ void bcast_int64(MPI_Comm comm, int64_t* data, int64_t n) {
     SPC_MPI(MPI_Bcast(data + at, static_cast<int>(std::min(piece, n - at)), MPI_INT64_T, 0, comm));
 }
 
-}  // namespace
+/// Checks the given row partition's part count against the communicator, before anyone
+/// touches the file (collective: every rank raises the same error).
+void check_partition_parts(MPI_Comm comm, const std::string& path, const MtxReadOptions& opt, int nranks) {
+  if (!opt.has_row_partition) return;
+  std::string err;
+  if (opt.rows.num_parts() != nranks)
+    err = "read_matrix_market(" + path + "): the given row partition has " + std::to_string(opt.rows.num_parts()) +
+          " parts but the communicator has " + std::to_string(nranks) + " ranks";
+  agree(comm, err);
+}
 
-DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const MtxReadOptions& opt) {
+/// Rank 0 reads the header; every rank then agrees that rank 0 can hold the entries the
+/// size line allows (and every rank the permutation), before a single entry is parsed.
+/// The size line bounds what rank 0 will hold: the parser stops one entry past what the
+/// line announces and reads one bounded line at a time, whatever the file's length or its
+/// compression ratio.
+MtxHeader check_reader_memory(MPI_Comm comm, int rank, const std::string& path, const MtxReadOptions& opt) {
   using T = Triplet<double>;
-  const int rank = comm_rank(comm), nranks = comm_size(comm);
-
-  // The partition's shape can be checked before anyone touches the file.
-  if (opt.has_row_partition) {
-    std::string err;
-    if (opt.rows.num_parts() != nranks)
-      err = "read_matrix_market(" + path + "): the given row partition has " + std::to_string(opt.rows.num_parts()) +
-            " parts but the communicator has " + std::to_string(nranks) + " ranks";
-    agree(comm, err);
-  }
-
-  // Only rank 0 reads: one sequential pass over a file is faster than P ranks seeking in
-  // it, and the file needs to be visible on rank 0 only. A parse error is rethrown on
-  // every rank with rank 0's message.
-  //
-  // Rank 0 holds every entry before distributing them, so what it will hold is checked
-  // before it parses one: the size line bounds it (the parser stops one entry past what the
-  // line announces, and reads one bounded line at a time), whatever the file's length or
-  // its compression ratio.
   MtxHeader head;
   agreed(comm, [&] {
     if (rank == 0) head = read_mtx_header(path);
@@ -82,8 +77,14 @@ DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const
           std::to_string(shape[0]) + " x " + std::to_string(shape[1]) + ")" +
           (opt.permutation ? " and every rank the " + std::to_string(shape[0]) + "-row permutation" : ""),
       "inherent to reading on one rank: give rank 0 a node with more memory (fewer ranks beside it)");
+  return head;
+}
+
+/// Rank 0 parses the file (which must still match `head`) and applies the requested
+/// ordering, filling `perm`; a parse error is rethrown on every rank with rank 0's message.
+MtxData parse_on_rank0(MPI_Comm comm, int rank, const std::string& path, const MtxReadOptions& opt,
+                       const MtxHeader& head, std::vector<int64_t>& perm) {
   MtxData data;
-  std::vector<int64_t> perm;
   agreed(comm, [&] {
     if (rank != 0) return;
     data = parse_mtx(path, [&](const MtxHeader& h) {
@@ -101,46 +102,51 @@ DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const
     perm = rcm_permutation(data.header.rows, data.entries);
     permute_symmetric(data.entries, invert_permutation(perm));
   });
-  int64_t dims[2] = {data.header.rows, data.header.cols};
-  SPC_MPI(MPI_Bcast(dims, 2, MPI_INT64_T, 0, comm));
-  if (opt.permutation) {
-    perm.resize(static_cast<size_t>(dims[0]));
-    if (opt.ordering == Ordering::natural)
-      for (int64_t i = 0; i < dims[0]; ++i) perm[i] = i;
-    else
-      bcast_int64(comm, perm.data(), dims[0]);
-    *opt.permutation = std::move(perm);
-  }
+  return data;
+}
 
-  RowPartition rows;
-  if (opt.has_row_partition) {
-    std::string err;
-    if (opt.rows.global_size() != dims[0])
-      err = "read_matrix_market(" + path + "): the given row partition covers " +
-            std::to_string(opt.rows.global_size()) + " rows but the matrix has " + std::to_string(dims[0]);
-    agree(comm, err);
-    // Every rank must pass the same partition, or rows would be sent to ranks that do not
-    // expect them.
-    std::vector<int64_t> root_offsets = opt.rows.offsets();
-    SPC_MPI(MPI_Bcast(root_offsets.data(), nranks + 1, MPI_INT64_T, 0, comm));
-    agree(comm, root_offsets == opt.rows.offsets()
-                    ? ""
-                    : "read_matrix_market(" + path + "): the given row partition differs between ranks");
-    rows = opt.rows;
-  } else {
-    rows = RowPartition::balanced(dims[0], nranks);
-  }
-  // Square: x and y share one layout, so the diagonal block is really the diagonal.
-  RowPartition cols = dims[0] == dims[1] ? rows : RowPartition::balanced(dims[1], nranks);
+/// Hands the ordering's permutation to every rank, if the caller asked for it.
+void share_permutation(MPI_Comm comm, const MtxReadOptions& opt, int64_t nrows, std::vector<int64_t>& perm) {
+  if (!opt.permutation) return;
+  perm.resize(static_cast<size_t>(nrows));
+  if (opt.ordering == Ordering::natural)
+    for (int64_t i = 0; i < nrows; ++i) perm[i] = i;
+  else
+    bcast_int64(comm, perm.data(), nrows);
+  *opt.permutation = std::move(perm);
+}
 
-  // Rank 0 groups the entries by owner, then scatters them. MPI counts and displacements
-  // are ints, so the bucketed buffer is sent as bytes through a window of at most
-  // `chunk` bytes that slides over it: in round k every rank receives the part of its
-  // bucket inside bytes [k*chunk, (k+1)*chunk). Counts and displacements then stay below
-  // the window size, whatever the file size.
+/// The caller's row partition, checked against the matrix and across ranks, or a balanced one.
+RowPartition row_partition_for(MPI_Comm comm, const std::string& path, const MtxReadOptions& opt, int64_t nrows,
+                               int nranks) {
+  if (!opt.has_row_partition) return RowPartition::balanced(nrows, nranks);
+  std::string err;
+  if (opt.rows.global_size() != nrows)
+    err = "read_matrix_market(" + path + "): the given row partition covers " +
+          std::to_string(opt.rows.global_size()) + " rows but the matrix has " + std::to_string(nrows);
+  agree(comm, err);
+  // Every rank must pass the same partition, or rows would be sent to ranks that do not
+  // expect them.
+  std::vector<int64_t> root_offsets = opt.rows.offsets();
+  SPC_MPI(MPI_Bcast(root_offsets.data(), nranks + 1, MPI_INT64_T, 0, comm));
+  agree(comm, root_offsets == opt.rows.offsets()
+                  ? ""
+                  : "read_matrix_market(" + path + "): the given row partition differs between ranks");
+  return opt.rows;
+}
+
+/// Rank 0 groups `entries` by owner, then scatters them; returns this rank's entries and
+/// leaves rank 0 with none of the others. MPI counts and displacements are ints, so the
+/// bucketed buffer is sent as bytes through a window of at most `chunk` bytes that slides
+/// over it: in round k every rank receives the part of its bucket inside bytes
+/// [k*chunk, (k+1)*chunk). Counts and displacements then stay below the window size,
+/// whatever the file size.
+std::vector<Triplet<double>> scatter_entries(MPI_Comm comm, int rank, int nranks, std::vector<Triplet<double>>& entries,
+                                             const RowPartition& rows, int64_t chunk_bytes) {
+  using T = Triplet<double>;
   std::vector<int64_t> start;
-  if (rank == 0) start = bucket_by_owner(data.entries, rows);
-  int64_t total = rank == 0 ? static_cast<int64_t>(data.entries.size()) : 0;
+  if (rank == 0) start = bucket_by_owner(entries, rows);
+  int64_t total = rank == 0 ? static_cast<int64_t>(entries.size()) : 0;
   SPC_MPI(MPI_Bcast(&total, 1, MPI_INT64_T, 0, comm));
   int64_t my_range[2] = {0, 0};  // [begin, end) of my bucket, in entries
   {
@@ -153,7 +159,7 @@ DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const
   }
 
   const int64_t esize = static_cast<int64_t>(sizeof(T));
-  int64_t chunk = opt.scatter_chunk_bytes > 0 ? std::min<int64_t>(opt.scatter_chunk_bytes, INT_MAX) : INT_MAX;
+  int64_t chunk = chunk_bytes > 0 ? std::min<int64_t>(chunk_bytes, INT_MAX) : INT_MAX;
   chunk = std::max<int64_t>(esize, chunk / esize * esize);  // whole entries per window
   std::vector<T> mine(static_cast<size_t>(my_range[1] - my_range[0]));
   const int64_t total_bytes = total * esize;
@@ -172,11 +178,32 @@ DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const
     const int64_t lo = std::max(my_lo, w), hi = std::min(my_hi, w_end);
     const int my_count = hi > lo ? static_cast<int>(hi - lo) : 0;
     char* recv = reinterpret_cast<char*>(mine.data()) + (hi > lo ? lo - my_lo : 0);
-    const char* send = rank == 0 ? reinterpret_cast<const char*>(data.entries.data()) + w : nullptr;
+    const char* send = rank == 0 ? reinterpret_cast<const char*>(entries.data()) + w : nullptr;
     SPC_MPI(MPI_Scatterv(send, counts.data(), displs.data(), MPI_BYTE, recv, my_count, MPI_BYTE, 0, comm));
   }
-  std::vector<T>().swap(data.entries);  // rank 0 keeps only its own rows from here on
+  std::vector<T>().swap(entries);  // rank 0 keeps only its own rows from here on
+  return mine;
+}
 
+}  // namespace
+
+// Only rank 0 reads: one sequential pass over a file is faster than P ranks seeking in it,
+// and the file needs to be visible on rank 0 only. Rank 0 holds every entry before
+// distributing them, so what it will hold is checked before it parses one.
+DistCsr<double> read_matrix_market(MPI_Comm comm, const std::string& path, const MtxReadOptions& opt) {
+  const int rank = comm_rank(comm), nranks = comm_size(comm);
+  check_partition_parts(comm, path, opt, nranks);
+  const MtxHeader head = check_reader_memory(comm, rank, path, opt);
+  std::vector<int64_t> perm;
+  MtxData data = parse_on_rank0(comm, rank, path, opt, head, perm);
+  int64_t dims[2] = {data.header.rows, data.header.cols};
+  SPC_MPI(MPI_Bcast(dims, 2, MPI_INT64_T, 0, comm));
+  share_permutation(comm, opt, dims[0], perm);
+
+  RowPartition rows = row_partition_for(comm, path, opt, dims[0], nranks);
+  // Square: x and y share one layout, so the diagonal block is really the diagonal.
+  RowPartition cols = dims[0] == dims[1] ? rows : RowPartition::balanced(dims[1], nranks);
+  std::vector<Triplet<double>> mine = scatter_entries(comm, rank, nranks, data.entries, rows, opt.scatter_chunk_bytes);
   return DistCsr<double>::from_triplets(comm, std::move(rows), std::move(cols), std::move(mine), Duplicates::sum);
 }
 

@@ -81,28 +81,31 @@ std::string BackendOptions::get(const std::string& key, const std::string& def) 
   return it == values_.end() ? def : it->second;
 }
 
-int64_t BackendOptions::get_int(const std::string& key, int64_t def) const {
-  auto it = values_.find(key);
-  if (it == values_.end()) return def;
-  int64_t x = 0;
-  if (!parse_int(it->second, x)) throw InputError("backend option " + key + ": '" + it->second + "' is not an integer");
+namespace {
+
+// The value of `key` in `values` read by `parse`, `def` where the key is not set; a value
+// that does not parse is an error naming the option and `what` it should be.
+template <class Map, class T, class Parse>
+T typed_value(const Map& values, const std::string& key, T def, Parse parse, const char* what) {
+  auto it = values.find(key);
+  if (it == values.end()) return def;
+  T x{};
+  if (!parse(it->second, x)) throw InputError("backend option " + key + ": '" + it->second + "' is not " + what);
   return x;
 }
 
+}  // namespace
+
+int64_t BackendOptions::get_int(const std::string& key, int64_t def) const {
+  return typed_value(values_, key, def, [](const std::string& v, int64_t& x) { return parse_int(v, x); }, "an integer");
+}
+
 bool BackendOptions::get_bool(const std::string& key, bool def) const {
-  auto it = values_.find(key);
-  if (it == values_.end()) return def;
-  bool b = false;
-  if (!parse_bool(it->second, b)) throw InputError("backend option " + key + ": '" + it->second + "' is not a boolean");
-  return b;
+  return typed_value(values_, key, def, [](const std::string& v, bool& b) { return parse_bool(v, b); }, "a boolean");
 }
 
 double BackendOptions::get_real(const std::string& key, double def) const {
-  auto it = values_.find(key);
-  if (it == values_.end()) return def;
-  double d = 0;
-  if (!parse_double(it->second, d)) throw InputError("backend option " + key + ": '" + it->second + "' is not a number");
-  return d;
+  return typed_value(values_, key, def, [](const std::string& v, double& d) { return parse_double(v, d); }, "a number");
 }
 
 std::vector<std::string> BackendOptions::keys() const {

@@ -215,6 +215,101 @@ double copy_cost(MPI_Comm comm) {
   return allreduce_max(comm, (MPI_Wtime() - t0) / (8.0 * a.size()));
 }
 
+/// The ring inside a node that fit_shm times: each rank sends to its next k node ranks
+/// and receives from its previous k.
+struct NodeRing {
+  std::vector<int> member;  ///< world ranks of the node, in node order
+  int i = 0;                ///< the caller's rank in its node
+  int kmax = 0;             ///< the most neighbors a shape has (set by the caller)
+};
+
+/// Collective. The caller's node (MPI_COMM_TYPE_SHARED) as a ring.
+NodeRing node_ring(MPI_Comm comm) {
+  MPI_Comm node;
+  SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, comm_rank(comm), MPI_INFO_NULL, &node));
+  const int n = comm_size(node), me = comm_rank(comm);
+  NodeRing ring;
+  ring.i = comm_rank(node);
+  ring.member.resize(static_cast<size_t>(n));
+  SPC_MPI(MPI_Allgather(&me, 1, MPI_INT, ring.member.data(), 1, MPI_INT, node));
+  MPI_Comm_free(&node);
+  return ring;
+}
+
+/// Collective. A `backend` plan in which every rank sends `values` doubles to each of the
+/// next k ranks of its node ring (sides sorted by rank, as a Pattern needs).
+std::unique_ptr<Plan> ring_plan(const std::string& backend, const NodeRing& ring, int k, int values,
+                                const Locality& loc, MPI_Comm comm) {
+  const int n = static_cast<int>(ring.member.size()), i = ring.i;
+  PatternSide send, recv;
+  std::vector<std::pair<int, int>> to, from;  // (rank, distance): sides sorted by rank
+  for (int d = 1; d <= k; ++d)
+    to.push_back({ring.member[(i + d) % n], d}), from.push_back({ring.member[(i - d + n) % n], d});
+  std::sort(to.begin(), to.end()), std::sort(from.begin(), from.end());
+  for (auto* side : {&send, &recv})
+    for (const auto& [r, d] : side == &send ? to : from) {
+      side->ranks.push_back(r);
+      for (int v = 0; v < values; ++v) {
+        side->indices.push_back(static_cast<int32_t>(side == &send ? v : side->indices.size()));
+        side->global_ids.push_back(v);
+      }
+      side->offsets.push_back(static_cast<int64_t>(side->indices.size()));
+    }
+  const auto ghosts = static_cast<int32_t>(recv.indices.size());
+  return make_plan(backend, Pattern(std::move(send), std::move(recv), values, ghosts), loc, comm);
+}
+
+double median(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct ShmFit {
+  double extra;      // the window terms' part of the model's shm slope a -> b
+  double stage_shm;  // stage_intra scaled by the measured shm / p2p time of shape a
+};
+
+/// Collective. Shapes a -> b (ka neighbors of va values, kb of vb) through shm and p2p plans
+/// of the same patterns, the four timed round-robin in every repetition (medians over
+/// repetitions). The window terms are set so that the model's shm slope stands to its own
+/// p2p slope as the measured ones do: shm's extra over what the model's other terms (the
+/// pack's copy) predict of it. A ratio, not a difference: on an oversubscribed node the
+/// measured per-message slopes are several times the ring fit's (which may be zero), so an
+/// absolute window cost would price window reads above messages the model treats as free,
+/// and a difference from p2p's measured slope comes out negative and leaves window reads
+/// free where messages are not. `bare` is `m` without the window terms.
+ShmFit shm_fit(MPI_Comm comm, const Locality& loc, const NodeRing& ring, int reps, const ModelParams& m,
+               const ModelParams& bare, int ka, int va, int kb, int vb) {
+  std::unique_ptr<Plan> p[4] = {ring_plan("shm", ring, ka, va, loc, comm), ring_plan("shm", ring, kb, vb, loc, comm),
+                                ring_plan("p2p", ring, ka, va, loc, comm), ring_plan("p2p", ring, kb, vb, loc, comm)};
+  std::vector<double> x(static_cast<size_t>(std::max(va, vb)), 1.0), g(static_cast<size_t>(ring.kmax) * x.size());
+  // Each timing is a burst of exchanges (the differences sought are a few microseconds,
+  // a barrier's jitter on an oversubscribed node is more), at least 30 repetitions.
+  constexpr int kBurst = 8;
+  std::vector<double> ds, dp, ta_shm, ta_p2p;
+  for (int rep = 0; rep < std::max(reps, 30) + 2; ++rep) {
+    double t[4];
+    for (int j = 0; j < 4; ++j) {
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      for (int b = 0; b < kBurst; ++b) p[j]->exchange(x.data(), g.data());
+      t[j] = allreduce_max(comm, MPI_Wtime() - t0) / kBurst;
+    }
+    if (rep >= 2) ds.push_back(t[1] - t[0]), dp.push_back(t[3] - t[2]), ta_shm.push_back(t[0]), ta_p2p.push_back(t[2]);
+  }
+  const double shm = median(ds), p2p = median(dp);
+  const double model_p2p = predict_iteration(*p[3], m, comm) - predict_iteration(*p[2], m, comm);
+  const double model_bare = predict_iteration(*p[1], bare, comm) - predict_iteration(*p[0], bare, comm);
+  ShmFit f{0.0, m.stage_intra};
+  // No measurable p2p slope: nothing to scale by (the window terms stay at zero).
+  if (p2p > 0) f.extra = model_p2p * std::max(0.0, shm) / p2p - model_bare;
+  // Back-to-back exchanges of one small message each wait for the neighbor's previous
+  // one: their time is a dependent stage's, through the window and through MPI.
+  const double a_shm = median(ta_shm), a_p2p = median(ta_p2p);
+  if (a_p2p > 0) f.stage_shm = m.stage_intra * a_shm / a_p2p;
+  return f;
+}
+
 /// Collective. The window costs (msg_shm, byte_shm) from rings inside each node: every
 /// rank sends `values` doubles to each of the next k ranks of its node through shm plans and
 /// p2p plans of the same pattern; the window terms make the model's shm slopes stand to its
@@ -223,88 +318,23 @@ double copy_cost(MPI_Comm comm) {
 void fit_shm(MPI_Comm comm, const Locality& loc, int reps, ModelParams& m) {
   const auto names = backend_names();
   if (std::find(names.begin(), names.end(), "shm") == names.end()) return;
-  MPI_Comm node;
-  SPC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, comm_rank(comm), MPI_INFO_NULL, &node));
-  const int n = comm_size(node), i = comm_rank(node), me = comm_rank(comm);
-  std::vector<int> member(static_cast<size_t>(n));
-  SPC_MPI(MPI_Allgather(&me, 1, MPI_INT, member.data(), 1, MPI_INT, node));
-  MPI_Comm_free(&node);
+  NodeRing ring = node_ring(comm);
+  const int n = static_cast<int>(ring.member.size());
   const int nmin = static_cast<int>(-allreduce_max(comm, static_cast<int64_t>(-n)));
   if (nmin < 2) return;
-  const int kmax = std::min(8, nmin - 1);
-  auto make = [&](const std::string& backend, int k, int values) {
-    PatternSide send, recv;
-    std::vector<std::pair<int, int>> to, from;  // (rank, distance): sides sorted by rank
-    for (int d = 1; d <= k; ++d) to.push_back({member[(i + d) % n], d}), from.push_back({member[(i - d + n) % n], d});
-    std::sort(to.begin(), to.end()), std::sort(from.begin(), from.end());
-    for (auto* side : {&send, &recv})
-      for (const auto& [r, d] : side == &send ? to : from) {
-        side->ranks.push_back(r);
-        for (int v = 0; v < values; ++v) {
-          side->indices.push_back(static_cast<int32_t>(side == &send ? v : side->indices.size()));
-          side->global_ids.push_back(v);
-        }
-        side->offsets.push_back(static_cast<int64_t>(side->indices.size()));
-      }
-    const auto ghosts = static_cast<int32_t>(recv.indices.size());
-    return make_plan(backend, Pattern(std::move(send), std::move(recv), values, ghosts), loc, comm);
-  };
-  // Shapes a -> b through shm and p2p plans of the same patterns, the four timed
-  // round-robin in every repetition (medians over repetitions). The window terms are set
-  // so that the model's shm slope stands to its own p2p slope as the measured ones do:
-  // shm's extra over what the model's other terms (the pack's copy) predict of it. A ratio,
-  // not a difference: on an oversubscribed node the measured per-message slopes are several
-  // times the ring fit's (which may be zero), so an absolute window cost would price window
-  // reads above messages the model treats as free, and a difference from p2p's measured
-  // slope comes out negative and leaves window reads free where messages are not.
+  ring.kmax = std::min(8, nmin - 1);
   ModelParams bare = m;
   bare.msg_shm = bare.byte_shm = 0;
-  struct Fit {
-    double extra;     // the window terms' part of the model's shm slope a -> b
-    double stage_shm;  // stage_intra scaled by the measured shm / p2p time of shape a
-  };
-  auto shm_fit = [&](int ka, int va, int kb, int vb) {
-    std::unique_ptr<Plan> p[4] = {make("shm", ka, va), make("shm", kb, vb), make("p2p", ka, va), make("p2p", kb, vb)};
-    std::vector<double> x(static_cast<size_t>(std::max(va, vb)), 1.0), g(static_cast<size_t>(kmax) * x.size());
-    // Each timing is a burst of exchanges (the differences sought are a few microseconds,
-    // a barrier's jitter on an oversubscribed node is more), at least 30 repetitions.
-    constexpr int kBurst = 8;
-    std::vector<double> ds, dp, ta_shm, ta_p2p;
-    for (int rep = 0; rep < std::max(reps, 30) + 2; ++rep) {
-      double t[4];
-      for (int j = 0; j < 4; ++j) {
-        MPI_Barrier(comm);
-        const double t0 = MPI_Wtime();
-        for (int b = 0; b < kBurst; ++b) p[j]->exchange(x.data(), g.data());
-        t[j] = allreduce_max(comm, MPI_Wtime() - t0) / kBurst;
-      }
-      if (rep >= 2) ds.push_back(t[1] - t[0]), dp.push_back(t[3] - t[2]), ta_shm.push_back(t[0]), ta_p2p.push_back(t[2]);
-    }
-    auto median = [](std::vector<double>& v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    const double shm = median(ds), p2p = median(dp);
-    const double model_p2p = predict_iteration(*p[3], m, comm) - predict_iteration(*p[2], m, comm);
-    const double model_bare = predict_iteration(*p[1], bare, comm) - predict_iteration(*p[0], bare, comm);
-    Fit f{0.0, m.stage_intra};
-    // No measurable p2p slope: nothing to scale by (the window terms stay at zero).
-    if (p2p > 0) f.extra = model_p2p * std::max(0.0, shm) / p2p - model_bare;
-    // Back-to-back exchanges of one small message each wait for the neighbor's previous
-    // one: their time is a dependent stage's, through the window and through MPI.
-    const double a_shm = median(ta_shm), a_p2p = median(ta_p2p);
-    if (a_p2p > 0) f.stage_shm = m.stage_intra * a_shm / a_p2p;
-    return f;
-  };
   // Per neighbor: one segment read; per value: 8 bytes read (the writer's copy is its pack).
   // The stage needs only shape a (one neighbor), so it is measured on nodes of two ranks too,
   // where there is no slope over neighbors to fit: left at its default there, a dependent
   // window stage was priced far below the measured stage_intra beside it, and auto
   // took the 3-step aggregations (two window stages) where they were not the fastest.
-  const Fit f = shm_fit(1, 1, kmax, 1);  // kmax 1: shape b is shape a, only the stage is used
+  const int kmax = ring.kmax;
+  const ShmFit f = shm_fit(comm, loc, ring, reps, m, bare, 1, 1, kmax, 1);  // kmax 1: b is a, only the stage is used
   if (kmax > 1) m.msg_shm = std::max(0.0, f.extra / (kmax - 1));
   m.stage_shm = f.stage_shm;
-  m.byte_shm = std::max(0.0, shm_fit(1, 512, 1, 32768).extra / (262144.0 - 4096.0));
+  m.byte_shm = std::max(0.0, shm_fit(comm, loc, ring, reps, m, bare, 1, 512, 1, 32768).extra / (262144.0 - 4096.0));
 }
 
 }  // namespace

@@ -109,16 +109,24 @@ PetscErrorCode refresh(Mat A, Ctx* c) {
   PetscFunctionReturn(0);
 }
 
+// The start both products share: the context (rebuilt if the structure changed), z = y
+// for the adding forms, and x's array (restored by the caller).
+PetscErrorCode begin_product(Mat A, Vec x, Vec y, Vec z, Ctx** c, const PetscScalar** xa) {
+  PetscFunctionBeginUser;
+  PetscCall(get_ctx(A, c));
+  PetscCall(refresh(A, *c));
+  if (y && y != z) PetscCall(VecCopy(y, z));
+  PetscCall(VecGetArrayRead(x, xa));
+  PetscFunctionReturn(0);
+}
+
 // z = (y +) A x, overlapping the exchange with the diagonal block.
 PetscErrorCode mult_impl(Mat A, Vec x, Vec y, Vec z) {
   Ctx* c;
-  PetscFunctionBeginUser;
-  PetscCall(get_ctx(A, &c));
-  PetscCall(refresh(A, c));
   const PetscScalar* xa;
   PetscScalar* za;
-  if (y && y != z) PetscCall(VecCopy(y, z));
-  PetscCall(VecGetArrayRead(x, &xa));
+  PetscFunctionBeginUser;
+  PetscCall(begin_product(A, x, y, z, &c, &xa));
   PetscCall(VecGetArray(z, &za));
   PetscCall(guard("sparsecomm MatMult", [&]() -> PetscErrorCode {
     c->fwd->start(xa);
@@ -149,13 +157,9 @@ PetscErrorCode mult_impl(Mat A, Vec x, Vec y, Vec z) {
 // z = (y +) A^T x: off-diagonal partial sums travel back to their owners and are added.
 PetscErrorCode mult_transpose_impl(Mat A, Vec x, Vec y, Vec z) {
   Ctx* c;
-  PetscFunctionBeginUser;
-  PetscCall(get_ctx(A, &c));
-  PetscCall(refresh(A, c));
   const PetscScalar* xa;
-  PetscScalar* za;
-  if (y && y != z) PetscCall(VecCopy(y, z));
-  PetscCall(VecGetArrayRead(x, &xa));
+  PetscFunctionBeginUser;
+  PetscCall(begin_product(A, x, y, z, &c, &xa));
   PetscCall(VecPlaceArray(c->yl, xa));  // yl has the row layout: x of A^T
   // The partial sums for other ranks go straight into the reverse plan's send buffer
   // when its send order is the ghost order (no pack copy).
@@ -172,6 +176,7 @@ PetscErrorCode mult_transpose_impl(Mat A, Vec x, Vec y, Vec z) {
     else c->rev->start(c->ghost.data());
     return 0;
   }));
+  PetscScalar* za;
   PetscCall(VecGetArray(z, &za));
   PetscCall(VecPlaceArray(c->xl, za));  // xl has the column layout: y of A^T
   if (y) PetscCall(MatMultTransposeAdd(c->Ad, c->yl, c->xl, c->xl));
@@ -215,49 +220,36 @@ PetscErrorCode create_mpiaij(const DistCsr<double>& a, Mat* A) {
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode attach(Mat A) {
-  MPI_Comm comm;
-  MatType type;
-  PetscBool is_mpiaij = PETSC_FALSE;
+namespace {
+
+// A MATMPIAIJ on one rank: nothing travels, nothing to replace. A bad name is still an
+// error, as it would be on more ranks.
+PetscErrorCode check_names_on_one_rank(Mat A) {
+  const char* pre = nullptr;
+  char name[256];
+  PetscBool has = PETSC_FALSE;
   PetscFunctionBeginUser;
-  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
-  PetscCall(MatGetType(A, &type));
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJ, &is_mpiaij));
-  if (!is_mpiaij) {
-    // Another type (on one rank MATAIJ is MATSEQAIJ: no communication to replace): PETSc's
-    // own operations stay, as if attach had not been called (-info says so). The type is
-    // the same on every rank, so every rank steps aside alike.
-    PetscCall(PetscInfo(A, "sparsecomm::petsc::attach: %s is not MATMPIAIJ; PETSc's own MatMult stays\n", type));
-    PetscFunctionReturn(0);
-  }
-  PetscMPIInt size = 1;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  if (size == 1) {  // a MATMPIAIJ on one rank: nothing travels, nothing to replace
-    // A bad name is still an error, as it would be on more ranks.
-    const char* pre = nullptr;
-    char name[256];
-    PetscBool has = PETSC_FALSE;
-    PetscCall(MatGetOptionsPrefix(A, &pre));
-    PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_backend", name, sizeof name, &has));
-    if (has) PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
-      backend_hooks(name);
-      return 0;
-    }));
-    PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_sdde", name, sizeof name, &has));
-    if (has) PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
-      Sdde::check_strategy(name);
-      return 0;
-    }));
-    PetscCall(PetscInfo(A, "sparsecomm::petsc::attach: one rank; PETSc's own MatMult stays\n"));
-    PetscFunctionReturn(0);
-  }
-  PetscBool assembled = PETSC_FALSE;
-  PetscCall(MatAssembled(A, &assembled));
-  PetscCheck(assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "sparsecomm::petsc::attach: assemble the matrix first");
+  PetscCall(MatGetOptionsPrefix(A, &pre));
+  PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_backend", name, sizeof name, &has));
+  if (has) PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+    backend_hooks(name);
+    return 0;
+  }));
+  PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_sdde", name, sizeof name, &has));
+  if (has) PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+    Sdde::check_strategy(name);
+    return 0;
+  }));
+  PetscFunctionReturn(0);
+}
+
+// A's context; on the first attach a new one, owned by A (destroyed with it or by detach),
+// which keeps PETSc's own products for detach to restore.
+PetscErrorCode get_or_create_ctx(Mat A, Ctx** out) {
   Ctx* c;
+  PetscFunctionBeginUser;
   PetscCall(get_ctx(A, &c));
-  const bool fresh = c == nullptr;
-  if (fresh) {
+  if (c == nullptr) {
     c = new Ctx();
     PetscContainer cont;
     PetscCall(PetscContainerCreate(PETSC_COMM_SELF, &cont));
@@ -267,10 +259,17 @@ PetscErrorCode attach(Mat A) {
     PetscCall(PetscContainerDestroy(&cont));
     for (int i = 0; i < 4; ++i) PetscCall(MatGetOperation(A, kOps[i], &c->orig[i]));
   }
+  *out = c;
+  PetscFunctionReturn(0);
+}
+
+// The -sparsecomm_* options under A's prefix into the context.
+PetscErrorCode read_options(Mat A, Ctx* c) {
   const char* prefix = nullptr;
-  PetscCall(MatGetOptionsPrefix(A, &prefix));
   char buf[256];
   PetscBool set = PETSC_FALSE;
+  PetscFunctionBeginUser;
+  PetscCall(MatGetOptionsPrefix(A, &prefix));
   PetscCall(PetscOptionsGetString(nullptr, prefix, "-sparsecomm_backend", buf, sizeof buf, &set));
   if (set) c->backend = buf;
   PetscCall(PetscOptionsGetString(nullptr, prefix, "-sparsecomm_sdde", buf, sizeof buf, &set));
@@ -295,6 +294,39 @@ PetscErrorCode attach(Mat A) {
       PetscCall(PetscOptionsGetString(nullptr, prefix, ("-sparsecomm_" + spec.key).c_str(), buf, sizeof buf, &set));
       if (set) c->plan.backend.set(spec.key, std::string(buf));
     }
+  PetscFunctionReturn(0);
+}
+
+}  // namespace
+
+PetscErrorCode attach(Mat A) {
+  MPI_Comm comm;
+  MatType type;
+  PetscBool is_mpiaij = PETSC_FALSE;
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
+  PetscCall(MatGetType(A, &type));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJ, &is_mpiaij));
+  if (!is_mpiaij) {
+    // Another type (on one rank MATAIJ is MATSEQAIJ: no communication to replace): PETSc's
+    // own operations stay, as if attach had not been called (-info says so). The type is
+    // the same on every rank, so every rank steps aside alike.
+    PetscCall(PetscInfo(A, "sparsecomm::petsc::attach: %s is not MATMPIAIJ; PETSc's own MatMult stays\n", type));
+    PetscFunctionReturn(0);
+  }
+  PetscMPIInt size = 1;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  if (size == 1) {  // a MATMPIAIJ on one rank: nothing travels, nothing to replace
+    PetscCall(check_names_on_one_rank(A));
+    PetscCall(PetscInfo(A, "sparsecomm::petsc::attach: one rank; PETSc's own MatMult stays\n"));
+    PetscFunctionReturn(0);
+  }
+  PetscBool assembled = PETSC_FALSE;
+  PetscCall(MatAssembled(A, &assembled));
+  PetscCheck(assembled, comm, PETSC_ERR_ARG_WRONGSTATE, "sparsecomm::petsc::attach: assemble the matrix first");
+  Ctx* c = nullptr;  // (set by get_or_create_ctx unless it fails)
+  PetscCall(get_or_create_ctx(A, &c));
+  PetscCall(read_options(A, c));
   PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
     Sdde::check_strategy(c->sdde);  // same text on every rank: all fail together
     return 0;

@@ -226,106 +226,134 @@ std::string agreement_text(double extra) {
                    : std::string();
 }
 
+namespace {
+
+// Collective. False, reported, where the backend is mpi (MPI's own serves the call);
+// otherwise true, with the layer's locality built on first use.
+bool plans_wanted(CommPlans& p, MPI_Comm comm, Kind k, const std::string& label) {
+  const Settings& s = p.settings;
+  if (s.backend == "mpi") {
+    report(p, comm, k, label, "MPI's own (backend mpi)");
+    return false;
+  }
+  if (!p.loc) p.loc = std::make_unique<Locality>(Locality::parse(comm, s.regions));
+  return true;
+}
+
+// Collective. The gather plan `name` of an allgather(v) over the neighbors `t` in bytes
+// (same_count: every rank sends `bytes`); combined takes the layer's k and aware settings.
+std::unique_ptr<GatherPlan> make_gather(const CommPlans& p, MPI_Comm comm, const Topology& t, const std::string& name,
+                                        int64_t bytes, bool same_count) {
+  const Settings& s = p.settings;
+  GatherOptions go;
+  go.value_bytes = 1;
+  go.same_count = same_count;
+  if (name == "combined") {
+    CombiningOptions co = combining_from(go.backend, go.sdde);
+    if (s.k) co.k = s.k;
+    if (s.aware >= 0) co.aware = s.aware != 0;
+    set_combining(go.backend, co);
+  }
+  return make_gather_plan(name, t, *p.loc, comm, bytes, go);
+}
+
+// Collective. The halo plan `name` of an allgather(v); for an allgatherv it first learns
+// each source's block size (a neighborhood allgather of one integer) and agrees the entry
+// size (an allreduce), and keeps the blocks' sizes and places in `c`: plans are built once
+// per signature, so this is set-up. Null (on every rank alike) where the pattern would be
+// too large: its bytes past what a plan indexes (make_plan's limit), or an allgatherv cut
+// into more than kHaloEntries entries (the pattern's memory); the gather plans take those.
+std::unique_ptr<Plan> make_gather_halo(const CommPlans& p, MPI_Comm comm, const std::string& name, int64_t bytes,
+                                       bool same_count, Choice& c) {
+  constexpr long long kHaloEntries = 1LL << 22;
+  const Settings& s = p.settings;
+  int me = 0;
+  PMPI_Comm_rank(comm, &me);
+  const auto nd = static_cast<long long>(p.nb.uniq_dst.size()), ns = static_cast<long long>(p.nb.uniq_src.size());
+  if (same_count) {
+    long long mine = (nd + ns) * bytes, most = 0;
+    PMPI_Allreduce(&mine, &most, 1, MPI_LONG_LONG, MPI_MAX, comm);
+    if (most > INT32_MAX) return nullptr;
+    return make_plan(name, allgather_pattern(p.nb, me), *p.loc, comm, block_options(s, name, bytes));
+  }
+  long long mine = bytes;
+  std::vector<long long> got(p.nb.sources.size() + 1, 0);
+  PMPI_Neighbor_allgather(&mine, 1, MPI_LONG_LONG, got.data(), 1, MPI_LONG_LONG, comm);
+  std::vector<int64_t> from(p.nb.uniq_src.size(), 0);
+  long long in = 0;
+  for (size_t i = 0; i < p.nb.sources.size(); ++i)
+    if (p.nb.src_slot[i] >= 0) from[static_cast<size_t>(p.nb.src_slot[i])] = got[i];
+  for (int64_t b : from) in += b;
+  // One allreduce (minimum) agrees the entry size and the largest pattern: {my block's
+  // power-of-two divisor up to 8, -(my pattern's bytes)}.
+  const long long unit = bytes > 0 ? std::min<long long>(8, bytes & -bytes) : 8;
+  const long long local[2] = {unit, -(nd * bytes + in)};
+  long long agreed[2] = {8, 0};
+  PMPI_Allreduce(local, agreed, 2, MPI_LONG_LONG, MPI_MIN, comm);
+  if (-agreed[1] > INT32_MAX || -agreed[1] / agreed[0] > kHaloEntries) return nullptr;
+  c.halo_bytes = from;
+  Pattern pat = allgatherv_pattern(p.nb, me, bytes, from, agreed[0], &c.halo_off);
+  return make_plan(name, pat, *p.loc, comm, block_options(s, name, agreed[0]));
+}
+
+// Collective. Backend auto on more than one node: the combined gather plan and the halo
+// auto's choice, each predicted against its own direct exchange; the faster wins if by
+// kAutoMargin. False (reported) where neither does: MPI's own.
+bool choose_gather_auto(CommPlans& p, MPI_Comm comm, Kind k, const std::string& label, const Topology& t,
+                        int64_t bytes, bool same_count, Choice& c) {
+  const ModelParams model = ModelParams::resolve(comm, *p.loc, "");
+  auto combined = make_gather(p, comm, t, "combined", bytes, same_count);
+  const double tc = predict_gather(*combined, model, comm);
+  // what MPI's direct exchange costs
+  const double td = predict_gather(*make_gather(p, comm, t, "p2p", bytes, same_count), model, comm);
+  // An allgather also as a halo plan: the halo auto predicts every halo backend (the
+  // aggregations, combining, shm, direct) from counts and builds only its choice.
+  std::unique_ptr<Plan> halo = make_gather_halo(p, comm, "auto", bytes, same_count, c);
+  const double extra = p.charge_agreement ? agreement_cost(p, comm) : 0.0;
+  const HaloVerdict h = halo ? verdict_of(*halo, extra) : HaloVerdict{};
+  const bool keep_c = (tc + extra) * kAutoMargin < td;
+  char why[160];
+  std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct", (tc + extra) * 1e6,
+                td * 1e6);
+  std::string text = why;
+  if (halo) text += ", " + h.text;
+  text += agreement_text(extra);
+  if (h.keep && (!keep_c || h.t / h.direct < (tc + extra) / td)) {
+    report(p, comm, k, label, text + ": " + halo->name());
+    c.halo = std::move(halo);
+  } else if (keep_c) {
+    report(p, comm, k, label, text + ": combined");
+    c.gather = std::move(combined);
+  } else {
+    report(p, comm, k, label, text + ": MPI's own");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // Collective. The agreed choice of an allgather(v) where this rank sends `bytes`: a gather
 // plan, a halo plan (allgather_pattern, allgatherv_pattern), or null for MPI's own.
 // same_count: every rank sends `bytes` (allgather).
 std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_t bytes, bool same_count,
                                      const std::string& label) {
+  if (!plans_wanted(p, comm, k, label)) return nullptr;
   const Settings& s = p.settings;
-  if (s.backend == "mpi") {
-    report(p, comm, k, label, "MPI's own (backend mpi)");
-    return nullptr;
-  }
-  if (!p.loc) p.loc = std::make_unique<Locality>(Locality::parse(comm, s.regions));
   Topology t;
   t.sources = p.nb.uniq_src, t.destinations = p.nb.uniq_dst;
-  const auto make = [&](const std::string& name) {
-    GatherOptions go;
-    go.value_bytes = 1;
-    go.same_count = same_count;
-    if (name == "combined") {
-      CombiningOptions co = combining_from(go.backend, go.sdde);
-      if (s.k) co.k = s.k;
-      if (s.aware >= 0) co.aware = s.aware != 0;
-      set_combining(go.backend, co);
-    }
-    return make_gather_plan(name, t, *p.loc, comm, bytes, go);
-  };
   auto c = std::make_shared<Choice>();
-  // Collective. The halo plan `name` of this allgather(v); for an allgatherv it first
-  // learns each source's block size (a neighborhood allgather of one integer) and agrees
-  // the entry size (an allreduce): plans are built once per signature, so this is set-up.
-  // Null (on every rank alike) where the pattern would be too large: its bytes past what a
-  // plan indexes (make_plan's limit), or an allgatherv cut into more than kHaloEntries
-  // entries (the pattern's memory); the gather plans take those.
-  constexpr long long kHaloEntries = 1LL << 22;
-  const auto make_halo = [&](const std::string& name) -> std::unique_ptr<Plan> {
-    int me = 0;
-    PMPI_Comm_rank(comm, &me);
-    const auto nd = static_cast<long long>(p.nb.uniq_dst.size()), ns = static_cast<long long>(p.nb.uniq_src.size());
-    if (same_count) {
-      long long mine = (nd + ns) * bytes, most = 0;
-      PMPI_Allreduce(&mine, &most, 1, MPI_LONG_LONG, MPI_MAX, comm);
-      if (most > INT32_MAX) return nullptr;
-      return make_plan(name, allgather_pattern(p.nb, me), *p.loc, comm, block_options(s, name, bytes));
-    }
-    long long mine = bytes;
-    std::vector<long long> got(p.nb.sources.size() + 1, 0);
-    PMPI_Neighbor_allgather(&mine, 1, MPI_LONG_LONG, got.data(), 1, MPI_LONG_LONG, comm);
-    std::vector<int64_t> from(p.nb.uniq_src.size(), 0);
-    long long in = 0;
-    for (size_t i = 0; i < p.nb.sources.size(); ++i)
-      if (p.nb.src_slot[i] >= 0) from[static_cast<size_t>(p.nb.src_slot[i])] = got[i];
-    for (int64_t b : from) in += b;
-    // One allreduce (minimum) agrees the entry size and the largest pattern: {my block's
-    // power-of-two divisor up to 8, -(my pattern's bytes)}.
-    const long long unit = bytes > 0 ? std::min<long long>(8, bytes & -bytes) : 8;
-    const long long local[2] = {unit, -(nd * bytes + in)};
-    long long agreed[2] = {8, 0};
-    PMPI_Allreduce(local, agreed, 2, MPI_LONG_LONG, MPI_MIN, comm);
-    if (-agreed[1] > INT32_MAX || -agreed[1] / agreed[0] > kHaloEntries) return nullptr;
-    c->halo_bytes = from;
-    Pattern pat = allgatherv_pattern(p.nb, me, bytes, from, agreed[0], &c->halo_off);
-    return make_plan(name, pat, *p.loc, comm, block_options(s, name, agreed[0]));
-  };
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
-    c->gather = make("shm");
+    c->gather = make_gather(p, comm, t, "shm", bytes, same_count);
     c->needs_trial = p.charge_agreement;
     report(p, comm, k, label, "auto: one node: shm plan built");
   } else if (s.backend == "auto") {
-    const ModelParams model = ModelParams::resolve(comm, *p.loc, "");
-    auto combined = make("combined");
-    const double tc = predict_gather(*combined, model, comm);
-    const double td = predict_gather(*make("p2p"), model, comm);  // what MPI's direct exchange costs
-    // An allgather also as a halo plan: the halo auto predicts every halo backend (the
-    // aggregations, combining, shm, direct) from counts and builds only its choice. Of
-    // the two candidates the one predicted faster against its own direct exchange wins,
-    // if by kAutoMargin.
-    std::unique_ptr<Plan> halo = make_halo("auto");
-    const double extra = p.charge_agreement ? agreement_cost(p, comm) : 0.0;
-    const HaloVerdict h = halo ? verdict_of(*halo, extra) : HaloVerdict{};
-    const bool keep_c = (tc + extra) * kAutoMargin < td;
-    char why[160];
-    std::snprintf(why, sizeof why, "auto predicted %.1f us combined against %.1f us direct", (tc + extra) * 1e6,
-                  td * 1e6);
-    std::string text = why;
-    if (halo) text += ", " + h.text;
-    text += agreement_text(extra);
-    if (h.keep && (!keep_c || h.t / h.direct < (tc + extra) / td)) {
-      report(p, comm, k, label, text + ": " + halo->name());
-      c->halo = std::move(halo);
-    } else if (keep_c) {
-      report(p, comm, k, label, text + ": combined");
-      c->gather = std::move(combined);
-    } else {
-      report(p, comm, k, label, text + ": MPI's own");
-      return nullptr;
-    }
-  } else if (halo_only(s.backend) && (c->halo = make_halo(s.backend))) {
+    if (!choose_gather_auto(p, comm, k, label, t, bytes, same_count, *c)) return nullptr;
+  } else if (halo_only(s.backend) && (c->halo = make_gather_halo(p, comm, s.backend, bytes, same_count, *c))) {
     report(p, comm, k, label, c->halo->name() + " plan built");
   } else {
     // (a halo-only backend whose pattern would be too large: the direct gather plan)
-    c->gather = make(halo_only(s.backend) ? "p2p" : s.backend);
+    c->gather = make_gather(p, comm, t, halo_only(s.backend) ? "p2p" : s.backend, bytes, same_count);
     report(p, comm, k, label, c->gather->name() + " plan built");
   }
   if (c->halo) {
@@ -344,12 +372,8 @@ std::shared_ptr<Choice> build_gather(CommPlans& p, MPI_Comm comm, Kind k, int64_
 // nothing.
 std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t unit, Layout out, Layout in,
                                    const std::string& label) {
+  if (!plans_wanted(p, comm, k, label)) return nullptr;
   const Settings& s = p.settings;
-  if (s.backend == "mpi") {
-    report(p, comm, k, label, "MPI's own (backend mpi)");
-    return nullptr;
-  }
-  if (!p.loc) p.loc = std::make_unique<Locality>(Locality::parse(comm, s.regions));
   int me = 0, np = 1;
   PMPI_Comm_rank(comm, &me);
   PMPI_Comm_size(comm, &np);
