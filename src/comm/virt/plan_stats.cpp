@@ -207,34 +207,43 @@ std::vector<int> regions_from_spec(int p, const std::string& spec) {
   return r;
 }
 
-std::vector<CombiningSchedule> combining_schedules(const Graph& g, const std::vector<int>& region,
-                                                   const CombiningOptions& opt, WeightMethod method) {
-  // The same checks and messages as CombiningSchedule::build.
-  if (opt.k < 2) throw InputError("combining: group size k must be >= 2, got " + std::to_string(opt.k));
-  if (opt.theta < 1) throw InputError("combining: theta must be >= 1, got " + std::to_string(opt.theta));
-  if (opt.max_rounds < 0) throw InputError("combining: max_rounds must be >= 0");
-  const int p = g.p;
-  if (region.size() != static_cast<size_t>(p))
-    throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(p) + " ranks");
-
-  std::vector<Bits> pending(static_cast<size_t>(p), Bits(p));
-  for (int a = 0; a < p; ++a)
-    for (int d : g.dest[a]) pending[a].set(d);
+namespace {
+// Phase 1 of CombiningSchedule::build over every virtual rank at once: what each rank still
+// sends directly (pending), and the schedule so far (stage-1 transfers, the origins each
+// rank forwards to a destination, the edges covered in stage 1).
+struct VirtualPhase1 {
   using SetMap = std::map<int, std::set<int>>;
-  std::vector<SetMap> origins(static_cast<size_t>(p)), send_dests(static_cast<size_t>(p)), recv_dests(static_cast<size_t>(p));
-  std::vector<std::vector<int>> via(static_cast<size_t>(p));
-  std::vector<CombiningSchedule> s(static_cast<size_t>(p));
+  // One round's groups: which ranks lead, each leader's members and common neighborhood.
+  struct Groups {
+    std::vector<char> leader;
+    std::vector<std::vector<int>> members;
+    std::vector<Bits> common;
+  };
 
-  for (int round = 0; round < opt.max_rounds; ++round) {
-    std::vector<char> leader(static_cast<size_t>(p), 1);
-    std::vector<std::vector<int>> members(static_cast<size_t>(p));
-    for (int a = 0; a < p; ++a) members[a] = {a};
-    std::vector<Bits> common = pending;
-    while (true) {  // merge levels
+  explicit VirtualPhase1(const Graph& g)
+      : p(g.p),
+        pending(static_cast<size_t>(p), Bits(p)),
+        origins(static_cast<size_t>(p)),
+        send_dests(static_cast<size_t>(p)),
+        recv_dests(static_cast<size_t>(p)),
+        via(static_cast<size_t>(p)),
+        s(static_cast<size_t>(p)) {
+    for (int a = 0; a < p; ++a)
+      for (int d : g.dest[a]) pending[a].set(d);
+  }
+
+  // The merge levels of one round: leaders with a large enough common neighborhood merge
+  // along a matching of their live candidates until none is left.
+  Groups merge(const std::vector<int>& region, const CombiningOptions& opt, WeightMethod method) const {
+    Groups gr{std::vector<char>(static_cast<size_t>(p), 1), std::vector<std::vector<int>>(static_cast<size_t>(p)),
+              pending};
+    for (int a = 0; a < p; ++a) gr.members[a] = {a};
+    while (true) {
       std::vector<int> grow;
       for (int a = 0; a < p; ++a)
-        if (leader[a] && static_cast<int>(members[a].size()) < opt.k && common[a].count() >= opt.theta) grow.push_back(a);
-      const auto live = live_lists(p, grow, common, members, region, opt, method);
+        if (gr.leader[a] && static_cast<int>(gr.members[a].size()) < opt.k && gr.common[a].count() >= opt.theta)
+          grow.push_back(a);
+      const auto live = live_lists(p, grow, gr.common, gr.members, region, opt, method);
       if (std::all_of(live.begin(), live.end(), [](const auto& v) { return v.empty(); })) break;
       const std::vector<int> partner = match(p, live);
       bool merged = false;
@@ -242,81 +251,119 @@ std::vector<CombiningSchedule> combining_schedules(const Graph& g, const std::ve
         const int b = partner[a];
         if (b <= a) continue;  // the lower rank leads the merged group
         merged = true;
-        members[a].insert(members[a].end(), members[b].begin(), members[b].end());
-        std::sort(members[a].begin(), members[a].end());
-        common[a] &= common[b];
-        leader[b] = 0;
+        gr.members[a].insert(gr.members[a].end(), gr.members[b].begin(), gr.members[b].end());
+        std::sort(gr.members[a].begin(), gr.members[a].end());
+        gr.common[a] &= gr.common[b];
+        gr.leader[b] = 0;
       }
       if (!merged) break;
     }
-    // Groups of 2+ with a common neighborhood: flags, then the split of the common set.
-    bool any_group = false;
-    for (int l = 0; l < p; ++l) {
-      if (!leader[l] || members[l].size() < 2) continue;
-      const std::vector<int> com = common[l].list();
-      if (com.empty()) continue;
-      any_group = true;
-      const auto& mem = members[l];
-      const size_t n = mem.size(), ncommon = com.size();
-      ++s[l].groups_led;
-      s[l].group_members += static_cast<int>(n);
-      // A forwarding member (index < ncommon) that is also one of my pending destinations
-      // gets my data in stage 1 instead of a direct message.
-      for (int a : mem)
-        for (size_t i = 0; i < n && i < ncommon; ++i) {
-          const int x = mem[i];
-          if (x == a || !pending[a].test(x)) continue;
-          pending[a].reset(x);
-          send_dests[a][x].insert(x);
-          recv_dests[x][a].insert(x);
-          via[x].push_back(a);
-        }
-      for (size_t j = 0; j < ncommon; ++j) {
-        const int cover = mem[j % n], c = com[j];
-        for (int a : mem) {
-          pending[a].reset(c);
-          if (cover == a) {
-            origins[a][c].insert(mem.begin(), mem.end());
-            for (int m : mem)
-              if (m != a) recv_dests[a][m].insert(c);
-          } else {
-            send_dests[a][cover].insert(c);
-          }
+    return gr;
+  }
+
+  // Group `mem` (led by l) with common neighborhood `com`: flags, then the split of `com`.
+  void split(int l, const std::vector<int>& mem, const std::vector<int>& com) {
+    const size_t n = mem.size(), ncommon = com.size();
+    ++s[l].groups_led;
+    s[l].group_members += static_cast<int>(n);
+    // A forwarding member (index < ncommon) that is also one of my pending destinations
+    // gets my data in stage 1 instead of a direct message.
+    for (int a : mem)
+      for (size_t i = 0; i < n && i < ncommon; ++i) {
+        const int x = mem[i];
+        if (x == a || !pending[a].test(x)) continue;
+        pending[a].reset(x);
+        send_dests[a][x].insert(x);
+        recv_dests[x][a].insert(x);
+        via[x].push_back(a);
+      }
+    for (size_t j = 0; j < ncommon; ++j) {
+      const int cover = mem[j % n], c = com[j];
+      for (int a : mem) {
+        pending[a].reset(c);
+        if (cover == a) {
+          origins[a][c].insert(mem.begin(), mem.end());
+          for (int m : mem)
+            if (m != a) recv_dests[a][m].insert(c);
+        } else {
+          send_dests[a][cover].insert(c);
         }
       }
     }
-    for (auto& x : s) ++x.rounds;
-    if (!any_group) break;
   }
 
-  for (int a = 0; a < p; ++a) {
-    for (int d : pending[a].list()) origins[a][d].insert(a);
-    auto& x = s[a];
-    for (const auto& [m, d] : send_dests[a]) {
-      x.stage1_send.push_back(m);
-      x.stage1_send_dests.emplace_back(d.begin(), d.end());
+  // One round: groups of 2+ with a common neighborhood split it; false when there was none.
+  bool round(const std::vector<int>& region, const CombiningOptions& opt, WeightMethod method) {
+    const Groups gr = merge(region, opt, method);
+    bool any_group = false;
+    for (int l = 0; l < p; ++l) {
+      if (!gr.leader[l] || gr.members[l].size() < 2) continue;
+      const std::vector<int> com = gr.common[l].list();
+      if (com.empty()) continue;
+      any_group = true;
+      split(l, gr.members[l], com);
     }
-    for (const auto& [m, d] : recv_dests[a]) {
-      x.stage1_recv.push_back(m);
-      x.stage1_recv_dests.emplace_back(d.begin(), d.end());
-    }
-    for (const auto& [d, o] : origins[a]) {
-      x.dest.push_back(d);
-      x.dest_origins.emplace_back(o.begin(), o.end());
-      s[d].from.push_back(a);  // a ascending: sorted by forwarder
-      s[d].from_origins.emplace_back(o.begin(), o.end());
+    for (auto& x : s) ++x.rounds;
+    return any_group;
+  }
+
+  // The schedules: what is still pending goes directly; stage 1 and the forwarders' origins.
+  void assemble() {
+    for (int a = 0; a < p; ++a) {
+      for (int d : pending[a].list()) origins[a][d].insert(a);
+      auto& x = s[a];
+      for (const auto& [m, d] : send_dests[a]) {
+        x.stage1_send.push_back(m);
+        x.stage1_send_dests.emplace_back(d.begin(), d.end());
+      }
+      for (const auto& [m, d] : recv_dests[a]) {
+        x.stage1_recv.push_back(m);
+        x.stage1_recv_dests.emplace_back(d.begin(), d.end());
+      }
+      for (const auto& [d, o] : origins[a]) {
+        x.dest.push_back(d);
+        x.dest_origins.emplace_back(o.begin(), o.end());
+        s[d].from.push_back(a);  // a ascending: sorted by forwarder
+        s[d].from_origins.emplace_back(o.begin(), o.end());
+      }
     }
   }
+
   // Every (source, destination) edge covered exactly once, as build() checks.
-  for (int d = 0; d < p; ++d) {
-    std::vector<int> covered = via[d];
-    for (const auto& o : s[d].from_origins) covered.insert(covered.end(), o.begin(), o.end());
-    std::sort(covered.begin(), covered.end());
-    if (covered != g.src[d])
-      throw Error("plan statistics: the combining pattern does not cover rank " + std::to_string(d) +
-                  "'s in-neighbors exactly once (internal error; please report)");
+  void check_cover(const Graph& g) const {
+    for (int d = 0; d < p; ++d) {
+      std::vector<int> covered = via[d];
+      for (const auto& o : s[d].from_origins) covered.insert(covered.end(), o.begin(), o.end());
+      std::sort(covered.begin(), covered.end());
+      if (covered != g.src[d])
+        throw Error("plan statistics: the combining pattern does not cover rank " + std::to_string(d) +
+                    "'s in-neighbors exactly once (internal error; please report)");
+    }
   }
-  return s;
+
+  int p;
+  std::vector<Bits> pending;
+  std::vector<SetMap> origins, send_dests, recv_dests;
+  std::vector<std::vector<int>> via;
+  std::vector<CombiningSchedule> s;
+};
+}  // namespace
+
+std::vector<CombiningSchedule> combining_schedules(const Graph& g, const std::vector<int>& region,
+                                                   const CombiningOptions& opt, WeightMethod method) {
+  // The same checks and messages as CombiningSchedule::build.
+  if (opt.k < 2) throw InputError("combining: group size k must be >= 2, got " + std::to_string(opt.k));
+  if (opt.theta < 1) throw InputError("combining: theta must be >= 1, got " + std::to_string(opt.theta));
+  if (opt.max_rounds < 0) throw InputError("combining: max_rounds must be >= 0");
+  if (region.size() != static_cast<size_t>(g.p))
+    throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(g.p) +
+                     " ranks");
+  VirtualPhase1 v(g);
+  for (int round = 0; round < opt.max_rounds; ++round)
+    if (!v.round(region, opt, method)) break;
+  v.assemble();
+  v.check_cover(g);
+  return std::move(v.s);
 }
 
 std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g, const std::vector<int>& region,
