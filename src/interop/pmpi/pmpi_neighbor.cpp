@@ -579,6 +579,16 @@ int alltoallv_call(int entry, Mode mode, const void* sendbuf, const int sendcoun
 }  // namespace
 }  // namespace sparsecomm::pmpi::neighborhood
 
+// A call from MPI's own Fortran binding goes straight to MPI (from_fortran_binding: that
+// binding does its own counting and conversion, and a Fortran program's requests are
+// MPI's). The caller's address must be read in the entry point's own frame, which is why
+// this is a macro and not a function.
+#define SPC_FORTRAN_BINDING_PASSES(counter, own_call)      \
+  if (from_fortran_binding(__builtin_return_address(0))) { \
+    ++global().passed[counter];                            \
+    return own_call;                                       \
+  }
+
 SPC_EXPORT int MPI_Neighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                       MPI_Comm comm) {
   return allgather_call(0, kBlocking, sb, sc, st, rb, rc, rt, comm, nullptr,
@@ -587,12 +597,9 @@ SPC_EXPORT int MPI_Neighbor_allgather(const void* sb, int sc, MPI_Datatype st, v
 
 SPC_EXPORT int MPI_Ineighbor_allgather(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                        MPI_Comm comm, MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[2];
-    return PMPI_Ineighbor_allgather(sb, sc, st, rb, rc, rt, comm, req);
-  }
-  return allgather_call(2, kNonblocking, sb, sc, st, rb, rc, rt, comm, req,
-                        [&] { return PMPI_Ineighbor_allgather(sb, sc, st, rb, rc, rt, comm, req); });
+  const auto own = [&] { return PMPI_Ineighbor_allgather(sb, sc, st, rb, rc, rt, comm, req); };
+  SPC_FORTRAN_BINDING_PASSES(2, own());
+  return allgather_call(2, kNonblocking, sb, sc, st, rb, rc, rt, comm, req, own);
 }
 
 SPC_EXPORT int MPI_Neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
@@ -603,12 +610,9 @@ SPC_EXPORT int MPI_Neighbor_alltoall(const void* sb, int sc, MPI_Datatype st, vo
 
 SPC_EXPORT int MPI_Ineighbor_alltoall(const void* sb, int sc, MPI_Datatype st, void* rb, int rc, MPI_Datatype rt,
                                       MPI_Comm comm, MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[8];
-    return PMPI_Ineighbor_alltoall(sb, sc, st, rb, rc, rt, comm, req);
-  }
-  return alltoall_call(8, kNonblocking, sb, sc, st, rb, rc, rt, comm, req,
-                       [&] { return PMPI_Ineighbor_alltoall(sb, sc, st, rb, rc, rt, comm, req); });
+  const auto own = [&] { return PMPI_Ineighbor_alltoall(sb, sc, st, rb, rc, rt, comm, req); };
+  SPC_FORTRAN_BINDING_PASSES(8, own());
+  return alltoall_call(8, kNonblocking, sb, sc, st, rb, rc, rt, comm, req, own);
 }
 
 SPC_EXPORT int MPI_Neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
@@ -619,12 +623,9 @@ SPC_EXPORT int MPI_Neighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, 
 
 SPC_EXPORT int MPI_Ineighbor_allgatherv(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[],
                                         const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[6];
-    return PMPI_Ineighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req);
-  }
-  return allgatherv_call(6, kNonblocking, sb, sc, st, rb, rc, rd, rt, comm, req,
-                         [&] { return PMPI_Ineighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req); });
+  const auto own = [&] { return PMPI_Ineighbor_allgatherv(sb, sc, st, rb, rc, rd, rt, comm, req); };
+  SPC_FORTRAN_BINDING_PASSES(6, own());
+  return allgatherv_call(6, kNonblocking, sb, sc, st, rb, rc, rd, rt, comm, req, own);
 }
 
 SPC_EXPORT int MPI_Neighbor_alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
@@ -636,12 +637,9 @@ SPC_EXPORT int MPI_Neighbor_alltoallv(const void* sb, const int sc[], const int 
 SPC_EXPORT int MPI_Ineighbor_alltoallv(const void* sb, const int sc[], const int sd[], MPI_Datatype st, void* rb,
                                        const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm,
                                        MPI_Request* req) {
-  if (from_fortran_binding(__builtin_return_address(0))) {  // (MPI's own: see there)
-    ++global().passed[10];
-    return PMPI_Ineighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req);
-  }
-  return alltoallv_call(10, kNonblocking, sb, sc, sd, st, rb, rc, rd, rt, comm, req,
-                        [&] { return PMPI_Ineighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req); });
+  const auto own = [&] { return PMPI_Ineighbor_alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm, req); };
+  SPC_FORTRAN_BINDING_PASSES(10, own());
+  return alltoallv_call(10, kNonblocking, sb, sc, sd, st, rb, rc, rd, rt, comm, req, own);
 }
 
 // The persistent neighborhood collectives (MPI-4 section 6.13), under each spelling this MPI
@@ -651,43 +649,31 @@ SPC_EXPORT int MPI_Ineighbor_alltoallv(const void* sb, const int sc[], const int
 #define SPC_PERSISTENT_NEIGHBOR_COLLECTIVES(X)                                                                    \
   SPC_EXPORT int X##_Neighbor_allgather_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,          \
                                              MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) { \
-    if (from_fortran_binding(__builtin_return_address(0))) { /* (MPI's own: see there) */                      \
-      ++global().passed[3];                                                                                     \
-      return P##X##_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req);                          \
-    }                                                                                                           \
-    return allgather_call(3, kPersistent, sb, sc, st, rb, rc, rt, comm, req,                                    \
-                          [&] { return P##X##_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req); }); \
+    const auto own = [&] { return P##X##_Neighbor_allgather_init(sb, sc, st, rb, rc, rt, comm, info, req); };   \
+    SPC_FORTRAN_BINDING_PASSES(3, own());                                                                       \
+    return allgather_call(3, kPersistent, sb, sc, st, rb, rc, rt, comm, req, own);                              \
   }                                                                                                             \
   SPC_EXPORT int X##_Neighbor_alltoall_init(const void* sb, int sc, MPI_Datatype st, void* rb, int rc,           \
                                             MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request* req) {  \
-    if (from_fortran_binding(__builtin_return_address(0))) {                                                    \
-      ++global().passed[9];                                                                                     \
-      return P##X##_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req);                           \
-    }                                                                                                           \
-    return alltoall_call(9, kPersistent, sb, sc, st, rb, rc, rt, comm, req,                                     \
-                         [&] { return P##X##_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req); }); \
+    const auto own = [&] { return P##X##_Neighbor_alltoall_init(sb, sc, st, rb, rc, rt, comm, info, req); };    \
+    SPC_FORTRAN_BINDING_PASSES(9, own());                                                                       \
+    return alltoall_call(9, kPersistent, sb, sc, st, rb, rc, rt, comm, req, own);                               \
   }                                                                                                             \
   SPC_EXPORT int X##_Neighbor_allgatherv_init(const void* sb, int sc, MPI_Datatype st, void* rb, const int rc[], \
                                               const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Info info,    \
                                               MPI_Request* req) {                                               \
-    if (from_fortran_binding(__builtin_return_address(0))) {                                                    \
-      ++global().passed[7];                                                                                     \
-      return P##X##_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req);                     \
-    }                                                                                                           \
-    return allgatherv_call(7, kPersistent, sb, sc, st, rb, rc, rd, rt, comm, req, [&] {                         \
-      return P##X##_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req);                     \
-    });                                                                                                         \
+    const auto own = [&] { return P##X##_Neighbor_allgatherv_init(sb, sc, st, rb, rc, rd, rt, comm, info, req); }; \
+    SPC_FORTRAN_BINDING_PASSES(7, own());                                                                       \
+    return allgatherv_call(7, kPersistent, sb, sc, st, rb, rc, rd, rt, comm, req, own);                         \
   }                                                                                                             \
   SPC_EXPORT int X##_Neighbor_alltoallv_init(const void* sb, const int sc[], const int sd[], MPI_Datatype st,    \
                                              void* rb, const int rc[], const int rd[], MPI_Datatype rt,         \
                                              MPI_Comm comm, MPI_Info info, MPI_Request* req) {                  \
-    if (from_fortran_binding(__builtin_return_address(0))) {                                                    \
-      ++global().passed[11];                                                                                    \
+    const auto own = [&] {                                                                                      \
       return P##X##_Neighbor_alltoallv_init(sb, sc, sd, st, rb, rc, rd, rt, comm, info, req);                  \
-    }                                                                                                           \
-    return alltoallv_call(11, kPersistent, sb, sc, sd, st, rb, rc, rd, rt, comm, req, [&] {                     \
-      return P##X##_Neighbor_alltoallv_init(sb, sc, sd, st, rb, rc, rd, rt, comm, info, req);                  \
-    });                                                                                                         \
+    };                                                                                                          \
+    SPC_FORTRAN_BINDING_PASSES(11, own());                                                                      \
+    return alltoallv_call(11, kPersistent, sb, sc, sd, st, rb, rc, rd, rt, comm, req, own);                     \
   }
 
 #ifdef SPARSECOMM_HAVE_MPI4_NEIGHBOR_INIT
