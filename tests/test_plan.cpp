@@ -1,5 +1,5 @@
-// Every registered backend (one test body over the registry, so a new backend is tested
-// automatically): SpMV equals the serial reference on generated and SuiteSparse matrices
+// Every registered backend (suites parameterised by the registry's names, one case per
+// backend, so a new backend is tested automatically): SpMV equals the serial reference on generated and SuiteSparse matrices
 // at every rank count and emulated region layout, including ranks without rows or
 // neighbors; width > 1; the reverse (transpose) direction; repeated executions; counts.
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/kernels/dist_spmv.hpp"
 #include "sparsecomm/matrix/generators.hpp"
@@ -36,88 +37,91 @@ const std::vector<std::string> kRegions = {"ppn:1", "ppn:2", "ppn:3", "ppn:4", "
 using test::expect_close;
 using test::xval;
 
-// y = A x (width w) and y = A^T x with every backend, compared with Eigen on the gathered
+// y = A x (width w) and y = A^T x with `backend`, compared with Eigen on the gathered
 // matrix; width 1 with the default way of posting messages, width 3 with the other.
-void check_backends(const DistCsr<double>& a, const std::string& label) {
+void check_backend(const DistCsr<double>& a, const std::string& label, const std::string& backend) {
   const auto ref = reference::gather_eigen(a);
   const reference::SpMat reft = ref.transpose();
   Pattern pat = pattern_from_matrix_reference(a);
   for (const auto& regions : kRegions) {
     Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
-    for (const auto& backend : backend_names()) {
-      const std::string what = label + " backend " + backend + " regions " + regions;
-      const auto specs = backend_option_specs(backend);
-      const bool leads = declares_option(specs, "leaders");  // the 3-step's option: one leader per region
-      for (int variant = 0; variant < (leads ? 3 : 2); ++variant) {
-        const int width = variant == 1 ? 3 : 1;
-        PlanOptions opt;
-        opt.width = width;
-        // Both ways of posting the messages (comm/messages.hpp): width 3 uses the other one,
-        // and the aggregation backends' transfers between ranks of one node go as messages
-        // there (window=false), through the node's shared window at width 1 (the default).
-        if (width == 3) {
-          opt.persistent_requests = !opt.persistent_requests;
-          if (declares_option(specs, "window")) opt.backend.set("window", false);
-        }
-        if (variant == 2) opt.backend.set("leaders", 1);
-        DistSpmv spmv(a, make_plan(backend, pat, loc, MPI_COMM_WORLD, opt));
-        for (int round = 0; round < 2; ++round) {  // executions reuse the plan
-          std::vector<double> x(static_cast<size_t>(a.local_cols()) * width), y(static_cast<size_t>(a.local_rows()) * width);
-          for (int32_t i = 0; i < a.local_cols(); ++i)
-            for (int k = 0; k < width; ++k) x[i * width + k] = xval(a.col_begin() + i, k, round);
-          spmv.apply(x.data(), y.data());
-          for (int k = 0; k < width; ++k) {
-            std::vector<double> xg(static_cast<size_t>(a.global_cols()));
-            for (int64_t g = 0; g < a.global_cols(); ++g) xg[g] = xval(g, k, round);
-            auto yg = reference::spmv(ref, xg);
-            std::vector<double> want(yg.begin() + a.row_begin(), yg.begin() + a.row_begin() + a.local_rows());
-            std::vector<double> got(static_cast<size_t>(a.local_rows()));
-            for (int32_t i = 0; i < a.local_rows(); ++i) got[i] = y[i * width + k];
-            expect_close(got, want,
-                         what + " width " + std::to_string(width) + (variant == 2 ? " leaders=1" : "") + " vector " +
-                             std::to_string(k));
-          }
+    const std::string what = label + " backend " + backend + " regions " + regions;
+    const auto specs = backend_option_specs(backend);
+    const bool leads = declares_option(specs, "leaders");  // the 3-step's option: one leader per region
+    for (int variant = 0; variant < (leads ? 3 : 2); ++variant) {
+      const int width = variant == 1 ? 3 : 1;
+      PlanOptions opt;
+      opt.width = width;
+      // Both ways of posting the messages (comm/messages.hpp): width 3 uses the other one,
+      // and the aggregation backends' transfers between ranks of one node go as messages
+      // there (window=false), through the node's shared window at width 1 (the default).
+      if (width == 3) {
+        opt.persistent_requests = !opt.persistent_requests;
+        if (declares_option(specs, "window")) opt.backend.set("window", false);
+      }
+      if (variant == 2) opt.backend.set("leaders", 1);
+      DistSpmv spmv(a, make_plan(backend, pat, loc, MPI_COMM_WORLD, opt));
+      for (int round = 0; round < 2; ++round) {  // executions reuse the plan
+        std::vector<double> x(static_cast<size_t>(a.local_cols()) * width), y(static_cast<size_t>(a.local_rows()) * width);
+        for (int32_t i = 0; i < a.local_cols(); ++i)
+          for (int k = 0; k < width; ++k) x[i * width + k] = xval(a.col_begin() + i, k, round);
+        spmv.apply(x.data(), y.data());
+        for (int k = 0; k < width; ++k) {
+          std::vector<double> xg(static_cast<size_t>(a.global_cols()));
+          for (int64_t g = 0; g < a.global_cols(); ++g) xg[g] = xval(g, k, round);
+          auto yg = reference::spmv(ref, xg);
+          std::vector<double> want(yg.begin() + a.row_begin(), yg.begin() + a.row_begin() + a.local_rows());
+          std::vector<double> got(static_cast<size_t>(a.local_rows()));
+          for (int32_t i = 0; i < a.local_rows(); ++i) got[i] = y[i * width + k];
+          expect_close(got, want,
+                       what + " width " + std::to_string(width) + (variant == 2 ? " leaders=1" : "") + " vector " +
+                           std::to_string(k));
         }
       }
-      // Transpose through the reverse pattern.
-      auto rev = make_plan(backend, pat.reverse(), loc, MPI_COMM_WORLD);
-      test::expect_transpose_product(a, reft, *rev, what);
     }
+    // Transpose through the reverse pattern.
+    auto rev = make_plan(backend, pat.reverse(), loc, MPI_COMM_WORLD);
+    test::expect_transpose_product(a, reft, *rev, what);
   }
 }
 
-TEST(PlanSpmv, Laplacian2d) { check_backends(gen::from_spec(MPI_COMM_WORLD, "lap2d:15,11"), "lap2d"); }
-TEST(PlanSpmv, Laplacian3d27) { check_backends(gen::from_spec(MPI_COMM_WORLD, "lap3d27:5,4,6"), "lap3d27"); }
-TEST(PlanSpmv, Rotated) { check_backends(gen::from_spec(MPI_COMM_WORLD, "rotate:20,17"), "rotate"); }
-TEST(PlanSpmv, ErdosRenyi) { check_backends(gen::from_spec(MPI_COMM_WORLD, "er:200,0.03,3"), "er"); }
-TEST(PlanSpmv, Rmat) { check_backends(gen::from_spec(MPI_COMM_WORLD, "rmat:8"), "rmat"); }
+SPC_BACKEND_SUITE(PlanSpmv, backend_names());
+TEST_P(PlanSpmv, Laplacian2d) { check_backend(gen::from_spec(MPI_COMM_WORLD, "lap2d:15,11"), "lap2d", GetParam()); }
+TEST_P(PlanSpmv, Laplacian3d27) {
+  check_backend(gen::from_spec(MPI_COMM_WORLD, "lap3d27:5,4,6"), "lap3d27", GetParam());
+}
+TEST_P(PlanSpmv, Rotated) { check_backend(gen::from_spec(MPI_COMM_WORLD, "rotate:20,17"), "rotate", GetParam()); }
+TEST_P(PlanSpmv, ErdosRenyi) { check_backend(gen::from_spec(MPI_COMM_WORLD, "er:200,0.03,3"), "er", GetParam()); }
+TEST_P(PlanSpmv, Rmat) { check_backend(gen::from_spec(MPI_COMM_WORLD, "rmat:8"), "rmat", GetParam()); }
 
-TEST(PlanSpmv, RanksWithoutRowsOrNeighbors) {
+TEST_P(PlanSpmv, RanksWithoutRowsOrNeighbors) {
   const int p = test::size(), me = test::rank();
   auto rows = RowPartition::balanced(3, p);
   std::vector<Triplet<double>> t;
   for (int64_t i = rows.begin(me); i < rows.end(me); ++i) t.push_back({i, i, 2.0});
-  check_backends(DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, rows, t), "diagonal 3x3");
+  check_backend(DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, rows, t), "diagonal 3x3", GetParam());
   t.clear();
   for (int64_t i = rows.begin(me); i < rows.end(me); ++i)
     for (int64_t j = 0; j < 3; ++j) t.push_back({i, j, 1.0 + i - 0.5 * j});
-  check_backends(DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, rows, t), "dense 3x3");
+  check_backend(DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, rows, t), "dense 3x3", GetParam());
 }
 
-TEST(PlanSpmv, Rectangular) {
+TEST_P(PlanSpmv, Rectangular) {
   const int p = test::size(), me = test::rank();
   auto rows = RowPartition::balanced(9, p), cols = RowPartition::balanced(23, p);
   std::vector<Triplet<double>> t;
   for (int64_t i = rows.begin(me); i < rows.end(me); ++i)
     for (int64_t j = (i * 7) % 4; j < 23; j += 4) t.push_back({i, j, 0.5 + static_cast<double>(j % 3)});
-  check_backends(DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, cols, t), "rectangular 9x23");
+  check_backend(DistCsr<double>::from_triplets(MPI_COMM_WORLD, rows, cols, t), "rectangular 9x23", GetParam());
 }
 
 // Patterns no matrix makes but MPI's neighborhood collectives do (the PMPI layer builds
 // them): every other rank a neighbor both ways, some segments empty (alltoallv counts of
 // 0), ids unique per pair; and the allgather shape, one entry sent to every neighbor under
 // one id (duplicate removal sends it once per region). Every backend, every layout, width 4.
-TEST(PlanHalo, EmptySegmentsAndOneEntryToAll) {
+SPC_BACKEND_SUITE(PlanHalo, backend_names());
+TEST_P(PlanHalo, EmptySegmentsAndOneEntryToAll) {
+  const std::string& backend = GetParam();
   const int p = test::size(), me = test::rank();
   const auto value = [](int64_t id, int k) { return static_cast<double>(id % 100003) + 0.25 * k; };
   // count(a, b): entries rank a sends rank b; odd ranks receive nothing (an empty segment
@@ -154,18 +158,16 @@ TEST(PlanHalo, EmptySegmentsAndOneEntryToAll) {
       for (int c = 0; c < w; ++c) out[pat.send().indices[k] * w + c] = value(pat.send().global_ids[k], c);
     for (const auto& regions : kRegions) {
       Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
-      for (const auto& backend : backend_names()) {
-        PlanOptions opt;
-        opt.width = w;
-        auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD, opt);
-        for (int round = 0; round < 2; ++round) {
-          std::vector<double> in(static_cast<size_t>(pat.ghost_size()) * w, -1.0);
-          plan->exchange(out.data(), in.data());
-          int wrong = 0;
-          for (int64_t k = 0; k < pat.recv().size(); ++k)
-            for (int c = 0; c < w; ++c) wrong += in[pat.recv().indices[k] * w + c] != value(pat.recv().global_ids[k], c);
-          EXPECT_EQ(wrong, 0) << "shape " << shape << " backend " << backend << " regions " << regions;
-        }
+      PlanOptions opt;
+      opt.width = w;
+      auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD, opt);
+      for (int round = 0; round < 2; ++round) {
+        std::vector<double> in(static_cast<size_t>(pat.ghost_size()) * w, -1.0);
+        plan->exchange(out.data(), in.data());
+        int wrong = 0;
+        for (int64_t k = 0; k < pat.recv().size(); ++k)
+          for (int c = 0; c < w; ++c) wrong += in[pat.recv().indices[k] * w + c] != value(pat.recv().global_ids[k], c);
+        EXPECT_EQ(wrong, 0) << "shape " << shape << " backend " << backend << " regions " << regions;
       }
     }
   }
@@ -205,6 +207,22 @@ TEST(PlanCombined, GroupsFormAndResultsStayExact) {
   if (test::size() >= 4) {
     EXPECT_GT(two_stage, 0) << "no group ever formed: the combining path went untested";
   }
+}
+
+// The top-level CMakeLists.txt reads the backend names from the backend files (for the
+// interposition layers' test matrices, which must be known before anything is built): they
+// are exactly the registries' names, this MPI's conditional registrations included.
+TEST(Registry, CMakeListsEveryBackend) {
+  const auto joined = [](std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "" : ",") + n;
+    return s;
+  };
+  const char* fix = " (a registration the top-level CMakeLists.txt cannot read from the file, or a stale"
+                    " configuration: re-run cmake)";
+  EXPECT_EQ(SPARSECOMM_CMAKE_HALO_BACKENDS, joined(backend_names())) << fix;
+  EXPECT_EQ(SPARSECOMM_CMAKE_GATHER_BACKENDS, joined(gather_backend_names())) << fix;
 }
 
 // The stage term of the model: the first stage is free; the other inter-region ones cost
@@ -1011,62 +1029,75 @@ TEST(PlanErrors, BadUseIsReported) {
   EXPECT_THROW(plan->start(x.data()), Error);  // one outstanding start per plan
   plan->wait(g.data());
   for (double v : g) EXPECT_EQ(v, 1.0);
-  // Destroying a plan during an exchange completes it instead of leaking requests.
-  for (const auto& b : backend_names()) {
-    auto q = make_plan(b, pat, loc, MPI_COMM_WORLD);
+}
+
+// Destroying a plan during an exchange completes it instead of leaking requests.
+SPC_BACKEND_SUITE(PlanDestroyed, backend_names());
+TEST_P(PlanDestroyed, DuringAnExchange) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "lap2d:8,8");
+  Pattern pat = pattern_from_matrix_reference(a);
+  Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  std::vector<double> x(static_cast<size_t>(a.local_cols()), 1.0);
+  {
+    auto q = make_plan(GetParam(), pat, loc, MPI_COMM_WORLD);
     q->start(x.data());
-  }
+  }  // (destroyed with its exchange in flight)
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
 // Zero-copy use: wait_in_place() hands out the received values in pattern receive order
 // (the ghost array itself when ghosts are numbered in arrival order), and a caller that
 // writes send_area() and calls start_packed() sends what start() would have packed.
-TEST(PlanInPlace, ZeroCopyMatchesPackAndUnpack) {
+SPC_BACKEND_SUITE(PlanInPlace, backend_names());
+TEST_P(PlanInPlace, ZeroCopyMatchesPackAndUnpack) {
+  const std::string& backend = GetParam();
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:150,0.04,5");
   Pattern pat = pattern_from_matrix_reference(a);
   Pattern rpat = pat.reverse();
   for (const auto& regions : {"ppn:2", "cyclic:2"}) {
     Locality loc = Locality::parse(MPI_COMM_WORLD, regions);
-    for (const auto& backend : backend_names()) {
-      const std::string what = std::string("backend ") + backend + " regions " + regions;
-      for (int width : {1, 2}) {
-        PlanOptions opt;
-        opt.width = width;
-        auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD, opt);
-        // DistCsr numbers its ghosts by global column, so by owner: arrival order.
-        EXPECT_TRUE(plan->receives_in_ghost_order()) << what;
-        std::vector<double> x(static_cast<size_t>(a.local_cols()) * width);
-        for (size_t i = 0; i < x.size(); ++i) x[i] = xval(a.col_begin() * width + static_cast<int64_t>(i), width, 3);
-        std::vector<double> g(static_cast<size_t>(a.num_ghosts()) * width, -1.0);
-        plan->exchange(x.data(), g.data());
-        plan->start(x.data());
-        const double* in = plan->wait_in_place<double>();
-        const auto& r = pat.recv();
-        for (int64_t k = 0; k < r.size(); ++k)
-          for (int j = 0; j < width; ++j)
-            ASSERT_EQ(in[k * width + j], g[static_cast<size_t>(r.indices[k]) * width + j]) << what << " entry " << k;
-        EXPECT_THROW(plan->wait_in_place<double>(), Error) << what;  // nothing active
+    const std::string what = std::string("backend ") + backend + " regions " + regions;
+    for (int width : {1, 2}) {
+      PlanOptions opt;
+      opt.width = width;
+      auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD, opt);
+      // DistCsr numbers its ghosts by global column, so by owner: arrival order.
+      EXPECT_TRUE(plan->receives_in_ghost_order()) << what;
+      std::vector<double> x(static_cast<size_t>(a.local_cols()) * width);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = xval(a.col_begin() * width + static_cast<int64_t>(i), width, 3);
+      std::vector<double> g(static_cast<size_t>(a.num_ghosts()) * width, -1.0);
+      plan->exchange(x.data(), g.data());
+      plan->start(x.data());
+      const double* in = plan->wait_in_place<double>();
+      const auto& r = pat.recv();
+      for (int64_t k = 0; k < r.size(); ++k)
+        for (int j = 0; j < width; ++j)
+          ASSERT_EQ(in[k * width + j], g[static_cast<size_t>(r.indices[k]) * width + j]) << what << " entry " << k;
+      EXPECT_THROW(plan->wait_in_place<double>(), Error) << what;  // nothing active
 
-        // Reverse: partial sums written straight into the send area, added at their owners.
-        auto rev = make_plan(backend, rpat, loc, MPI_COMM_WORLD, opt);
-        EXPECT_TRUE(rev->sends_in_owned_order()) << what;
-        std::vector<double> y1(x.size(), 0.5), y2(x.size(), 0.5);
-        rev->start(g.data());
-        rev->wait(y1.data(), Unpack::add);
-        double* area = rev->send_area<double>();
-        const auto& s = rpat.send();
-        for (int64_t k = 0; k < s.size(); ++k)
-          for (int j = 0; j < width; ++j) area[k * width + j] = g[static_cast<size_t>(s.indices[k]) * width + j];
-        rev->start_packed();
-        EXPECT_THROW(rev->send_area<double>(), Error) << what;  // being sent
-        EXPECT_THROW(rev->start_packed(), Error) << what;       // one outstanding start
-        rev->wait(y2.data(), Unpack::add);
-        for (size_t i = 0; i < y1.size(); ++i) ASSERT_EQ(y1[i], y2[i]) << what << " owned entry " << i;
-      }
+      // Reverse: partial sums written straight into the send area, added at their owners.
+      auto rev = make_plan(backend, rpat, loc, MPI_COMM_WORLD, opt);
+      EXPECT_TRUE(rev->sends_in_owned_order()) << what;
+      std::vector<double> y1(x.size(), 0.5), y2(x.size(), 0.5);
+      rev->start(g.data());
+      rev->wait(y1.data(), Unpack::add);
+      double* area = rev->send_area<double>();
+      const auto& s = rpat.send();
+      for (int64_t k = 0; k < s.size(); ++k)
+        for (int j = 0; j < width; ++j) area[k * width + j] = g[static_cast<size_t>(s.indices[k]) * width + j];
+      rev->start_packed();
+      EXPECT_THROW(rev->send_area<double>(), Error) << what;  // being sent
+      EXPECT_THROW(rev->start_packed(), Error) << what;       // one outstanding start
+      rev->wait(y2.data(), Unpack::add);
+      for (size_t i = 0; i < y1.size(); ++i) ASSERT_EQ(y1[i], y2[i]) << what << " owned entry " << i;
     }
   }
-  // A pattern whose ghosts are not in arrival order still gets its values, in receive order.
+}
+
+// A pattern whose ghosts are not in arrival order still gets its values, in receive order.
+TEST(PlanZeroCopy, GhostsOutOfArrivalOrder) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "er:150,0.04,5");
+  Pattern pat = pattern_from_matrix_reference(a);
   PatternSide send = pat.send(), recv = pat.recv();
   std::reverse(recv.indices.begin(), recv.indices.end());
   Pattern perm(send, recv, a.local_cols(), a.num_ghosts());
@@ -1086,9 +1117,10 @@ TEST(PlanInPlace, ZeroCopyMatchesPackAndUnpack) {
 // the C API's MPI_INT halos): every backend delivers each ghost's owner value, at widths 1
 // and 3 and through start_into (the hook's path), on patterns whose messages hold odd
 // numbers of values (not multiples of 8 bytes), including ranks with no rows.
-// Values of T (4 or 8 bytes) through every backend, forward and reversed, against p2p's.
+// Values of T (4 or 8 bytes) through `backend`, forward and reversed, against p2p's.
 template <class T>
-void check_value_bytes(const std::string& spec, const std::string& regions, bool reversed, int width) {
+void check_value_bytes(const std::string& backend, const std::string& spec, const std::string& regions, bool reversed,
+                       int width) {
   auto a = gen::from_spec(MPI_COMM_WORLD, spec);
   const Pattern fwd = pattern_from_matrix_reference(a);
   // Forward: owners' values to the ghosts. Reversed (the transpose, Hypre's jobs 2 and 12):
@@ -1120,33 +1152,32 @@ void check_value_bytes(const std::string& spec, const std::string& regions, bool
         ASSERT_EQ(ref[static_cast<size_t>(g * width + k)],
                   static_cast<T>(a.ghost_ids()[static_cast<size_t>(g)] * 7 + k * 1000003 + 11));
   }
-  for (const auto& backend : backend_names()) {
-    const std::string what = spec + " " + regions + " " + backend + " " + std::to_string(sizeof(T)) + "-byte width " +
-                             std::to_string(width) + (reversed ? " reversed" : "");
-    auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD, opt);
-    for (int rep = 0; rep < 2; ++rep) {
-      std::vector<T> got(ref.size(), T(-1));
-      if (rep == 0) {
-        plan->exchange(x.data(), got.data());
-      } else {
-        plan->start_into(x.data(), got.data());
-        plan->wait_into(got.data());
-      }
-      for (int64_t i = 0; i < ntarget; ++i)
-        if (writers[static_cast<size_t>(i)] > 1)
-          for (int k = 0; k < width; ++k) got[static_cast<size_t>(i * width + k)] = T(-2);
-      ASSERT_EQ(got, ref) << what << (rep ? " start_into" : " exchange");
+  const std::string what = spec + " " + regions + " " + backend + " " + std::to_string(sizeof(T)) + "-byte width " +
+                           std::to_string(width) + (reversed ? " reversed" : "");
+  auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD, opt);
+  for (int rep = 0; rep < 2; ++rep) {
+    std::vector<T> got(ref.size(), T(-1));
+    if (rep == 0) {
+      plan->exchange(x.data(), got.data());
+    } else {
+      plan->start_into(x.data(), got.data());
+      plan->wait_into(got.data());
     }
+    for (int64_t i = 0; i < ntarget; ++i)
+      if (writers[static_cast<size_t>(i)] > 1)
+        for (int k = 0; k < width; ++k) got[static_cast<size_t>(i * width + k)] = T(-2);
+    ASSERT_EQ(got, ref) << what << (rep ? " start_into" : " exchange");
   }
 }
 
-TEST(PlanValueBytes, FourAndEightByteValues) {
+SPC_BACKEND_SUITE(PlanValueBytes, backend_names());
+TEST_P(PlanValueBytes, FourAndEightByteValues) {
   for (const std::string spec : {"er:150,0.04,5", "rotate:9,7", "er:13,0.3,2"})
     for (const std::string regions : {"ppn:2", "ppn:3"})
       for (bool reversed : {false, true})
         for (int width : {1, 3}) {
-          check_value_bytes<int32_t>(spec, regions, reversed, width);
-          check_value_bytes<int64_t>(spec, regions, reversed, width);
+          check_value_bytes<int32_t>(GetParam(), spec, regions, reversed, width);
+          check_value_bytes<int64_t>(GetParam(), spec, regions, reversed, width);
         }
 }
 
@@ -1154,12 +1185,12 @@ TEST(PlanValueBytes, FourAndEightByteValues) {
 // directly by p2p and neighbor with fresh requests (no unpack copy), copied by every other
 // backend and by persistent requests; the result is exchange()'s either way, the array is
 // not touched by a direct receive until the wait, and the plan is reusable afterwards.
-TEST(PlanInPlace, StartIntoMatchesExchange) {
+TEST_P(PlanInPlace, StartIntoMatchesExchange) {
+  const std::string& backend = GetParam();
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:150,0.04,5");
   Pattern pat = pattern_from_matrix_reference(a);
   Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
-  for (const auto& backend : backend_names())
-    for (bool persistent : {false, true})
+  for (bool persistent : {false, true})
       for (int width : {1, 3}) {
         const std::string what = "backend " + backend + (persistent ? " persistent" : " fresh") + " width " +
                                  std::to_string(width);
@@ -1196,15 +1227,18 @@ TEST(PlanInPlace, StartIntoMatchesExchange) {
       }
 }
 
-class PlanSuiteSparse : public ::testing::TestWithParam<std::string> {};
+// (matrix, backend): every backend of the registry on each matrix, a case of its own.
+class PlanSuiteSparse : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 TEST_P(PlanSuiteSparse, SpmvMatchesReference) {
-  SPC_REQUIRE_MATRIX(path, GetParam());
-  check_backends(read_matrix_market(MPI_COMM_WORLD, path), GetParam());
+  const auto& [matrix, backend] = GetParam();
+  SPC_REQUIRE_MATRIX(path, matrix);
+  check_backend(read_matrix_market(MPI_COMM_WORLD, path), matrix, backend);
 }
 INSTANTIATE_TEST_SUITE_P(Real, PlanSuiteSparse,
-                         ::testing::Values("HB/bcsstk01", "HB/west0132", "Pajek/Journals", "HB/can_1054",
-                                           "HB/dwt_193"),
-                         test::StringParamName());
+                         ::testing::Combine(::testing::Values("HB/bcsstk01", "HB/west0132", "Pajek/Journals",
+                                                              "HB/can_1054", "HB/dwt_193"),
+                                            ::testing::ValuesIn(backend_names())),
+                         test::StringPairParamName());
 
 }  // namespace
 
@@ -1212,35 +1246,42 @@ INSTANTIATE_TEST_SUITE_P(Real, PlanSuiteSparse,
 // backends that support it deliver by polling exactly what wait() delivers, over several
 // executions and both unpack modes; the others say so (NotImplementedError) and the
 // exchange can still be completed by wait().
-TEST(PlanTest, PollingMatchesWait) {
+SPC_BACKEND_SUITE(PlanTest, backend_names());
+TEST_P(PlanTest, PollingMatchesWait) {
+  const std::string& backend = GetParam();
+  const auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:14,9");
+  Pattern pat = pattern_from_matrix_reference(a);
+  Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
+  auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD);
+  const int32_t nghost = pat.ghost_size();
+  for (int round = 0; round < 3; ++round) {
+    std::vector<double> x(static_cast<size_t>(a.local_cols()));
+    for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = xval(a.col_begin() + i, 0, round);
+    std::vector<double> want(static_cast<size_t>(nghost) + 1, 0.5), got(want);
+    plan->exchange(x.data(), want.data());
+    plan->start(x.data());
+    if (!plan->supports_test()) {
+      EXPECT_THROW(plan->test(got.data()), NotImplementedError) << backend;
+      plan->wait(got.data());
+    } else {
+      const Unpack mode = round == 2 ? Unpack::add : Unpack::replace;
+      if (mode == Unpack::add)  // every ghost is received once: 0.5 + its value; the spare entry stays
+        for (int32_t k = 0; k < nghost; ++k) want[static_cast<size_t>(k)] += 0.5;
+      while (!plan->test(got.data(), mode)) {
+      }
+      EXPECT_FALSE(plan->active()) << backend;
+    }
+    EXPECT_EQ(got, want) << backend << " round " << round;
+  }
+}
+
+// (of the registry's backends, the cases above)
+TEST(PlanTestSupport, AtLeastThreeBackendsPoll) {
   const auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:14,9");
   Pattern pat = pattern_from_matrix_reference(a);
   Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:2");
   int supported = 0;
-  for (const auto& backend : backend_names()) {
-    auto plan = make_plan(backend, pat, loc, MPI_COMM_WORLD);
-    const int32_t nghost = pat.ghost_size();
-    for (int round = 0; round < 3; ++round) {
-      std::vector<double> x(static_cast<size_t>(a.local_cols()));
-      for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = xval(a.col_begin() + i, 0, round);
-      std::vector<double> want(static_cast<size_t>(nghost) + 1, 0.5), got(want);
-      plan->exchange(x.data(), want.data());
-      plan->start(x.data());
-      if (!plan->supports_test()) {
-        EXPECT_THROW(plan->test(got.data()), NotImplementedError) << backend;
-        plan->wait(got.data());
-      } else {
-        const Unpack mode = round == 2 ? Unpack::add : Unpack::replace;
-        if (mode == Unpack::add)  // every ghost is received once: 0.5 + its value; the spare entry stays
-          for (int32_t k = 0; k < nghost; ++k) want[static_cast<size_t>(k)] += 0.5;
-        while (!plan->test(got.data(), mode)) {
-        }
-        EXPECT_FALSE(plan->active()) << backend;
-      }
-      EXPECT_EQ(got, want) << backend << " round " << round;
-    }
-    supported += plan->supports_test();
-  }
+  for (const auto& backend : backend_names()) supported += make_plan(backend, pat, loc, MPI_COMM_WORLD)->supports_test();
   EXPECT_GE(supported, 3) << "p2p, neighbor and combined poll";
 }
 

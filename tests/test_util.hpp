@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sparsecomm/matrix/dist_csr.hpp"
@@ -53,6 +54,15 @@ struct StringParamName {
   }
 };
 
+/// INSTANTIATE_TEST_SUITE_P's name generator for pairs of strings (e.g. a matrix and a
+/// backend): param_name of each, joined by "__".
+struct StringPairParamName {
+  template <class Info>
+  std::string operator()(const Info& info) const {
+    return param_name(std::get<0>(info.param)) + "__" + param_name(std::get<1>(info.param));
+  }
+};
+
 /// The message of the exception of type E that `f` throws, or a description of what happened
 /// instead (never a message a test expects: "<no exception>", "<wrong exception type: ...>").
 template <class E>
@@ -91,6 +101,16 @@ class EnvGuard {
 };
 
 }  // namespace sparsecomm::test
+
+/// A value-parameterised suite `suite` over a registry's backend names (`names`: e.g.
+/// backend_names()), each backend a gtest case of its own named after it, so a new backend is
+/// tested with no list to edit and one failing backend neither hides the others nor goes
+/// unnamed. (The list is read when gtest registers the tests, the same on every rank, so every
+/// rank runs the same cases in the same order, as the verdicts' agreement in
+/// mpi_gtest_main.cpp needs.) GetParam() is the backend's name.
+#define SPC_BACKEND_SUITE(suite, names)                          \
+  class suite : public ::testing::TestWithParam<std::string> {}; \
+  INSTANTIATE_TEST_SUITE_P(Registry, suite, ::testing::ValuesIn(names), ::sparsecomm::test::StringParamName())
 
 /// Skips the current test on every rank (visibly) when a SuiteSparse matrix is absent.
 #define SPC_REQUIRE_MATRIX(var, name)                                                   \
