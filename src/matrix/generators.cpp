@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -300,6 +301,63 @@ void expect_fields(const Spec& s, size_t lo, size_t hi) {
   }
 }
 
+/// A parsed spec: its generator with the arguments bound.
+using Generate = std::function<DistCsr<double>(MPI_Comm)>;
+
+/// The grid sides NX, NY[, NZ] of a stencil spec: its first `dims` fields.
+std::array<int64_t, 3> sides(const Spec& s, size_t dims) {
+  const char* const name[] = {"NX", "NY", "NZ"};
+  std::array<int64_t, 3> n{};
+  for (size_t d = 0; d < dims; ++d) n[d] = parse_int<int64_t>(s.fields[d], name[d]);
+  return n;
+}
+
+/// Local. The generator of `spec`; InputError for a malformed one.
+Generate parse_spec(const std::string& spec) {
+  const Spec s = split_spec(spec);
+  if (s.name == "lap2d" || s.name == "lap2d9") {
+    expect_fields(s, 2, 2);
+    const auto n = sides(s, 2);
+    const int points = s.name == "lap2d" ? 5 : 9;
+    return [=](MPI_Comm c) { return laplacian_2d(c, n[0], n[1], points); };
+  }
+  if (s.name == "lap3d" || s.name == "lap3d27") {
+    expect_fields(s, 3, 3);
+    const auto n = sides(s, 3);
+    const int points = s.name == "lap3d" ? 7 : 27;
+    return [=](MPI_Comm c) { return laplacian_3d(c, n[0], n[1], n[2], points); };
+  }
+  if (s.name == "rotate") {
+    expect_fields(s, 2, 4);
+    const auto n = sides(s, 2);
+    const double angle = s.fields.size() > 2 ? parse_double(s.fields[2], "ANGLE_DEG") : 45.0;
+    const double eps = s.fields.size() > 3 ? parse_double(s.fields[3], "EPS") : 0.001;
+    return [=](MPI_Comm c) { return rotated_anisotropic_2d(c, n[0], n[1], angle, eps); };
+  }
+  if (s.name == "er") {
+    expect_fields(s, 2, 3);
+    const auto n = parse_int<int64_t>(s.fields[0], "N");
+    const double density = parse_double(s.fields[1], "DENSITY");
+    const uint64_t seed = s.fields.size() > 2 ? parse_int<uint64_t>(s.fields[2], "SEED") : 1;
+    return [=](MPI_Comm c) { return erdos_renyi(c, n, density, seed); };
+  }
+  if (s.name == "moore") {
+    expect_fields(s, 3, 3);
+    const int dims = parse_int<int>(s.fields[0], "DIMS"), radius = parse_int<int>(s.fields[1], "RADIUS");
+    const auto side = parse_int<int64_t>(s.fields[2], "SIDE");
+    return [=](MPI_Comm c) { return moore(c, dims, radius, side); };
+  }
+  if (s.name == "rmat") {
+    expect_fields(s, 1, 3);
+    RmatParams rp;
+    rp.scale = parse_int<int>(s.fields[0], "SCALE");
+    if (s.fields.size() > 1) rp.edge_factor = parse_int<int>(s.fields[1], "EDGE_FACTOR");
+    if (s.fields.size() > 2) rp.seed = parse_int<uint64_t>(s.fields[2], "SEED");
+    return [rp](MPI_Comm c) { return rmat(c, rp); };
+  }
+  throw InputError("unknown generator '" + s.name + "'");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -527,75 +585,20 @@ DistCsr<double> rmat(MPI_Comm comm, const RmatParams& p) {
 DistCsr<double> from_spec(MPI_Comm comm, const std::string& spec) {
   // Parse locally, agree on the outcome, then call the generator (which agrees again on its
   // own argument checks; those messages get the valid forms appended here).
-  enum class Kind { lap2d, lap2d9, lap3d, lap3d27, rotate, er, moore, rmat };
-  Kind kind = Kind::lap2d;
-  int64_t i0 = 0, i1 = 0, i2 = 0;
-  double d0 = 0, d1 = 0;
-  uint64_t seed = 1;
-  RmatParams rp;
+  Generate generate;
   std::string err;
   try {
-    const Spec s = split_spec(spec);
-    if (s.name == "lap2d" || s.name == "lap2d9") {
-      kind = s.name == "lap2d" ? Kind::lap2d : Kind::lap2d9;
-      expect_fields(s, 2, 2);
-      i0 = parse_int<int64_t>(s.fields[0], "NX");
-      i1 = parse_int<int64_t>(s.fields[1], "NY");
-    } else if (s.name == "lap3d" || s.name == "lap3d27") {
-      kind = s.name == "lap3d" ? Kind::lap3d : Kind::lap3d27;
-      expect_fields(s, 3, 3);
-      i0 = parse_int<int64_t>(s.fields[0], "NX");
-      i1 = parse_int<int64_t>(s.fields[1], "NY");
-      i2 = parse_int<int64_t>(s.fields[2], "NZ");
-    } else if (s.name == "rotate") {
-      kind = Kind::rotate;
-      expect_fields(s, 2, 4);
-      i0 = parse_int<int64_t>(s.fields[0], "NX");
-      i1 = parse_int<int64_t>(s.fields[1], "NY");
-      d0 = s.fields.size() > 2 ? parse_double(s.fields[2], "ANGLE_DEG") : 45.0;
-      d1 = s.fields.size() > 3 ? parse_double(s.fields[3], "EPS") : 0.001;
-    } else if (s.name == "er") {
-      kind = Kind::er;
-      expect_fields(s, 2, 3);
-      i0 = parse_int<int64_t>(s.fields[0], "N");
-      d0 = parse_double(s.fields[1], "DENSITY");
-      if (s.fields.size() > 2) seed = parse_int<uint64_t>(s.fields[2], "SEED");
-    } else if (s.name == "moore") {
-      kind = Kind::moore;
-      expect_fields(s, 3, 3);
-      i0 = parse_int<int>(s.fields[0], "DIMS");
-      i1 = parse_int<int>(s.fields[1], "RADIUS");
-      i2 = parse_int<int64_t>(s.fields[2], "SIDE");
-    } else if (s.name == "rmat") {
-      kind = Kind::rmat;
-      expect_fields(s, 1, 3);
-      rp.scale = parse_int<int>(s.fields[0], "SCALE");
-      if (s.fields.size() > 1) rp.edge_factor = parse_int<int>(s.fields[1], "EDGE_FACTOR");
-      if (s.fields.size() > 2) rp.seed = parse_int<uint64_t>(s.fields[2], "SEED");
-    } else {
-      throw InputError("unknown generator '" + s.name + "'");
-    }
+    generate = parse_spec(spec);
   } catch (const InputError& e) {
     err = "generator spec '" + spec + "': " + e.what() + "; " + kValidSpecs;
   }
   agree(comm, err);
-
   try {
-    switch (kind) {
-      case Kind::lap2d: return laplacian_2d(comm, i0, i1, 5);
-      case Kind::lap2d9: return laplacian_2d(comm, i0, i1, 9);
-      case Kind::lap3d: return laplacian_3d(comm, i0, i1, i2, 7);
-      case Kind::lap3d27: return laplacian_3d(comm, i0, i1, i2, 27);
-      case Kind::rotate: return rotated_anisotropic_2d(comm, i0, i1, d0, d1);
-      case Kind::er: return erdos_renyi(comm, i0, d0, seed);
-      case Kind::moore: return moore(comm, static_cast<int>(i0), static_cast<int>(i1), i2);
-      case Kind::rmat: return rmat(comm, rp);
-    }
+    return generate(comm);
   } catch (const InputError& e) {
     // Every rank is here together: the generators agree before throwing.
     throw InputError("generator spec '" + spec + "': " + e.what() + "; " + kValidSpecs);
   }
-  throw Error("from_spec: unhandled generator kind");  // unreachable
 }
 
 }  // namespace sparsecomm::gen

@@ -2,10 +2,12 @@
 // Writing the levels of an AMG hierarchy to Matrix Market files, so that the same matrices
 // can be re-read at another rank count: e.g. a BoomerAMG hierarchy built with Hypre on a
 // few real ranks, then every level's SpMV run on thousands of SimGrid SMPI ranks (where
-// Hypre is not available) with `sparsecomm spmv --matrix DIR/level_L.mtx`.
+// Hypre is not available) with `sparsecomm spmv --matrix DIR/level_L.mtx`; --dump-levels
+// writes every level so, reads each file back and checks it against Hypre's matrix.
 #include <string>
 #include <vector>
 
+#include "amg_spmv/level_timing.hpp"
 #include "sparsecomm/matrix/dist_csr.hpp"
 
 namespace sparsecomm::apps {
@@ -31,3 +33,19 @@ void write_matrix_market(const DistCsr<double>& a, const std::string& path, cons
 void make_directory(MPI_Comm comm, const std::string& dir);
 
 }  // namespace sparsecomm::apps
+
+namespace sparsecomm::apps::amg {
+
+/// Collective. Writes level l (`a`, Hypre's matrix as the library's) to
+/// cfg.dump_dir/level_L.mtx, reads it back through the library's reader on Hypre's row
+/// partition, and checks it against Hypre's matrix: same nnz, identical entries, and the
+/// SpMV of the re-read matrix equal to hypre_ParCSRMatrixMatvec (v.yref); the findings go
+/// into `L`.
+void dump_level(MPI_Comm comm, const Config& cfg, const Hierarchy& h, int l, const DistCsr<double>& a,
+                const LevelVectors& v, Level& L);
+
+/// Rank 0. The index of the dumped levels (cfg.dump_dir/levels.tsv) and the table of what
+/// reading them back found; false if a level failed its check.
+bool report_dump(const Config& cfg, int nlevels, const std::vector<Level>& out);
+
+}  // namespace sparsecomm::apps::amg

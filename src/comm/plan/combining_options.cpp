@@ -36,10 +36,12 @@ void set_combining(BackendOptions& o, const CombiningOptions& c) {
   if (c.given) o.attach<CombiningSchedule>("schedule", c.given);
 }
 
+// Both read the backend's own options: backend_option_specs("auto") also lists the keys
+// auto hands on to its candidates, and auto does not combine.
 bool halo_backend_combines(const std::string& name) { return declares_option(backend_hooks(name).options, "k"); }
 
 bool gather_backend_combines(const std::string& name) {
-  return declares_option(gather_backend_option_specs(name), "k");
+  return declares_option(gather_backend_hooks(name).options, "k");
 }
 
 }  // namespace sparsecomm

@@ -99,11 +99,10 @@ bool shm_whole_node(CommPlans& p, MPI_Comm comm) {
          std::find(h.begin(), h.end(), "shm") != h.end();
 }
 
-// The options of a halo plan whose entries are `unit`-byte blocks: the widest value type
-// that divides the block, `width` of them.
-// A halo plan's options: blocks of `unit` bytes, and the combining parameters
-// (SPARSECOMM_MPI_K, _AWARE or their info keys) for a backend that takes them -- combined,
-// and auto, which hands them on to combined -- as the gather plans get them.
+// A halo plan's options: blocks of `unit` bytes (the widest value type that divides the
+// block, `width` of them), and the combining parameters (SPARSECOMM_MPI_K, _AWARE or their
+// info keys) for a backend that takes them -- combined, and auto, which hands them on to
+// combined -- as the gather plans get them.
 PlanOptions block_options(const Settings& s, const std::string& backend, int64_t unit) {
   PlanOptions po;
   po.value_bytes = unit % 8 == 0 ? 8 : unit % 4 == 0 ? 4 : 1;
@@ -241,14 +240,15 @@ bool plans_wanted(CommPlans& p, MPI_Comm comm, Kind k, const std::string& label)
 }
 
 // Collective. The gather plan `name` of an allgather(v) over the neighbors `t` in bytes
-// (same_count: every rank sends `bytes`); combined takes the layer's k and aware settings.
+// (same_count: every rank sends `bytes`); a combining backend takes the layer's k and
+// aware settings.
 std::unique_ptr<GatherPlan> make_gather(const CommPlans& p, MPI_Comm comm, const Topology& t, const std::string& name,
                                         int64_t bytes, bool same_count) {
   const Settings& s = p.settings;
   GatherOptions go;
   go.value_bytes = 1;
   go.same_count = same_count;
-  if (name == "combined") {
+  if (gather_backend_combines(name)) {
     CombiningOptions co = combining_from(go.backend, go.sdde);
     if (s.k) co.k = s.k;
     if (s.aware >= 0) co.aware = s.aware != 0;
