@@ -33,6 +33,7 @@
 #include "sparsecomm.h"
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "interop/common/pipeline.hpp"
 
 // The helpers that the C API's files share only because it is split into files: hidden,
 // so that the split adds nothing to the library's exported symbols.
@@ -92,6 +93,10 @@ struct Options {
   /// The options of `backend_opts` that backend `b` (one of `names`) declares.
   BackendOptions backend_options_for(const std::vector<std::string>& names, const std::string& b,
                                      std::vector<OptionSpec> (*specs)(const std::string&)) const;
+  /// The call's defaults where unset (interop::default_backend, "nbx"), then its backend
+  /// (`registered`; else an error listing `names`, as `kind`s) and SDDE strategy checked:
+  /// coded errors. Local.
+  void complete(const char* kind, bool (*registered)(const std::string&), std::vector<std::string> (*names)());
   /// A string that is equal on two ranks iff their options are.
   std::string canonical() const;
 };

@@ -106,6 +106,15 @@ void Options::set(const std::string& key, const std::string& raw) {
   }
 }
 
+void Options::complete(const char* kind, bool (*registered)(const std::string&), std::vector<std::string> (*names)()) {
+  if (backend.empty()) backend = interop::default_backend(interop::EntryPoint::capi);
+  if (sdde.empty()) sdde = "nbx";
+  if (!registered(backend)) check_names(kind, backend, names());  // the list: on failure only
+  check_names("SDDE strategy", sdde, Sdde::strategies());
+  if (Sdde::fixed_size_only(sdde))
+    fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + sdde + "' handles fixed-size messages only");
+}
+
 BackendOptions Options::backend_options_for(const std::vector<std::string>& names, const std::string& b,
                                             std::vector<OptionSpec> (*specs)(const std::string&)) const {
   // An unknown backend name keeps nothing: the plan's own collective check reports it.
@@ -115,21 +124,9 @@ BackendOptions Options::backend_options_for(const std::vector<std::string>& name
 
 void for_each_sparsecomm_key(MPI_Info info,
                              const std::function<void(const std::string&, const std::string&)>& f) {
-  if (info == MPI_INFO_NULL) return;
-  int n = 0;
-  SPC_MPI(MPI_Info_get_nkeys(info, &n));
-  for (int i = 0; i < n; ++i) {
-    char key[MPI_MAX_INFO_KEY + 1] = {0};
-    SPC_MPI(MPI_Info_get_nthkey(info, i, key));
-    const std::string k(key);
-    if (k.rfind("sparsecomm_", 0) != 0) continue;  // not ours: ignored, as MPI does
-    int len = 0, flag = 0;
-    SPC_MPI(MPI_Info_get_valuelen(info, key, &len, &flag));
-    if (!flag) continue;
-    std::vector<char> value(static_cast<size_t>(len) + 1, 0);
-    SPC_MPI(MPI_Info_get(info, key, len, value.data(), &flag));
-    f(k, std::string(value.data()));
-  }
+  std::vector<std::pair<std::string, std::string>> keys;
+  SPC_MPI(interop::sparsecomm_keys(info, &keys));
+  for (const auto& [k, v] : keys) f(k, v);
 }
 
 void Options::apply(MPI_Info info) {
