@@ -63,17 +63,21 @@ void exit_with(const std::string& who, const std::string& error) {
   std::exit(2);
 }
 
-void exit_on_every_rank(MPI_Comm comm, const char* who, const std::string& error, bool meet) {
+void report_error(MPI_Comm comm, const char* who, const std::string& error) {
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
-  if (!meet) exit_with(std::string(who) + " [rank " + std::to_string(rank) + "]", error);
   std::fprintf(stderr, "%s [rank %d]: error: %s\n", who, rank, error.c_str());
   std::fflush(stderr);
-  PMPI_Barrier(comm);
+}
+
+void exit_on_every_rank(MPI_Comm comm, const char* who, const std::string& error, bool meet) {
+  report_error(comm, who, error);
+  if (meet) PMPI_Barrier(comm);
   std::exit(2);
 }
 
-int sparsecomm_keys(MPI_Info info, std::vector<std::pair<std::string, std::string>>* out) {
+std::vector<std::pair<std::string, std::string>> sparsecomm_keys(MPI_Info info, int* code) {
+  std::vector<std::pair<std::string, std::string>> out;
   int n = 0, rc = info == MPI_INFO_NULL ? MPI_SUCCESS : PMPI_Info_get_nkeys(info, &n);
   for (int i = 0; i < n && rc == MPI_SUCCESS; ++i) {
     char key[MPI_MAX_INFO_KEY + 1] = {0};
@@ -85,9 +89,10 @@ int sparsecomm_keys(MPI_Info info, std::vector<std::pair<std::string, std::strin
     std::string value(static_cast<size_t>(len) + 1, '\0');
     rc = PMPI_Info_get(info, key, len, value.data(), &flag);
     value.resize(static_cast<size_t>(len));
-    if (rc == MPI_SUCCESS && flag) out->emplace_back(key, value);
+    if (rc == MPI_SUCCESS && flag) out.emplace_back(key, value);
   }
-  return rc;
+  if (code) *code = rc;
+  return out;
 }
 
 void read_flag(std::string* bad, const std::string& name, const std::string& v, bool* out) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -34,8 +35,7 @@ struct SettingNames {
   const char *backend, *regions, *sdde, *options;
 };
 
-/// The settings that must be alike on every rank, named: backend, regions, sdde (where it
-/// is a setting), options.
+/// The settings that must be alike on every rank, named (backend, regions, sdde, options).
 std::vector<NamedValue> named(const PlanSettings& s, const SettingNames& n);
 
 /// Local. Throws InputError for an unknown halo backend (the registry's message, with the
@@ -44,24 +44,25 @@ std::vector<NamedValue> named(const PlanSettings& s, const SettingNames& n);
 /// `regions_ranks` > 0, regions that do not fit that many ranks ("<n.regions>: ...").
 void validate(const PlanSettings& s, const SettingNames& n, int regions_ranks = 0);
 
-/// Collective over comm: `checks` run on this rank (what they throw is its error), then
-/// one agreement of every rank's outcome and of `settings` (core agree_settings, with
-/// `where_set` and `compared` as there): throws the same error on every rank, or returns
-/// on every rank.
+/// Collective over comm: `checks` on this rank (what they throw is its error), then one
+/// agreement of every rank's outcome and of `settings` (core agree_settings, `where_set` and
+/// `compared` as there): the same error thrown on every rank, or none.
 void agree_checked(MPI_Comm comm, const std::function<void()>& checks, const std::vector<NamedValue>& settings = {},
                    const std::string& where_set = "", const std::vector<NamedValue>* compared = nullptr);
 
+/// Prints "<who> [rank r]: error: <error>" (r: this process's rank in comm), flushed.
+void report_error(MPI_Comm comm, const char* who, const std::string& error);
 /// For the layers that cannot return an error to their caller (LD_PRELOAD): prints "<who>:
-/// error: <error>" and exits (status 2); exit_on_every_rank's `who` ends with " [rank r]"
-/// (comm's rank) and, with `meet` (every rank is here, after an agreement), no rank exits
-/// before all have said it (mpirun then stops the rest).
+/// error: <error>" (exit_on_every_rank: report_error's line) and exits (status 2); with
+/// `meet` (every rank is here, after an agreement) no rank exits before all have said it
+/// (mpirun then stops the rest).
 [[noreturn]] void exit_with(const std::string& who, const std::string& error);
 [[noreturn]] void exit_on_every_rank(MPI_Comm comm, const char* who, const std::string& error, bool meet = true);
 
 /// The sparsecomm_* keys of `info` that have a value, in its order (MPI_INFO_NULL: none),
-/// through the PMPI_ names (the PMPI layer's own calls must not come back to it). MPI's
-/// code of the first call that failed (what was read before is kept), else MPI_SUCCESS.
-int sparsecomm_keys(MPI_Info info, std::vector<std::pair<std::string, std::string>>* out);
+/// through the PMPI_ names (the PMPI layer's own calls must not come back to it). *rc: MPI's
+/// code of the first call that failed (the keys read before it are returned), else MPI_SUCCESS.
+std::vector<std::pair<std::string, std::string>> sparsecomm_keys(MPI_Info info, int* rc = nullptr);
 
 /// Parsers of one setting's value: one that does not parse leaves *out alone and, if *bad
 /// is empty, says so there, to be reported at the layer's first collective (never guessed).
@@ -70,17 +71,13 @@ void read_int(std::string* bad, const std::string& name, const std::string& v, i
 void read_bytes(std::string* bad, const std::string& name, const std::string& v, int64_t lo, int64_t hi,
                 int64_t* out);
 
-/// No fingerprint: the key says all.
-struct NoFingerprint {
-  bool operator==(const NoFingerprint&) const { return true; }
-};
-
 /// A layer's plans by key (a Hypre package, a PetscSF's unit and direction, a PMPI call's
 /// block size), each with a fingerprint of what it was built from, compared at every use
 /// where the key alone could outlive what it names (an address reused). An entry lives
 /// until its key is built again (put), dropped (the object it serves goes: drop) or the
 /// cache is cleared (the layer resets); `retire` sees each one that goes so (a report).
-template <class Key, class Entry, class Fingerprint = NoFingerprint>
+/// Without a Fingerprint (std::tuple<>, always equal) the key says all.
+template <class Key, class Entry, class Fingerprint = std::tuple<>>
 class PlanCache {
  public:
   struct Slot {
@@ -89,8 +86,7 @@ class PlanCache {
   };
   explicit PlanCache(std::function<void(const Entry&)> retire = nullptr) : retire_(std::move(retire)) {}
 
-  /// The entry for `key` if it was built from *fp (from anything: null), else null; a
-  /// stale entry stays until its key is built again or dropped.
+  /// The entry for `key` if built from *fp (or from anything: null), else null (a stale one stays).
   Entry* find(const Key& key, const Fingerprint* fp = nullptr) {
     auto it = slots_.find(key);
     return it == slots_.end() || (fp && !(it->second.fp == *fp)) ? nullptr : &it->second.entry;

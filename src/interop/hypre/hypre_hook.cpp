@@ -50,16 +50,13 @@
 #include <_hypre_parcsr_mv.h>
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -104,8 +101,7 @@ Settings read_settings() {
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_BACKEND"); v && *v) s.backend = v;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_REGIONS"); v && *v) s.regions = v;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_OPTIONS"); v && *v) s.options = v;
-  // Switches: true/false, 1/0, yes/no, on/off. Anything else is an error at the first package
-  // (a value that does not say "disable" leaves the hook on, to report it).
+  // Switches (interop::read_flag): a bad value leaves the hook on, to report it at the first package.
   for (auto [name, out] : {std::pair<const char*, bool*>{"SPARSECOMM_HYPRE_VERBOSE", &s.verbose},
                            std::pair<const char*, bool*>{"SPARSECOMM_HYPRE_DISABLE", &s.disabled}})
     if (const char* v = std::getenv(name); v && *v) interop::read_flag(&s.bad, name, v, out);

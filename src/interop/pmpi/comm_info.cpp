@@ -32,8 +32,7 @@ int keyval() {
 // The info's sparsecomm_* keys, merged into what `comm` has recorded already.
 void record(MPI_Comm comm, MPI_Info info) {
   if (comm == MPI_COMM_NULL || info == MPI_INFO_NULL) return;
-  std::vector<std::pair<std::string, std::string>> read;
-  interop::sparsecomm_keys(info, &read);
+  const auto read = interop::sparsecomm_keys(info);
   if (read.empty()) return;
   Keys found(read.begin(), read.end());
   void* v = nullptr;

@@ -13,22 +13,15 @@ std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::arr
   const long long mine[6] = {in[0], in[1], in[2], error.empty() ? 0 : 1, p.shared_hash, -p.shared_hash};
   long long out[6];
   PMPI_Allreduce(mine, out, 6, MPI_LONG_LONG, MPI_MAX, comm);
-  if (out[3]) {  // the first failing rank's reason, on every rank (core agree())
+  if (out[3] || out[4] != -out[5]) {  // every rank ends with the same message
+    std::string message = error;
     try {
-      sparsecomm::agree(comm, error);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    interop::exit_on_every_rank(comm, kWho, error);
-  }
-  if (out[4] != -out[5]) {
-    std::string message;
-    try {
+      if (out[3]) sparsecomm::agree(comm, error);  // the first failing rank's, thrown (core agree())
       message = settings_differ(comm, shared_settings(p.settings, global().disabled),
                                 std::string(kPerProcessEnvironment) +
                                     ", and the same MPI_Info keys at the communicator's creation");
-    } catch (const std::exception& e) {  // (an MPI error under MPI_ERRORS_RETURN)
-      message = std::string("settings differ between ranks (which ones: ") + e.what() + ")";
+    } catch (const std::exception& e) {  // (or an MPI error under MPI_ERRORS_RETURN)
+      message = out[3] ? e.what() : std::string("settings differ between ranks (which ones: ") + e.what() + ")";
     }
     interop::exit_on_every_rank(comm, kWho, message);
   }

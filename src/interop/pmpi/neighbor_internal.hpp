@@ -36,7 +36,6 @@
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "core/handle.hpp"
-#include "core/parse.hpp"
 
 namespace sparsecomm::pmpi::neighborhood {
 
@@ -78,9 +77,7 @@ struct Settings {
   std::string bad;            // the first value that did not parse (environment or MPI_Info), or ""
 };
 
-// A value that does not parse is kept in Settings::bad (the first one), reported on every
-// rank at the communicator's first call (check_settings).
-using interop::read_bytes, interop::read_flag, interop::read_int;
+using interop::read_bytes, interop::read_flag, interop::read_int;  // into Settings::bad, see check_settings
 // (neighbor_settings.cpp)
 std::vector<NamedValue> shared_settings(const Settings& s, bool disabled);
 

@@ -108,9 +108,7 @@ void apply_info(MPI_Comm comm, Settings* s) {
   if (!recorded_info(comm, &keys)) {
     MPI_Info info = MPI_INFO_NULL;
     if (PMPI_Comm_get_info(comm, &info) != MPI_SUCCESS || info == MPI_INFO_NULL) return;
-    std::vector<std::pair<std::string, std::string>> found;
-    interop::sparsecomm_keys(info, &found);
-    keys.insert(found.begin(), found.end());
+    for (auto& kv : interop::sparsecomm_keys(info)) keys.insert(kv);
     PMPI_Info_free(&info);
   }
   // A sparsecomm_ key the layer does not know is a mistyped setting (the C API rejects one
