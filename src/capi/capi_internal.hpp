@@ -33,6 +33,7 @@
 #include "sparsecomm.h"
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "interop/common/pipeline.hpp"
 
 // The helpers that the C API's files share only because it is split into files: hidden,
 // so that the split adds nothing to the library's exported symbols.
@@ -92,6 +93,9 @@ struct Options {
   /// The options of `backend_opts` that backend `b` (one of `names`) declares.
   BackendOptions backend_options_for(const std::vector<std::string>& names, const std::string& b,
                                      std::vector<OptionSpec> (*specs)(const std::string&)) const;
+  /// Local: the call's defaults where unset (interop::default_backend, "nbx"), then its backend
+  /// (else a coded error listing `names`, as `kind`s) and SDDE strategy checked.
+  void complete(const char* kind, bool (*registered)(const std::string&), std::vector<std::string> (*names)());
   /// A string that is equal on two ranks iff their options are.
   std::string canonical() const;
 };
@@ -106,12 +110,6 @@ struct OptionSource {
   MPI_Info info = MPI_INFO_NULL;
   Options resolve() const;
 };
-
-/// Calls f(key, value) for every sparsecomm_* key of `info` that has a value, in the
-/// info's order (MPI_INFO_NULL: none); other keys are ignored, as MPI ignores keys it does
-/// not know. Local.
-SPC_CAPI_HIDDEN void for_each_sparsecomm_key(MPI_Info info,
-                                             const std::function<void(const std::string&, const std::string&)>& f);
 
 /// FNV-1a of `s`: how ranks compare strings (options) in one reduction.
 SPC_CAPI_HIDDEN uint64_t fnv(const std::string& s);

@@ -42,12 +42,7 @@ void halo_create(MPI_Comm comm, int nlocal, int nghost, const int64_t* gids, MPI
     OptionSource os;
     os.info = info;
     opt = os.resolve();
-    if (opt.backend.empty()) opt.backend = kDefaultBackend;
-    if (opt.sdde.empty()) opt.sdde = "nbx";
-    check_names("backend", opt.backend, backend_names());
-    check_names("SDDE strategy", opt.sdde, Sdde::strategies());
-    if (Sdde::fixed_size_only(opt.sdde))
-      fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde + "' handles fixed-size messages only");
+    opt.complete("backend", backend_registered, backend_names);
     esz = contiguous_size(type, "type");
     order.resize(static_cast<size_t>(nghost));
     std::iota(order.begin(), order.end(), 0);

@@ -490,10 +490,10 @@ int SPC_MPIL_Comm_set_info(MPIL_Comm* xcomm, MPI_Info info) {
     probe.apply(info);
     std::vector<std::pair<std::string, std::string>> pairs = xcomm->defaults;
     std::string regions = xcomm->regions;
-    sparsecomm::capi::for_each_sparsecomm_key(info, [&](const std::string& k, const std::string& v) {
+    for (const auto& [k, v] : sparsecomm::interop::sparsecomm_keys(info)) {  // (read without error by probe)
       if (k == "sparsecomm_regions") regions = probe.regions;  // the communicator's regions (its caches follow them)
       else pairs.emplace_back(k, v);
-    });
+    }
     xcomm->defaults = std::move(pairs);
     if (regions != xcomm->regions) {
       xcomm->regions = regions;

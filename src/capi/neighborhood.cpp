@@ -105,12 +105,7 @@ Options resolve_neighborhood(const NeighborhoodArgs& a, const OptionSource& os, 
                              int64_t& esz) {
   if (!out) fail(SPC_ERR_REQUEST, "request is NULL");
   Options opt = os.resolve();
-  if (opt.backend.empty()) opt.backend = kDefaultBackend;
-  if (opt.sdde.empty()) opt.sdde = "nbx";
-  if (!registered(opt.backend)) check_names(backend_kind, opt.backend, names());  // the list: on failure only
-  check_names("SDDE strategy", opt.sdde, Sdde::strategies());
-  if (Sdde::fixed_size_only(opt.sdde))
-    fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + opt.sdde + "' handles fixed-size messages only");
+  opt.complete(backend_kind, registered, names);
   neighbor_lists(comm, a.from_graph, a.indegree, a.sources, a.outdegree, a.destinations, srcs, dsts);
   const int64_t ssz = contiguous_size(a.sendtype, "sendtype"), rsz = contiguous_size(a.recvtype, "recvtype");
   if (ssz != rsz)

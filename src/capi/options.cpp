@@ -26,10 +26,6 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-bool contains(const std::vector<std::string>& v, const std::string& x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
 // FNV-1a over bytes fed piecewise: fnv(a + b) == Fnv().add(a).add(b).h.
 struct Fnv {
   uint64_t h = 1469598103934665603ull;
@@ -61,7 +57,7 @@ std::vector<OptionSpec> declared_options() {
 uint64_t fnv(const std::string& s) { return Fnv().add(s).h; }
 
 void check_names(const std::string& what, const std::string& name, const std::vector<std::string>& valid) {
-  if (contains(valid, name)) return;
+  if (std::find(valid.begin(), valid.end(), name) != valid.end()) return;
   // ("SDDE strategy": strategies, not "strategys")
   const std::string plural = !what.empty() && what.back() == 'y' ? what.substr(0, what.size() - 1) + "ies" : what + "s";
   fail(SPC_ERR_NOT_FOUND, "unknown " + what + " '" + name + "'; valid " + plural + ": " + join(valid));
@@ -70,22 +66,15 @@ void check_names(const std::string& what, const std::string& name, const std::ve
 void Options::set(const std::string& key, const std::string& raw) {
   const std::string v = trim(raw);
   auto bad = [&](const std::string& why) { fail(SPC_ERR_INFO_VALUE, "info key " + key + ": '" + raw + "' " + why); };
-  auto boolean = [&] {
-    bool b = false;
-    if (!parse_bool(v, b)) bad("is not a boolean (true/false, 1/0, yes/no, on/off)");
-    return b;
-  };
-  if (key == "sparsecomm_backend") {
+  std::string* field = key == "sparsecomm_backend" ? &backend
+                       : key == "sparsecomm_sdde"    ? &sdde
+                       : key == "sparsecomm_regions" ? &regions
+                                                     : nullptr;
+  if (field) {
     if (v.empty()) bad("is empty");
-    backend = v;
-  } else if (key == "sparsecomm_sdde") {
-    if (v.empty()) bad("is empty");
-    sdde = v;
-  } else if (key == "sparsecomm_regions") {
-    if (v.empty()) bad("is empty");
-    regions = v;
+    *field = v;
   } else if (key == "sparsecomm_persistent") {
-    persistent = boolean();
+    if (!parse_bool(v, persistent)) bad("is not a boolean (true/false, 1/0, yes/no, on/off)");
   } else {
     // sparsecomm_<option>: an option some registered backend declares (BackendHooks::options;
     // "combined": k, theta, aware, rounds), checked against that declaration here and
@@ -106,6 +95,15 @@ void Options::set(const std::string& key, const std::string& raw) {
   }
 }
 
+void Options::complete(const char* kind, bool (*registered)(const std::string&), std::vector<std::string> (*names)()) {
+  if (backend.empty()) backend = interop::default_backend(interop::EntryPoint::capi);
+  if (sdde.empty()) sdde = "nbx";
+  if (!registered(backend)) check_names(kind, backend, names());  // the list: on failure only
+  check_names("SDDE strategy", sdde, Sdde::strategies());
+  if (Sdde::fixed_size_only(sdde))
+    fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + sdde + "' handles fixed-size messages only");
+}
+
 BackendOptions Options::backend_options_for(const std::vector<std::string>& names, const std::string& b,
                                             std::vector<OptionSpec> (*specs)(const std::string&)) const {
   // An unknown backend name keeps nothing: the plan's own collective check reports it.
@@ -113,27 +111,10 @@ BackendOptions Options::backend_options_for(const std::vector<std::string>& name
   return backend_opts.only(specs(b));
 }
 
-void for_each_sparsecomm_key(MPI_Info info,
-                             const std::function<void(const std::string&, const std::string&)>& f) {
-  if (info == MPI_INFO_NULL) return;
-  int n = 0;
-  SPC_MPI(MPI_Info_get_nkeys(info, &n));
-  for (int i = 0; i < n; ++i) {
-    char key[MPI_MAX_INFO_KEY + 1] = {0};
-    SPC_MPI(MPI_Info_get_nthkey(info, i, key));
-    const std::string k(key);
-    if (k.rfind("sparsecomm_", 0) != 0) continue;  // not ours: ignored, as MPI does
-    int len = 0, flag = 0;
-    SPC_MPI(MPI_Info_get_valuelen(info, key, &len, &flag));
-    if (!flag) continue;
-    std::vector<char> value(static_cast<size_t>(len) + 1, 0);
-    SPC_MPI(MPI_Info_get(info, key, len, value.data(), &flag));
-    f(k, std::string(value.data()));
-  }
-}
-
 void Options::apply(MPI_Info info) {
-  for_each_sparsecomm_key(info, [this](const std::string& k, const std::string& v) { set(k, v); });
+  int rc = MPI_SUCCESS;
+  for (const auto& [k, v] : interop::sparsecomm_keys(info, &rc)) set(k, v);  // (other keys ignored, as MPI does)
+  SPC_MPI(rc);
 }
 
 // The canonical form of `o`, piece by piece to put(std::string_view): one description for

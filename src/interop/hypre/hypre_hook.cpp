@@ -40,23 +40,19 @@
 // creation (each checks them, the hook on or off) and the program exits (status 2) on every
 // rank, agreed collectively, instead of running something else or waiting forever.
 //
-// Why the package pointer is a safe key: a cached entry is created in the package's
-// creation and erased in its destruction, both interposed, so an address reused by a new
-// package either went through our creation (fresh plans) or is not in the cache (declined).
-// A package Hypre frees without hypre_MatvecCommPkgDestroy would leave a stale entry: each
-// use also checks the package's arrays and sizes against the ones the plans were built
-// from, and declines on a mismatch.
+// The package pointer is a safe key: its entry is made in the package's creation and
+// dropped in its destruction, both interposed; a package freed without
+// hypre_MatvecCommPkgDestroy leaves a stale entry, which its fingerprint (the arrays and
+// sizes the plans were built from) declines.
 #include <dlfcn.h>
 #include <mpi.h>
 
 #include <_hypre_parcsr_mv.h>
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -69,7 +65,7 @@
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/core/stats.hpp"
 #include "core/handle.hpp"
-#include "core/parse.hpp"
+#include "interop/common/pipeline.hpp"
 #include "interop/hypre/package_pattern.hpp"
 
 namespace sparsecomm::hypre_hook {
@@ -88,14 +84,13 @@ F real(const char* name) {
   if (!p) {
     // Only Hypre calls these functions, so Hypre is loaded; a libHYPRE without this symbol
     // is one the hook was not built for: nothing can be passed on.
-    std::fprintf(stderr, "sparsecomm hypre hook: error: %s not found in the libHYPRE loaded after the hook\n", name);
-    std::exit(2);
+    interop::exit_with("sparsecomm hypre hook", std::string(name) + " not found in the libHYPRE loaded after the hook");
   }
   return reinterpret_cast<F>(p);
 }
 
-struct Settings {
-  std::string backend = kInterposedDefaultBackend, regions = "node", options;
+struct Settings : interop::PlanSettings {
+  Settings() : PlanSettings(interop::EntryPoint::hypre_hook) {}
   bool verbose = false, disabled = false;
   bool thread_multiple = false;  // MPI runs MPI_THREAD_MULTIPLE: disabled (see state())
   std::string bad;               // a switch's value that did not parse, reported at the first package
@@ -106,34 +101,21 @@ Settings read_settings() {
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_BACKEND"); v && *v) s.backend = v;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_REGIONS"); v && *v) s.regions = v;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_OPTIONS"); v && *v) s.options = v;
-  // Switches: true/false, 1/0, yes/no, on/off. Anything else is an error at the first package
-  // (a value that does not say "disable" leaves the hook on, to report it).
+  // Switches (interop::read_flag): a bad value leaves the hook on, to report it at the first package.
   for (auto [name, out] : {std::pair<const char*, bool*>{"SPARSECOMM_HYPRE_VERBOSE", &s.verbose},
                            std::pair<const char*, bool*>{"SPARSECOMM_HYPRE_DISABLE", &s.disabled}})
-    if (const char* v = std::getenv(name); v && *v && !parse_bool(v, *out) && s.bad.empty())
-      s.bad = std::string(name) + "='" + v + "' is not a boolean (true/false, 1/0, yes/no, on/off)";
+    if (const char* v = std::getenv(name); v && *v) interop::read_flag(&s.bad, name, v, out);
   return s;
 }
 
-// What a package's plans were built from: checked at every use.
-struct Fingerprint {
-  HYPRE_Int num_sends = 0, num_recvs = 0, nsend = 0, nrecv = 0;
-  const HYPRE_Int *send_procs = nullptr, *send_map_starts = nullptr, *recv_procs = nullptr, *recv_vec_starts = nullptr;
-  static Fingerprint of(const hypre_ParCSRCommPkg* p) {
-    Fingerprint f;
-    f.num_sends = p->num_sends, f.num_recvs = p->num_recvs;
-    f.send_procs = p->send_procs, f.send_map_starts = p->send_map_starts;
-    f.recv_procs = p->recv_procs, f.recv_vec_starts = p->recv_vec_starts;
-    f.nsend = p->send_map_starts ? p->send_map_starts[p->num_sends] : 0;
-    f.nrecv = p->recv_vec_starts ? p->recv_vec_starts[p->num_recvs] : 0;
-    return f;
-  }
-  bool operator==(const Fingerprint& o) const {
-    return num_sends == o.num_sends && num_recvs == o.num_recvs && nsend == o.nsend && nrecv == o.nrecv &&
-           send_procs == o.send_procs && send_map_starts == o.send_map_starts && recv_procs == o.recv_procs &&
-           recv_vec_starts == o.recv_vec_starts;
-  }
-};
+// What a package's plans were built from (its arrays and sizes): checked at every use.
+using Fingerprint = std::tuple<HYPRE_Int, HYPRE_Int, HYPRE_Int, HYPRE_Int, const HYPRE_Int*, const HYPRE_Int*,
+                               const HYPRE_Int*, const HYPRE_Int*>;
+Fingerprint fingerprint(const hypre_ParCSRCommPkg* p) {
+  return {p->num_sends, p->num_recvs, p->send_map_starts ? p->send_map_starts[p->num_sends] : 0,
+          p->recv_vec_starts ? p->recv_vec_starts[p->num_recvs] : 0, p->send_procs, p->send_map_starts,
+          p->recv_procs, p->recv_vec_starts};
+}
 
 // The exchanges Hypre runs along a comm package, by job: its values' kind and direction.
 // Jobs 1/2: HYPRE_Complex (the matvec and its transpose); 11/12: HYPRE_Int (CF markers,
@@ -155,7 +137,6 @@ bool kind_of(HYPRE_Int job, Kind* kind, int* dir) {
 }
 
 struct PkgPlans {
-  Fingerprint fp;
   // The values' plans {along, transpose}, on the chosen backend. Hypre runs every matvec
   // exchange on every rank of the package's communicator, so a multi-stage plan (aggregation,
   // combining, MPI's neighborhood collective), where a rank with nothing of its own to send
@@ -216,7 +197,10 @@ struct State {
   DestroyFn destroy = nullptr;
   PkgCreateFn pkg_create = nullptr;
   PkgDestroyFn pkg_destroy = nullptr;
-  std::unordered_map<const hypre_ParCSRCommPkg*, PkgPlans> plans;
+  // Per package, until its destruction (or its address's next creation): reported as it goes.
+  interop::PlanCache<const hypre_ParCSRCommPkg*, PkgPlans, Fingerprint> plans{[this](const PkgPlans& p) {
+    if (settings.verbose) report_package(p);
+  }};
   std::unordered_set<const hypre_ParCSRCommHandle*> ours;
   std::unordered_map<std::string, std::unique_ptr<Locality>> localities;  // per communicator size+regions
   Counts counts;
@@ -224,7 +208,7 @@ struct State {
   int world_rank = -1;  // known once MPI is up (the report runs after MPI_Finalize)
   ~State() {
     if (!settings.verbose) return;
-    for (const auto& [pkg, p] : plans) report_package(p);
+    plans.clear();
     if (settings.thread_multiple)
       std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: MPI_THREAD_MULTIPLE: every exchange passed to Hypre's own\n",
                    world_rank);
@@ -273,81 +257,32 @@ const Locality& locality(State& s, MPI_Comm comm) {
   return *l;
 }
 
-// The settings that must be alike on every rank of a package's communicator, as (name,
-// value): the plans are collective, and a rank where the hook is off runs Hypre's own
-// exchange while the others wait in a plan. Where the hook is off on every rank nothing else
-// matters (check_settings compares the switch alone there). SPARSECOMM_HYPRE_VERBOSE may
-// differ: it only prints.
-std::vector<NamedValue> shared_settings(const Settings& s) {
-  return {{"the hook (SPARSECOMM_HYPRE_DISABLE; MPI_THREAD_MULTIPLE turns it off)", s.disabled ? "off" : "on"},
-          {"SPARSECOMM_HYPRE_BACKEND", s.backend},
-          {"SPARSECOMM_HYPRE_REGIONS", s.regions},
-          {"SPARSECOMM_HYPRE_OPTIONS", s.options}};
-}
+constexpr interop::SettingNames kNames = {"SPARSECOMM_HYPRE_BACKEND", "SPARSECOMM_HYPRE_REGIONS", nullptr,
+                                          "SPARSECOMM_HYPRE_OPTIONS"};
 
-// Collective over comm (inside hypre_MatvecCommPkgCreate, on every rank, the hook on or off):
-// every rank's settings valid and alike. Checked at every package's creation (one allreduce
-// beside Hypre's own set-up collectives; a communicator handle may be reused, so none is
-// trusted from before). Local checks first, then one agreement of their outcome and the
-// settings (core agree_settings), then the regions' collective set-up, itself agreed: on a
-// bad value or a difference every rank prints the reason, and
-// every rank exits (status 2) once all have said it, so none waits for another. (Hypre has
-// no error path from here its callers would see; an exchange the user configured and
-// did not get would be a silent choice.)
+// Collective over comm, at every package's creation (on every rank, the hook on or off: a
+// rank where it is off runs Hypre's own exchange while the others would wait in a plan; a
+// communicator handle may be reused, so none is trusted from before): the settings valid
+// and alike (VERBOSE may differ: it only prints; with the hook off everywhere only the
+// switch), then the regions' set-up. Hypre has no error path its callers would see, and a
+// configured exchange not run would be a silent choice: every rank exits instead.
 void check_settings(State& s, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  const auto fail = [&](const std::string& error) {
-    std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: error: %s (here SPARSECOMM_HYPRE_BACKEND='%s', "
-                 "SPARSECOMM_HYPRE_REGIONS='%s')\n", rank, error.c_str(), s.settings.backend.c_str(),
-                 s.settings.regions.c_str());
-    std::fflush(stderr);
-    MPI_Barrier(comm);  // every rank has said it before any exits (mpirun then stops the rest)
-    std::exit(2);
-  };
-  // Every rank's error: the first failing rank's reason, on every rank (core agree()).
-  const auto agreed = [&](const std::string& error) {
-    try {
-      agree(comm, error);
-    } catch (const std::exception& e) {
-      fail(e.what());
-    }
-  };
-  std::string error;
-  if (!s.settings.disabled && !s.settings_checked) {
-    try {
-      if (!s.settings.bad.empty()) throw InputError(s.settings.bad);
-      backend_hooks(s.settings.backend);  // InputError listing the valid names
-      BackendOptions opts;
-      opts.set_list(s.settings.options);
-      if (std::string e = validate_backend_options(s.settings.backend, backend_option_specs(s.settings.backend), opts);
-          !e.empty())
-        throw InputError("SPARSECOMM_HYPRE_OPTIONS: " + e);
-      if (std::string e = region_spec_error(s.settings.regions, size); !e.empty())
-        throw InputError("SPARSECOMM_HYPRE_REGIONS: " + e);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  } else if (s.settings.disabled && !s.settings.bad.empty()) {
-    error = s.settings.bad;  // (SPARSECOMM_HYPRE_VERBOSE's: reported, the hook off or not)
-  }
+  std::vector<NamedValue> all = interop::named(s.settings, kNames);
+  all.insert(all.begin(), NamedValue{"the hook (SPARSECOMM_HYPRE_DISABLE; MPI_THREAD_MULTIPLE turns it off)",
+                                     s.settings.disabled ? "off" : "on"});
+  const std::vector<NamedValue> off = {{"", "off"}};
   try {
-    const std::vector<NamedValue> all = shared_settings(s.settings), off = {{"", "off"}};
-    agree_settings(comm, error, all, kPerProcessEnvironment, s.settings.disabled ? &off : &all);
+    interop::agree_checked(comm, [&] {
+      if (!s.settings.bad.empty()) throw InputError(s.settings.bad);  // (VERBOSE's too, the hook off or on)
+      if (!s.settings.disabled && !s.settings_checked) interop::validate(s.settings, kNames, comm_size(comm));
+    }, all, kPerProcessEnvironment, s.settings.disabled ? &off : &all);
+    if (s.settings.disabled) return;
+    interop::agree_checked(comm, [&] { (void)locality(s, comm); });  // a node layout MPI cannot split
   } catch (const std::exception& e) {
-    fail(e.what());
+    interop::exit_on_every_rank(comm, "sparsecomm hypre hook",
+                                std::string(e.what()) + " (here SPARSECOMM_HYPRE_BACKEND='" + s.settings.backend +
+                                    "', SPARSECOMM_HYPRE_REGIONS='" + s.settings.regions + "')");
   }
-  if (s.settings.disabled) return;
-  // The regions' set-up (collective, alike on every rank now that the spec is): its errors
-  // (a node layout MPI cannot split) agreed too.
-  error.clear();
-  try {
-    (void)locality(s, comm);
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  agreed(error);
   s.settings_checked = true;
 }
 
@@ -359,10 +294,7 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   MPI_Comm comm = pkg->comm;
   if (s.world_rank < 0) MPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
   // An address reused without our destruction: never the old plans.
-  if (auto old = s.plans.find(pkg); old != s.plans.end()) {
-    if (s.settings.verbose) report_package(old->second);
-    s.plans.erase(old);
-  }
+  s.plans.drop(pkg);
   Pattern pat;
   int ok = hypre_pkg::package_pattern(A, pkg, &pat) ? 1 : 0, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
@@ -375,7 +307,6 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
   }
   const Locality& loc = locality(s, comm);
   PkgPlans p;
-  p.fp = Fingerprint::of(pkg);
   const double t0 = MPI_Wtime();
   PlanOptions po;
   po.backend.set_list(s.settings.options);  // (checked in check_settings)
@@ -416,7 +347,7 @@ void build_plans(State& s, hypre_ParCSRMatrix* A) {
                    static_cast<long long>(hypre_ParCSRMatrixGlobalNumCols(A)), static_cast<const void*>(pkg),
                    values[0]->name().c_str(), values[1]->name().c_str(), red[0].max, red[1].max, red[2].max * 1e3);
   }
-  s.plans[pkg] = std::move(p);
+  s.plans.put(pkg, std::move(p), fingerprint(pkg));
 }
 
 // The plan for (job, pkg) when this exchange can run through it (*entry: its package's
@@ -428,11 +359,12 @@ Plan* plan_for(State& s, HYPRE_Int job, const hypre_ParCSRCommPkg* pkg, HYPRE_Me
   if (!kind_of(job, &kind, &dir)) return ++s.counts.other_jobs, nullptr;
   long& passed = s.counts.passed[kind][dir];
   if (sm != HYPRE_MEMORY_HOST || rm != HYPRE_MEMORY_HOST) return ++passed, ++s.counts.memory, nullptr;  // device, pinned
-  auto it = s.plans.find(pkg);
-  if (it == s.plans.end() || !(it->second.fp == Fingerprint::of(pkg))) return ++passed, ++s.counts.unknown_pkg, nullptr;
-  Plan* p = it->second.plan(kind, dir);
+  const Fingerprint fp = fingerprint(pkg);
+  PkgPlans* e = s.plans.find(pkg, &fp);
+  if (!e) return ++passed, ++s.counts.unknown_pkg, nullptr;
+  Plan* p = e->plan(kind, dir);
   if (p->active()) return ++passed, ++s.counts.busy, nullptr;  // a second exchange in flight on this plan
-  *entry = &it->second;
+  *entry = e;
   return p;
 }
 
@@ -471,9 +403,7 @@ hypre_ParCSRCommHandle* create(HYPRE_Int job, hypre_ParCSRCommPkg* pkg, HYPRE_Me
   try {
     start_on(p, h->unit, send, recv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sparsecomm hypre hook: error: %s\n", e.what());
-    std::fflush(stderr);
-    std::exit(2);  // an exchange half started cannot be handed to Hypre
+    interop::exit_with("sparsecomm hypre hook", e.what());  // an exchange half started cannot be handed to Hypre
   }
   ++s.counts.served[kind][dir];
   if (s.settings.verbose && kind == kComplex) entry->t_start[dir] += MPI_Wtime() - t0, ++entry->runs[dir];
@@ -508,15 +438,12 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_ParCSRCommHandleDestroy(h
   try {
     wait_on(h->plan, h->unit, h->recv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sparsecomm hypre hook: error: %s\n", e.what());
-    std::fflush(stderr);
-    std::exit(2);
+    sparsecomm::interop::exit_with("sparsecomm hypre hook", e.what());
   }
   // Hypre completes an exchange before it frees its package; should a program not, the
   // package's entry is gone and the time is dropped, never written to freed memory.
-  if (s.settings.verbose)
-    if (auto it = s.plans.find(h->h.comm_pkg); it != s.plans.end() && &it->second == h->entry)
-      if (h->job == 1 || h->job == 2) h->entry->t_wait[h->job - 1] += MPI_Wtime() - t0;
+  if (s.settings.verbose && s.plans.find(h->h.comm_pkg) == h->entry && (h->job == 1 || h->job == 2))
+    h->entry->t_wait[h->job - 1] += MPI_Wtime() - t0;
   delete h;
   return 0;
 }
@@ -533,9 +460,7 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgCreate(hypre
       // The plans' set-up agrees its errors (every rank throws the same), or MPI failed
       // under MPI_ERRORS_RETURN: nothing may escape into Hypre, and a package without the
       // plans the user configured is not run silently on Hypre's own.
-      std::fprintf(stderr, "sparsecomm hypre hook [rank %d]: error: %s\n", s.world_rank, e.what());
-      std::fflush(stderr);
-      std::exit(2);
+      sparsecomm::interop::exit_on_every_rank(MPI_COMM_WORLD, "sparsecomm hypre hook", e.what(), false);
     }
   }
   return rc;
@@ -543,12 +468,7 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgCreate(hypre
 
 __attribute__((visibility("default"))) HYPRE_Int hypre_MatvecCommPkgDestroy(hypre_ParCSRCommPkg* comm_pkg) {
   State& s = state();
-  if (!s.settings.disabled) {
-    if (auto it = s.plans.find(comm_pkg); it != s.plans.end()) {
-      if (s.settings.verbose) report_package(it->second);
-      s.plans.erase(it);  // a plan in flight completes in its destructor
-    }
-  }
+  s.plans.drop(comm_pkg);  // (reported; a plan in flight completes in its destructor)
   return s.pkg_destroy(comm_pkg);
 }
 

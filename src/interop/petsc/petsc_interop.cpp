@@ -8,6 +8,7 @@
 
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "guard.hpp"
+#include "interop/common/pipeline.hpp"
 
 namespace sparsecomm::petsc {
 namespace {
@@ -16,8 +17,8 @@ using MultOp = PetscErrorCode (*)(Mat, Vec, Vec);
 using MultAddOp = PetscErrorCode (*)(Mat, Vec, Vec, Vec);
 constexpr const char* kKey = "sparsecomm_ctx";
 
-struct Ctx {
-  std::string backend = kDefaultBackend, sdde = "nbx", regions = "node";
+struct Ctx : interop::PlanSettings {  // (the -sparsecomm_* options; `options` unused: they are read per key)
+  Ctx() : PlanSettings(interop::EntryPoint::petsc_mat) {}
   bool view = false;
   PlanOptions plan;  // options of both plans (-sparsecomm_persistent)
   PetscObjectState nz_state = -1;
@@ -222,27 +223,6 @@ PetscErrorCode create_mpiaij(const DistCsr<double>& a, Mat* A) {
 
 namespace {
 
-// A MATMPIAIJ on one rank: nothing travels, nothing to replace. A bad name is still an
-// error, as it would be on more ranks.
-PetscErrorCode check_names_on_one_rank(Mat A) {
-  const char* pre = nullptr;
-  char name[256];
-  PetscBool has = PETSC_FALSE;
-  PetscFunctionBeginUser;
-  PetscCall(MatGetOptionsPrefix(A, &pre));
-  PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_backend", name, sizeof name, &has));
-  if (has) PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
-    backend_hooks(name);
-    return 0;
-  }));
-  PetscCall(PetscOptionsGetString(nullptr, pre, "-sparsecomm_sdde", name, sizeof name, &has));
-  if (has) PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
-    Sdde::check_strategy(name);
-    return 0;
-  }));
-  PetscFunctionReturn(0);
-}
-
 // A's context; on the first attach a new one, owned by A (destroyed with it or by detach),
 // which keeps PETSc's own products for detach to restore.
 PetscErrorCode get_or_create_ctx(Mat A, Ctx** out) {
@@ -317,7 +297,12 @@ PetscErrorCode attach(Mat A) {
   PetscMPIInt size = 1;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   if (size == 1) {  // a MATMPIAIJ on one rank: nothing travels, nothing to replace
-    PetscCall(check_names_on_one_rank(A));
+    Ctx one;  // but a bad name is still an error, as it would be on more ranks
+    PetscCall(read_options(A, &one));
+    PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+      interop::validate(one, {"-sparsecomm_backend", "-sparsecomm_regions", "-sparsecomm_sdde", "-sparsecomm_options"});
+      return 0;
+    }));
     PetscCall(PetscInfo(A, "sparsecomm::petsc::attach: one rank; PETSc's own MatMult stays\n"));
     PetscFunctionReturn(0);
   }

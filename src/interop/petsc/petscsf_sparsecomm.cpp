@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -34,6 +33,7 @@
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/interop/petsc/petsc_interop.hpp"
 #include "guard.hpp"
+#include "interop/common/pipeline.hpp"
 #include "interop/mpi_datatype.hpp"
 
 namespace sparsecomm::petsc {
@@ -160,9 +160,8 @@ struct Pending {
   char* into = nullptr;  // a Bcast received straight into the leaves (Plan::start_into)
 };
 
-struct SfData {
-  std::string backend = kInterposedDefaultBackend, regions = "node", sdde = "nbx";
-  std::string options;  // the backend's own options, "key=value,..." (-sf_sparsecomm_options)
+struct SfData : interop::PlanSettings {  // (the -sf_sparsecomm_* options)
+  SfData() : PlanSettings(interop::EntryPoint::petsc_sf) {}
   // Built by SetUp, cleared by Reset.
   PetscSF inner = nullptr;  // type basic, same graph: every delegated operation
   bool built = false, any_remote = false;
@@ -174,10 +173,13 @@ struct SfData {
   // Slot i feeds leaf rleaf[0] + i and nothing else (PETSc's lvec: ghosts sorted, leaves
   // contiguous): copies become one memcpy, and a Reduce sends the leaves as they lie.
   bool remote_identity = false;
-  std::map<std::tuple<int, int, bool>, PlanEntry> plans;  // (carrier, width, reverse)
+  interop::PlanCache<std::tuple<int, int, bool>, PlanEntry> plans;  // (carrier, width, reverse), until Reset
   std::vector<Pending> pending;
   PetscInt native = 0, delegated = 0;
 };
+
+constexpr interop::SettingNames kNames = {"-sf_sparsecomm_backend", "-sf_sparsecomm_regions", "-sf_sparsecomm_sdde",
+                                          "-sf_sparsecomm_options"};
 
 SfData* data(PetscSF sf) { return static_cast<SfData*>(sf->data); }
 MPI_Comm comm_of(PetscSF sf) { return PetscObjectComm(reinterpret_cast<PetscObject>(sf)); }
@@ -185,18 +187,17 @@ MPI_Comm comm_of(PetscSF sf) { return PetscObjectComm(reinterpret_cast<PetscObje
 // Collective over the SF's communicator (callers: SetUp, Bcast/Reduce Begin).
 PlanEntry& plan_for(PetscSF sf, const Unit& u, bool reverse) {
   SfData* d = data(sf);
-  const auto key = std::make_tuple(u.carrier, static_cast<int>(u.bytes / u.carrier), reverse);
-  auto it = d->plans.find(key);
-  if (it != d->plans.end()) return it->second;
-  PlanOptions po;
-  po.value_bytes = u.carrier;
-  po.width = static_cast<int>(u.bytes / u.carrier);
-  po.sdde = d->sdde;
-  po.backend.set_list(d->options);  // (checked at SetUp)
-  PlanEntry e;
-  e.plan = make_plan(d->backend, reverse ? d->pattern.reverse() : d->pattern, *d->loc, comm_of(sf), po);
-  e.scratch.resize(static_cast<size_t>(d->pattern.ghost_size()) * u.bytes + 1);
-  return d->plans.emplace(key, std::move(e)).first->second;
+  return d->plans.get(std::make_tuple(u.carrier, static_cast<int>(u.bytes / u.carrier), reverse), [&] {
+    PlanOptions po;
+    po.value_bytes = u.carrier;
+    po.width = static_cast<int>(u.bytes / u.carrier);
+    po.sdde = d->sdde;
+    po.backend.set_list(d->options);  // (checked at SetUp)
+    PlanEntry e;
+    e.plan = make_plan(d->backend, reverse ? d->pattern.reverse() : d->pattern, *d->loc, comm_of(sf), po);
+    e.scratch.resize(static_cast<size_t>(d->pattern.ghost_size()) * u.bytes + 1);
+    return e;
+  });
 }
 
 // Calls f with a null pointer of the carrier type (Carrier<8>, <4> or <1>): the plan's
@@ -311,26 +312,11 @@ PetscErrorCode SetUp_Sparsecomm(PetscSF sf) {
   // stops on the rank that names a rank out of range and leaves the others waiting.
   PetscCall(guard("PetscSFSetUp_Sparsecomm", [&]() -> PetscErrorCode {
     roots = RowPartition::from_local_sizes(comm, sf->nroots);
-    std::string err;
-    try {
-      backend_hooks(d->backend);  // an unknown name: InputError listing the valid ones
-      Sdde::check_strategy(d->sdde);
-      BackendOptions opts;
-      opts.set_list(d->options);
-      if (const std::string e = validate_backend_options(d->backend, backend_option_specs(d->backend), opts);
-          !e.empty())
-        throw InputError("-sf_sparsecomm_options: " + e);
+    interop::agree_checked(comm, [&] {
+      interop::validate(*d, kNames);
       mine = build_lists(sf, d, roots, ghosts) ? 1 : 0;
-    } catch (const std::exception& e) {
-      err = e.what();
-    }
-    agree_settings(comm, err,
-                   {{"-sf_sparsecomm_backend", d->backend},
-                    {"-sf_sparsecomm_regions", d->regions},
-                    {"-sf_sparsecomm_sdde", d->sdde},
-                    {"-sf_sparsecomm_options", d->options}},
-                   "PETSc's options are per process: give every rank the same command line, PETSC_OPTIONS and "
-                   "options file");
+    }, interop::named(*d, kNames),
+       "PETSc's options are per process: give every rank the same command line, PETSC_OPTIONS and options file");
     return 0;
   }));
   PetscCall(PetscSFSetUpRanks(sf, MPI_GROUP_EMPTY));  // the generic root-rank fields (PetscSFGetRootRanks)
@@ -383,21 +369,18 @@ PetscErrorCode SetFromOptions_Sparsecomm(PetscSF sf, PetscOptionItems* PetscOpti
   SfData* d = data(sf);
   char buf[256];
   PetscBool set = PETSC_FALSE;
+  const std::tuple<const char*, const char*, std::string*> options[] = {
+      {kNames.backend, "sparsecomm halo backend: auto, or one `sparsecomm backends` lists", &d->backend},
+      {kNames.regions, "locality regions: node, ppn:k, ...", &d->regions},
+      {kNames.sdde, "SDDE strategy that builds the pattern (nbx, personalized, rma, locality_*)", &d->sdde},
+      {kNames.options, "the backend's own options, key=value,... (`sparsecomm backends` lists them; auto: race=N, ...)",
+       &d->options}};
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "PetscSF sparsecomm options");
-  PetscCall(PetscOptionsString("-sf_sparsecomm_backend", "sparsecomm halo backend: auto, or one `sparsecomm backends` lists",
-                               "SparsecommPetscInitialize", d->backend.c_str(), buf, sizeof buf, &set));
-  if (set) d->backend = buf;
-  PetscCall(PetscOptionsString("-sf_sparsecomm_regions", "locality regions: node, ppn:k, ...", "SparsecommPetscInitialize",
-                               d->regions.c_str(), buf, sizeof buf, &set));
-  if (set) d->regions = buf;
-  PetscCall(PetscOptionsString("-sf_sparsecomm_sdde", "SDDE strategy that builds the pattern (nbx, personalized, rma, locality_*)",
-                               "SparsecommPetscInitialize", d->sdde.c_str(), buf, sizeof buf, &set));
-  if (set) d->sdde = buf;
-  PetscCall(PetscOptionsString("-sf_sparsecomm_options",
-                               "the backend's own options, key=value,... (`sparsecomm backends` lists them; auto: race=N, ...)",
-                               "SparsecommPetscInitialize", d->options.c_str(), buf, sizeof buf, &set));
-  if (set) d->options = buf;
+  for (const auto& [name, help, value] : options) {
+    PetscCall(PetscOptionsString(name, help, "SparsecommPetscInitialize", value->c_str(), buf, sizeof buf, &set));
+    if (set) *value = buf;
+  }
   PetscOptionsHeadEnd();
   PetscFunctionReturn(0);
 }
@@ -414,11 +397,11 @@ PetscErrorCode View_Sparsecomm(PetscSF sf, PetscViewer v) {
   if (!sf->setupcalled || !d->built) PetscFunctionReturn(0);
   if (!d->any_remote) PetscCall(PetscViewerASCIIPrintf(v, "  sparsecomm: every leaf is local (no plan)\n"));
   PetscCall(PetscViewerASCIIPushSynchronized(v));
-  for (const auto& [key, e] : d->plans) {
-    const CommCounters& t = e.plan->iteration_counts().total();
+  for (const auto& [key, slot] : d->plans.slots()) {
+    const CommCounters& t = slot.entry.plan->iteration_counts().total();
     PetscCall(PetscViewerASCIISynchronizedPrintf(
         v, "  [%d] %s plan (%s, unit %d B): sends %lld intra-region + %lld inter-region messages (%lld B) per operation\n",
-        comm_rank(comm_of(sf)), std::get<2>(key) ? "reduce" : "bcast", e.plan->name().c_str(),
+        comm_rank(comm_of(sf)), std::get<2>(key) ? "reduce" : "bcast", slot.entry.plan->name().c_str(),
         std::get<0>(key) * std::get<1>(key), static_cast<long long>(t.sent_intra.msgs),
         static_cast<long long>(t.sent_inter.msgs), static_cast<long long>(t.sent_intra.bytes + t.sent_inter.bytes)));
   }
@@ -448,7 +431,7 @@ PetscErrorCode Duplicate_Sparsecomm(PetscSF sf, PetscSFDuplicateOption opt, Pets
     PetscFunctionReturn(0);
   }
   SfData *d = data(sf), *n = data(newsf);
-  n->backend = d->backend, n->regions = d->regions, n->sdde = d->sdde, n->options = d->options;
+  static_cast<interop::PlanSettings&>(*n) = *d;
   PetscFunctionReturn(0);
 }
 

@@ -4,8 +4,9 @@
 // never copied to a duplicate that MPI_Comm_dup makes (a duplicate's info is MPI's business).
 #include "interop/pmpi/comm_info.hpp"
 
-#include <cstring>
 #include <memory>
+
+#include "interop/common/pipeline.hpp"
 
 #define SPC_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -31,21 +32,9 @@ int keyval() {
 // The info's sparsecomm_* keys, merged into what `comm` has recorded already.
 void record(MPI_Comm comm, MPI_Info info) {
   if (comm == MPI_COMM_NULL || info == MPI_INFO_NULL) return;
-  int n = 0;
-  if (PMPI_Info_get_nkeys(info, &n) != MPI_SUCCESS) return;
-  Keys found;
-  for (int i = 0; i < n; ++i) {
-    char key[MPI_MAX_INFO_KEY + 1] = {0};
-    if (PMPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS || std::strncmp(key, "sparsecomm_", 11) != 0) continue;
-    int len = 0, flag = 0;
-    PMPI_Info_get_valuelen(info, key, &len, &flag);
-    if (!flag) continue;
-    std::string value(static_cast<size_t>(len) + 1, '\0');
-    PMPI_Info_get(info, key, len + 1, value.data(), &flag);
-    value.resize(static_cast<size_t>(len));
-    found[key] = value;
-  }
-  if (found.empty()) return;
+  const auto read = interop::sparsecomm_keys(info);
+  if (read.empty()) return;
+  Keys found(read.begin(), read.end());
   void* v = nullptr;
   int has = 0;
   PMPI_Comm_get_attr(comm, keyval(), &v, &has);

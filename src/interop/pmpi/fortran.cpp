@@ -34,10 +34,9 @@
 #endif
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
 
+#include "interop/common/pipeline.hpp"
 #include "interop/pmpi/requests.hpp"
 
 static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER must be a C int (count arrays are used in place)");
@@ -93,10 +92,9 @@ template <class F>
 F original(const char* ompi_name, const char* mpif_name) {
   void* p = dlsym(RTLD_NEXT, ompi_name);
   if (!p) p = dlsym(RTLD_NEXT, mpif_name);
-  if (!p) {
-    std::fprintf(stderr, "sparsecomm mpi: error: %s not found in the MPI library loaded after the layer\n", mpif_name);
-    std::exit(2);
-  }
+  if (!p)
+    sparsecomm::interop::exit_with("sparsecomm mpi",
+                                   std::string(mpif_name) + " not found in the MPI library loaded after the layer");
   return reinterpret_cast<F>(p);
 }
 #define SPC_OWN(name, ...)                                \

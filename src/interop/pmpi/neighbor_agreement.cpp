@@ -13,17 +13,17 @@ std::array<long long, 3> agree(MPI_Comm comm, const CommPlans& p, const std::arr
   const long long mine[6] = {in[0], in[1], in[2], error.empty() ? 0 : 1, p.shared_hash, -p.shared_hash};
   long long out[6];
   PMPI_Allreduce(mine, out, 6, MPI_LONG_LONG, MPI_MAX, comm);
-  if (out[3]) bad_settings(comm, first_error(comm, error), true);
-  if (out[4] != -out[5]) {
-    std::string message;
+  if (out[3] || out[4] != -out[5]) {  // every rank ends with the same message
+    std::string message = error;
     try {
+      if (out[3]) sparsecomm::agree(comm, error);  // the first failing rank's, thrown (core agree())
       message = settings_differ(comm, shared_settings(p.settings, global().disabled),
                                 std::string(kPerProcessEnvironment) +
                                     ", and the same MPI_Info keys at the communicator's creation");
-    } catch (const std::exception& e) {  // (an MPI error under MPI_ERRORS_RETURN)
-      message = std::string("settings differ between ranks (which ones: ") + e.what() + ")";
+    } catch (const std::exception& e) {  // (or an MPI error under MPI_ERRORS_RETURN)
+      message = out[3] ? e.what() : std::string("settings differ between ranks (which ones: ") + e.what() + ")";
     }
-    bad_settings(comm, message, true);
+    interop::exit_on_every_rank(comm, kWho, message);
   }
   p.checked = true;
   return {out[0], out[1], out[2]};
@@ -64,7 +64,8 @@ Prologue prologue(MPI_Comm comm, Kind k, int64_t local, Mode mode, bool* broken)
   r.settled = false;
   if (mode == kNonblocking) {
     if (!r.p->checked) {
-      if (const std::string e = check_settings(r.p->settings, comm_size(comm)); !e.empty()) bad_settings(comm, e, false);
+      if (const std::string e = check_settings(r.p->settings, comm_size(comm)); !e.empty())
+        interop::exit_on_every_rank(comm, kWho, e, false);
       r.p->checked = true;
     }
     return r;
@@ -189,9 +190,7 @@ std::shared_ptr<Choice> decide(MPI_Comm comm, Kind k, int64_t local, Mode mode, 
       if (mode == kPersistent) {
         c = build_choice(p, comm, k, local);  // the request's own plan
       } else {
-        auto it = p.cache[k].find(local);
-        if (it == p.cache[k].end()) it = p.cache[k].emplace(local, build_choice(p, comm, k, local)).first;
-        c = it->second;
+        c = p.cache[k].get(local, [&] { return build_choice(p, comm, k, local); });
       }
     } catch (const std::exception& e) {  // plan set-up failed on every rank alike (agreed errors)
       fail(e.what());

@@ -45,28 +45,6 @@ std::string check_settings(const Settings& s, int size) {
   return "";
 }
 
-// Collective (after an agreement found some rank's settings bad): the first failing rank's
-// reason, for every rank to print (core agree()).
-std::string first_error(MPI_Comm comm, const std::string& local_error) {
-  try {
-    sparsecomm::agree(comm, local_error);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return local_error;  // (not reached: some rank failed)
-}
-
-// Prints `error` on this rank and exits (status 2); `meet`: every rank is here (after an
-// agreement), and none exits before all have said it.
-[[noreturn]] void bad_settings(MPI_Comm comm, const std::string& error, bool meet) {
-  int rank = 0;
-  PMPI_Comm_rank(comm, &rank);
-  std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s\n", rank, error.c_str());
-  std::fflush(stderr);
-  if (meet) PMPI_Barrier(comm);  // every rank has said it before any exits (mpirun then stops the rest)
-  std::exit(2);
-}
-
 // `label`: the blocks, e.g. "4-byte blocks".
 void report(const CommPlans& p, MPI_Comm comm, Kind k, const std::string& label, const std::string& what) {
   if (!global().verbose) return;

@@ -29,13 +29,9 @@ int64_t signature(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int
 }
 
 int broken_promise(MPI_Comm comm, Kind k) {
-  int rank = 0;
-  PMPI_Comm_rank(comm, &rank);
-  std::fprintf(stderr,
-               "sparsecomm mpi [rank %d]: error: %s on a communicator with fixed counts "
-               "(sparsecomm_fixed_counts) called with another block size or datatype than its first call\n",
-               rank, kCallName[k]);
-  std::fflush(stderr);
+  interop::report_error(comm, kWho,
+                        std::string(kCallName[k]) + " on a communicator with fixed counts (sparsecomm_fixed_counts) "
+                                                    "called with another block size or datatype than its first call");
   PMPI_Comm_call_errhandler(comm, MPI_ERR_ARG);  // fatal by default; MPI_ERRORS_RETURN: the code
   return MPI_ERR_ARG;
 }

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "interop/common/pipeline.hpp"
 #include "interop/mpi_datatype.hpp"
 #include "interop/pmpi/comm_info.hpp"
 #include "interop/pmpi/node_exchange.hpp"
@@ -35,7 +36,6 @@
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "core/handle.hpp"
-#include "core/parse.hpp"
 
 namespace sparsecomm::pmpi::neighborhood {
 
@@ -68,7 +68,7 @@ constexpr int64_t kNodeAreaDefault = 128 * 1024, kNodeAreaMax = int64_t{1} << 30
 
 // Settings from the environment; MPI_Info keys on a communicator override them there.
 struct Settings {
-  std::string backend = kInterposedDefaultBackend, regions = "node";
+  std::string backend = interop::default_backend(interop::EntryPoint::pmpi), regions = "node";
   int k = 0;       // combining group size; 0: the backend's default
   int aware = -1;  // topology-aware combining; -1: the backend's default
   bool fixed = false;
@@ -77,10 +77,8 @@ struct Settings {
   std::string bad;            // the first value that did not parse (environment or MPI_Info), or ""
 };
 
+using interop::read_bytes, interop::read_flag, interop::read_int;  // into Settings::bad, see check_settings
 // (neighbor_settings.cpp)
-void set_flag(Settings* s, const std::string& name, const std::string& v, bool* out);
-void set_int(Settings* s, const std::string& name, const std::string& v, int* out);
-void set_bytes(Settings* s, const std::string& name, const std::string& v, int64_t lo, int64_t hi, int64_t* out);
 std::vector<NamedValue> shared_settings(const Settings& s, bool disabled);
 
 struct CommPlans;  // (below: a communicator's plans and agreements)
@@ -118,17 +116,18 @@ struct Global {
     };
     if (const char* v = get("SPARSECOMM_MPI_BACKEND")) env.backend = v;
     if (const char* v = get("SPARSECOMM_MPI_REGIONS")) env.regions = v;
-    if (const char* v = get("SPARSECOMM_MPI_K")) set_int(&env, "SPARSECOMM_MPI_K", v, &env.k);
+    if (const char* v = get("SPARSECOMM_MPI_K")) read_int(&env.bad, "SPARSECOMM_MPI_K", v, &env.k);
     bool b = false;
-    if (const char* v = get("SPARSECOMM_MPI_AWARE")) set_flag(&env, "SPARSECOMM_MPI_AWARE", v, &b), env.aware = b;
-    if (const char* v = get("SPARSECOMM_MPI_FIXED_COUNTS")) set_flag(&env, "SPARSECOMM_MPI_FIXED_COUNTS", v, &env.fixed);
+    if (const char* v = get("SPARSECOMM_MPI_AWARE")) read_flag(&env.bad, "SPARSECOMM_MPI_AWARE", v, &b), env.aware = b;
+    if (const char* v = get("SPARSECOMM_MPI_FIXED_COUNTS"))
+      read_flag(&env.bad, "SPARSECOMM_MPI_FIXED_COUNTS", v, &env.fixed);
     if (const char* v = get("SPARSECOMM_MPI_NODE_EXCHANGE"))
-      set_flag(&env, "SPARSECOMM_MPI_NODE_EXCHANGE", v, &env.node_exchange);
+      read_flag(&env.bad, "SPARSECOMM_MPI_NODE_EXCHANGE", v, &env.node_exchange);
     if (const char* v = get("SPARSECOMM_MPI_NODE_AREA"))
-      set_bytes(&env, "SPARSECOMM_MPI_NODE_AREA", v, 1, kNodeAreaMax, &env.node_area);
-    if (const char* v = get("SPARSECOMM_MPI_VERBOSE")) set_flag(&env, "SPARSECOMM_MPI_VERBOSE", v, &verbose);
+      read_bytes(&env.bad, "SPARSECOMM_MPI_NODE_AREA", v, 1, kNodeAreaMax, &env.node_area);
+    if (const char* v = get("SPARSECOMM_MPI_VERBOSE")) read_flag(&env.bad, "SPARSECOMM_MPI_VERBOSE", v, &verbose);
     // A value that does not say "disable" leaves the layer on, to report it at the first call.
-    if (const char* v = get("SPARSECOMM_MPI_DISABLE")) set_flag(&env, "SPARSECOMM_MPI_DISABLE", v, &disabled);
+    if (const char* v = get("SPARSECOMM_MPI_DISABLE")) read_flag(&env.bad, "SPARSECOMM_MPI_DISABLE", v, &disabled);
   }
   ~Global() {
     if (!verbose || world_rank < 0) return;
@@ -200,7 +199,7 @@ struct CommPlans {
   bool all_mpi = false;
   std::unique_ptr<Locality> loc;
   int one_node = -1;  // every rank of the communicator on one node (1), or not (0); -1 unknown
-  std::map<int64_t, std::shared_ptr<Choice>> cache[2];  // allgather, alltoall: per block size
+  interop::PlanCache<int64_t, std::shared_ptr<Choice>> cache[2];  // allgather, alltoall: per block size
   struct Last {  // allgatherv, alltoallv: the choice of the last signature
     bool built = false;
     uint64_t hash = 0;
@@ -236,8 +235,7 @@ constexpr long long kShmAlltoallMax = 16384;  // see build_halo
 // (neighbor_choice.cpp)
 int64_t contiguous_bytes(MPI_Datatype t, int count);
 std::string check_settings(const Settings& s, int size);
-std::string first_error(MPI_Comm comm, const std::string& local_error);
-[[noreturn]] void bad_settings(MPI_Comm comm, const std::string& error, bool meet);
+constexpr const char* kWho = "sparsecomm mpi";  // how the layer's messages begin (interop::exit_on_every_rank)
 void report(const CommPlans& p, MPI_Comm comm, Kind k, const std::string& label, const std::string& what);
 bool shm_whole_node(CommPlans& p, MPI_Comm comm);
 Pattern allgather_pattern(const Neighbors& nb, int me);

@@ -3,24 +3,6 @@
 
 namespace sparsecomm::pmpi::neighborhood {
 
-// Parsers of one setting: a value that does not parse is kept in `s->bad` (the first one),
-// reported on every rank at the communicator's first call (check_settings), never guessed.
-void set_flag(Settings* s, const std::string& name, const std::string& v, bool* out) {
-  if (!parse_bool(v, *out) && s->bad.empty())
-    s->bad = name + "='" + v + "' is not a boolean (true/false, 1/0, yes/no, on/off)";
-}
-void set_int(Settings* s, const std::string& name, const std::string& v, int* out) {
-  int64_t x = 0;
-  if (parse_int(v, x) && x >= INT32_MIN && x <= INT32_MAX) *out = static_cast<int>(x);
-  else if (s->bad.empty()) s->bad = name + "='" + v + "' is not an integer";
-}
-void set_bytes(Settings* s, const std::string& name, const std::string& v, int64_t lo, int64_t hi, int64_t* out) {
-  int64_t x = 0;
-  if (parse_int(v, x) && x >= lo && x <= hi) *out = x;
-  else if (s->bad.empty())
-    s->bad = name + "='" + v + "' is not a number of bytes from " + std::to_string(lo) + " to " + std::to_string(hi);
-}
-
 // The settings that must be alike on every rank of a communicator, as (name, value): a
 // plan is collective, and whether a call agrees, skips its agreement or takes the one-node
 // exchange follows from them. SPARSECOMM_MPI_VERBOSE and SPARSECOMM_MPI_NODE_AREA may
@@ -126,15 +108,7 @@ void apply_info(MPI_Comm comm, Settings* s) {
   if (!recorded_info(comm, &keys)) {
     MPI_Info info = MPI_INFO_NULL;
     if (PMPI_Comm_get_info(comm, &info) != MPI_SUCCESS || info == MPI_INFO_NULL) return;
-    int n = 0;
-    PMPI_Info_get_nkeys(info, &n);
-    for (int i = 0; i < n; ++i) {
-      char key[MPI_MAX_INFO_KEY + 1] = {}, v[256];
-      int flag = 0;
-      if (PMPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS || std::strncmp(key, "sparsecomm_", 11) != 0) continue;
-      PMPI_Info_get(info, key, 255, v, &flag);
-      if (flag) keys[key] = v;
-    }
+    for (auto& kv : interop::sparsecomm_keys(info)) keys.insert(kv);
     PMPI_Info_free(&info);
   }
   // A sparsecomm_ key the layer does not know is a mistyped setting (the C API rejects one
@@ -153,12 +127,12 @@ void apply_info(MPI_Comm comm, Settings* s) {
     return true;
   };
   std::string v;
-  if (get("sparsecomm_fixed_counts", &v)) set_flag(s, "MPI_Info sparsecomm_fixed_counts", v, &s->fixed);
+  if (get("sparsecomm_fixed_counts", &v)) read_flag(&s->bad, "MPI_Info sparsecomm_fixed_counts", v, &s->fixed);
   if (get("sparsecomm_backend", &v)) s->backend = v;
   if (get("sparsecomm_regions", &v)) s->regions = v;
-  if (get("sparsecomm_k", &v)) set_int(s, "MPI_Info sparsecomm_k", v, &s->k);
+  if (get("sparsecomm_k", &v)) read_int(&s->bad, "MPI_Info sparsecomm_k", v, &s->k);
   bool b = false;
-  if (get("sparsecomm_aware", &v)) set_flag(s, "MPI_Info sparsecomm_aware", v, &b), s->aware = b;
+  if (get("sparsecomm_aware", &v)) read_flag(&s->bad, "MPI_Info sparsecomm_aware", v, &b), s->aware = b;
 }
 
 // This communicator's entry, created at its first call (local: no communication).

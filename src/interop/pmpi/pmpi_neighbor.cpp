@@ -74,40 +74,8 @@
 // Lifetime: the plans hang on the communicator as an attribute whose delete callback frees
 // them at MPI_Comm_free (a request still using one keeps it alive), so a reused handle
 // never finds an old plan.
-#include <mpi.h>
-#ifdef SPARSECOMM_HAVE_MPI_EXT_H
-#include <mpi-ext.h>  // Open MPI's MPIX_Neighbor_*_init (the pcollreq extension)
-#endif
+#include "interop/pmpi/neighbor_internal.hpp"  // (every header the layer uses)
 
-#include <dlfcn.h>
-
-#include <algorithm>
-#include <array>
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <map>
-#include <memory>
-#include <string>
-#include <unordered_map>
-#include <vector>
-
-#include "interop/mpi_datatype.hpp"
-#include "interop/pmpi/comm_info.hpp"
-#include "interop/pmpi/node_exchange.hpp"
-#include "interop/pmpi/requests.hpp"
-#include "sparsecomm/comm/combining.hpp"
-#include "sparsecomm/comm/plan/gather_plan.hpp"
-#include "sparsecomm/comm/plan/combining_options.hpp"
-#include "sparsecomm/comm/plan/model.hpp"
-#include "sparsecomm/comm/plan/plan.hpp"
-#include "sparsecomm/core/mpi_util.hpp"
-#include "core/handle.hpp"
-#include "core/parse.hpp"
-
-#include "interop/pmpi/neighbor_internal.hpp"
 namespace sparsecomm::pmpi::neighborhood {
 namespace {
 
@@ -259,11 +227,7 @@ int dispatch(MPI_Comm comm, Kind k, int counter, Decide decide_fn, Pass pass, Ru
 // A receive count that is not what the source sends: MPI calls the program erroneous; the
 // data that fits has been delivered, the error goes through the communicator's handler.
 int count_mismatch(MPI_Comm comm, Kind k) {
-  int rank = 0;
-  PMPI_Comm_rank(comm, &rank);
-  std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s: a receive count differs from what its source sends\n",
-               rank, kCallName[k]);
-  std::fflush(stderr);
+  interop::report_error(comm, kWho, std::string(kCallName[k]) + ": a receive count differs from what its source sends");
   PMPI_Comm_call_errhandler(comm, MPI_ERR_TRUNCATE);
   return MPI_ERR_TRUNCATE;
 }
@@ -282,14 +246,12 @@ namespace {
 int node_error(MPI_Comm comm, Kind k, int rc) {
   if (rc == MPI_ERR_TRUNCATE) return count_mismatch(comm, k);
   if (rc == MPI_ERR_COUNT) {
-    std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s with a negative count\n", global().world_rank, kCallName[k]);
-    std::fflush(stderr);
+    interop::report_error(MPI_COMM_WORLD, kWho, std::string(kCallName[k]) + " with a negative count");
     PMPI_Comm_call_errhandler(comm, MPI_ERR_COUNT);
   }
   if (rc == MPI_ERR_BUFFER) {
-    std::fprintf(stderr, "sparsecomm mpi [rank %d]: error: %s with MPI_IN_PLACE (not defined for neighborhood "
-                 "collectives)\n", global().world_rank, kCallName[k]);
-    std::fflush(stderr);
+    interop::report_error(MPI_COMM_WORLD, kWho,
+                          std::string(kCallName[k]) + " with MPI_IN_PLACE (not defined for neighborhood collectives)");
     PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER);
   }
   return rc;

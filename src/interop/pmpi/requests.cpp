@@ -3,13 +3,12 @@
 // call goes straight to PMPI_* after one emptiness check.
 #include "interop/pmpi/requests.hpp"
 
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <unordered_map>
 #include <vector>
 
 #include "core/empty_status.hpp"
+#include "interop/common/pipeline.hpp"
 
 namespace sparsecomm::pmpi {
 namespace {
@@ -99,9 +98,7 @@ bool any_requests() { return !table().empty(); }
 bool is_ours(MPI_Request r) { return find(r) != nullptr; }
 
 void fail(const char* what) {
-  std::fprintf(stderr, "sparsecomm mpi: error: %s\n", what);
-  std::fflush(stderr);
-  std::exit(2);
+  sparsecomm::interop::exit_with("sparsecomm mpi", what);
 }
 
 }  // namespace sparsecomm::pmpi
