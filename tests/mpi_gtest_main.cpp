@@ -2,7 +2,9 @@
 // - Rank 0 prints the usual report; other ranks print only their failures, prefixed.
 // - After every test the ranks agree on its outcome, so a failure on rank 3 is named in
 //   rank 0's report too.
-// - The exit code is non-zero on every rank if any rank failed any test.
+// - The exit code is non-zero on every rank if any rank failed any test, and when the
+//   filter selected no test at all: a registration whose filter names a suite that was
+//   renamed would otherwise pass having checked nothing.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -54,6 +56,10 @@ int main(int argc, char** argv) {
   }
   listeners.Append(new AgreeOnOutcome(rank, size));
   int local = RUN_ALL_TESTS();
+  if (::testing::UnitTest::GetInstance()->test_to_run_count() == 0) {
+    if (rank == 0) std::fprintf(stderr, "no test matches the filter '%s'\n", ::testing::GTEST_FLAG(filter).c_str());
+    local = 1;
+  }
   int global = 0;
   MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Finalize();
