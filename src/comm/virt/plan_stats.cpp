@@ -8,10 +8,8 @@
 #include <set>
 #include <tuple>
 
-#include "comm/virt/counting.hpp"
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/comm/locality.hpp"
-#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/comm/topology.hpp"
 
@@ -377,42 +375,6 @@ std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g
   return hooks.counts(g, region, opt, count);
 }
 
-std::vector<RankCounts> direct_gather_counts(const Graph& g, const std::vector<int>& region, const GatherOptions& opt,
-                                             int64_t count) {
-  const int64_t bytes = count * opt.value_bytes;
-  std::vector<RankCounts> out(static_cast<size_t>(g.p));
-  auto intra = [&](int a, int b) { return region[a] == region[b]; };
-  for (int a = 0; a < g.p; ++a) {
-    for (int x : g.src[a]) out[a].counts.record_recv("direct", intra(a, x), bytes);
-    for (int d : g.dest[a]) out[a].counts.record_send("direct", intra(a, d), bytes);
-  }
-  return out;
-}
-
-std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector<int>& region,
-                                               const GatherOptions& opt, int64_t count) {
-  const int64_t bytes = count * opt.value_bytes;
-  std::vector<RankCounts> out(static_cast<size_t>(g.p));
-  auto intra = [&](int a, int b) { return region[a] == region[b]; };
-  const auto sched = combining_schedules(g, region, combining_from(opt.backend, opt.sdde));
-  for (int a = 0; a < g.p; ++a) {
-    const auto& s = sched[a];
-    auto& c = out[a].counts;
-    // The order of GatherPlan's combined backend: stage-1 receives, stage-1 sends,
-    // stage-2 sends (one per destination), stage-2 receives (one per forwarder).
-    for (int m : s.stage1_recv) c.record_recv("stage1", intra(a, m), bytes);
-    for (int m : s.stage1_send) c.record_send("stage1", intra(a, m), bytes);
-    for (size_t i = 0; i < s.dest.size(); ++i)
-      if (s.dest[i] != a) c.record_send("stage2", intra(a, s.dest[i]), bytes * static_cast<int64_t>(s.dest_origins[i].size()));
-    for (size_t i = 0; i < s.from.size(); ++i)
-      if (s.from[i] != a) c.record_recv("stage2", intra(a, s.from[i]), bytes * static_cast<int64_t>(s.from_origins[i].size()));
-    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
-    out[a].groups_led = s.groups_led;
-    out[a].group_members = s.group_members;
-  }
-  return out;
-}
-
 // --- Halo-exchange Plans --------------------------------------------------------------
 
 int64_t HaloPattern::segments() const {
@@ -497,17 +459,6 @@ void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
   }
 }
 
-// One transfer per segment (p2p, neighbor; shm with windows).
-std::vector<RankCounts> direct_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt,
-                                      bool windows) {
-  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
-  std::vector<RankCounts> out(static_cast<size_t>(pat.p));
-  const Recorder rec(out, region, pat, windows);
-  for (int a = 0; a < pat.p; ++a)
-    for (const auto& seg : pat.send[a]) rec("direct", a, seg.dest, seg.size * eb);
-  return out;
-}
-
 }  // namespace
 
 std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPattern& pat, const std::vector<int>& region,
@@ -517,15 +468,6 @@ std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPatter
   const auto& hooks = backend_hooks(backend);  // InputError for an unknown name
   if (!hooks.counts) no_statistics("halo", backend, backend_names(), [](auto& n) { return bool(backend_hooks(n).counts); });
   return hooks.counts(pat, region, opt);
-}
-
-std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
-                                           const PlanOptions& opt) {
-  return direct_counts(pat, region, opt, false);
-}
-
-std::vector<RankCounts> shm_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt) {
-  return direct_counts(pat, region, opt, true);
 }
 
 std::shared_ptr<const CombiningSchedule> scatter_combining_schedules(MPI_Comm comm, int root,
