@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "comm/plan/registry.hpp"
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
@@ -103,6 +104,20 @@ std::vector<std::vector<Cand>> live_lists(int p, const std::vector<int>& grow, c
   return live;
 }
 
+// The registered counts hook of `backend`: InputError for an unknown name, or for a backend
+// that registered none (listing those that did).
+template <class Shape>
+const BackendHooksFor<Shape>& counting_hooks(const std::string& backend) {
+  auto& registry = detail::registry<Shape>();
+  const auto& hooks = registry.hooks(backend);
+  if (hooks.counts) return hooks;
+  std::string with;
+  for (const auto& n : registry.names())
+    if (registry.hooks(n).counts) with += (with.empty() ? "" : ", ") + n;
+  throw InputError(std::string("plan statistics: no statistics for ") + Shape::name + " backend '" + backend +
+                   "' (it registers no counts hook); available: " + with);
+}
+
 // The matching of one merge level. CombiningSchedule::build computes the greedy matching
 // asynchronously (greedy_match in combining.cpp); any schedule of locally dominant edges
 // gives the same result, and here it is the synchronous one, in proposal sub-rounds:
@@ -110,17 +125,6 @@ std::vector<std::vector<Cand>> live_lists(int p, const std::vector<int>& grow, c
 // leader matched in sub-round t tells its candidates in sub-round t+1, which drop it
 // then. So at the start of sub-round t a candidate l is gone from every list iff it was
 // matched at sub-round t-2 or earlier: the lists are scanned with one pointer each.
-// The error for a backend that registered no counts hook, listing those that did.
-template <class HasCounts>
-[[noreturn]] void no_statistics(const char* shape, const std::string& backend, const std::vector<std::string>& names,
-                                HasCounts has_counts) {
-  std::string with;
-  for (const auto& n : names)
-    if (has_counts(n)) with += (with.empty() ? "" : ", ") + n;
-  throw InputError(std::string("plan statistics: no statistics for ") + shape + " backend '" + backend +
-                   "' (it registers no counts hook); available: " + with);
-}
-
 std::vector<int> match(int p, const std::vector<std::vector<Cand>>& live) {
   std::vector<int> partner(static_cast<size_t>(p), -1), matched_at(static_cast<size_t>(p), INT_MAX);
   std::vector<size_t> pos(static_cast<size_t>(p), 0);
@@ -369,10 +373,7 @@ std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g
   if (region.size() != static_cast<size_t>(g.p))
     throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(g.p) + " ranks");
   if (count < 0) throw InputError("plan statistics: negative block size");
-  const auto& hooks = gather_backend_hooks(backend);  // InputError for an unknown name
-  if (!hooks.counts)
-    no_statistics("gather", backend, gather_backend_names(), [](auto& n) { return bool(gather_backend_hooks(n).counts); });
-  return hooks.counts(g, region, opt, count);
+  return counting_hooks<GatherShape>(backend).counts(g, region, opt, count);
 }
 
 // --- Halo-exchange Plans --------------------------------------------------------------
@@ -465,9 +466,7 @@ std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPatter
                                     const PlanOptions& opt) {
   check_halo(pat, region);
   if (opt.width < 1 || opt.value_bytes < 1) throw InputError("plan statistics: width and value size must be positive");
-  const auto& hooks = backend_hooks(backend);  // InputError for an unknown name
-  if (!hooks.counts) no_statistics("halo", backend, backend_names(), [](auto& n) { return bool(backend_hooks(n).counts); });
-  return hooks.counts(pat, region, opt);
+  return counting_hooks<HaloShape>(backend).counts(pat, region, opt);
 }
 
 std::shared_ptr<const CombiningSchedule> scatter_combining_schedules(MPI_Comm comm, int root,
