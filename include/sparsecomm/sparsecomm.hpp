@@ -29,6 +29,7 @@
 #include "sparsecomm/comm/pattern.hpp"
 #include "sparsecomm/comm/sdde.hpp"
 #include "sparsecomm/comm/topology.hpp"
+#include "sparsecomm/comm/plan/backend_hooks.hpp"
 #include "sparsecomm/comm/plan/backend_options.hpp"
 #include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"

@@ -42,7 +42,7 @@ size_t GatherPlan::source_index(int source) const {
 }
 
 namespace {
-auto& gregistry() { return detail::gather_registry(); }
+auto& gregistry() { return detail::registry<GatherShape>(); }
 }  // namespace
 
 std::string gather_baseline_backend() { return gregistry().find("neighbor") ? "neighbor" : "p2p"; }
@@ -55,7 +55,7 @@ std::unique_ptr<GatherPlan> make_gather_plan(const std::string& backend, const T
   const auto* entry = gregistry().find(backend);
   if (!entry) {
     err = gregistry().unknown(backend);
-  } else if (std::string why = validate_backend_options(backend, entry->hooks.options, opt.backend); !why.empty()) {
+  } else if (std::string why = validate_backend_options(backend, gregistry().option_specs(backend), opt.backend); !why.empty()) {
     err = "make_gather_plan: " + why;
   } else if (my_count < 0 || opt.value_bytes < 1) {
     err = "make_gather_plan: negative block size or value size < 1";

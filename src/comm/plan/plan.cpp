@@ -57,26 +57,12 @@ std::string value_size_mismatch(const std::string& call, size_t got, int want) {
 }  // namespace detail
 
 namespace {
-auto& registry() { return detail::halo_registry(); }
-}  // namespace
+auto& halo() { return detail::registry<HaloShape>(); }
 
-std::vector<OptionSpec> backend_option_specs(const std::string& name) {
-  const BackendHooks& h = registry().hooks(name);
-  std::vector<OptionSpec> specs = h.options;
-  if (h.chooses_among_others)  // what the candidates read, handed on to each (first declaration of a key wins)
-    for (const auto& other : registry().names()) {
-      if (registry().hooks(other).chooses_among_others) continue;
-      for (const auto& s : registry().hooks(other).options)
-        if (!declares_option(specs, s.key)) specs.push_back(s);
-    }
-  return specs;
-}
-
-namespace {
 // make_plan's checks that need no communication: "" or what is wrong on this rank.
-std::string local_check(const std::string& backend, const detail::HaloRegistry::Entry* entry, const Pattern& pattern,
+std::string local_check(const std::string& backend, const detail::Registry<HaloShape>::Entry* entry, const Pattern& pattern,
                         const Locality& loc, MPI_Comm comm, const PlanOptions& opt) {
-  if (!entry) return registry().unknown(backend);
+  if (!entry) return halo().unknown(backend);
   if (std::string why = validate_backend_options(backend, backend_option_specs(backend), opt.backend); !why.empty())
     return "make_plan: " + why;
   if (opt.width < 1 || opt.value_bytes < 1) return "make_plan: width and value_bytes must be at least 1";
@@ -93,7 +79,7 @@ std::string local_check(const std::string& backend, const detail::HaloRegistry::
 namespace detail {
 std::unique_ptr<Plan> make_plan_inside(const std::string& backend, const Pattern& pattern, const Locality& loc,
                                        MPI_Comm comm, const PlanOptions& opt) {
-  const auto* entry = registry().find(backend);
+  const auto* entry = halo().find(backend);
   if (std::string err = local_check(backend, entry, pattern, loc, comm, opt); !err.empty()) throw InputError(err);
   const double t0 = MPI_Wtime();
   std::unique_ptr<Plan> plan = entry->factory(pattern, loc, comm, opt);
@@ -105,7 +91,7 @@ std::unique_ptr<Plan> make_plan_inside(const std::string& backend, const Pattern
 std::unique_ptr<Plan> make_plan(const std::string& backend, const Pattern& pattern, const Locality& loc, MPI_Comm comm,
                                 const PlanOptions& opt, const std::string& caller_error) {
   const CommExclusive exclusive(comm, "make_plan");
-  const auto* entry = registry().find(backend);
+  const auto* entry = halo().find(backend);
   std::string err = caller_error.empty() ? local_check(backend, entry, pattern, loc, comm, opt) : caller_error;
   // Every rank must ask for the same backend and options (a canonical string's hash), and
   // the pattern must be consistent: what I send to d is what d expects from me (a hash of

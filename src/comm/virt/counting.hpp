@@ -29,4 +29,16 @@ struct Recorder {
   }
 };
 
+// The counts of a direct schedule, one transfer per pattern segment in step "direct" (p2p,
+// neighbor; shm with `windows`, its transfers between ranks of a node in their window).
+inline std::vector<RankCounts> direct_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                             const PlanOptions& opt, bool windows) {
+  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(pat.p));
+  const Recorder rec(out, region, pat, windows);
+  for (int a = 0; a < pat.p; ++a)
+    for (const auto& seg : pat.send[a]) rec("direct", a, seg.dest, seg.size * eb);
+  return out;
+}
+
 }  // namespace sparsecomm::virt

@@ -8,10 +8,9 @@
 #include <set>
 #include <tuple>
 
-#include "comm/virt/counting.hpp"
+#include "comm/plan/registry.hpp"
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/comm/locality.hpp"
-#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/comm/topology.hpp"
 
@@ -105,6 +104,20 @@ std::vector<std::vector<Cand>> live_lists(int p, const std::vector<int>& grow, c
   return live;
 }
 
+// The registered counts hook of `backend`: InputError for an unknown name, or for a backend
+// that registered none (listing those that did).
+template <class Shape>
+const BackendHooksFor<Shape>& counting_hooks(const std::string& backend) {
+  auto& registry = detail::registry<Shape>();
+  const auto& hooks = registry.hooks(backend);
+  if (hooks.counts) return hooks;
+  std::string with;
+  for (const auto& n : registry.names())
+    if (registry.hooks(n).counts) with += (with.empty() ? "" : ", ") + n;
+  throw InputError(std::string("plan statistics: no statistics for ") + Shape::name + " backend '" + backend +
+                   "' (it registers no counts hook); available: " + with);
+}
+
 // The matching of one merge level. CombiningSchedule::build computes the greedy matching
 // asynchronously (greedy_match in combining.cpp); any schedule of locally dominant edges
 // gives the same result, and here it is the synchronous one, in proposal sub-rounds:
@@ -112,17 +125,6 @@ std::vector<std::vector<Cand>> live_lists(int p, const std::vector<int>& grow, c
 // leader matched in sub-round t tells its candidates in sub-round t+1, which drop it
 // then. So at the start of sub-round t a candidate l is gone from every list iff it was
 // matched at sub-round t-2 or earlier: the lists are scanned with one pointer each.
-// The error for a backend that registered no counts hook, listing those that did.
-template <class HasCounts>
-[[noreturn]] void no_statistics(const char* shape, const std::string& backend, const std::vector<std::string>& names,
-                                HasCounts has_counts) {
-  std::string with;
-  for (const auto& n : names)
-    if (has_counts(n)) with += (with.empty() ? "" : ", ") + n;
-  throw InputError(std::string("plan statistics: no statistics for ") + shape + " backend '" + backend +
-                   "' (it registers no counts hook); available: " + with);
-}
-
 std::vector<int> match(int p, const std::vector<std::vector<Cand>>& live) {
   std::vector<int> partner(static_cast<size_t>(p), -1), matched_at(static_cast<size_t>(p), INT_MAX);
   std::vector<size_t> pos(static_cast<size_t>(p), 0);
@@ -371,46 +373,7 @@ std::vector<RankCounts> gather_counts(const std::string& backend, const Graph& g
   if (region.size() != static_cast<size_t>(g.p))
     throw InputError("plan statistics: " + std::to_string(region.size()) + " regions for " + std::to_string(g.p) + " ranks");
   if (count < 0) throw InputError("plan statistics: negative block size");
-  const auto& hooks = gather_backend_hooks(backend);  // InputError for an unknown name
-  if (!hooks.counts)
-    no_statistics("gather", backend, gather_backend_names(), [](auto& n) { return bool(gather_backend_hooks(n).counts); });
-  return hooks.counts(g, region, opt, count);
-}
-
-std::vector<RankCounts> direct_gather_counts(const Graph& g, const std::vector<int>& region, const GatherOptions& opt,
-                                             int64_t count) {
-  const int64_t bytes = count * opt.value_bytes;
-  std::vector<RankCounts> out(static_cast<size_t>(g.p));
-  auto intra = [&](int a, int b) { return region[a] == region[b]; };
-  for (int a = 0; a < g.p; ++a) {
-    for (int x : g.src[a]) out[a].counts.record_recv("direct", intra(a, x), bytes);
-    for (int d : g.dest[a]) out[a].counts.record_send("direct", intra(a, d), bytes);
-  }
-  return out;
-}
-
-std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector<int>& region,
-                                               const GatherOptions& opt, int64_t count) {
-  const int64_t bytes = count * opt.value_bytes;
-  std::vector<RankCounts> out(static_cast<size_t>(g.p));
-  auto intra = [&](int a, int b) { return region[a] == region[b]; };
-  const auto sched = combining_schedules(g, region, combining_from(opt.backend, opt.sdde));
-  for (int a = 0; a < g.p; ++a) {
-    const auto& s = sched[a];
-    auto& c = out[a].counts;
-    // The order of GatherPlan's combined backend: stage-1 receives, stage-1 sends,
-    // stage-2 sends (one per destination), stage-2 receives (one per forwarder).
-    for (int m : s.stage1_recv) c.record_recv("stage1", intra(a, m), bytes);
-    for (int m : s.stage1_send) c.record_send("stage1", intra(a, m), bytes);
-    for (size_t i = 0; i < s.dest.size(); ++i)
-      if (s.dest[i] != a) c.record_send("stage2", intra(a, s.dest[i]), bytes * static_cast<int64_t>(s.dest_origins[i].size()));
-    for (size_t i = 0; i < s.from.size(); ++i)
-      if (s.from[i] != a) c.record_recv("stage2", intra(a, s.from[i]), bytes * static_cast<int64_t>(s.from_origins[i].size()));
-    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
-    out[a].groups_led = s.groups_led;
-    out[a].group_members = s.group_members;
-  }
-  return out;
+  return counting_hooks<GatherShape>(backend).counts(g, region, opt, count);
 }
 
 // --- Halo-exchange Plans --------------------------------------------------------------
@@ -497,35 +460,13 @@ void check_halo(const HaloPattern& pat, const std::vector<int>& region) {
   }
 }
 
-// One transfer per segment (p2p, neighbor; shm with windows).
-std::vector<RankCounts> direct_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt,
-                                      bool windows) {
-  const int64_t eb = static_cast<int64_t>(opt.width) * opt.value_bytes;
-  std::vector<RankCounts> out(static_cast<size_t>(pat.p));
-  const Recorder rec(out, region, pat, windows);
-  for (int a = 0; a < pat.p; ++a)
-    for (const auto& seg : pat.send[a]) rec("direct", a, seg.dest, seg.size * eb);
-  return out;
-}
-
 }  // namespace
 
 std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPattern& pat, const std::vector<int>& region,
                                     const PlanOptions& opt) {
   check_halo(pat, region);
   if (opt.width < 1 || opt.value_bytes < 1) throw InputError("plan statistics: width and value size must be positive");
-  const auto& hooks = backend_hooks(backend);  // InputError for an unknown name
-  if (!hooks.counts) no_statistics("halo", backend, backend_names(), [](auto& n) { return bool(backend_hooks(n).counts); });
-  return hooks.counts(pat, region, opt);
-}
-
-std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
-                                           const PlanOptions& opt) {
-  return direct_counts(pat, region, opt, false);
-}
-
-std::vector<RankCounts> shm_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt) {
-  return direct_counts(pat, region, opt, true);
+  return counting_hooks<HaloShape>(backend).counts(pat, region, opt);
 }
 
 std::shared_ptr<const CombiningSchedule> scatter_combining_schedules(MPI_Comm comm, int root,

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsecomm/comm/plan/backend_hooks.hpp"
 #include "sparsecomm/comm/plan/backend_options.hpp"
 #include "sparsecomm/comm/plan/plan_base.hpp"
 #include "sparsecomm/comm/locality.hpp"
@@ -134,17 +135,18 @@ struct Graph;
 struct RankCounts;
 }  // namespace virt
 
-/// What the rest of the library needs from a gather backend besides its plans (as
-/// BackendHooks for halo backends).
-struct GatherBackendHooks {
-  /// Plan statistics: the counts of one execution on every one of P virtual ranks, as
-  /// GatherPlan::iteration_counts() reports them in a real run; `count` values per block.
-  std::function<std::vector<virt::RankCounts>(const virt::Graph&, const std::vector<int>& region,
-                                              const GatherOptions&, int64_t count)>
-      counts;
-  /// The backend-owned options it reads from GatherOptions::backend (as BackendHooks::options).
-  std::vector<OptionSpec> options;
+/// The allgather shape of exchange (GatherPlan) as a backend sees it (as HaloShape).
+struct GatherShape {
+  static constexpr const char* name = "gather";
+  using Factory = GatherFactory;
+  /// The counts hook: every virtual rank's counts of one execution on `graph`, ranks in
+  /// `region`s, `count` values of opt.value_bytes bytes per block.
+  using Counts = std::vector<virt::RankCounts>(const virt::Graph& graph, const std::vector<int>& region,
+                                               const GatherOptions& opt, int64_t count);
 };
+/// What the rest of the library needs from a gather backend besides its plans (as
+/// BackendHooks for halo backends; auto's terms unused).
+using GatherBackendHooks = BackendHooksFor<GatherShape>;
 
 void register_gather_backend(const std::string& name, const std::string& description, GatherFactory f,
                              GatherBackendHooks hooks = {});

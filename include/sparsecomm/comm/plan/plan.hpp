@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sparsecomm/comm/plan/backend_hooks.hpp"
 #include "sparsecomm/comm/plan/backend_options.hpp"
 #include "sparsecomm/comm/plan/plan_base.hpp"
 #include "sparsecomm/comm/locality.hpp"
@@ -307,34 +308,19 @@ struct HaloPattern;
 struct RankCounts;
 }  // namespace virt
 
-/// What the rest of the library needs from a halo backend besides its plans, registered
-/// with it (so no other file switches on its name).
-struct BackendHooks {
-  /// Plan statistics (comm/virt/plan_stats.hpp): the counts of one execution on every one of P
-  /// virtual ranks, in one process, exactly as Plan::iteration_counts() and Plan::stages()
-  /// report them on each rank of a real run. Empty: the backend has no statistics
-  /// (virt::halo_counts() says so).
-  std::function<std::vector<virt::RankCounts>(const virt::HaloPattern&, const std::vector<int>& region,
-                                              const PlanOptions&)>
-      counts;
-  /// The backend-owned options it reads from PlanOptions::backend (comm/backend_options.hpp);
-  /// make_plan rejects any other key. A backend that runs message combining declares
-  /// combining_option_specs(), and tools that sweep combining variants (plan-stats,
-  /// nbrbench, spmm) do so for every backend that declares "k".
-  std::vector<OptionSpec> options;
-  /// How involved the backend's setup is, for auto's tie-break: of two candidates whose
-  /// predicted costs tie, the lower rank wins (then the name), so the choice is
-  /// deterministic and prefers the simpler plan. Built-ins: p2p 0 ... combined 5.
-  int setup_rank = 100;
-  /// The backend chooses among the others (auto): it is no candidate of such a choice, and
-  /// evaluations that time every backend against it (sparsecomm autoeval) leave it out.
-  bool chooses_among_others = false;
-  /// Transfers between two ranks of one node may move through a shared-memory window (shm,
-  /// the aggregation backends): auto gives `counts` the real nodes (virt::HaloPattern::node),
-  /// and the hook reports in RankCounts::window what the plan's window_counts() will, which
-  /// auto prices as window reads.
-  bool node_window = false;
+/// The halo shape of exchange (Plan) as a backend sees it: what its factory and its hooks
+/// take (BackendHooksFor, backend_hooks.hpp; the allgather shape: GatherShape).
+struct HaloShape {
+  static constexpr const char* name = "halo";
+  using Factory = PlanFactory;
+  /// The counts hook: every virtual rank's counts of one execution of `pattern`, ranks in
+  /// `region`s, values of opt.width * opt.value_bytes bytes.
+  using Counts = std::vector<virt::RankCounts>(const virt::HaloPattern& pattern, const std::vector<int>& region,
+                                               const PlanOptions& opt);
 };
+/// What the rest of the library needs from a halo backend besides its plans (its counts,
+/// options and auto's terms), registered with it.
+using BackendHooks = BackendHooksFor<HaloShape>;
 
 /// Adds a backend under `name` (replacing one of the same name), with its hooks. Built-in
 /// backends are registered on first use of the registry; call this before make_plan() for

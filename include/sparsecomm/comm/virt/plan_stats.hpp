@@ -140,8 +140,10 @@ struct HaloPattern {
 std::vector<RankCounts> halo_counts(const std::string& backend, const HaloPattern& pat, const std::vector<int>& region,
                                     const PlanOptions& opt);
 
-// The counts hooks of the built-in backends (each registered by its backend's file with
-// register_backend / register_gather_backend): regions and options already checked.
+// The counts hooks of the built-in backends, each defined in its backend's own file (under
+// src/comm/plan/halo and gather) and registered with it: regions and options already
+// checked. direct_halo_counts (p2p's, one message per segment) serves any backend with a
+// direct schedule, an outside one too (tests/open_backend).
 std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt);
 /// As direct_halo_counts, the transfers between ranks of one node (HaloPattern::node) also
 /// in RankCounts::window.

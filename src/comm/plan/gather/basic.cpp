@@ -69,6 +69,22 @@ class NeighborGather final : public detail::SingleRequest<GatherPlan> {
 
 }  // namespace
 
+// Plan statistics (virt::gather_counts): one transfer per edge in step "direct", as both plans
+// above count them (and shm, whose counts these are too).
+namespace virt {
+std::vector<RankCounts> direct_gather_counts(const Graph& g, const std::vector<int>& region, const GatherOptions& opt,
+                                             int64_t count) {
+  const int64_t bytes = count * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(g.p));
+  auto intra = [&](int a, int b) { return region[a] == region[b]; };
+  for (int a = 0; a < g.p; ++a) {
+    for (int x : g.src[a]) out[a].counts.record_recv("direct", intra(a, x), bytes);
+    for (int d : g.dest[a]) out[a].counts.record_send("direct", intra(a, d), bytes);
+  }
+  return out;
+}
+}  // namespace virt
+
 namespace detail {
 void register_gather_basic() {
   register_gather_backend("p2p", "one message per edge (point-to-point)",

@@ -120,6 +120,34 @@ class CombinedGather final : public detail::Scheduled<GatherPlan> {
 
 }  // namespace
 
+// Plan statistics (virt::gather_counts): the stages of CombinedGather above, on the combining
+// schedules of every rank (virt::combining_schedules, the same as CombiningSchedule::build).
+namespace virt {
+std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector<int>& region,
+                                               const GatherOptions& opt, int64_t count) {
+  const int64_t bytes = count * opt.value_bytes;
+  std::vector<RankCounts> out(static_cast<size_t>(g.p));
+  auto intra = [&](int a, int b) { return region[a] == region[b]; };
+  const auto sched = combining_schedules(g, region, combining_from(opt.backend, opt.sdde));
+  for (int a = 0; a < g.p; ++a) {
+    const auto& s = sched[a];
+    auto& c = out[a].counts;
+    // The order of the plan's own counts: stage-1 receives, stage-1 sends, stage-2 sends
+    // (one per destination), stage-2 receives (one per forwarder).
+    for (int m : s.stage1_recv) c.record_recv("stage1", intra(a, m), bytes);
+    for (int m : s.stage1_send) c.record_send("stage1", intra(a, m), bytes);
+    for (size_t i = 0; i < s.dest.size(); ++i)
+      if (s.dest[i] != a) c.record_send("stage2", intra(a, s.dest[i]), bytes * static_cast<int64_t>(s.dest_origins[i].size()));
+    for (size_t i = 0; i < s.from.size(); ++i)
+      if (s.from[i] != a) c.record_recv("stage2", intra(a, s.from[i]), bytes * static_cast<int64_t>(s.from_origins[i].size()));
+    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
+    out[a].groups_led = s.groups_led;
+    out[a].group_members = s.group_members;
+  }
+  return out;
+}
+}  // namespace virt
+
 namespace detail {
 void register_gather_combined() {
   register_gather_backend("combined", "message combining over common neighborhoods (pairs or k-groups)",

@@ -2,7 +2,7 @@
 // by hand: receives posted first, then the sends, then one wait for all. The messages are
 // fixed at setup and posted again at every execution (comm/messages.hpp: MPI_Irecv/Isend,
 // or persistent requests with PlanOptions::persistent_requests).
-#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "comm/virt/counting.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 
@@ -44,6 +44,15 @@ class P2pPlan final : public Plan {
 };
 
 }  // namespace
+
+// Plan statistics (virt::halo_counts): one message per segment, what every backend with a
+// direct schedule reports (neighbor too; an outside backend may register these counts).
+namespace virt {
+std::vector<RankCounts> direct_halo_counts(const HaloPattern& pat, const std::vector<int>& region,
+                                           const PlanOptions& opt) {
+  return direct_counts(pat, region, opt, false);
+}
+}  // namespace virt
 
 namespace detail {
 void register_p2p() {

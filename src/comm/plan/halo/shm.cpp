@@ -10,12 +10,12 @@
 // Against Open MPI's shared-memory transport for the same on-node message: no copy into
 // and out of its segment per message (or, above 4 KiB, no single-copy CMA read through the
 // kernel), no matching.
+#include "comm/virt/counting.hpp"
 #ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
 #include <cstring>
 
 #include "comm/shm_channel.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
-#include "sparsecomm/comm/virt/plan_stats.hpp"
 
 namespace sparsecomm {
 namespace {
@@ -29,7 +29,7 @@ class ShmPlan final : public Plan {
     const int64_t eb = elem_bytes();
     std::vector<int> readers, writers;
     std::vector<int64_t> offsets;
-    // One transfer per neighbor, as p2p (so the counts are virt::direct_halo_counts').
+    // One transfer per neighbor, as p2p (the counts below).
     for (int i = 0; i < s.num_neighbors(); ++i) {
       const int64_t bytes = s.count(i) * eb;
       if (x_.window.node_rank(s.ranks[i]) < 0) {
@@ -105,3 +105,11 @@ namespace sparsecomm::detail {
 void register_shm() {}
 }  // namespace sparsecomm::detail
 #endif  // SPARSECOMM_SMPI
+
+// Plan statistics (virt::halo_counts): one transfer per segment, as p2p, those between ranks
+// of one node (HaloPattern::node) through the window, as ShmPlan counts them.
+namespace sparsecomm::virt {
+std::vector<RankCounts> shm_halo_counts(const HaloPattern& pat, const std::vector<int>& region, const PlanOptions& opt) {
+  return direct_counts(pat, region, opt, true);
+}
+}  // namespace sparsecomm::virt
