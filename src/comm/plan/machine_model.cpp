@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -49,34 +48,6 @@ ModelParams params_of(const double* f) {
   return m;
 }
 
-// What else decides the network a run measures, from the environment, as "NAME=value"
-// words in name order (empty where none is set): the transports and waiting Open MPI is
-// told to use (`mpirun --mca x y` reaches every rank as OMPI_MCA_x), MPICH's device choices,
-// UCX's and libfabric's transport choices, and SPARSECOMM_MODEL_TAG, which names what the process cannot see
-// (scripts/cluster.sh sets it to its emulated links' rate). Without them a model measured
-// over one network is read back over another (the emulated cluster without its links' rate
-// limit, then with it: auto priced the links far too fast; experiments/petsc/README.md).
-std::string network_tag() {
-  static const char* const kExact[] = {"SPARSECOMM_MODEL_TAG", "OMPI_MCA_mpi_yield_when_idle", "UCX_TLS",
-                                       "UCX_NET_DEVICES", "FI_PROVIDER", "MPIR_CVAR_CH4_NETMOD",
-                                       "MPIR_CVAR_CH4_SHM", "MPIR_CVAR_NOLOCAL"};
-  static const char* const kPrefix[] = {"OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_mtl"};
-  std::vector<std::string> words;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv = *e, name = kv.substr(0, kv.find('='));
-    bool take = false;
-    for (const char* x : kExact) take = take || name == x;
-    for (const char* p : kPrefix) take = take || name.rfind(p, 0) == 0;
-    if (!take) continue;
-    words.push_back(kv);
-    std::replace(words.back().begin(), words.back().end(), '\n', ' ');  // the key is one line of the file
-  }
-  std::sort(words.begin(), words.end());
-  std::string tag;
-  for (const std::string& w : words) tag += (tag.empty() ? "" : " ") + w;
-  return tag;
-}
-
 // Repetitions of each measurement when auto measures the machine on first use.
 constexpr int kFirstUseReps = 30;
 // Launches whose calibrations the cache keeps; the model is their per-parameter median. One
@@ -103,7 +74,7 @@ std::string mpi_library() {
 // The cache key: what the parameters depend on, and a version (raised whenever the
 // measurements change, so older caches are measured again). The MPI library (mpi_library());
 // the host name of rank 0 stands for the machine; ranks per node for oversubscription; the layout for the locality classes; the
-// network's selection (network_tag(), appended where not empty). Local: only rank 0 reads
+// network's selection (ModelSettings::network_tag, appended where not empty). Local: only rank 0 reads
 // and writes the cache, so only its key matters (no broadcast of its host name: one
 // collective fewer on auto's first use).
 std::string cache_key(const std::vector<int>& node, const Locality& loc) {
@@ -121,17 +92,13 @@ std::string cache_key(const std::vector<int>& node, const Locality& loc) {
     << most << " regions";
   for (int r = 0; r < loc.num_regions(); ++r) k << " " << loc.region_size(r);
   for (int r = 0; r < loc.size(); ++r) k << (r ? "," : " ") << loc.region_of(r);  // placement
-  if (const std::string net = network_tag(); !net.empty()) k << " net " << net;
+  if (const std::string net = ModelSettings::defaults().network_tag; !net.empty()) k << " net " << net;
   return k.str();
 }
 // From the node labels kept on the communicator (auto needs them too: one detection serves both).
 std::string cache_key(MPI_Comm comm, const Locality& loc) { return cache_key(node_labels(comm), loc); }
 
-std::string cache_dir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/sparsecomm";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/sparsecomm";
-  return "";
-}
+std::string cache_dir() { return ModelSettings::defaults().cache_dir; }
 
 // FNV-1a: a file name for the key (the key itself is the file's first line, checked on read).
 std::string key_file(const std::string& key) {
@@ -366,12 +333,10 @@ void remember_machine_model(MPI_Comm comm, const Locality& loc, const ModelParam
 }
 
 namespace {
-// The source resolve() reads: `source`, else $SPARSECOMM_MODEL; its kind (0 measured,
-// 1 builtin, 2 file).
+// The source resolve() reads: `source`, else ModelSettings::defaults().source; its kind
+// (0 measured, 1 builtin, 2 file).
 std::pair<std::string, int> model_source(const std::string& source) {
-  std::string src = source;
-  if (src.empty())
-    if (const char* e = std::getenv("SPARSECOMM_MODEL")) src = e;
+  const std::string src = source.empty() ? ModelSettings::defaults().source : source;
   return {src, src.empty() ? 0 : src == "builtin" ? 1 : 2};
 }
 }  // namespace
