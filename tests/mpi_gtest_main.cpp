@@ -5,11 +5,15 @@
 // - The exit code is non-zero on every rank if any rank failed any test, and when the
 //   filter selected no test at all: a registration whose filter names a suite that was
 //   renamed would otherwise pass having checked nothing.
+// - The library's environment variables are read once at the start, as the programs read
+//   them (a test that changes one reads them again: test::set_env).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdio>
 #include <string>
+
+#include "sparsecomm/interop/environment.hpp"
 
 namespace {
 
@@ -45,6 +49,7 @@ class AgreeOnOutcome : public ::testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  sparsecomm::apply_environment();
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -708,20 +708,20 @@ TEST(ReaderErrors, MemoryLimitIsEnforcedCollectively) {
                                                        "200000 200000 2\n1 1 1\n200000 1 2\n");
   auto a = read_matrix_market(MPI_COMM_WORLD, path);
   EXPECT_EQ(a.global_duplicates(), 0);
-  ASSERT_EQ(setenv("SPARSECOMM_MEMORY_LIMIT", "100000", 1), 0);
+  test::set_env("SPARSECOMM_MEMORY_LIMIT", "100000");
   std::string msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, path); });
   EXPECT_NE(msg.find("100.0 KB are available"), std::string::npos) << msg;
-  ASSERT_EQ(setenv("SPARSECOMM_MEMORY_LIMIT", "10", 1), 0);
+  test::set_env("SPARSECOMM_MEMORY_LIMIT", "10");
   msg = input_error_of([&] { a.gather_all(); });
   EXPECT_NE(msg.find("gather_all"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--reference rows"), std::string::npos) << msg;
   // A limit that is not a number of bytes (here on the last rank only) is an error on every
   // rank, not "no limit" in silence.
-  if (test::rank() == test::size() - 1) ASSERT_EQ(setenv("SPARSECOMM_MEMORY_LIMIT", "100MB", 1), 0);
-  else unsetenv("SPARSECOMM_MEMORY_LIMIT");
+  test::set_env("SPARSECOMM_MEMORY_LIMIT", test::rank() == test::size() - 1 ? std::optional<std::string>("100MB")
+                                                                           : std::nullopt);
   msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, path); });
   EXPECT_NE(msg.find("SPARSECOMM_MEMORY_LIMIT='100MB' is not a number of bytes"), std::string::npos) << msg;
-  unsetenv("SPARSECOMM_MEMORY_LIMIT");
+  test::set_env("SPARSECOMM_MEMORY_LIMIT", std::nullopt);
   EXPECT_EQ(a.gather_all().size(), 2u);
 }
 
@@ -733,7 +733,7 @@ TEST(ReaderErrors, MemoryLimitIsEnforcedCollectively) {
 TEST(ReaderErrors, RankZerosEntriesAreBoundedBeforeParsing) {
   const std::string head = "%%MatrixMarket matrix coordinate real symmetric\n3000 3000 ";
   const std::string liar = write_mtx("announces_many.mtx", head + "5000000\n1 1 1\n");
-  ASSERT_EQ(setenv("SPARSECOMM_MEMORY_LIMIT", "100000000", 1), 0);
+  test::set_env("SPARSECOMM_MEMORY_LIMIT", "100000000");
   std::string msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, liar); });
   EXPECT_NE(msg.find("rank 0 holds the file's entries before distributing them (up to 10000000 from its size line, "
                      "3000 x 3000)"),
@@ -751,7 +751,7 @@ TEST(ReaderErrors, RankZerosEntriesAreBoundedBeforeParsing) {
   opt.permutation = &perm;
   msg = input_error_of([&] { read_matrix_market(MPI_COMM_WORLD, tall, opt); });
   EXPECT_NE(msg.find("and every rank the 30000000-row permutation"), std::string::npos) << msg;
-  unsetenv("SPARSECOMM_MEMORY_LIMIT");
+  test::set_env("SPARSECOMM_MEMORY_LIMIT", std::nullopt);
 }
 
 // A line longer than any Matrix Market line (here a 3 MiB comment, in a gzip of a few KB) is

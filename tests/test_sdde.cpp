@@ -393,15 +393,15 @@ TEST(SddeErrors, FailureWhileOthersOutgrowTheWindow) {
   }
 }
 
-// node_window across nodes: $SPARSECOMM_SDDE_NODE_EXCHANGE chooses agents or leaders at the
-// first exchange; a value that is unknown, or not alike on every rank, is an error on every
-// rank (and the next exchange, with a good value, works). Needs more than one node.
+// node_window across nodes: SddeOptions::node_exchange (SPARSECOMM_SDDE_NODE_EXCHANGE)
+// chooses agents or leaders at the first exchange; a value that is unknown, or not alike on
+// every rank, is an error on every rank (and an Sdde with a good value works). Needs more
+// than one node.
 TEST(SddeErrors, NodeExchangeChoiceAgreed) {
   const auto& all = Sdde::strategies();
   if (std::find(all.begin(), all.end(), "node_window") == all.end()) GTEST_SKIP() << "no shared windows in this build";
   if (Locality::parse(MPI_COMM_WORLD, "node").num_regions() < 2) GTEST_SKIP() << "one node: no inter-node step";
   const int p = test::size(), me = test::rank();
-  const test::EnvGuard keep("SPARSECOMM_SDDE_NODE_EXCHANGE");  // (back as it was, whatever is set below)
   SparseMessages<int64_t> m;
   m.add((me + 1) % p, std::vector<int64_t>{me});
   auto expect = expected_for(me, p, [&](int s) {
@@ -409,22 +409,26 @@ TEST(SddeErrors, NodeExchangeChoiceAgreed) {
     x.add((s + 1) % p, std::vector<int64_t>{s});
     return x;
   });
-  setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", "sideways", 1);
+  const auto with = [](const std::string& how) {
+    SddeOptions o;
+    o.node_exchange = how;
+    return Sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2), o);
+  };
   {
-    Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
+    Sdde sdde = with("sideways");
     expect_all_throw_same([&] { sdde.exchange(m, "node_window"); }, "valid values: agents, leaders, auto");
   }
-  setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", me == p - 1 ? "leaders" : "agents", 1);
   {
-    Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
+    Sdde sdde = with(me == p - 1 ? "leaders" : "agents");
     expect_all_throw_same([&] { sdde.exchange(m, "node_window"); }, "differs between ranks");
-    setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", "leaders", 1);
-    EXPECT_EQ(sdde.exchange(m, "node_window"), expect);
   }
+  Sdde sdde = with("leaders");
+  EXPECT_EQ(sdde.exchange(m, "node_window"), expect);
 }
 
 // ... and checked on one node too, where node_window has no inter-node step to use it: a
-// value one rank got wrong is the same error on every rank, not silently ignored.
+// value one rank got wrong is the same error on every rank, not silently ignored. Given as
+// the environment variable, read by the entry point (test::set_env).
 TEST(SddeErrors, NodeExchangeCheckedOnOneNode) {
   const auto& all = Sdde::strategies();
   if (std::find(all.begin(), all.end(), "node_window") == all.end()) GTEST_SKIP() << "no shared windows in this build";
@@ -433,8 +437,7 @@ TEST(SddeErrors, NodeExchangeCheckedOnOneNode) {
   const test::EnvGuard keep("SPARSECOMM_SDDE_NODE_EXCHANGE");
   SparseMessages<int64_t> m;
   m.add((me + 1) % p, std::vector<int64_t>{me});
-  if (me == p - 1) setenv("SPARSECOMM_SDDE_NODE_EXCHANGE", "sideways", 1);
-  else unsetenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
+  test::set_env("SPARSECOMM_SDDE_NODE_EXCHANGE", me == p - 1 ? std::optional<std::string>("sideways") : std::nullopt);
   Sdde sdde(MPI_COMM_WORLD, Locality::ppn(MPI_COMM_WORLD, 2));
   expect_all_throw_same([&] { sdde.exchange(m, "node_window"); }, "'sideways': valid values: agents, leaders, auto");
 }

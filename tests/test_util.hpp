@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "sparsecomm/interop/environment.hpp"
 #include "sparsecomm/matrix/dist_csr.hpp"
 
 namespace sparsecomm::test {
@@ -77,21 +78,24 @@ std::string message_of(const std::function<void()>& f) {
   return "<no exception>";
 }
 
-/// Sets (or unsets) an environment variable for a scope, then restores it.
+/// Sets `name` to `value` (nullopt: unsets it), then reads the environment again as an
+/// entry point does (apply_environment()): what the library's variables mean to the calls
+/// that follow, for the tests of those variables.
+inline void set_env(const char* name, const std::optional<std::string>& value) {
+  if (value) setenv(name, value->c_str(), 1);
+  else unsetenv(name);
+  apply_environment();
+}
+
+/// Sets (or unsets) an environment variable for a scope (set_env()), then restores it.
 class EnvGuard {
  public:
-  EnvGuard(const char* name, const std::optional<std::string>& value) : EnvGuard(name) {
-    if (value) setenv(name, value->c_str(), 1);
-    else unsetenv(name);
-  }
+  EnvGuard(const char* name, const std::optional<std::string>& value) : EnvGuard(name) { set_env(name, value); }
   /// Changes nothing now: puts `name` back as it is, whatever the scope sets it to.
   explicit EnvGuard(const char* name) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
   }
-  ~EnvGuard() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
+  ~EnvGuard() { set_env(name_, old_); }
   EnvGuard(const EnvGuard&) = delete;
   EnvGuard& operator=(const EnvGuard&) = delete;
 

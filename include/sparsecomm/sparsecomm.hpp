@@ -4,6 +4,7 @@
 // allgather-shaped GatherPlans, plan statistics, and the distributed SpMV kernel.
 //
 //   #include <sparsecomm/sparsecomm.hpp>
+//   sparsecomm::apply_environment();  // after MPI_Init: the SPARSECOMM_* variables (docs/environment.md)
 //   auto a = sparsecomm::read_matrix_market(comm, path);
 //   sparsecomm::Locality loc = sparsecomm::Locality::parse(comm, "node");
 //   sparsecomm::Sdde sdde(comm, loc);
@@ -40,3 +41,4 @@
 #include "sparsecomm/kernels/ghost.hpp"
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "sparsecomm/kernels/spmm.hpp"
+#include "sparsecomm/interop/environment.hpp"

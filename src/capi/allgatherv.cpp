@@ -120,6 +120,7 @@ void place_blocks(MPI_Comm comm, int me, const Checked& c, SPC_Request_s& req) {
 
 void allgatherv_init(const AllgatherArgs& a, const OptionSource& os, MPI_Comm comm, SPC_Request* out) {
   const CommExclusive exclusive(comm, "SPC_Neighbor_allgather(v)_init");
+  apply_environment();  // this call's settings: a variable set since the last call applies
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   if (out) *out = SPC_REQUEST_NULL;
   const int me = comm_rank(comm);

@@ -393,6 +393,7 @@ SPC_Request plan_request(const AlltoallvArgs& a, const Checked& c, MPI_Comm comm
 void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm comm, const Locality* cached,
                     const std::string& cached_regions, SPC_Request* out) {
   const CommExclusive exclusive(comm, "SPC_Neighbor_alltoallv_init");
+  apply_environment();  // this call's settings: a variable set since the last call applies
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   if (out) *out = SPC_REQUEST_NULL;
   const int me = comm_rank(comm);

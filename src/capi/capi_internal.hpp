@@ -26,6 +26,7 @@
 
 #include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/messages.hpp"
+#include "sparsecomm/interop/environment.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"

@@ -184,6 +184,7 @@ Sdde* comm_sdde(MPI_Comm comm, const std::string& regions) {
 void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde* cached,
                   const std::string& cached_regions) {
   const CommExclusive exclusive(comm, a.fixed ? "SPC_Alltoall_crs" : "SPC_Alltoallv_crs");
+  apply_environment();  // this call's settings: a variable set since the last call applies
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   clear_outputs(a);
   const int p = comm_size(comm);
@@ -203,6 +204,7 @@ void crs_exchange(const CrsArgs& a, const OptionSource& os, MPI_Comm comm, Sdde*
   }
 
   Sdde* sdde = (cached && cached_regions == opt.regions) ? cached : comm_sdde(comm, opt.regions);
+  sdde->set_check_collective_args(Sdde::check_collective_args_default());  // (this call's setting)
   if (sdde->check_collective_args()) {  // opt-in: the options (and message size) everywhere the same
     const uint64_t no_lists = 0;
     checked_and_cross_checked(

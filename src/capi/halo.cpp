@@ -31,6 +31,7 @@ void halo_create(MPI_Comm comm, int nlocal, int nghost, const int64_t* gids, MPI
   if (comm == MPI_COMM_NULL) fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
   if (out) *out = SPC_HALO_NULL;
   const CommExclusive exclusive(comm, "SPC_Halo_create");
+  apply_environment();  // this call's settings: a variable set since the last call applies
   Options opt;
   int64_t esz = 0;
   std::vector<int64_t> sorted;

@@ -120,6 +120,7 @@ OptionSource options(const MPIL_Comm* c, const MPIL_Info* info, const char* back
 // Collective over c->global: the cached Sdde for the communicator's regions.
 sparsecomm::Sdde* cached_sdde(MPIL_Comm* c) {
   if (!c->sdde || c->sdde_regions != c->regions) {
+    sparsecomm::apply_environment();  // (the Sdde's options: SddeOptions::defaults())
     c->sdde.reset();
     c->sdde = std::make_unique<sparsecomm::Sdde>(c->global, sparsecomm::capi::make_locality(c->global, c->regions));
     c->sdde_regions = c->regions;

@@ -1,6 +1,6 @@
 #include "sparsecomm/comm/messages.hpp"
 
-#include <cstdlib>
+#include <atomic>
 #include <limits>
 #include <string>
 #ifdef SPARSECOMM_SMPI
@@ -9,23 +9,25 @@
 
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
-#include "core/parse.hpp"
+#include "core/process_default.hpp"
 
 namespace sparsecomm {
 namespace {
 
+#ifdef SPARSECOMM_SMPI
+// The setting as charge() reads it on the hot path (start()): the seconds, or a flag that
+// the value given was bad (the error in the setting).
+std::atomic<double> charged_seconds{SmpiMessageCost{}.seconds};
+std::atomic<bool> charged_bad{false};
+#endif
+
 // Simulated CPU time per started message (see messages.hpp); nothing without SMPI.
 void charge(size_t n) {
 #ifdef SPARSECOMM_SMPI
-  // Read once (start() is the hot path); constant for the whole run.
-  static const double cost = [] {
-    const char* e = std::getenv("SPARSECOMM_SMPI_MSG_COST");
-    double v = 0.4e-6;
-    // Every rank sees the same environment, so a bad value throws on every rank alike.
-    if (e && (!parse_double(e, v) || v < 0))
-      throw InputError(std::string("SPARSECOMM_SMPI_MSG_COST must be a number of seconds >= 0, got '") + e + "'");
-    return v;
-  }();
+  // Every rank has the same setting (one process, set from one environment), so a bad value
+  // throws on every rank alike.
+  if (charged_bad.load(std::memory_order_relaxed)) throw InputError(detail::process_default<SmpiMessageCost>().error);
+  const double cost = charged_seconds.load(std::memory_order_relaxed);
   // Simulated time passes for this rank (smpi_execute would scale by smpi/host-speed).
   if (cost > 0 && n > 0) sg_actor_sleep_for(cost * static_cast<double>(n));
 #else
@@ -34,6 +36,14 @@ void charge(size_t n) {
 }
 
 }  // namespace
+
+void set_smpi_message_cost(const SmpiMessageCost& cost) {
+  detail::set_process_default(cost);
+#ifdef SPARSECOMM_SMPI
+  charged_seconds.store(cost.seconds, std::memory_order_relaxed);
+  charged_bad.store(!cost.error.empty(), std::memory_order_relaxed);
+#endif
+}
 
 size_t Messages::add(bool send, const void* buf, int64_t bytes, int peer, int tag) {
   if (bytes < 0 || bytes > std::numeric_limits<int>::max())

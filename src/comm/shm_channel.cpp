@@ -6,30 +6,27 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <new>
 
+#include "core/process_default.hpp"
 #include "sparsecomm/core/error.hpp"
 
 namespace sparsecomm::detail {
 
 namespace {
-// NodeComm::patience, from what this process can see without communicating (a local
-// performance choice: ranks of one node may differ without harm).
+// NodeComm::patience, from what this process can see without communicating.
 int patience(int node_size) {
-  auto env = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : nullptr;
-  };
-  if (const char* p = env("SPARSECOMM_SHM_PATIENCE")) return std::max(0, std::atoi(p));
-  auto env_int = [&](const char* name) { return env(name) ? std::atol(env(name)) : 0L; };
-  if (env_int("OMPI_MCA_mpi_yield_when_idle") > 0) return 0;
-  long local = std::max(env_int("OMPI_COMM_WORLD_LOCAL_SIZE"), env_int("MPI_LOCALNRANKS"));
-  if (local <= 0) local = node_size;
+  const ShmSettings s = shm_settings();
+  if (s.patience >= 0) return s.patience;
+  if (s.yield_when_idle) return 0;
+  const long local = s.local_ranks > 0 ? s.local_ranks : node_size;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);  // the machine's, whatever a rank is bound to
   return cpus > 0 && local > cpus ? 0 : 256;
 }
 }  // namespace
+
+void set_shm_settings(const ShmSettings& s) { set_process_default(s); }
+ShmSettings shm_settings() { return process_default<ShmSettings>(); }
 
 std::shared_ptr<const NodeComm> node_of(MPI_Comm comm) {
   auto& kept = comm_attached<std::shared_ptr<const NodeComm>>(comm);

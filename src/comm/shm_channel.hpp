@@ -134,11 +134,23 @@ struct NodeComm {
   std::map<int, int> node_rank_of;  // rank of the communicator -> node rank
   // Checks a window wait makes before it yields the core: none where the node is
   // oversubscribed — more MPI processes on it than online CPUs (the launcher's count of local
-  // ranks where it exports one, OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS, else this
-  // communicator's), or Open MPI told to yield when idle (mpi_yield_when_idle: the user says
-  // so) — as MPI's own waits do; else 256. SPARSECOMM_SHM_PATIENCE=N overrides.
+  // ranks where it gives one, ShmSettings::local_ranks, else this communicator's), or Open
+  // MPI told to yield when idle (mpi_yield_when_idle: the user says so) — as MPI's own waits
+  // do; else 256. ShmSettings::patience overrides.
   int patience = 256;
 };
+/// What decides NodeComm::patience besides the node's size: the user's and the launcher's
+/// word, which the entry points read from the environment (src/interop/environment.cpp:
+/// SPARSECOMM_SHM_PATIENCE, OMPI_MCA_mpi_yield_when_idle, OMPI_COMM_WORLD_LOCAL_SIZE or
+/// MPI_LOCALNRANKS). A local performance choice: ranks of one node may differ without harm.
+struct ShmSettings {
+  int patience = -1;             ///< >= 0: the checks before yielding; -1: decided as NodeComm says
+  bool yield_when_idle = false;  ///< Open MPI's mpi_yield_when_idle is set
+  long local_ranks = 0;          ///< the launcher's count of this node's processes; 0: unknown
+};
+/// Local: the settings of the NodeComms made from now on (those made keep theirs).
+void set_shm_settings(const ShmSettings& s);
+ShmSettings shm_settings();
 /// Collective on the first call per communicator (a split), then local: its NodeComm.
 std::shared_ptr<const NodeComm> node_of(MPI_Comm comm);
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -10,6 +9,7 @@
 
 #include "sparsecomm/core/error.hpp"
 #include "core/parse.hpp"
+#include "core/process_default.hpp"
 
 namespace sparsecomm {
 namespace {
@@ -32,22 +32,6 @@ struct NodeDemand {
   int64_t available = -1;
   bool fits = true;
 };
-
-// $SPARSECOMM_MEMORY_LIMIT, read once per check: its bytes (-1: unset), or why it is not a
-// number of bytes.
-struct EnvLimit {
-  int64_t bytes = -1;
-  std::string error;
-};
-EnvLimit env_limit() {
-  EnvLimit l;
-  const char* e = std::getenv("SPARSECOMM_MEMORY_LIMIT");
-  if (!e || !*e) return l;
-  int64_t v = 0;
-  if (parse_int(e, v) && v >= 0) l.bytes = v;
-  else l.error = std::string("SPARSECOMM_MEMORY_LIMIT='") + e + "' is not a number of bytes (a non-negative integer)";
-  return l;
-}
 
 // MemAvailable, within the cgroup's limit; -1 where neither is known.
 int64_t machine_available_bytes() {
@@ -72,7 +56,7 @@ int64_t machine_available_bytes() {
 
 NodeDemand node_demand(MPI_Comm comm, int64_t bytes) {
   NodeDemand d;
-  const EnvLimit limit = env_limit();
+  const MemoryLimit limit = memory_limit();
   d.available = limit.bytes >= 0 ? limit.bytes : machine_available_bytes();
   int size = 1;
   MPI_Comm_size(comm, &size);
@@ -114,8 +98,11 @@ NodeDemand node_demand(MPI_Comm comm, int64_t bytes) {
 
 }  // namespace
 
+void set_memory_limit(const MemoryLimit& limit) { detail::set_process_default(limit); }
+MemoryLimit memory_limit() { return detail::process_default<MemoryLimit>(); }
+
 int64_t available_memory_bytes() {
-  const EnvLimit limit = env_limit();
+  const MemoryLimit limit = memory_limit();
   return limit.bytes >= 0 ? limit.bytes : machine_available_bytes();
 }
 

@@ -15,9 +15,20 @@
 
 namespace sparsecomm {
 
+/// The memory the checks below take as available instead of what the machine reports
+/// (SPARSECOMM_MEMORY_LIMIT where an entry point read the environment,
+/// src/interop/environment.cpp; tests use it to exercise the errors).
+struct MemoryLimit {
+  int64_t bytes = -1;  ///< >= 0: the bytes available; -1: none (ask the machine)
+  std::string error;   ///< why the value given is no number of bytes: the next check's InputError, on every rank
+};
+/// Local: the limit of this process's later checks (default: none).
+void set_memory_limit(const MemoryLimit& limit);
+MemoryLimit memory_limit();
+
 /// Bytes this machine can still give: MemAvailable from /proc/meminfo, lowered to the
 /// room left under the cgroup's memory.max where one is set. -1 when unknown. Local.
-/// $SPARSECOMM_MEMORY_LIMIT (bytes) overrides it (tests use it to exercise the errors).
+/// memory_limit(), where set, overrides it.
 int64_t available_memory_bytes();
 
 /// "12.3 GB", "512 B": for messages.

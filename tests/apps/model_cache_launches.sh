@@ -3,7 +3,7 @@
 # first three processes that use a layout measures it once and adds its calibration to the
 # cache file ("# launch" lines); the model in the file is their per-parameter median; a
 # fourth launch only reads (the file stays byte for byte); a damaged launch line is measured
-# again. (src/comm/plan/calibrate.cpp, kCachedLaunches.)
+# again. (src/comm/plan/machine_model.cpp, kCachedLaunches.)
 #
 #   tests/apps/model_cache_launches.sh BUILD_DIR MPIEXEC PYTHON    (MPIEXEC: scripts/mpirun.sh)
 set -euo pipefail

@@ -23,6 +23,7 @@
 #include "sparsecomm/comm/locality.hpp"
 #include "sparsecomm/comm/plan/backend_options.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
+#include "sparsecomm/interop/environment.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/topology.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
@@ -135,6 +136,7 @@ void model(const std::string& text) {
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   setenv("SPARSECOMM_MEMORY_LIMIT", "64000000", 1);
   MPI_Init(argc, argv);
+  sparsecomm::apply_environment();
   return 0;
 }
 

@@ -8,8 +8,10 @@ Each layer includes only the layers below it:
 with two refinements: comm/ proper (the SDDE, patterns, locality, combining, the node
 window) never includes comm/plan/ or comm/virt/; the backends (src/comm/plan/halo|gather)
 include comm/virt/ for their own counts hooks, while comm/virt/ includes no backend's
-private header. Prints one line per violation and exits 1 if there is any; else prints a
-summary and exits 0.
+private header. And no code of core/ or comm/ (any of its sublayers) reads the
+environment (getenv, secure_getenv, environ): settings reach it as values, read once at the
+boundary (src/interop/environment.cpp). Prints one line per violation and exits 1 if there
+is any; else prints a summary and exits 0.
 """
 import os
 import re
@@ -61,6 +63,12 @@ ALLOWED = {
     "apps": {"core", "matrix", "comm", "plan", "virt", "kernels", "interop", "capi", "backend"},
 }
 
+# The layers that take every setting as a value, and what reads the environment (outside
+# comments).
+NO_ENVIRONMENT = {"core", "comm", "plan", "backend", "virt"}
+ENVIRONMENT_READ = re.compile(r"\b(secure_getenv|getenv|environ)\b")
+COMMENT = re.compile(r"^\s*(//|/?\*)")
+
 # Deliberate exceptions, each with its reason.
 EXCEPTIONS = {
     # Deprecated forwarding header: GhostScatter moved to kernels/ and the old include
@@ -101,6 +109,12 @@ def main():
                 files += 1
                 with open(full, encoding="utf-8", errors="replace") as f:
                     for lineno, line in enumerate(f, 1):
+                        code = "" if COMMENT.match(line) else line.split("//", 1)[0]
+                        env = ENVIRONMENT_READ.search(code) if mine in NO_ENVIRONMENT else None
+                        if env:
+                            violations += 1
+                            print(f"{rel}:{lineno}: layer {mine} reads the environment ({env.group(1)}): take the "
+                                  "setting as a value, read at the boundary (src/interop/environment.cpp)")
                         m = INCLUDE.match(line)
                         if not m:
                             continue
@@ -112,9 +126,9 @@ def main():
                         violations += 1
                         print(f"{rel}:{lineno}: layer {mine} includes {m.group(1)} (layer {target})")
     if violations:
-        print(f"{violations} includes against the layer rules (docs/architecture.md)")
+        print(f"{violations} violations of the layer rules (docs/architecture.md)")
         return 1
-    print(f"{files} files: every include follows the layer rules")
+    print(f"{files} files: every include follows the layer rules, and core/ and comm/ read no environment")
     return 0
 
 

@@ -10,6 +10,7 @@
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  sparsecomm::apply_environment();  // the library's variables, as a program that wants them reads them
   int bad = 0;
   {
     using namespace sparsecomm;

@@ -16,14 +16,24 @@
 // send-is-detached-thresh:0 its receive overhead not at all (../shared/simgrid/NOTES.md), so
 // a simulated backend would otherwise get messages for free on the CPU side -- the cost
 // message combining exists to save (the LogP "o", on both ends). Seconds per message:
-// $SPARSECOMM_SMPI_MSG_COST, default 0.4e-6 (the notes' smpi/ois); 0 turns it off.
+// SmpiMessageCost (the entry points read $SPARSECOMM_SMPI_MSG_COST), default 0.4e-6 (the
+// notes' smpi/ois); 0 turns it off.
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace sparsecomm {
+
+/// SMPI build: the simulated CPU time charged per started message (above); ignored elsewhere.
+struct SmpiMessageCost {
+  double seconds = 0.4e-6;  ///< >= 0; 0: no charge
+  std::string error;        ///< why the value given is no such time: thrown by every start (every rank alike)
+};
+/// Local: the cost of every later start in this process.
+void set_smpi_message_cost(const SmpiMessageCost& cost);
 
 #ifdef SPARSECOMM_SMPI
 inline constexpr bool kPersistentRequestsDefault = true;

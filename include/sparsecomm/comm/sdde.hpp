@@ -31,7 +31,7 @@
 //                          through the windows, sent by the pair's agents (a rank on each
 //                          side both compute; no reduction: every pair exchanges one message)
 //                          or, with many nodes, by one leader per node
-//                          ($SPARSECOMM_SDDE_NODE_EXCHANGE = agents | leaders | auto).
+//                          (SddeOptions::node_exchange = agents | leaders | auto).
 //                          Not under SMPI, which has no shared windows.
 //
 // Every strategy delivers zero-length messages (a receiver learns "nothing from you"),
@@ -139,6 +139,29 @@ inline constexpr const char* kDefaultSdde = "personalized";
 inline constexpr const char* kDefaultSdde = "nbx";
 #endif
 
+/// What an Sdde takes besides each call's strategy, fixed at its construction. The fields
+/// are the values of the environment variables that stand for them (docs/environment.md);
+/// the entry points read those (sparsecomm/interop/environment.hpp) and make them the
+/// defaults() of every Sdde the process constructs without options, its own or the ones
+/// plans, topologies and combining build inside. The errors name those variables.
+struct SddeOptions {
+  /// SPARSECOMM_SDDE_WINDOW: the shared-memory windows inside nodes (the locality-aware
+  /// redistribution, node_window, the tables and barriers from an Sdde's second call): a
+  /// switch, off ("0", "off", "false", "no") for messages instead; "" is on. Another value is
+  /// an InputError on every rank of a region at its first window.
+  std::string window;
+  /// SPARSECOMM_SDDE_NODE_EXCHANGE: how node_window crosses nodes, "agents", "leaders" or
+  /// "auto" ("": auto); alike on every rank, else an InputError on every rank.
+  std::string node_exchange;
+  /// SPARSECOMM_CHECK_COLLECTIVE_ARGS: Sdde::check_collective_args().
+  bool check_collective_args = false;
+
+  /// Local: the options of an Sdde constructed without any (the library's, above, until
+  /// set_defaults()).
+  static SddeOptions defaults();
+  static void set_defaults(const SddeOptions& o);
+};
+
 /// A reusable SDDE context. Construct once (collective: duplicates communicators), then
 /// call exchange() as often as needed, each call choosing its strategy.
 ///
@@ -148,6 +171,8 @@ inline constexpr const char* kDefaultSdde = "nbx";
 class Sdde {
  public:
   /// Collective over `comm` (and over each region of `loc`, which must describe `comm`).
+  Sdde(MPI_Comm comm, Locality loc, SddeOptions options);
+  /// The same with SddeOptions::defaults().
   Sdde(MPI_Comm comm, Locality loc);
   /// Collective; regions detected with MPI_COMM_TYPE_SHARED.
   explicit Sdde(MPI_Comm comm);
@@ -187,13 +212,16 @@ class Sdde {
   MPI_Comm comm() const { return comm_.get(); }
   const Locality& locality() const { return loc_; }
 
+  const SddeOptions& options() const { return opt_; }
+
   /// Whether each call checks that every rank passed the same strategy and fixed/variable
-  /// size (one allreduce): when set_check_collective_args(true) was called, or while
-  /// $SPARSECOMM_CHECK_COLLECTIVE_ARGS is set (to anything but 0; read at each call) — for
-  /// debugging a program that may pass different ones. Default: off.
-  bool check_collective_args() const { return check_args_ || check_collective_args_default(); }
-  void set_check_collective_args(bool on) { check_args_ = on; }
-  /// Whether $SPARSECOMM_CHECK_COLLECTIVE_ARGS asks for the optional checks (read at each call).
+  /// size (one allreduce): SddeOptions::check_collective_args, from the construction
+  /// (SPARSECOMM_CHECK_COLLECTIVE_ARGS where the process read the environment) or
+  /// set_check_collective_args() — for debugging a program that may pass different ones.
+  /// Default: off.
+  bool check_collective_args() const { return opt_.check_collective_args; }
+  void set_check_collective_args(bool on) { opt_.check_collective_args = on; }
+  /// SddeOptions::defaults().check_collective_args: what an Sdde constructed now would check.
   static bool check_collective_args_default();
 
   /// Collective. exchange() on raw bytes (`elem`: bytes per element; fixed_count >= 0: a
@@ -290,7 +318,7 @@ class Sdde {
   int personalized_calls_ = 0;  ///< personalized exchanges made (from the second, counts through a node window)
   int nbx_calls_ = 0;           ///< nbx exchanges made (from the second, the barrier through a node window)
   int locality_calls_ = 0;      ///< locality-aware exchanges made (from the second, step 2 across the nodes' windows)
-  bool check_args_ = false;
+  SddeOptions opt_;
   std::unique_ptr<Sdde> nodes_;
   Comm leaders_comm_;        ///< node_window across nodes by leaders: local index 0 of every region (made on first use)
   bool agents_ = false;      ///< node_window across nodes: every pair of nodes through its two agents (not leaders)

@@ -49,6 +49,7 @@
 #include "bfs.hpp"
 #include "sparsecomm/core/error.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "sparsecomm/interop/environment.hpp"
 #include "common/cli.hpp"
 #include "common/load.hpp"
 #include "common/options.hpp"
@@ -425,6 +426,7 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);  // CombBLAS is OpenMP-threaded
+  sparsecomm::apply_environment();
   int rc = 0;
   try {
     rc = run(argc, argv);

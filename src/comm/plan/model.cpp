@@ -1,19 +1,21 @@
 #include "sparsecomm/comm/plan/model.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include <sys/stat.h>
 
+#include "core/process_default.hpp"
+
 namespace sparsecomm {
 
+ModelSettings ModelSettings::defaults() { return detail::process_default<ModelSettings>(); }
+void ModelSettings::set_defaults(const ModelSettings& s) { detail::set_process_default(s); }
+
 ModelParams ModelParams::load(const std::string& path_in) {
-  std::string path = path_in;
-  if (path.empty())
-    if (const char* e = std::getenv("SPARSECOMM_MODEL")) path = e;
+  const std::string path = path_in.empty() ? ModelSettings::defaults().source : path_in;
   ModelParams m;
   if (path.empty() || path == "builtin") return m;
   // A file that was named but cannot be read is the caller's mistake (a mistyped

@@ -185,18 +185,18 @@ void keep_record(Inbox& got, const RecordHeader& h, const char* payload);
 //
 // The window lives as long as the region communicator (an attribute, freed in its delete
 // callback at MPI_Comm_free: collective over the region, as the window's own free), so the
-// temporary Sdde objects of plan set-ups share it. SPARSECOMM_SDDE_WINDOW=0 turns it off
+// temporary Sdde objects of plan set-ups share it. SddeOptions::window off turns it off
 // (agreed over the region at first use, like the node check).
 class RegionWindow {
  public:
-  /// $SPARSECOMM_SDDE_WINDOW, a switch (parse_bool's spellings): 1 on (also unset), 0 off,
+  /// SddeOptions::window, a switch (parse_bool's spellings): 1 on (also ""), 0 off,
   /// -1 malformed.
-  static int window_switch();
+  static int window_switch(const std::string& window);
   /// Collective over `region` at its first call: the region's window, or null when the
-  /// region is not within one node (or the window is turned off) — alike on its ranks.
-  /// `slot`: which of the region's windows (an exchange that needs two at once, node_window
-  /// across nodes, asks for 0 and 1).
-  static RegionWindow* of(MPI_Comm region, int slot = 0);
+  /// region is not within one node (or `window`, SddeOptions::window, turns it off) —
+  /// alike on its ranks. `slot`: which of the region's windows (an exchange that needs two
+  /// at once, node_window across nodes, asks for 0 and 1).
+  static RegionWindow* of(MPI_Comm region, int slot, const std::string& window);
 
   /// Collective over the region (a round): `write(buffer)` fills my buffer of this round
   /// with `need` bytes (called only where they fit), then I publish [need, failed] and the

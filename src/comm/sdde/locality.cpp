@@ -41,7 +41,7 @@ void Sdde::locality_exchange(const detail::Outbox& send, bool use_nbx, int tag, 
   // One region within one node: the messages themselves through the window, one copy in
   // and one out (no bundles, no records).
   if (loc_.num_regions() == 1)
-    if (RegionWindow* w = RegionWindow::of(local_comm_.get())) {
+    if (RegionWindow* w = RegionWindow::of(local_comm_.get(), 0, opt_.window)) {
       std::vector<int> rank_of(static_cast<size_t>(loc_.local_size()));
       for (int i = 0; i < loc_.local_size(); ++i) rank_of[static_cast<size_t>(i)] = loc_.member(0, i);
       if (w->exchange_messages(send, !err.empty(), rank_of, [this](int r) { return loc_.local_index_of(r); }, into))
@@ -134,7 +134,7 @@ void Sdde::redistribute(const std::vector<std::vector<char>>& to_region, const d
     detail::for_each_record(msg_ptr(inter_recv, i), inter_recv.offsets[i + 1] - inter_recv.offsets[i], route);
   bool failed_anywhere = false;
 #ifndef SPARSECOMM_SMPI
-  if (RegionWindow* w = RegionWindow::of(local_comm_.get())) {  // the region within one node
+  if (RegionWindow* w = RegionWindow::of(local_comm_.get(), 0, opt_.window)) {  // the region within one node
     failed_anywhere = w->exchange(to_local, failed_here, keep);
     if (failed_anywhere) agree(comm_.get(), err);
     got.deliver(into);

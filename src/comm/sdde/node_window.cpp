@@ -150,8 +150,8 @@ void Sdde::node_window_exchange(const detail::Outbox& send, const std::string& e
   const bool windows = node_windows();  // (collective at the first use, one node too: its setting checked)
   if (loc_.num_regions() > 1) {
     if (windows) {
-      RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0);
-      RegionWindow& in = *RegionWindow::of(local_comm_.get(), 1);
+      RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0, opt_.window);
+      RegionWindow& in = *RegionWindow::of(local_comm_.get(), 1, opt_.window);
       const int me = comm_.rank(), members = loc_.local_size(), nodes = loc_.num_regions();
       const bool leader = loc_.local_rank() == 0;
       // Step 1: my records, per member of my node and per other node.

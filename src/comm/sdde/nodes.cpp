@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,31 +26,30 @@ Sdde* Sdde::by_agents() {
 // for the direct strategies' tables and barriers (node_table, node_barrier).
 bool Sdde::node_windows() {
   if (leader_windows_ < 0) {  // first use, collective: windows on every node, the leaders' communicator
-    // Agents or leaders ($SPARSECOMM_SDDE_NODE_EXCHANGE = agents | leaders; unset or
+    // Agents or leaders (SddeOptions::node_exchange = agents | leaders; "" or
     // "auto": agents while every member is the agent of at most two other nodes, i.e.
     // nodes - 1 <= 2 x the smallest node; beyond, each pair's message would cost more than
     // the leaders' one reduction). Agreed here, on one node too (where the value is not
     // used, a bad one is still the user's mistake): a rank that asks otherwise, or a value
     // that differs between ranks, is an error on every rank.
     const bool across = loc_.num_regions() > 1;  // (alike on every rank)
-    const char* env = std::getenv("SPARSECOMM_SDDE_NODE_EXCHANGE");
-    const std::string how = env && *env ? env : "auto";
+    const std::string how = opt_.node_exchange.empty() ? "auto" : opt_.node_exchange;
     int smallest = loc_.region_size(0);
     for (int r = 1; r < loc_.num_regions(); ++r) smallest = std::min(smallest, loc_.region_size(r));
     const int want = how == "auto" ? (loc_.num_regions() - 1 <= 2 * smallest ? 1 : 2)
                      : how == "agents" ? 1 : how == "leaders" ? 2 : 0;
-    int mine[3] = {across && RegionWindow::of(local_comm_.get(), 0) && RegionWindow::of(local_comm_.get(), 1) ? 1 : 0,
-                   want, -want},
+    const bool windows =
+        across && RegionWindow::of(local_comm_.get(), 0, opt_.window) && RegionWindow::of(local_comm_.get(), 1, opt_.window);
+    int mine[3] = {windows ? 1 : 0, want, -want},
         all[3];
     SPC_MPI(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm_.get()));
     // (a rank with a good value says nothing where another's is bad: every rank raises the
     // bad one's words, agree())
     std::string bad;
-    const bool window_off = RegionWindow::window_switch() == 0;  // (a malformed one: RegionWindow::of says so)
+    const bool window_off = RegionWindow::window_switch(opt_.window) == 0;  // (a malformed one: RegionWindow::of says so)
     if (want == 0) bad = "SPARSECOMM_SDDE_NODE_EXCHANGE='" + how + "': valid values: agents, leaders, auto (alike on every rank)";
     else if (window_off && how != "auto")
-      bad = "SPARSECOMM_SDDE_NODE_EXCHANGE=" + how + " has no effect with SPARSECOMM_SDDE_WINDOW=" +
-            std::getenv("SPARSECOMM_SDDE_WINDOW") +
+      bad = "SPARSECOMM_SDDE_NODE_EXCHANGE=" + how + " has no effect with SPARSECOMM_SDDE_WINDOW=" + opt_.window +
             " (the nodes' exchange runs through the windows): unset one of them";
     else if (all[1] != 0 && all[1] != -all[2])
       bad = "SPARSECOMM_SDDE_NODE_EXCHANGE differs between ranks ('" + how + "' here): set it alike on every rank";
@@ -134,8 +132,8 @@ std::vector<std::vector<char>> Sdde::swap_by_agents(int tag, Stats* stats, bool 
 // Every rank learns every message sent to it also when some rank failed (the sends went
 // out before the table: the caller drains them), and whether any did.
 bool Sdde::node_table(const detail::Outbox& send, bool failed, int tag, std::vector<std::pair<int, int64_t>>* from) {
-  RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0);
-  RegionWindow& in = *RegionWindow::of(local_comm_.get(), 1);
+  RegionWindow& out = *RegionWindow::of(local_comm_.get(), 0, opt_.window);
+  RegionWindow& in = *RegionWindow::of(local_comm_.get(), 1, opt_.window);
   const int p = comm_.size(), me = comm_.rank(), members = loc_.local_size();
   const int my_node = loc_.region(), mi = loc_.local_rank();
   const bool node_failed = out.publish_row(send, failed, p);
@@ -192,7 +190,7 @@ std::unique_ptr<detail::NbxBarrier> Sdde::node_barrier(int tag) {
   class Barrier : public detail::NbxBarrier {
    public:
     Barrier(Sdde& s, int tag)
-        : out_(*RegionWindow::of(s.local_comm_.get(), 0)), in_(*RegionWindow::of(s.local_comm_.get(), 1)), loc_(s.loc_) {
+        : out_(*RegionWindow::of(s.local_comm_.get(), 0, s.opt_.window)), in_(*RegionWindow::of(s.local_comm_.get(), 1, s.opt_.window)), loc_(s.loc_) {
       const int my_node = s.loc_.region(), me = s.comm_.rank();
       for (int r = 0; r < s.loc_.num_regions(); ++r)
         if (r != my_node && s.agent(my_node, r) == me) partners_.push_back(s.agent(r, my_node));

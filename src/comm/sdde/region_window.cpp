@@ -3,7 +3,6 @@
 #include "comm/sdde/common.hpp"
 
 #ifndef SPARSECOMM_SMPI
-#include <cstdlib>
 #include <new>
 
 #include "comm/shm_channel.hpp"  // detail::node_of: the node's patience for flag waits
@@ -12,14 +11,13 @@
 namespace sparsecomm {
 namespace detail {
 
-int RegionWindow::window_switch() {
-  const char* env = std::getenv("SPARSECOMM_SDDE_WINDOW");
+int RegionWindow::window_switch(const std::string& window) {
   bool on = true;
-  if (env && *env && !parse_bool(env, on)) return -1;
+  if (!window.empty() && !parse_bool(window, on)) return -1;
   return on ? 1 : 0;
 }
 
-RegionWindow* RegionWindow::of(MPI_Comm region, int slot) {
+RegionWindow* RegionWindow::of(MPI_Comm region, int slot, const std::string& window_setting) {
   static int keyvals[2] = {MPI_KEYVAL_INVALID, MPI_KEYVAL_INVALID};
   int& keyval = keyvals[slot];
   if (keyval == MPI_KEYVAL_INVALID)
@@ -32,14 +30,14 @@ RegionWindow* RegionWindow::of(MPI_Comm region, int slot) {
   SPC_MPI(MPI_Comm_split_type(region, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   int within = comm_size(node) == comm_size(region) ? 1 : 0;
   SPC_MPI(MPI_Comm_free(&node));
-  // A malformed $SPARSECOMM_SDDE_WINDOW is -1, which the minimum carries to every member as
+  // A malformed SddeOptions::window is -1, which the minimum carries to every member as
   // the error.
-  const int window = window_switch();
+  const int window = window_switch(window_setting);
   if (window <= 0) within = window;
   int all = 0;
   SPC_MPI(MPI_Allreduce(&within, &all, 1, MPI_INT, MPI_MIN, region));
   if (all < 0)  // (the failing member's words on every member: agree's error path)
-    agree(region, within >= 0 ? "" : std::string("SPARSECOMM_SDDE_WINDOW='") + std::getenv("SPARSECOMM_SDDE_WINDOW") +
+    agree(region, within >= 0 ? "" : "SPARSECOMM_SDDE_WINDOW='" + window_setting +
                                          "': valid values: 0, off, false, no (messages instead of the "
                                          "shared-memory windows) or 1, on, true, yes (the default)");
   RegionWindow* w = all ? new RegionWindow(region) : nullptr;

@@ -2,13 +2,13 @@
 // choice of the strategy's implementation (one file each in this folder, sharing common.hpp).
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/sdde/common.hpp"
+#include "core/process_default.hpp"
 
 namespace sparsecomm {
 
@@ -31,19 +31,25 @@ const std::vector<std::string>& strategy_list() {
 }
 }  // namespace
 
-Sdde::Sdde(MPI_Comm comm, Locality loc) : comm_(comm), loc_(std::move(loc)) {
+SddeOptions SddeOptions::defaults() { return detail::process_default<SddeOptions>(); }
+void SddeOptions::set_defaults(const SddeOptions& o) { detail::set_process_default(o); }
+
+Sdde::Sdde(MPI_Comm comm, Locality loc, SddeOptions options)
+    : comm_(comm), loc_(std::move(loc)), opt_(std::move(options)) {
   if (loc_.size() != comm_.size())
     throw InputError("Sdde: the locality describes " + std::to_string(loc_.size()) +
                      " ranks but the communicator has " + std::to_string(comm_.size()));
   local_comm_ = Comm(loc_.local_comm());
 }
 
+Sdde::Sdde(MPI_Comm comm, Locality loc) : Sdde(comm, std::move(loc), SddeOptions::defaults()) {}
+
 Sdde::Sdde(MPI_Comm comm) : Sdde(comm, Locality::detect(comm)) {}
 
 const std::vector<std::string>& Sdde::strategies() { return strategy_list(); }
 
 Sdde& Sdde::over_nodes() {
-  if (!nodes_) nodes_ = std::make_unique<Sdde>(comm_.get(), Locality::parse(comm_.get(), "node"));
+  if (!nodes_) nodes_ = std::make_unique<Sdde>(comm_.get(), Locality::parse(comm_.get(), "node"), opt_);
   return *nodes_;
 }
 
@@ -70,10 +76,7 @@ void Sdde::check_strategy(const std::string& s) {
   throw InputError("unknown SDDE strategy '" + s + "'; valid strategies: " + names);
 }
 
-bool Sdde::check_collective_args_default() {
-  const char* e = std::getenv("SPARSECOMM_CHECK_COLLECTIVE_ARGS");
-  return e && *e && std::string(e) != "0";
-}
+bool Sdde::check_collective_args_default() { return SddeOptions::defaults().check_collective_args; }
 
 std::string Sdde::check_messages(const detail::Outbox& send, size_t elem, int64_t fixed_count) const {
   const int p = comm_.size();
@@ -154,7 +157,7 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
     // message per pair of nodes (node_table).
     if (++personalized_calls_ >= 2) {
       const bool failed = !err.empty();
-      if (RegionWindow* w = RegionWindow::of(comm_.get(), 0))
+      if (RegionWindow* w = RegionWindow::of(comm_.get(), 0, opt_.window))
         return detail::personalized_by_table(global, send, err, into, [&](auto* from) { return w->table_messages(send, failed, from); });
       if (Sdde* nodes = by_agents())
         return detail::personalized_by_table(global, send, err, into,
@@ -168,7 +171,7 @@ void Sdde::exchange_into(const detail::Outbox& send, size_t elem, int64_t fixed_
     // As personalized: from the second call on, the barrier in the window within one node,
     // across nodes through the nodes' windows (node_barrier).
     if (++nbx_calls_ >= 2) {
-      if (RegionWindow* w = RegionWindow::of(comm_.get(), 0)) {
+      if (RegionWindow* w = RegionWindow::of(comm_.get(), 0, opt_.window)) {
         struct Flags : detail::NbxBarrier {
           RegionWindow* w;
           explicit Flags(RegionWindow* x) : w(x) {}

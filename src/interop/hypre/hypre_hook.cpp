@@ -64,6 +64,7 @@
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 #include "sparsecomm/core/stats.hpp"
+#include "sparsecomm/interop/environment.hpp"
 #include "core/handle.hpp"
 #include "interop/common/pipeline.hpp"
 #include "interop/hypre/package_pattern.hpp"
@@ -97,6 +98,7 @@ struct Settings : interop::PlanSettings {
 };
 
 Settings read_settings() {
+  apply_environment();  // the library's own variables, read with the hook's at each package
   Settings s;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_BACKEND"); v && *v) s.backend = v;
   if (const char* v = std::getenv("SPARSECOMM_HYPRE_REGIONS"); v && *v) s.regions = v;

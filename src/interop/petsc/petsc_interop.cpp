@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sparsecomm/comm/plan/plan.hpp"
+#include "sparsecomm/interop/environment.hpp"
 #include "guard.hpp"
 #include "interop/common/pipeline.hpp"
 
@@ -313,6 +314,7 @@ PetscErrorCode attach(Mat A) {
   PetscCall(get_or_create_ctx(A, &c));
   PetscCall(read_options(A, c));
   PetscCall(guard("sparsecomm::petsc::attach", [&]() -> PetscErrorCode {
+    apply_environment();  // the library's variables, as the defaults of this matrix's set-up
     Sdde::check_strategy(c->sdde);  // same text on every rank: all fail together
     return 0;
   }));

@@ -31,6 +31,7 @@
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/sdde.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "sparsecomm/interop/environment.hpp"
 #include "sparsecomm/interop/petsc/petsc_interop.hpp"
 #include "guard.hpp"
 #include "interop/common/pipeline.hpp"
@@ -311,6 +312,7 @@ PetscErrorCode SetUp_Sparsecomm(PetscSF sf) {
   // left waiting in the set-up's collectives. Before PETSc's own set-up of the ranks, which
   // stops on the rank that names a rank out of range and leaves the others waiting.
   PetscCall(guard("PetscSFSetUp_Sparsecomm", [&]() -> PetscErrorCode {
+    apply_environment();  // the library's variables, as the defaults of this SF's set-up
     roots = RowPartition::from_local_sizes(comm, sf->nroots);
     interop::agree_checked(comm, [&] {
       interop::validate(*d, kNames);

@@ -35,6 +35,7 @@
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "sparsecomm/interop/environment.hpp"
 #include "core/handle.hpp"
 
 namespace sparsecomm::pmpi::neighborhood {
@@ -128,6 +129,7 @@ struct Global {
     if (const char* v = get("SPARSECOMM_MPI_VERBOSE")) read_flag(&env.bad, "SPARSECOMM_MPI_VERBOSE", v, &verbose);
     // A value that does not say "disable" leaves the layer on, to report it at the first call.
     if (const char* v = get("SPARSECOMM_MPI_DISABLE")) read_flag(&env.bad, "SPARSECOMM_MPI_DISABLE", v, &disabled);
+    apply_environment();  // the library's own variables, once with the layer's
   }
   ~Global() {
     if (!verbose || world_rank < 0) return;

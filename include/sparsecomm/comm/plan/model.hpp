@@ -51,7 +51,7 @@ struct ModelParams {
   double stage_shm = 1.0e-6;     ///< s per extra stage whose transfers all go through windows
 
   /// Documented defaults (above) overridden by `key value` lines of a file written by
-  /// `sparsecomm_calibrate`. Path: `path`, else $SPARSECOMM_MODEL; neither, or "builtin":
+  /// `sparsecomm_calibrate`. Path: `path`, else ModelSettings::defaults().source; neither, or "builtin":
   /// the defaults. A file that cannot be read is an InputError naming it, a malformed one an
   /// InputError naming the line. Files of earlier versions: the key
   /// `stage` sets both stage costs, a class's msg/byte default to its alpha/beta, and
@@ -59,7 +59,7 @@ struct ModelParams {
   static ModelParams load(const std::string& path = "");
   /// Collective. The parameters `auto` uses, the same on every rank: `source` is a file
   /// (load(); ranks that read different values: InputError on every rank), "builtin" (the
-  /// defaults above), or empty: $SPARSECOMM_MODEL (a file or "builtin"), else
+  /// defaults above), or empty: ModelSettings::defaults().source (a file or "builtin"), else
   /// machine_model() — measured in the first three launches, cached.
   static ModelParams resolve(MPI_Comm comm, const Locality& loc, const std::string& source);
   /// The number of parameters (every member is one double, in declaration order).
@@ -67,6 +67,27 @@ struct ModelParams {
   /// Writes every parameter; `first_line`, if given, as a leading "# " comment.
   void save(const std::string& path, const std::string& first_line = "") const;
   std::string describe() const;
+};
+
+/// Where auto's model comes from when a call names none, and where machine_model() keeps
+/// its measurements. The entry points fill it from the environment
+/// (sparsecomm/interop/environment.hpp: SPARSECOMM_MODEL; $XDG_CACHE_HOME/sparsecomm, else
+/// ~/.cache/sparsecomm; SPARSECOMM_MODEL_TAG and the transport variables of MPI, UCX and
+/// libfabric) and make it defaults(); the library's own is no file, and no cache on disk.
+struct ModelSettings {
+  /// A parameter file or "builtin" for calls that name no model; "": machine_model().
+  std::string source;
+  /// The directory of machine_model()'s cache; "": none (every launch measures).
+  std::string cache_dir;
+  /// What else decides the network a run measures, part of the cache's key: "NAME=value"
+  /// words in name order, so that a model measured over one network is not read back over
+  /// another.
+  std::string network_tag;
+
+  /// Local: what calls that are given no settings use (the library's, above, until
+  /// set_defaults()).
+  static ModelSettings defaults();
+  static void set_defaults(const ModelSettings& s);
 };
 
 /// What one rank alone knows of ModelParams::resolve()'s answer, without communicating: the
@@ -102,7 +123,7 @@ ModelParams calibrate_model(MPI_Comm comm, const Locality& loc, int reps);
 
 /// Collective over `comm`. calibrate_model() once in each of the first three launches
 /// (processes) per machine and layout: their calibrations are cached in
-/// $XDG_CACHE_HOME/sparsecomm (else ~/.cache/sparsecomm) under a key of the host name, the
+/// ModelSettings::cache_dir (none: measured in every launch) under a key of the host name, the
 /// number of ranks, of nodes and ranks per node, and `loc`'s layout, and the model is their
 /// per-parameter median (one launch's calibration depends on where its processes sit on the
 /// cores); later launches read it back, and later calls on the same communicator and layout
