@@ -2,8 +2,14 @@
 // Per-rank counters and phase timers. Every exchange records what it sent and received,
 // split by locality class (intra-region / inter-region) and by step, so that benchmarks
 // can print the deterministic figures (messages, bytes, steps) next to the times.
+//
+// Two kinds of timers: Stats holds named ones (set-up: "setup.backend", "auto.*",
+// "sdde.*"), written a few times per plan, so a string map costs nothing there; the
+// timers of every execution (pack, start, wait, unpack) are ExecTimers, one fixed slot per
+// ExecPhase, so an exchange adds to an array instead of looking a string up in a map.
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -48,7 +54,7 @@ class Stats {
     record(step, send, intra, bytes);
     if (through_window) window.record(step, send, intra, bytes);
   }
-  /// Adds `seconds` to the timer of `phase` (e.g. "setup.sdde", "pack", "wait").
+  /// Adds `seconds` to the timer of `phase` (e.g. "setup.backend", "sdde.nbx").
   void add_time(const std::string& phase, double seconds) { timers_[phase] += seconds; }
   void merge(const Stats& o);
   void clear();
@@ -77,6 +83,52 @@ class ScopedTimer {
  private:
   Stats* stats_;
   std::string phase_;
+  double t0_;
+};
+
+/// The phases of one execution that a plan times (PlanBase::exec_timers()): its own four,
+/// and the two of the computation DistSpmv overlaps with it, which it times on its plan.
+enum class ExecPhase : uint8_t { pack, start, wait, unpack, local, ghost };
+inline constexpr size_t kExecPhases = 6;
+/// The name a phase is reported under ("pack", "start", "wait", "unpack", "local", "ghost").
+const char* exec_phase_name(ExecPhase p);
+
+/// Accumulated seconds per ExecPhase, in an array indexed by the phase.
+class ExecTimers {
+ public:
+  void add(ExecPhase p, double seconds) {
+    Slot& s = slots_[static_cast<size_t>(p)];
+    s.seconds += seconds, ++s.calls;
+  }
+  double time(ExecPhase p) const { return slots_[static_cast<size_t>(p)].seconds; }
+  /// How many times `p` was timed.
+  int64_t calls(ExecPhase p) const { return slots_[static_cast<size_t>(p)].calls; }
+  void clear() { slots_ = {}; }
+  /// The timers as named ones, the phases timed at least once under exec_phase_name()
+  /// (what PlanBase::exec_stats() reports).
+  Stats stats() const;
+
+ private:
+  struct Slot {
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  std::array<Slot, kExecPhases> slots_{};
+};
+
+/// Times a scope into one ExecPhase (ScopedTimer for the per-execution timers).
+class ScopedPhase {
+ public:
+  ScopedPhase(ExecTimers* timers, ExecPhase phase) : timers_(timers), phase_(phase), t0_(MPI_Wtime()) {}
+  ~ScopedPhase() {
+    if (timers_) timers_->add(phase_, MPI_Wtime() - t0_);
+  }
+  ScopedPhase(const ScopedPhase&) = delete;
+  ScopedPhase& operator=(const ScopedPhase&) = delete;
+
+ private:
+  ExecTimers* timers_;
+  ExecPhase phase_;
   double t0_;
 };
 

@@ -39,8 +39,12 @@ class PlanBase {
   /// as the reader's copy, not as messages. (The writer's copy into the window is the pack
   /// every backend does.)
   const Stats& window_counts() const { return window_; }
-  /// Accumulated execution timers: pack, start, wait, unpack.
-  Stats& exec_stats() { return exec_; }
+  /// Accumulated execution timers (pack, start, wait, unpack; and local, ghost where
+  /// DistSpmv runs on the plan), one slot per ExecPhase: an exchange writes no string.
+  ExecTimers& exec_timers() { return exec_; }
+  const ExecTimers& exec_timers() const { return exec_; }
+  /// The execution timers by name, as a Stats (a copy: exec_timers() to add or clear).
+  Stats exec_stats() const { return exec_.stats(); }
   /// Number of communication steps that follow one another in one execution.
   int stages() const { return stages_; }
 
@@ -76,7 +80,7 @@ class PlanBase {
 
   // Driven by the shapes' typed verbs.
   bool active_ = false;
-  Stats exec_;
+  ExecTimers exec_;
 
  private:
   const char* kind_;
