@@ -4,8 +4,9 @@
 // its backend executes through three byte-level verbs (do_start, do_wait, do_test), one
 // exchange active at a time, and its accounting — setup statistics, the deterministic
 // counts of one exchange by step and locality class (and the part that moves through the
-// node's shared-memory window), its stages, and execution timers. Each shape adds only
-// its typed verbs (pack/unpack or block/receive copies) and what its backends read.
+// node's shared-memory window), its stages, and execution timers. Each shape adds its
+// public verbs, start / wait / test / exchange over bytes with typed forms on top (pack
+// and unpack, or block and receive copies), and what its backends read.
 // Following the split of PETSc's PetscSF (one object whatever the implementation) and
 // Tpetra's Distributor (a plan built once, executed many times).
 #include <mpi.h>
