@@ -70,22 +70,6 @@ class Stats {
   std::map<std::string, double> timers_;
 };
 
-/// Times a scope with MPI_Wtime (simulated time under SMPI, wall time otherwise).
-class ScopedTimer {
- public:
-  ScopedTimer(Stats* stats, std::string phase) : stats_(stats), phase_(std::move(phase)), t0_(MPI_Wtime()) {}
-  ~ScopedTimer() {
-    if (stats_) stats_->add_time(phase_, MPI_Wtime() - t0_);
-  }
-  ScopedTimer(const ScopedTimer&) = delete;
-  ScopedTimer& operator=(const ScopedTimer&) = delete;
-
- private:
-  Stats* stats_;
-  std::string phase_;
-  double t0_;
-};
-
 /// The phases of one execution that a plan times (PlanBase::exec_timers()): its own four,
 /// and the two of the computation DistSpmv overlaps with it, which it times on its plan.
 enum class ExecPhase : uint8_t { pack, start, wait, unpack, local, ghost };
@@ -96,7 +80,7 @@ const char* exec_phase_name(ExecPhase p);
 /// Accumulated seconds per ExecPhase, in an array indexed by the phase.
 class ExecTimers {
  public:
-  void add(ExecPhase p, double seconds) {
+  void add_time(ExecPhase p, double seconds) {
     Slot& s = slots_[static_cast<size_t>(p)];
     s.seconds += seconds, ++s.calls;
   }
@@ -116,21 +100,27 @@ class ExecTimers {
   std::array<Slot, kExecPhases> slots_{};
 };
 
-/// Times a scope into one ExecPhase (ScopedTimer for the per-execution timers).
-class ScopedPhase {
+/// Times a scope with MPI_Wtime (simulated time under SMPI, wall time otherwise) into
+/// `timers->add_time(key, seconds)`; nothing when `timers` is null.
+template <class Timers, class Key>
+class ScopedTimerOf {
  public:
-  ScopedPhase(ExecTimers* timers, ExecPhase phase) : timers_(timers), phase_(phase), t0_(MPI_Wtime()) {}
-  ~ScopedPhase() {
-    if (timers_) timers_->add(phase_, MPI_Wtime() - t0_);
+  ScopedTimerOf(Timers* timers, Key key) : timers_(timers), key_(std::move(key)), t0_(MPI_Wtime()) {}
+  ~ScopedTimerOf() {
+    if (timers_) timers_->add_time(key_, MPI_Wtime() - t0_);
   }
-  ScopedPhase(const ScopedPhase&) = delete;
-  ScopedPhase& operator=(const ScopedPhase&) = delete;
+  ScopedTimerOf(const ScopedTimerOf&) = delete;
+  ScopedTimerOf& operator=(const ScopedTimerOf&) = delete;
 
  private:
-  ExecTimers* timers_;
-  ExecPhase phase_;
+  Timers* timers_;
+  Key key_;
   double t0_;
 };
+/// A named timer of a Stats (set-up phases).
+using ScopedTimer = ScopedTimerOf<Stats, std::string>;
+/// One ExecPhase of a plan's execution timers.
+using ScopedPhase = ScopedTimerOf<ExecTimers, ExecPhase>;
 
 /// Max, sum and min of one per-rank figure over the communicator.
 struct Reduced {
