@@ -383,7 +383,6 @@ SPC_Request plan_request(const AlltoallvArgs& a, const Checked& c, MPI_Comm comm
   req->sendbuf = a.sendbuf;
   req->recvbuf = a.recvbuf;
   req->esz = c.esz;
-  req->unit = popt.value_bytes;
   req->copies = std::move(copies);
   return req.release();
 }

@@ -221,25 +221,6 @@ int unit_for(int64_t esz);
 /// SPC_ERR_NOT_FOUND listing the valid names unless `name` is one of them.
 void check_names(const std::string& what, const std::string& name, const std::vector<std::string>& valid);
 
-// Plan values of N bytes with alignment 1: user buffers need no particular alignment.
-// (Plan::wait also instantiates Unpack::add, which needs +=; the C API only replaces.)
-template <int N>
-struct Bytes {
-  unsigned char b[N];
-  Bytes& operator+=(const Bytes&) { throw NotImplementedError("sparsecomm C API: values cannot be added"); }
-};
-
-/// Calls f(Bytes<unit>{}) for unit 8, 4, 2 or 1.
-template <class F>
-void with_unit(int unit, F&& f) {
-  switch (unit) {
-    case 8: f(Bytes<8>{}); break;
-    case 4: f(Bytes<4>{}); break;
-    case 2: f(Bytes<2>{}); break;
-    default: f(Bytes<1>{}); break;
-  }
-}
-
 class AgreementSlots;
 struct AgreementSlot;
 
@@ -321,7 +302,6 @@ struct SPC_Request_s {
   const void* sendbuf = nullptr;
   void* recvbuf = nullptr;
   int64_t esz = 0;  // bytes per element of the user's datatype
-  int unit = 1;     // bytes per Plan value: esz = unit * plan width
   // Local copies (self-loops, and for gathers the received blocks to their places):
   // `n` bytes from sendbuf (from_send) or the staging buffer, at byte offsets.
   struct Copy {

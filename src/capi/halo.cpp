@@ -92,10 +92,7 @@ void halo_wait(SPC_Halo_s& h, void* ghosts) {
   const bool direct = h.sorted_pos.empty() && ghosts;
   if (!direct && h.staging.empty()) h.staging.resize(std::max<size_t>(1, static_cast<size_t>(h.nghost) * h.esz));
   unsigned char* into = direct ? static_cast<unsigned char*>(ghosts) : h.staging.data();
-  with_unit(h.unit, [&](auto tag) {
-    using T = decltype(tag);
-    h.plan->wait(reinterpret_cast<T*>(into));
-  });
+  h.plan->wait(static_cast<void*>(into));  // as bytes: the plan's unit
   if (direct || !ghosts) return;
   auto* out = static_cast<unsigned char*>(ghosts);
   const size_t e = static_cast<size_t>(h.esz);
@@ -124,10 +121,7 @@ int SPC_Halo_start(SPC_Halo halo, const void* owned) {
     if (!owned && halo->plan->pattern().owned_size() > 0)
       fail(MPI_ERR_BUFFER, "SPC_Halo_start: owned is NULL but other ranks need this rank's values");
     static const unsigned char nothing = 0;
-    sparsecomm::capi::with_unit(halo->unit, [&](auto tag) {
-      using T = decltype(tag);
-      halo->plan->start(reinterpret_cast<const T*>(owned ? owned : &nothing));
-    });
+    halo->plan->start(owned ? owned : static_cast<const void*>(&nothing));  // as bytes: the plan's unit
     halo->active = true;
   });
 }

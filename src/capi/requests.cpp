@@ -37,10 +37,7 @@ int SPC_Start(SPC_Request* request) {
     } else if (r.gather) {
       r.gplan->start(r.sendbuf ? static_cast<const unsigned char*>(r.sendbuf) : &nothing);
     } else {
-      sparsecomm::capi::with_unit(r.unit, [&](auto tag) {
-        using T = decltype(tag);
-        r.plan->start(static_cast<const T*>(r.sendbuf));
-      });
+      r.plan->start(r.sendbuf);  // as bytes: the plan's unit
     }
     r.active = true;
   });
@@ -64,10 +61,7 @@ int SPC_Wait(SPC_Request* request, MPI_Status* status) {
       }
       run_copies(r, r.staging.data());
     } else {
-      sparsecomm::capi::with_unit(r.unit, [&](auto tag) {
-        using T = decltype(tag);
-        r.plan->wait(static_cast<T*>(r.recvbuf));
-      });
+      r.plan->wait(r.recvbuf);
       run_copies(r, nullptr);
     }
   });

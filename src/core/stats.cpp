@@ -41,6 +41,18 @@ double Stats::time(const std::string& phase) const {
   return it == timers_.end() ? 0.0 : it->second;
 }
 
+const char* exec_phase_name(ExecPhase p) {
+  static constexpr const char* names[kExecPhases] = {"pack", "start", "wait", "unpack", "local", "ghost"};
+  return names[static_cast<size_t>(p)];
+}
+
+Stats ExecTimers::stats() const {
+  Stats s;
+  for (size_t i = 0; i < kExecPhases; ++i)
+    if (slots_[i].calls > 0) s.add_time(exec_phase_name(static_cast<ExecPhase>(i)), slots_[i].seconds);
+  return s;
+}
+
 std::vector<Reduced> reduce_all(MPI_Comm comm, const std::vector<double>& local) {
   const size_t n = local.size();
   std::vector<double> mx(n), sm(n), mn(n);

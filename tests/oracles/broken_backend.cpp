@@ -49,11 +49,11 @@ class BrokenPlan final : public Plan {
  protected:
   void do_start() override {
     const int64_t n = pattern().send().size() * elem_bytes();
-    if (n > 0) std::memcpy(inner_->send_area<char>(), send_buf(), static_cast<size_t>(n));
-    inner_->start_packed();
+    if (n > 0) std::memcpy(inner_->send_area(), send_buf(), static_cast<size_t>(n));
+    inner_->start();
   }
   void do_wait() override {
-    const char* got = inner_->wait_in_place<char>();
+    const auto* got = static_cast<const char*>(inner_->wait());
     const int64_t n = pattern().recv().size() * elem_bytes();
     if (n > 0) std::memcpy(recv_buf(), got, static_cast<size_t>(n));
     if (victim_) poison(recv_buf(), options().value_bytes);

@@ -32,11 +32,11 @@ class DistSpmv {
     const int w = plan_->options().width;
     plan_->start(x);
     {
-      ScopedTimer t(&plan_->exec_stats(), "local");
+      ScopedPhase t(&plan_->exec_timers(), ExecPhase::local);
       a_.multiply_diag(x, y, w);
     }
     const double* ghost = finish_exchange();
-    ScopedTimer t(&plan_->exec_stats(), "ghost");
+    ScopedPhase t(&plan_->exec_timers(), ExecPhase::ghost);
     a_.multiply_offd_add(ghost, y, w);
   }
 
@@ -53,7 +53,7 @@ class DistSpmv {
   // Ghosts in arrival order (what pattern_from_matrix gives): the off-diagonal product
   // reads the plan's receive buffer, as Hypre's and PETSc's matvecs read theirs.
   const double* finish_exchange() {
-    if (plan_->receives_in_ghost_order()) return plan_->wait_in_place<double>();
+    if (plan_->receives_in_ghost_order()) return plan_->wait<double>();
     plan_->wait(ghost_.data());
     return ghost_.data();
   }
@@ -78,7 +78,7 @@ inline void spmv_transpose(const DistCsr<double>& a, Plan& reverse_plan, const d
   const auto& o = a.offd();
   for (int32_t i = 0; i < o.nrows; ++i)
     for (int64_t k = o.row_ptr[i]; k < o.row_ptr[i + 1]; ++k) partial[o.col[k]] += o.val[k] * x[i];
-  if (in_place) reverse_plan.start_packed();
+  if (in_place) reverse_plan.start();
   else reverse_plan.start(partial);
   const auto& d = a.diag();
   std::fill(y, y + a.local_cols(), 0.0);

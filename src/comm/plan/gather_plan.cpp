@@ -5,6 +5,7 @@
 #include "core/hash.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <map>
 
@@ -33,6 +34,34 @@ GatherPlan::GatherPlan(std::string name, const Topology& topo, const Locality& l
 void GatherPlan::check(size_t value_size) const {
   if (static_cast<int>(value_size) != opt_.value_bytes)
     throw InputError(detail::value_size_mismatch(who(), value_size, opt_.value_bytes));
+}
+
+void GatherPlan::start(const void* block) {
+  if (active_) throw Error(who() + ": start() called twice without wait()");
+  ScopedPhase t(&exec_, ExecPhase::start);
+  char* to = do_block_target();
+  if (!block_.empty()) std::memcpy(to ? to : block_.data(), block, block_.size());  // memcpy of 0 bytes from null is UB
+  do_start();
+  active_ = true;
+}
+
+void GatherPlan::wait(void* recv) {
+  if (!active_) throw Error(who() + ": wait() without start()");
+  ScopedPhase t(&exec_, ExecPhase::wait);
+  active_ = false;
+  do_wait();
+  if (!recv_.empty()) std::memcpy(recv, recv_.data(), recv_.size());
+}
+
+bool GatherPlan::test(void* recv) {
+  if (!active_) throw Error(who() + ": test() without start()");
+  {
+    ScopedPhase t(&exec_, ExecPhase::wait);
+    if (!do_test()) return false;
+  }
+  active_ = false;
+  if (!recv_.empty()) std::memcpy(recv, recv_.data(), recv_.size());
+  return true;
 }
 
 size_t GatherPlan::source_index(int source) const {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <climits>
+#include <cstring>
 #include <map>
 
 namespace sparsecomm {
@@ -31,6 +32,143 @@ Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Co
 void Plan::check_type(size_t value_size, const char* call) const {
   if (static_cast<int>(value_size) != opt_.value_bytes)
     throw InputError(detail::value_size_mismatch(who() + "::" + call, value_size, opt_.value_bytes));
+}
+
+namespace {
+// to[k] = from[idx[k]] (a gather: the pack) or to[idx[k]] = from[k] (a scatter: the
+// unpack), for n units of E bytes. A constant E lets the compiler copy each unit as plain
+// loads and stores, with no alignment assumed (a unit of two ints is 4-aligned).
+template <size_t E, bool Scatter>
+void move_fixed(char* to, const char* from, const int32_t* idx, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = idx[k];
+    if constexpr (Scatter) std::memcpy(to + i * int64_t{E}, from + k * int64_t{E}, E);
+    else std::memcpy(to + k * int64_t{E}, from + i * int64_t{E}, E);
+  }
+}
+
+template <bool Scatter>
+void move_units(char* to, const char* from, const int32_t* idx, int64_t n, int64_t e) {
+  switch (e) {
+    case 1: return move_fixed<1, Scatter>(to, from, idx, n);
+    case 2: return move_fixed<2, Scatter>(to, from, idx, n);
+    case 4: return move_fixed<4, Scatter>(to, from, idx, n);
+    case 8: return move_fixed<8, Scatter>(to, from, idx, n);
+    case 16: return move_fixed<16, Scatter>(to, from, idx, n);
+    case 24: return move_fixed<24, Scatter>(to, from, idx, n);
+    case 32: return move_fixed<32, Scatter>(to, from, idx, n);
+    case 64: return move_fixed<64, Scatter>(to, from, idx, n);
+    case 128: return move_fixed<128, Scatter>(to, from, idx, n);
+    default: break;
+  }
+  const auto u = static_cast<size_t>(e);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = idx[k];
+    if constexpr (Scatter) std::memcpy(to + i * e, from + k * e, u);
+    else std::memcpy(to + k * e, from + i * e, u);
+  }
+}
+}  // namespace
+
+void Plan::check_idle(const char* call) const {
+  if (active_) throw Error(who() + ": " + call + "() while an exchange is active (wait() first)");
+}
+
+void Plan::pack(const void* owned, char* to) {
+  ScopedPhase t(&exec_, ExecPhase::pack);
+  const auto& s = pattern_.send();
+  move_units<false>(to ? to : send_buf_.data(), static_cast<const char*>(owned), s.indices.data(), s.size(),
+                    elem_bytes_);
+}
+
+void Plan::launch() {
+  ScopedPhase t(&exec_, ExecPhase::start);
+  do_start();
+  active_ = true;
+}
+
+void Plan::start(const void* owned) {
+  check_idle("start");
+  pack(owned, do_pack_target());
+  launch();
+}
+
+void Plan::start() {
+  check_idle("start");
+  launch();
+}
+
+void Plan::start(const void* owned, void* ghost) {
+  check_idle("start");
+  const bool send_direct = send_identity_, recv_direct = recv_identity_;
+  // A backend with a pack target of its own (shm) starts with do_start(), never directly.
+  char* target = send_direct ? nullptr : do_pack_target();
+  if (!send_direct) pack(owned, target);
+  ScopedPhase t(&exec_, ExecPhase::start);
+  const bool direct = !target && (send_direct || recv_direct) &&
+                      do_start_direct(send_direct ? static_cast<const char*>(owned) : nullptr,
+                                      recv_direct ? static_cast<char*>(ghost) : nullptr);
+  if (!direct) {
+    if (send_direct) pack(owned, do_pack_target());
+    do_start();
+  }
+  direct_ = direct && recv_direct && ghost;  // a null ghost: do_start_direct received into recv_buf()
+  direct_ghost_ = direct_ ? ghost : nullptr;
+  active_ = true;
+}
+
+bool Plan::complete(const char* call) {
+  if (!active_) throw Error(who() + ": " + call + "() without start()");
+  ScopedPhase t(&exec_, ExecPhase::wait);
+  active_ = false;
+  const bool direct = direct_;
+  direct_ = false;
+  if (test_done_) {
+    test_done_ = false;
+    return direct;
+  }
+  do_wait();
+  return direct;
+}
+
+bool Plan::poll() {
+  if (!active_) throw Error(who() + ": test() without start()");
+  ScopedPhase t(&exec_, ExecPhase::wait);
+  if (!do_test()) return false;
+  test_done_ = true;  // the next complete() does not wait again
+  return true;
+}
+
+void Plan::wait(void* ghost) {
+  void* const into = direct_ghost_;
+  if (complete("wait")) {
+    if (ghost != into) throw InputError(who() + "::wait: not the ghost array that start(owned, ghost) received into");
+    return;
+  }
+  ScopedPhase t(&exec_, ExecPhase::unpack);
+  const auto& r = pattern_.recv();
+  if (recv_identity_) {
+    if (r.size() > 0) std::memcpy(ghost, recv_buf_.data(), recv_buf_.size());
+    return;
+  }
+  move_units<true>(static_cast<char*>(ghost), recv_buf_.data(), r.indices.data(), r.size(), elem_bytes_);
+}
+
+void* Plan::wait() {
+  if (complete("wait"))
+    throw InputError(who() + "::wait(): the values went into the ghost array given to start(owned, ghost)");
+  return recv_buf_.data();
+}
+
+bool Plan::test(void* ghost) {
+  if (!poll()) return false;
+  wait(ghost);
+  return true;
+}
+
+void* Plan::send_area() {
+  check_idle("send_area");
+  return send_buf_.data();
 }
 
 bool PlanBase::do_test() { throw NotImplementedError(who() + ": test() is not implemented for this backend"); }

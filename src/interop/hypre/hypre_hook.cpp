@@ -15,7 +15,7 @@
 //                                   host memory, on a package whose plans we built (one pair
 //                                   per unit size): started in Create from
 //                                   Hypre's packed send buffer, completed in Destroy into its
-//                                   receive buffer (Plan::start_into: no copies of ours where
+//                                   receive buffer (Plan::start(owned, ghost): no copies of ours where
 //                                   the backend can send and receive in place). Everything
 //                                   else goes to the real functions (dlsym(RTLD_NEXT)),
 //                                   unchanged: other jobs (MPI datatypes, device jobs),
@@ -179,7 +179,6 @@ struct Handle {
   hypre_ParCSRCommHandle h;
   Plan* plan;
   void* recv;
-  size_t unit;      // bytes of one value
   PkgPlans* entry;  // verbose: where Destroy adds its wait
   int job;
 };
@@ -370,18 +369,6 @@ Plan* plan_for(State& s, HYPRE_Int job, const hypre_ParCSRCommPkg* pkg, HYPRE_Me
   return p;
 }
 
-// The exchange started and completed on a plan of `unit`-byte values (its bytes as a type
-// of that size: the plans copy values, never compute on them).
-void start_on(Plan* p, size_t unit, const void* send, void* recv) {
-  if (unit == 8) p->start_into(static_cast<const uint64_t*>(send), static_cast<uint64_t*>(recv));
-  else if (unit == 4) p->start_into(static_cast<const uint32_t*>(send), static_cast<uint32_t*>(recv));
-  else throw NotImplementedError("hypre hook: exchanges of " + std::to_string(unit) + "-byte values");
-}
-void wait_on(Plan* p, size_t unit, void* recv) {
-  if (unit == 8) p->wait_into(static_cast<uint64_t*>(recv));
-  else p->wait_into(static_cast<uint32_t*>(recv));
-}
-
 hypre_ParCSRCommHandle* create(HYPRE_Int job, hypre_ParCSRCommPkg* pkg, HYPRE_MemoryLocation sm, void* send,
                                HYPRE_MemoryLocation rm, void* recv) {
   State& s = state();
@@ -400,10 +387,9 @@ hypre_ParCSRCommHandle* create(HYPRE_Int job, hypre_ParCSRCommPkg* pkg, HYPRE_Me
   Kind kind = kComplex;
   int dir = 0;
   kind_of(job, &kind, &dir);
-  h->unit = kUnit[kind];
   const double t0 = s.settings.verbose ? MPI_Wtime() : 0;
   try {
-    start_on(p, h->unit, send, recv);
+    p->start(send, recv);  // as bytes: plan_for chose the plan of this job's unit size
   } catch (const std::exception& e) {
     interop::exit_with("sparsecomm hypre hook", e.what());  // an exchange half started cannot be handed to Hypre
   }
@@ -438,7 +424,7 @@ __attribute__((visibility("default"))) HYPRE_Int hypre_ParCSRCommHandleDestroy(h
   auto* h = reinterpret_cast<Handle*>(handle);
   const double t0 = s.settings.verbose ? MPI_Wtime() : 0;
   try {
-    wait_on(h->plan, h->unit, h->recv);
+    h->plan->wait(h->recv);
   } catch (const std::exception& e) {
     sparsecomm::interop::exit_with("sparsecomm hypre hook", e.what());
   }

@@ -142,7 +142,7 @@ PetscErrorCode mult_impl(Mat A, Vec x, Vec y, Vec z) {
   // plan's receive buffer directly, as PETSc's own scatter receives into its lvec.
   double* ghost = nullptr;
   PetscCall(guard("sparsecomm MatMult", [&]() -> PetscErrorCode {
-    if (c->in_place) ghost = c->fwd->wait_in_place<double>();
+    if (c->in_place) ghost = c->fwd->wait<double>();
     else c->fwd->wait(c->ghost.data());
     return 0;
   }));
@@ -174,7 +174,7 @@ PetscErrorCode mult_transpose_impl(Mat A, Vec x, Vec y, Vec z) {
   PetscCall(MatMultTranspose(c->Ao, c->yl, c->gv));
   if (partial) PetscCall(VecResetArray(c->gv));
   PetscCall(guard("sparsecomm MatMultTranspose", [&]() -> PetscErrorCode {
-    if (partial) c->rev->start_packed();
+    if (partial) c->rev->start();
     else c->rev->start(c->ghost.data());
     return 0;
   }));

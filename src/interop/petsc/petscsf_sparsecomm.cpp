@@ -25,7 +25,6 @@
 #include <memory>
 #include <string>
 #include <tuple>
-#include <type_traits>
 #include <vector>
 
 #include "sparsecomm/comm/plan/plan.hpp"
@@ -50,13 +49,7 @@ struct Unit {
   Base base = Base::bytes;
   int count = 1;
   size_t bytes = 0;    // size of one unit
-  int carrier = 1;     // bytes the plan moves per value: 8, 4 or 1, dividing `bytes`
-};
-
-// Moves `carrier` bytes without alignment assumptions (a unit of two ints is 4-aligned).
-template <int N>
-struct Carrier {
-  unsigned char b[N];
+  int carrier = 1;     // the plan's value_bytes: 8, 4 or 1, dividing `bytes` (its width: bytes / carrier)
 };
 
 bool op_kind(MPI_Op op, OpKind* k) {
@@ -123,9 +116,8 @@ void apply(const Unit& u, OpKind k, char* dst, const PetscInt* loc_d, const char
            size_t n) {
   const size_t B = u.bytes;
   if (k == OpKind::replace) {
-    if (B == 8) {
-      using C = Carrier<8>;
-      for (size_t i = 0; i < n; ++i) reinterpret_cast<C*>(dst)[loc_d[i]] = reinterpret_cast<const C*>(src)[loc_s[i]];
+    if (B == 8) {  // a constant size: one load and store per unit, no alignment assumed
+      for (size_t i = 0; i < n; ++i) std::memcpy(dst + loc_d[i] * 8, src + loc_s[i] * 8, 8);
     } else {
       for (size_t i = 0; i < n; ++i) std::memcpy(dst + loc_d[i] * B, src + loc_s[i] * B, B);
     }
@@ -158,7 +150,7 @@ struct Pending {
   PlanEntry* entry;  // null: no remote leaf anywhere (local only)
   Unit u;
   OpKind k;
-  char* into = nullptr;  // a Bcast received straight into the leaves (Plan::start_into)
+  char* into = nullptr;  // a Bcast received straight into the leaves (Plan::start(owned, ghost))
 };
 
 struct SfData : interop::PlanSettings {  // (the -sf_sparsecomm_* options)
@@ -199,29 +191,6 @@ PlanEntry& plan_for(PetscSF sf, const Unit& u, bool reverse) {
     e.scratch.resize(static_cast<size_t>(d->pattern.ghost_size()) * u.bytes + 1);
     return e;
   });
-}
-
-// Calls f with a null pointer of the carrier type (Carrier<8>, <4> or <1>): the plan's
-// calls are templates over the value type and check its size.
-template <class F>
-void with_carrier(int carrier, F&& f) {
-  if (carrier == 8) f(static_cast<Carrier<8>*>(nullptr));
-  else if (carrier == 4) f(static_cast<Carrier<4>*>(nullptr));
-  else f(static_cast<Carrier<1>*>(nullptr));
-}
-
-// The plan's buffers as bytes (the plan checks the value size: the carrier's).
-char* send_area(Plan& plan, int carrier) {
-  char* out = nullptr;
-  with_carrier(carrier, [&](auto* c) { out = reinterpret_cast<char*>(plan.send_area<std::remove_pointer_t<decltype(c)>>()); });
-  return out;
-}
-const char* wait_in_place(Plan& plan, int carrier) {
-  const char* out = nullptr;
-  with_carrier(carrier, [&](auto* c) {
-    out = reinterpret_cast<const char*>(plan.wait_in_place<std::remove_pointer_t<decltype(c)>>());
-  });
-  return out;
 }
 
 // PETSc's -log_view counts messages in its own MPI wrappers; our plans send through ours,
@@ -476,35 +445,27 @@ PetscErrorCode begin(PetscSF sf, bool reduce, MPI_Datatype unit, PetscMemType rm
       // PETSc's lvec: the slots are the leaves [rleaf[0], rleaf[0] + n), received in place
       // where the backend can (no unpack at all), copied once otherwise.
       p.into = static_cast<char*>(const_cast<void*>(leaf)) + (d->rleaf.empty() ? 0 : d->rleaf[0]) * B;
-      with_carrier(p.u.carrier, [&](auto* c) {
-        using C = std::remove_pointer_t<decltype(c)>;
-        plan.start_into(static_cast<const C*>(root), reinterpret_cast<C*>(p.into));
-      });
+      plan.start(root, static_cast<void*>(p.into));
     } else if (!reduce) {
-      with_carrier(p.u.carrier, [&](auto* c) { plan.start(static_cast<const std::remove_pointer_t<decltype(c)>*>(root)); });
+      plan.start(root);
     } else {
       const char* src = static_cast<const char*>(leaf);
       if (d->remote_identity) {  // the slots are the leaves as they lie: the plan packs them
-        const char* slots = src + (d->rleaf.empty() ? 0 : d->rleaf[0]) * B;
-        with_carrier(p.u.carrier, [&](auto* c) {
-          plan.start(reinterpret_cast<const std::remove_pointer_t<decltype(c)>*>(slots));
-        });
+        plan.start(static_cast<const void*>(src + (d->rleaf.empty() ? 0 : d->rleaf[0]) * B));
         log_messages(plan);
         return 0;
       }
       // The leaves combine into their ghost slots, straight in the send buffer when the
       // reverse plan sends slots in order.
       const bool in_place = plan.sends_in_owned_order();
-      char* area = in_place ? send_area(plan, p.u.carrier) : p.entry->scratch.data();
+      char* area = in_place ? static_cast<char*>(plan.send_area()) : p.entry->scratch.data();
       for (size_t i = 0; i < d->rleaf.size(); ++i) {
         char* dst = area + d->rslot[i] * B;
         if (d->first[i]) std::memcpy(dst, src + d->rleaf[i] * B, B);
         else apply(p.u, p.k, area, &d->rslot[i], src, &d->rleaf[i], 1);
       }
-      if (in_place) plan.start_packed();
-      else with_carrier(p.u.carrier, [&](auto* c) {
-          plan.start(reinterpret_cast<const std::remove_pointer_t<decltype(c)>*>(area));
-        });
+      if (in_place) plan.start();
+      else plan.start(static_cast<const void*>(area));
     }
     log_messages(plan);
     return 0;
@@ -545,10 +506,10 @@ PetscErrorCode end(PetscSF sf, bool reduce, MPI_Datatype unit, const void* root,
   PetscCall(guard("PetscSF sparsecomm end", [&]() -> PetscErrorCode {
     Plan& plan = *p.entry->plan;
     if (p.into) {
-      with_carrier(p.u.carrier, [&](auto* c) { plan.wait_into(reinterpret_cast<decltype(c)>(p.into)); });
+      plan.wait(static_cast<void*>(p.into));
       return 0;
     }
-    const char* buf = wait_in_place(plan, p.u.carrier);  // in the plan's receive order
+    const auto* buf = static_cast<const char*>(plan.wait());  // in the plan's receive order
     if (!reduce) {
       // Receive order is slot order (the ghosts were numbered in arrival order).
       char* dst = static_cast<char*>(const_cast<void*>(leaf));

@@ -109,27 +109,12 @@ int& depth() {
 // runs them in MPI_Start and the completion calls.
 void gather_begin(Choice& c, const void* send) { c.gather->start(static_cast<const char*>(send)); }
 
-void halo_begin(Choice& c, const void* send) {
-  Plan& plan = *c.halo;
-  const int vb = plan.options().value_bytes;
-  if (vb == 8) plan.start(static_cast<const Block<8>*>(send));
-  else if (vb == 4) plan.start(static_cast<const Block<4>*>(send));
-  else plan.start(static_cast<const Block<1>*>(send));
-}
+void halo_begin(Choice& c, const void* send) { c.halo->start(send); }  // as bytes: the plan's unit
 
 bool halo_complete(Choice& c, void* recv, bool block) {
-  Plan& plan = *c.halo;
-  const int vb = plan.options().value_bytes;
-  const auto run = [&](auto* typed) {
-    if (block) {
-      plan.wait(typed);
-      return true;
-    }
-    return plan.test(typed);
-  };
-  if (vb == 8) return run(static_cast<Block<8>*>(recv));
-  if (vb == 4) return run(static_cast<Block<4>*>(recv));
-  return run(static_cast<Block<1>*>(recv));
+  if (!block) return c.halo->test(recv);
+  c.halo->wait(recv);
+  return true;
 }
 
 // allgather: the plan (a gather plan, or a halo plan of allgather_pattern) delivers by

@@ -327,12 +327,6 @@ class PlanOp final : public Operation {
   bool complete_ = true;
 };
 
-// A block of `N` bytes with no alignment assumption (the caller's buffers are bytes).
-template <int N>
-struct Block {
-  unsigned char b[N];
-};
-
 // (neighbor_exec.cpp)
 uint64_t hash_ints(uint64_t h, const int* v, size_t n);
 bool any_nonzero(const int* v, size_t n);

@@ -43,42 +43,37 @@ struct GatherOptions {
 class GatherPlan : public PlanBase {
  public:
 
+  // Execution: start / wait / test / exchange, as a halo Plan's: the byte-level core over
+  // untyped blocks (my_count() values of value_bytes bytes each), and a typed convenience
+  // over T of value_bytes bytes (checked) that calls it.
+
   /// Starts sending my block (my_count() values).
-  template <class T>
-  void start(const T* block) {
-    check(sizeof(T));
-    if (active_) throw Error(who() + ": start() called twice without wait()");
-    ScopedTimer t(&exec_, "start");
-    char* to = do_block_target();
-    if (!block_.empty()) std::memcpy(to ? to : block_.data(), block, block_.size());  // memcpy of 0 bytes from null is UB
-    do_start();
-    active_ = true;
-  }
+  void start(const void* block);
   /// Completes; recv receives the sources' blocks in source order at recv_offsets().
-  template <class T>
-  void wait(T* recv) {
-    check(sizeof(T));
-    if (!active_) throw Error(who() + ": wait() without start()");
-    ScopedTimer t(&exec_, "wait");
-    active_ = false;
-    do_wait();
-    if (!recv_.empty()) std::memcpy(recv, recv_.data(), recv_.size());
-  }
+  void wait(void* recv);
   /// Like wait(), without blocking: false while messages are outstanding (call again), true
   /// once complete, with recv filled as wait() fills it. Later stages of a multi-stage plan
   /// advance inside test() and wait() calls only. NotImplementedError for a backend without
   /// it.
+  bool test(void* recv);
+  void exchange(const void* block, void* recv) {
+    start(block);
+    wait(recv);
+  }
+  template <class T>
+  void start(const T* block) {
+    check(sizeof(T));
+    start(static_cast<const void*>(block));
+  }
+  template <class T>
+  void wait(T* recv) {
+    check(sizeof(T));
+    wait(static_cast<void*>(recv));
+  }
   template <class T>
   bool test(T* recv) {
     check(sizeof(T));
-    if (!active_) throw Error(who() + ": test() without start()");
-    {
-      ScopedTimer t(&exec_, "wait");
-      if (!do_test()) return false;
-    }
-    active_ = false;
-    if (!recv_.empty()) std::memcpy(recv, recv_.data(), recv_.size());
-    return true;
+    return test(static_cast<void*>(recv));
   }
   template <class T>
   void exchange(const T* block, T* recv) {

@@ -72,162 +72,139 @@ enum class Unpack { replace, add };
 
 class Plan : public PlanBase {
  public:
-
-  /// Packs owned[pattern.send.indices[k]] (width values each) and starts the exchange.
-  /// Not collective by itself, but every rank of the plan must call it.
-  template <class T>
-  void start(const T* owned) {
-    check_type(sizeof(T), "start");
-    if (active_) throw Error(who() + ": start() called twice without wait()");
-    pack(owned, do_pack_target());
-    start_packed();
-  }
-
-  /// Completes the exchange and writes the received values into ghost[pattern.recv.indices[k]].
-  template <class T>
-  void wait(T* ghost, Unpack mode = Unpack::replace) {
-    check_type(sizeof(T), "wait");
-    if (mode == Unpack::add && !std::is_arithmetic_v<T>)
-      throw InputError(who() + "::wait: Unpack::add needs an arithmetic value type");
-    complete("wait");
-    ScopedTimer t(&exec_, "unpack");
-    const auto& r = pattern_.recv();
-    const T* buf = reinterpret_cast<const T*>(recv_buf_.data());
-    const int w = opt_.width;
-    const int32_t* idx = r.indices.data();
-    if (mode == Unpack::replace && recv_identity_) {
-      if (r.size() > 0) std::memcpy(ghost, buf, static_cast<size_t>(r.size() * w) * sizeof(T));
-      return;
-    }
-    if (w == 1 && mode == Unpack::replace) {  // the common case as a plain scatter loop
-      for (int64_t k = 0; k < r.size(); ++k) ghost[idx[k]] = buf[k];
-      return;
-    }
-    for (int64_t k = 0; k < r.size(); ++k) {
-      T* dst = ghost + static_cast<int64_t>(idx[k]) * w;
-      if (mode == Unpack::replace) {
-        for (int j = 0; j < w; ++j) dst[j] = buf[k * w + j];
-      } else if constexpr (std::is_arithmetic_v<T>) {
-        for (int j = 0; j < w; ++j) dst[j] += buf[k * w + j];
-      }
-    }
-  }
-
-  // Zero-copy use (what PETSc's star forest does for contiguous leaves): the caller works
-  // on the plan's own buffers instead of having values packed from and unpacked into its
-  // arrays. When the ghosts are numbered in arrival order (receives_in_ghost_order(): PETSc's
-  // and Hypre's layouts), the received buffer *is* the ghost array:
+  // Execution: four verbs, start / wait / test / exchange, one exchange active at a time (a
+  // wait, or a test that returned true, before the next start). Each is the byte-level core,
+  // over untyped memory where a value (one unit: unit_bytes() = width * value_bytes bytes)
+  // of index i lies at byte i * unit_bytes(), and a typed convenience over T of value_bytes
+  // bytes (checked) that calls it; only Unpack::add, which computes on the values, needs the
+  // type. Not collective by themselves, but every rank of the plan must run each exchange.
+  //
+  //   plan->start(x_owned);  ...  plan->wait(x_ghost);    // pack, exchange, unpack
+  //
+  // Zero-copy use (what PETSc's star forest and Hypre do for their contiguous layouts): where
+  // the ghosts are numbered in arrival order (receives_in_ghost_order()), the received
+  // buffer *is* the ghost array,
   //
   //   plan->start(x_owned);
-  //   const double* ghost = plan->wait_in_place<double>();   // no unpack copy
+  //   const double* ghost = plan->wait<double>();         // no unpack copy
   //
   // and where send entry k is owned entry k (sends_in_owned_order(): a reverse, transpose
   // exchange sending from ghosts in arrival order), the caller computes straight into the
   // buffer that is sent:
   //
-  //   double* partial = plan->send_area<double>();   // pattern().send() order
+  //   double* partial = plan->send_area<double>();        // pattern().send() order
   //   ... write partial[0 .. pattern().send().size() * width) ...
-  //   plan->start_packed();
+  //   plan->start();
   //   plan->wait(y_owned, Unpack::add);
 
-  /// Completes the exchange like wait() but leaves the values where they arrived and
-  /// returns them in pattern().recv() order: value k (width values) belongs at ghost index
-  /// pattern().recv().indices[k]. Valid, and writable, until the next start().
-  template <class T>
-  T* wait_in_place() {
-    check_type(sizeof(T), "wait_in_place");
-    complete("wait_in_place");
-    return reinterpret_cast<T*>(recv_buf_.data());
-  }
-  /// pattern().recv().indices is 0, 1, 2, ...: wait_in_place() returns the ghost array itself.
-  bool receives_in_ghost_order() const { return recv_identity_; }
-
-  /// The buffer start_packed() sends, in pattern().send() order: entry k (width values) is
-  /// the value of owned index pattern().send().indices[k]. Not while an exchange is active:
-  /// it is being sent.
-  template <class T>
-  T* send_area() {
-    check_type(sizeof(T), "send_area");
-    if (active_) throw Error(who() + ": send_area() while an exchange is active (wait() first)");
-    return reinterpret_cast<T*>(send_buf_.data());
-  }
-  /// pattern().send().indices is 0, 1, 2, ...: the send area is the owned array itself.
-  bool sends_in_owned_order() const { return send_identity_; }
-  /// Starts the exchange of what the caller wrote into send_area() (start() packs, then
-  /// calls this).
-  void start_packed() {
-    if (active_) throw Error(who() + ": start() called twice without wait()");
-    ScopedTimer t(&exec_, "start");
-    do_start();
-    active_ = true;
-  }
-  /// Completes an exchange and leaves the values in the plan's receive buffer, unread: the
-  /// byte-level mirror of start_packed() (what wait_in_place() does without its value type;
-  /// auto times its candidates this way).
-  void wait_packed() { complete("wait_packed"); }
-
-  /// start() and wait() without the plan's own copies where it can: the values are sent
-  /// from `owned` as they lie where send entry k is owned entry k (sends_in_owned_order():
-  /// Hypre's packed send buffer, a reverse plan over PETSc's lvec), and received straight
-  /// into `ghost` where the ghosts are in arrival order (receives_in_ghost_order()), by
-  /// backends that can send from and receive into memory they did not set up (p2p and
-  /// neighbor with fresh requests), as PETSc's basic star forest and Hypre do. Otherwise
-  /// start_into() packs and wait_into() unpacks, as start() and wait() do. `owned` must stay
-  /// unchanged and `ghost` untouched until wait_into(ghost).
-  template <class T>
-  void start_into(const T* owned, T* ghost) {
-    check_type(sizeof(T), "start_into");
-    if (active_) throw Error(who() + ": start_into() called twice without wait_into()");
-    const bool send_direct = send_identity_, recv_direct = recv_identity_;
-    // A backend with a pack target of its own (shm) starts with do_start(), never directly.
-    char* target = send_direct ? nullptr : do_pack_target();
-    if (!send_direct) pack(owned, target);
-    ScopedTimer t(&exec_, "start");
-    const bool direct = !target && (send_direct || recv_direct) &&
-                        do_start_direct(send_direct ? reinterpret_cast<const char*>(owned) : nullptr,
-                                        recv_direct ? reinterpret_cast<char*>(ghost) : nullptr);
-    if (!direct) {
-      if (send_direct) pack(owned, do_pack_target());
-      do_start();
-    }
-    direct_ = direct && recv_direct;
-    active_ = true;
-  }
-  template <class T>
-  void wait_into(T* ghost) {
-    if (!direct_) {
-      wait(ghost);
-      return;
-    }
-    complete("wait_into");
-    direct_ = false;
-  }
-  /// Whether the last start_into() receives straight into the caller's array.
-  bool receiving_direct() const { return direct_; }
-
-  /// wait() without blocking: false while messages are outstanding (call again; later
+  /// Packs the units of owned at pattern().send().indices and starts the exchange.
+  void start(const void* owned);
+  /// Starts the exchange of what the caller wrote into send_area(): no pack.
+  void start();
+  /// start(owned) for an exchange that wait(ghost) completes, without the plan's own copies
+  /// where it can: the units are sent from `owned` as they lie where sends_in_owned_order()
+  /// (Hypre's packed send buffer, a reverse plan over PETSc's lvec), and received straight
+  /// into `ghost` where receives_in_ghost_order(), by backends that can send from and
+  /// receive into memory they did not set up (p2p and neighbor with fresh requests), as
+  /// PETSc's basic star forest and Hypre do; otherwise it packs, and wait(ghost) unpacks.
+  /// `owned` must stay unchanged and `ghost` untouched until wait(ghost).
+  void start(const void* owned, void* ghost);
+  /// Completes the exchange and writes the received units into ghost at
+  /// pattern().recv().indices (nothing left to copy if start(owned, ghost) received there).
+  void wait(void* ghost);
+  /// Completes the exchange and leaves the values where they arrived: returns them in
+  /// pattern().recv() order (unit k belongs at ghost index pattern().recv().indices[k]).
+  /// Valid, and writable, until the next start. Not after start(owned, ghost): wait(ghost).
+  void* wait();
+  /// wait(ghost) without blocking: false while messages are outstanding (call again; later
   /// stages of a multi-stage plan advance inside these calls), true once complete, with
-  /// ghost written as wait() writes it. NotImplementedError for a backend without it
+  /// ghost written as wait(ghost) writes it. NotImplementedError for a backend without it
   /// (supports_test()).
+  bool test(void* ghost);
+  /// start(owned) then wait(ghost).
+  void exchange(const void* owned, void* ghost) {
+    start(owned);
+    wait(ghost);
+  }
+
+  // The typed convenience: the verbs above over T (sizeof(T) == value_bytes, checked).
+  template <class T>
+  void start(const T* owned) {
+    check_type(sizeof(T), "start");
+    start(static_cast<const void*>(owned));
+  }
+  template <class T>
+  void start(const T* owned, T* ghost) {
+    check_type(sizeof(T), "start");
+    start(static_cast<const void*>(owned), static_cast<void*>(ghost));
+  }
+  /// Unpack::add adds the received values to ghost's instead (an arithmetic T).
+  template <class T>
+  void wait(T* ghost, Unpack mode = Unpack::replace) {
+    check_type(sizeof(T), "wait");
+    if (mode == Unpack::replace) return wait(static_cast<void*>(ghost));
+    if constexpr (std::is_arithmetic_v<T>) {
+      add_received(ghost);
+    } else {
+      throw InputError(who() + "::wait: Unpack::add needs an arithmetic value type");
+    }
+  }
+  template <class T>
+  T* wait() {
+    check_type(sizeof(T), "wait");
+    return static_cast<T*>(wait());
+  }
   template <class T>
   bool test(T* ghost, Unpack mode = Unpack::replace) {
     check_type(sizeof(T), "test");
-    if (!active_) throw Error(who() + ": test() without start()");
-    {
-      ScopedTimer t(&exec_, "wait");
-      if (!do_test()) return false;
-    }
-    test_done_ = true;  // wait() completes without waiting again
+    if (!poll()) return false;
     wait(ghost, mode);
     return true;
   }
-  /// Whether test() is implemented by this backend.
-  virtual bool supports_test() const { return false; }
-  /// start() then wait().
   template <class T>
   void exchange(const T* owned, T* ghost, Unpack mode = Unpack::replace) {
     start(owned);
     wait(ghost, mode);
+  }
+
+  /// The buffer start() sends, in pattern().send() order: unit k is the value of owned index
+  /// pattern().send().indices[k]. Not while an exchange is active: it is being sent.
+  void* send_area();
+  template <class T>
+  T* send_area() {
+    check_type(sizeof(T), "send_area");
+    return static_cast<T*>(send_area());
+  }
+  /// pattern().recv().indices is 0, 1, 2, ...: wait() returns the ghost array itself.
+  bool receives_in_ghost_order() const { return recv_identity_; }
+  /// pattern().send().indices is 0, 1, 2, ...: the send area is the owned array itself.
+  bool sends_in_owned_order() const { return send_identity_; }
+  /// Whether the active exchange, started by start(owned, ghost), receives straight into ghost.
+  bool receiving_direct() const { return direct_; }
+  /// Whether test() is implemented by this backend.
+  virtual bool supports_test() const { return false; }
+  /// Bytes of one unit: width * value_bytes.
+  int64_t unit_bytes() const { return elem_bytes_; }
+
+  // Deprecated aliases of the verbs above, kept so that older code compiles unchanged.
+  /// Deprecated: start().
+  [[deprecated("use start()")]] void start_packed() { start(); }
+  /// Deprecated: wait(), the values left in the receive buffer.
+  [[deprecated("use wait()")]] void wait_packed() { wait(); }
+  /// Deprecated: wait<T>().
+  template <class T>
+  [[deprecated("use wait<T>()")]] T* wait_in_place() {
+    return wait<T>();
+  }
+  /// Deprecated: start(owned, ghost).
+  template <class T>
+  [[deprecated("use start(owned, ghost)")]] void start_into(const T* owned, T* ghost) {
+    start(owned, ghost);
+  }
+  /// Deprecated: wait(ghost).
+  template <class T>
+  [[deprecated("use wait(ghost)")]] void wait_into(T* ghost) {
+    wait(ghost);
   }
 
   const Pattern& pattern() const { return pattern_; }
@@ -239,11 +216,11 @@ class Plan : public PlanBase {
   /// Start like do_start() but send from `send` (laid out like send_buf()) instead of
   /// send_buf() when it is not null, and receive into `recv` (laid out like recv_buf())
   /// instead of recv_buf() when it is not null; do_wait() then completes it. false (the
-  /// default): not supported, nothing started (start_into() packs and copies instead).
+  /// default): not supported, nothing started (start(owned, ghost) packs and copies instead).
   virtual bool do_start_direct(const char* /*send*/, char* /*recv*/) { return false; }
   /// Where the next pack writes (laid out like send_buf()), or nullptr: send_buf(). Called
-  /// right before each pack of start() / start_into(), and do_start() always follows that
-  /// pack (the shm backend packs straight into its shared window this way).
+  /// right before each pack of start(owned) / start(owned, ghost), and do_start() always
+  /// follows that pack (the shm backend packs straight into its shared window this way).
   virtual char* do_pack_target() { return nullptr; }
 
   char* send_buf() { return send_buf_.data(); }
@@ -259,35 +236,32 @@ class Plan : public PlanBase {
   friend std::unique_ptr<Plan> detail::make_plan_inside(const std::string&, const Pattern&, const Locality&, MPI_Comm,
                                                         const PlanOptions&);
   void check_type(size_t value_size, const char* call) const;
-  /// Packs owned[pattern.send.indices[k]] (width values each) into `to` (a pack target), or
-  /// the send buffer when null.
+  /// Throws unless the plan is idle (`call` names the caller).
+  void check_idle(const char* call) const;
+  /// Packs the units of owned at pattern().send().indices into `to` (a pack target), or the
+  /// send buffer when null (the "pack" timer).
+  void pack(const void* owned, char* to);
+  /// do_start() (the "start" timer); the exchange is active afterwards.
+  void launch();
+  /// Completes the active exchange (the "wait" timer); true if it was received straight
+  /// into the ghost array of start(owned, ghost).
+  bool complete(const char* call);
+  /// One do_test() (the "wait" timer): true once the active exchange is complete, which the
+  /// next complete() then does not wait for again.
+  bool poll();
+  /// ghost[pattern.recv.indices[k]] += the received unit k, after complete().
   template <class T>
-  void pack(const T* owned, char* to) {
-    ScopedTimer t(&exec_, "pack");
-    const auto& s = pattern_.send();
-    T* buf = reinterpret_cast<T*>(to ? to : send_buf_.data());
+  void add_received(T* ghost) {
+    if (complete("wait")) throw InputError(who() + "::wait: Unpack::add after start(owned, ghost), which received into ghost");
+    ScopedPhase t(&exec_, ExecPhase::unpack);
+    const auto& r = pattern_.recv();
+    const T* buf = reinterpret_cast<const T*>(recv_buf_.data());
     const int w = opt_.width;
-    const int32_t* idx = s.indices.data();
-    if (w == 1) {  // the common case, as a plain gather loop the compiler can unroll
-      for (int64_t k = 0; k < s.size(); ++k) buf[k] = owned[idx[k]];
-    } else {
-      for (int64_t k = 0; k < s.size(); ++k) {
-        const T* src = owned + static_cast<int64_t>(idx[k]) * w;
-        for (int j = 0; j < w; ++j) buf[k * w + j] = src[j];
-      }
+    const int32_t* idx = r.indices.data();
+    for (int64_t k = 0; k < r.size(); ++k) {
+      T* dst = ghost + static_cast<int64_t>(idx[k]) * w;
+      for (int j = 0; j < w; ++j) dst[j] += buf[k * w + j];
     }
-  }
-
-  /// Completes the active exchange (the "wait" timer).
-  void complete(const char* call) {
-    if (!active_) throw Error(who() + ": " + call + "() without start()");
-    ScopedTimer t(&exec_, "wait");
-    active_ = false;
-    if (test_done_) {
-      test_done_ = false;
-      return;
-    }
-    do_wait();
   }
 
   Pattern pattern_;
@@ -296,7 +270,8 @@ class Plan : public PlanBase {
   std::vector<char> send_buf_, recv_buf_;
   bool recv_identity_ = false;  ///< pattern.recv().indices == 0, 1, 2, ...: unpack by memcpy
   bool send_identity_ = false;  ///< pattern.send().indices == 0, 1, 2, ...
-  bool direct_ = false;  ///< the active exchange receives into the caller's array (start_into)
+  bool direct_ = false;  ///< the active exchange receives into the caller's array (start(owned, ghost))
+  void* direct_ghost_ = nullptr;  ///< that array
   bool test_done_ = false;  ///< test() found the active exchange complete
 };
 

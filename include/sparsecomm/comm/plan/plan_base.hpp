@@ -4,8 +4,9 @@
 // its backend executes through three byte-level verbs (do_start, do_wait, do_test), one
 // exchange active at a time, and its accounting — setup statistics, the deterministic
 // counts of one exchange by step and locality class (and the part that moves through the
-// node's shared-memory window), its stages, and execution timers. Each shape adds only
-// its typed verbs (pack/unpack or block/receive copies) and what its backends read.
+// node's shared-memory window), its stages, and execution timers. Each shape adds its
+// public verbs, start / wait / test / exchange over bytes with typed forms on top (pack
+// and unpack, or block and receive copies), and what its backends read.
 // Following the split of PETSc's PetscSF (one object whatever the implementation) and
 // Tpetra's Distributor (a plan built once, executed many times).
 #include <mpi.h>
@@ -39,8 +40,12 @@ class PlanBase {
   /// as the reader's copy, not as messages. (The writer's copy into the window is the pack
   /// every backend does.)
   const Stats& window_counts() const { return window_; }
-  /// Accumulated execution timers: pack, start, wait, unpack.
-  Stats& exec_stats() { return exec_; }
+  /// Accumulated execution timers (pack, start, wait, unpack; and local, ghost where
+  /// DistSpmv runs on the plan), one slot per ExecPhase: an exchange writes no string.
+  ExecTimers& exec_timers() { return exec_; }
+  const ExecTimers& exec_timers() const { return exec_; }
+  /// The execution timers by name, as a Stats (a copy: exec_timers() to add or clear).
+  Stats exec_stats() const { return exec_.stats(); }
   /// Number of communication steps that follow one another in one execution.
   int stages() const { return stages_; }
 
@@ -76,7 +81,7 @@ class PlanBase {
 
   // Driven by the shapes' typed verbs.
   bool active_ = false;
-  Stats exec_;
+  ExecTimers exec_;
 
  private:
   const char* kind_;

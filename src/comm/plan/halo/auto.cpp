@@ -330,13 +330,13 @@ std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c,
 // collective operations", ICS 2006); here bounded to the close candidates and done once,
 // at setup. `plans[j]` is timed over `reps` exchanges in up to three interleaved rounds
 // (each round in another order, after a barrier; one exchange each first, unmeasured: a
-// first execution may finish lazy set-up), without pack and unpack (start_packed,
-// wait_packed: the same for every backend). A round's time is the slowest rank's (one
+// first execution may finish lazy set-up), without pack and unpack (start() and wait()
+// without arguments: the same for every backend). A round's time is the slowest rank's (one
 // allreduce per round), so every rank holds the same medians and decides the same.
 // Collective.
 std::vector<double> race_medians(MPI_Comm c, const std::vector<Plan*>& plans, int64_t reps) {
   const size_t n = plans.size();
-  for (Plan* p : plans) p->start_packed(), p->wait_packed();
+  for (Plan* p : plans) p->start(), p->wait();
   const int64_t rounds = std::min<int64_t>(reps, 3), per = (reps + rounds - 1) / rounds;
   std::vector<std::vector<double>> t(n);
   std::vector<double> mine(n), slowest(n);
@@ -345,7 +345,7 @@ std::vector<double> race_medians(MPI_Comm c, const std::vector<Plan*>& plans, in
       const size_t j = (k + static_cast<size_t>(r)) % n;
       SPC_MPI(MPI_Barrier(c));
       const double t0 = MPI_Wtime();
-      for (int64_t i = 0; i < per; ++i) plans[j]->start_packed(), plans[j]->wait_packed();
+      for (int64_t i = 0; i < per; ++i) plans[j]->start(), plans[j]->wait();
       mine[j] = (MPI_Wtime() - t0) / static_cast<double>(per);
     }
     SPC_MPI(MPI_Allreduce(mine.data(), slowest.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MAX, c));
@@ -424,7 +424,7 @@ class Choice {
       plans.push_back(built_[order_[i]].get());
     }
     const std::vector<double> med = race_medians(c_, plans, reps);
-    for (Plan* q : plans) q->exec_stats().clear();  // the caller's timers start at its first exchange
+    for (Plan* q : plans) q->exec_timers().clear();  // the caller's timers start at its first exchange
     double won = std::numeric_limits<double>::infinity();
     for (size_t j = 0; j < close.size(); ++j) {
       const size_t i = close[j];

@@ -5,7 +5,7 @@
 // The window holds this rank's whole send buffer (twice: double buffering) when it has
 // on-node readers, and start() packs straight into it: each value is copied once by its
 // owner (the pack, which every backend does) and once by the rank that needs it, out of
-// the window into the receive buffer (which wait_in_place() hands out as the ghost array).
+// the window into the receive buffer (which wait() hands out as the ghost array).
 // The off-node messages are sent from the window too (comm/shm_channel.hpp).
 // Against Open MPI's shared-memory transport for the same on-node message: no copy into
 // and out of its segment per message (or, above 4 KiB, no single-copy CMA read through the
@@ -65,7 +65,7 @@ class ShmPlan final : public Plan {
     return x_.begin();
   }
   void do_start() override {
-    if (!begun_) {  // start_packed(): the caller filled send_buf()
+    if (!begun_) {  // start(): the caller filled send_buf()
       char* area = x_.begin();
       if (area && send_bytes() > 0) std::memcpy(area, send_buf(), static_cast<size_t>(send_bytes()));
     }
