@@ -26,7 +26,6 @@
 // node, like creation (plans are destroyed in the same order on every rank).
 #ifndef SPARSECOMM_SMPI
 #include <mpi.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -37,6 +36,7 @@
 
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
+#include "core/spin_wait.hpp"
 
 namespace sparsecomm::detail {
 
@@ -96,17 +96,9 @@ class ShmChannel {
   static_assert(Epoch::is_always_lock_free, "shm needs lock-free 64-bit atomics (address-free across processes)");
   static constexpr int64_t kLine = 64;  // one cache line per flag
 
-  // Waits until ready(), calling progress() every 64 checks and yielding the core after
-  // patience_ checks (NodeComm::patience): 256 where every rank has a core of its own (a
-  // short spin catches a writer that is nearly done without a system call), none where the
-  // node is oversubscribed (the writer being waited for may need this very core, so every
-  // check that does not find it done gives it away).
   template <class Ready, class Progress>
   void spin(Ready ready, Progress progress) const {
-    for (int i = 0; !ready(); ++i) {
-      if (i % 64 == 63) progress();
-      if (i >= patience_) sched_yield();
-    }
+    spin_wait(patience_, ready, progress);  // core/spin_wait.hpp: why progress at every yield
   }
   int64_t header() const { return kLine * (1 + static_cast<int64_t>(readers_.size())); }
   int64_t bytes() const { return header() + 2 * area_; }
@@ -221,7 +213,6 @@ class ShmExchange {
   /// After window.connect(): fixes the messages. `own`: the private area (used when this
   /// rank has no on-node readers).
   void init(MPI_Comm comm, bool persistent, const char* own) {
-    comm_ = comm;
     const int sets = channel.has_readers() ? 2 : 1;
     for (int p = 0; p < sets; ++p) {
       const char* area = channel.has_readers() ? channel.buffer(p) : own;
@@ -269,13 +260,12 @@ class ShmExchange {
   }
 
  private:
-  // While spinning on the window: MPI progress for every message in flight (Iprobe drives
-  // Open MPI's global progress engine even where this plan has no message of its own).
+  // While spinning on the window: MPI progress for every message in flight, also where
+  // this plan has none of its own (core/spin_wait.hpp).
   void progress() {
     recvs_.test();
     sending_->test();
-    int flag = 0;
-    SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE));
+    mpi_progress();
   }
   void read(size_t k, char* recv) {
     if (reads_[k].bytes > 0)  // (an empty segment's ghost array may be null)
@@ -293,7 +283,6 @@ class ShmExchange {
   std::vector<Read> reads_;
   std::vector<Send> sends_out_;
   std::vector<char> done_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
   Messages recvs_, sends_[2];
   Messages* sending_ = &sends_[0];
   uint64_t epoch_ = 0;

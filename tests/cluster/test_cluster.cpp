@@ -207,20 +207,12 @@ TEST(ClusterSpmv, SuiteSparseCan1054EveryBackend) {
 
 // Many back-to-back exchanges with inter-node messages above the TCP eager limit while
 // ranks wait on their node's window: a rank spinning on a window must keep MPI's progress
-// engine going, or its own large send of an earlier step never reaches the other node and
-// the exchange deadlocks (cvxbqp1 at 4x2 hung within 100 exchanges before Step::progress
-// probed). A deadlock fails through mpirun's --timeout.
-//
-// KNOWN DEFECT, not fixed: this still deadlocks intermittently at 4x2 with a core kept busy
-// (about one run in seven of this case alone; reproduced on the code of bdd290b and later):
-// one rank spins in Step::wait_recv on its node's window while the others block in the
-// MPI_Waitall of their step's messages. Until the cause is found the case is skipped, saying
-// so, unless SPARSECOMM_TEST_KNOWN_DEADLOCK=1 (the command that reproduces it).
+// engine going at the rate of MPI's own waits, or its own large send of an earlier step
+// reaches the other node only after minutes and the exchange stalls (core/spin_wait.hpp).
+// Before the window waits called MPI at every yield this hung about one run in seven at 4x2
+// with a core kept busy. A stall fails through mpirun's --timeout.
 TEST(ClusterSpmv, WindowWaitsKeepLargeMessagesMoving) {
   SPC_REQUIRE_CLUSTER();
-  if (const char* run = std::getenv("SPARSECOMM_TEST_KNOWN_DEADLOCK"); !run || std::string(run) != "1")
-    GTEST_SKIP() << "known intermittent deadlock (window wait vs. inter-node messages at 4x2), not fixed; "
-                    "SPARSECOMM_TEST_KNOWN_DEADLOCK=1 runs it";
   SPC_REQUIRE_MATRIX(path, "GHS_psdef/cvxbqp1");
   const auto a = read_matrix_market(MPI_COMM_WORLD, path);
   const Pattern pat = pattern_from_matrix_reference(a);

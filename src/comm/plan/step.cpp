@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "sparsecomm/core/error.hpp"
+#include "core/spin_wait.hpp"
 
 #ifndef SPARSECOMM_SMPI
 #include "comm/shm_channel.hpp"
@@ -109,7 +110,6 @@ void Step::plan(ShmWindow* win) {
 }
 
 void Step::init(MPI_Comm comm, bool persistent, bool windows) {
-  comm_ = comm;
   if (!windows) {
     lane_ = nullptr;
     for (Transfer& t : sends_) t.window = false;
@@ -150,8 +150,7 @@ void Step::init(MPI_Comm comm, bool persistent, bool windows) {
 void Step::progress() {
   msg_recv_.test();
   msg_send_.test();
-  int flag = 0;  // drives the progress engine (Open MPI's is global: every pending request)
-  SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE));
+  mpi_progress();  // every pending request, also the other steps' (core/spin_wait.hpp)
 }
 
 void Step::begin() {

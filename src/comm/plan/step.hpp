@@ -120,7 +120,6 @@ class Step {
   ShmChannel* lane_ = nullptr;  // the window's lane (window transfers only)
   std::vector<size_t> win_sends_, win_recvs_, msg_sends_, staged_recvs_;  // indices into sends_ / recvs_
   Messages msg_send_, msg_recv_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
   uint64_t epoch_ = 0;          // executions begun
   std::vector<char> read_;      // which window recvs are done in this execution
   bool scattered_ = false;      // staged messages scattered in this execution

@@ -6,7 +6,6 @@
 // travels (each strategy's own collective, then agree()), NBX's barrier with its receipts
 // (NbxBarrier), the records of the locality-aware bundles, and a node's shared-memory window
 // (RegionWindow) that the window strategies read their tables, flags and records from.
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "sparsecomm/comm/sdde.hpp"
+#include "core/spin_wait.hpp"
 
 namespace sparsecomm {
 namespace detail {
@@ -214,13 +214,9 @@ class RegionWindow {
     bool any_failed = false;
     for (int w = 0; w < size_; ++w) {
       const Line* l = line(w);
-      for (int i = 0; l->round.load(std::memory_order_acquire) < r; ++i) {
-        if (i % 64 == 63) {  // now and then let MPI progress (this rank's own pending traffic)
-          int flag = 0;
-          SPC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE));
-        }
-        if (i >= patience_) sched_yield();
-      }
+      spin_wait(
+          patience_, [&] { return l->round.load(std::memory_order_acquire) >= r; },
+          mpi_progress);  // MPI progress for this rank's own pending traffic
       most = std::max(most, l->need[r % 2]);
       any_failed = any_failed || l->failed[r % 2] != 0;
     }

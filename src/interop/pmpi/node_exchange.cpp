@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/spin_wait.hpp"
 #include "interop/mpi_datatype.hpp"
 
 namespace sparsecomm::pmpi {
@@ -155,11 +156,12 @@ NodeExchange::~NodeExchange() {
   if (dup_ != MPI_COMM_NULL) PMPI_Comm_free(&dup_);
 }
 
-// While waiting on the window: Open MPI's progress engine for everyone's messages (an
-// Iprobe drives it).
+// While waiting on the window: Open MPI's progress engine for everyone's messages, by a
+// probe that never matches (detail::mpi_progress in core/spin_wait.hpp: why a probe that
+// may match is not enough).
 void NodeExchange::mpi_progress() {
   int flag = 0;
-  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, dup_, &flag, MPI_STATUS_IGNORE);
+  PMPI_Iprobe(0, detail::kProgressProbeTag, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
 }
 
 std::shared_ptr<NodeExchange::Op> NodeExchange::start(Shape shape, const Side& send, const Side& recv) {
@@ -250,8 +252,9 @@ bool NodeExchange::progress(Op& op, bool block) {
     }
     if (!block) return false;
     // MPI's progress at every turn while this call has messages in flight (a large message
-    // moves only as both ends call into MPI), else now and then for everyone's.
-    if (!op.reqs.empty() || it % 64 == 63) mpi_progress();
+    // moves only as both ends call into MPI) and at every yield (core/spin_wait.hpp: why),
+    // else now and then for everyone's.
+    if (!op.reqs.empty() || it >= patience_ || it % 64 == 63) mpi_progress();
     if (it >= patience_) sched_yield();
   }
 }
