@@ -72,8 +72,8 @@ ModelSettings model_settings() {
 
 SmpiMessageCost smpi_message_cost() {
   SmpiMessageCost c;
-  const char* e = std::getenv("SPARSECOMM_SMPI_MSG_COST");
-  if (!e) return c;
+  const std::string e = env("SPARSECOMM_SMPI_MSG_COST");
+  if (e.empty()) return c;
   double v = 0;
   if (parse_double(e, v) && v >= 0) c.seconds = v;
   else c.error = std::string("SPARSECOMM_SMPI_MSG_COST must be a number of seconds >= 0, got '") + e + "'";
