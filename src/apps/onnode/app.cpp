@@ -5,6 +5,10 @@
 //   memcpy      every rank copies `size` bytes from one buffer of its own to another, all
 //               ranks at once (the same bytes an exchange moves, the same concurrent load on
 //               the memory system): the one-copy limit, measured in the same run;
+//   cross-core  (all ranks on one node) every rank copies its partner's `size` bytes
+//               straight out of the partner's memory (a shared window) after the partner
+//               wrote them: the one copy between two cores that any exchange on the node
+//               makes at least where the owner's array is not shared;
 //   halo shape  per halo backend (make_plan), three ways of using it:
 //                 pack       start(owned), wait(ghost): the general verbs (the plan packs the
 //                            owned values and unpacks the ghosts, whatever its copies are);
@@ -76,10 +80,10 @@ bool all_ranks(MPI_Comm comm, bool ok) {
 /// One timed thing at one size.
 struct Variant {
   std::string shape;    ///< "copy", "halo" or "gather"
-  std::string backend;  ///< "memcpy" for the limit
+  std::string backend;  ///< copies: "memcpy" (the limit) or "cross-core" (one copy between the ranks)
   std::string way;      ///< halo: "pack", "no-unpack" or "direct"; otherwise ""
   std::string label() const {
-    return shape == "copy" ? "memcpy" : shape + " " + backend + (way.empty() ? "" : " " + way);
+    return shape == "copy" ? backend : shape + " " + backend + (way.empty() ? "" : " " + way);
   }
   Plan* halo = nullptr;
   GatherPlan* gather = nullptr;
@@ -101,6 +105,11 @@ Pattern pair_pattern(int partner, int64_t n) {
 struct Buffers {
   int64_t n = 0;
   std::vector<double> owned, ghost, copy_dst;
+  /// The cross-core copy: my values in a shared window the partner reads (null: not all
+  /// ranks on one node, no such variant).
+  double* mine = nullptr;
+  const double* partners = nullptr;
+  MPI_Win win = MPI_WIN_NULL;
 };
 
 /// One call of variant v with fresh values: the owner writes its values for `call` (untimed:
@@ -112,13 +121,22 @@ double one_call(MPI_Comm comm, Variant& v, Buffers& b, int me, int partner, int 
   const int64_t n = b.n;
   double* owned = b.owned.data();
   double* ghost = b.ghost.data();
-  for (int64_t i = 0; i < n; ++i) owned[i] = value_of(me, i, call);
+  double* source = v.backend == "cross-core" ? b.mine : owned;
+  for (int64_t i = 0; i < n; ++i) source[i] = value_of(me, i, call);
   const double* got = ghost;
   int src = partner;
   double t = 0;
-  if (v.shape == "copy") {
+  if (v.backend == "memcpy") {
     t = apps::timed(comm, [&] { std::memcpy(b.copy_dst.data(), owned, static_cast<size_t>(n) * 8); });
     got = b.copy_dst.data(), src = me;
+  } else if (v.backend == "cross-core") {
+    // The writes before the barrier inside timed() are visible after it (MPI_Win_sync on
+    // both sides of it: the unified model's memory barrier), then one copy by the reader.
+    MPI_Win_sync(b.win);
+    t = apps::timed(comm, [&] {
+      MPI_Win_sync(b.win);
+      std::memcpy(ghost, b.partners, static_cast<size_t>(n) * 8);
+    });
   } else if (v.shape == "gather") {
     t = apps::timed(comm, [&] { v.gather->exchange(owned, ghost); });
   } else if (v.way == "pack") {
@@ -157,10 +175,27 @@ bool run_size(MPI_Comm comm, const Settings& st, int64_t size, apps::Table& t, a
   b.ghost.assign(static_cast<size_t>(b.n), -1.0);
   b.copy_dst.assign(static_cast<size_t>(b.n), 0.0);
   const Locality loc = Locality::parse(comm, "node");
+  // The cross-core one-copy limit where every rank is on one node: the partner's values read
+  // straight out of its memory (a shared window), the one copy an on-node exchange cannot
+  // avoid when the owner's array is not shared.
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+  const bool one_node = comm_size(node) == p;
+  if (one_node) {
+    MPI_Win_allocate_shared(static_cast<MPI_Aint>(b.n) * 8, 8, MPI_INFO_NULL, node, &b.mine, &b.win);
+    MPI_Aint bytes = 0;
+    int disp = 0;
+    double* theirs = nullptr;
+    MPI_Win_shared_query(b.win, partner, &bytes, &disp, &theirs);  // node rank = world rank (key me)
+    b.partners = theirs;
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, b.win);
+    std::fill(b.mine, b.mine + b.n, 0.0);
+  }
   std::vector<std::unique_ptr<Plan>> halo_plans;
   std::vector<std::unique_ptr<GatherPlan>> gather_plans;
   std::vector<Variant> vars;
   vars.push_back({"copy", "memcpy", ""});
+  if (one_node) vars.push_back({"copy", "cross-core", ""});
   const Pattern pat = pair_pattern(partner, b.n);
   for (const auto& name : st.halo) {
     halo_plans.push_back(make_plan(name, pat, loc, comm, PlanOptions{}));
@@ -193,12 +228,18 @@ bool run_size(MPI_Comm comm, const Settings& st, int64_t size, apps::Table& t, a
     local_ok[i] = local_ok[i] && ok;
     return apps::median_of(per_call);
   });
+  if (one_node) {
+    MPI_Win_unlock_all(b.win);
+    MPI_Win_free(&b.win);
+  }
+  MPI_Comm_free(&node);
   std::vector<bool> verified(vars.size());
   bool all_ok = true;
   for (size_t i = 0; i < vars.size(); ++i) all_ok = (verified[i] = all_ranks(comm, local_ok[i] != 0)) && all_ok;
 
   if (me != 0) return all_ok;
   const apps::RoundStats& lim = stats[0];
+  const apps::RoundStats* cross = one_node ? &stats[1] : nullptr;
   auto find = [&](const std::string& shape, const std::string& way) {
     for (size_t i = 0; i < vars.size(); ++i)
       if (vars[i].backend == "p2p" && vars[i].shape == shape && vars[i].way == way) return i;
@@ -211,7 +252,7 @@ bool run_size(MPI_Comm comm, const Settings& st, int64_t size, apps::Table& t, a
     const double vs_p2p = ref < vars.size() ? apps::paired_ratio(stats[i], stats[ref]) : 0.0;
     t.add({std::to_string(size), v.label(), apps::num("%.2f", stats[i].median * 1e6),
            apps::num("%.0f", 100 * stats[i].spread) + "%", apps::num("%.2f", size / stats[i].median / 1e9),
-           apps::num("%.3f", frac), vs_p2p > 0 ? apps::num("%.3f", vs_p2p) : "-", std::to_string(reps),
+           apps::num("%.3f", frac), cross ? apps::num("%.3f", apps::paired_ratio(*cross, stats[i])) : "-", vs_p2p > 0 ? apps::num("%.3f", vs_p2p) : "-", std::to_string(reps),
            verified[i] ? "yes" : "NO"});
     if (js) {
       apps::Json j = apps::json_record("onnode");
@@ -228,6 +269,8 @@ bool run_size(MPI_Comm comm, const Settings& st, int64_t size, apps::Table& t, a
       j["spread"] = stats[i].spread;
       j["memcpy_time_s"] = lim.median;
       j["fraction_of_one_copy"] = frac;
+      j["cross_core_time_s"] = cross ? apps::Json(cross->median) : apps::Json(nullptr);
+      j["fraction_of_cross_core_copy"] = cross ? apps::Json(apps::paired_ratio(*cross, stats[i])) : apps::Json(nullptr);
       j["vs_p2p"] = vs_p2p > 0 ? apps::Json(vs_p2p) : apps::Json(nullptr);
       j["verified"] = verified[i];
       js->write(j);
@@ -289,8 +332,10 @@ int onnode_main(int argc, char** argv) {
          << "GB/s     = size / time (bytes of one rank's halo or block; every rank moves as many at once)\n"
          << "of-limit = memcpy time / variant time, paired per round: bytes per second as a fraction of the\n"
          << "           one-copy limit (each rank memcpy-ing the same bytes at the same time)\n"
+         << "of-cross = the same against the cross-core copy: each rank memcpy-ing its partner's values out of\n"
+         << "           a shared window after the partner wrote them (the one copy between two cores)\n"
          << "vs p2p   = variant time / p2p's of the same shape and way, paired per round (< 1: faster)\n";
-  apps::Table t({"size[B]", "variant", "time[us]", "spread", "GB/s", "of-limit", "vs p2p", "reps", "verified"});
+  apps::Table t({"size[B]", "variant", "time[us]", "spread", "GB/s", "of-limit", "of-cross", "vs p2p", "reps", "verified"});
   bool ok = true;
   for (int64_t size : st.sizes) {
     ok = run_size(comm, st, size, t, js.get()) && ok;
