@@ -15,6 +15,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import plotlib  # noqa: E402
+
 
 def load(d):
     sweeps = []
@@ -47,6 +50,7 @@ def size_name(b):
 
 
 def main():
+    plotlib.usage(__doc__)
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     sweeps = load(sys.argv[1])
