@@ -8,9 +8,9 @@
 //      of the values): every backend then delivers the same result, and a count mismatch
 //      is an error instead of a truncation.
 // Then make_plan does the work; its own errors are agreed there. With backend p2p (the
-// direct path) step 3 and the plan are skipped: step 2 also compares every edge's count
-// and ids, as sums, and settles at the first start (docs/architecture.md, "Deferred
-// agreement").
+// direct path) step 3 and make_plan's collective are skipped: step 2 also compares every
+// edge's count and ids, as sums, and settles at the first start (docs/architecture.md,
+// "Deferred agreement"), and the p2p plan is built locally, one message per edge.
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "capi_internal.hpp"
+#include "comm/plan/halo/p2p.hpp"
 #include "core/hash.hpp"
 
 namespace sparsecomm::capi {
@@ -190,32 +191,6 @@ void check_locally(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm comm
   }
 }
 
-// The direct path's request: one message per edge with data, straight from sendbuf / into
-// recvbuf, receives first (edges with nothing are left out on both sides: the agreement
-// compares the counts before anything is sent). Fresh requests at every start (Messages'
-// default). The agreement stays with the request, to settle at its first start.
-SPC_Request direct_request(const AlltoallvArgs& a, const Checked& c, const std::shared_ptr<const Comm>& lib_ref,
-                           int tag, std::unique_ptr<Agreement> agreement) {
-  const int64_t esz = c.esz;
-  auto req = std::make_unique<SPC_Request_s>();
-  req->direct_msgs = std::make_unique<Messages>();
-  Messages& m = *req->direct_msgs;
-  m.reserve(c.srcs.size() + c.dsts.size());
-  char* rb = static_cast<char*>(a.recvbuf);
-  const char* sb = static_cast<const char*>(a.sendbuf);
-  for (size_t j = 0; j < c.srcs.size(); ++j)
-    if (a.recvcounts[j] > 0) m.add(false, rb + a.rdispls[j] * esz, a.recvcounts[j] * esz, c.srcs[j], tag);
-  for (size_t i = 0; i < c.dsts.size(); ++i)
-    if (a.sendcounts[i] > 0) m.add(true, sb + a.sdispls[i] * esz, a.sendcounts[i] * esz, c.dsts[i], tag);
-  m.init(lib_ref->get(), kPersistentRequestsDefault);
-  req->sendbuf = a.sendbuf;
-  req->recvbuf = a.recvbuf;
-  req->esz = esz;
-  req->agreement = std::move(agreement);
-  req->lib = lib_ref;
-  return req.release();
-}
-
 // Edges per peer (other than me); self-loops are copied locally (paired in step 1).
 PeerEdges edges_per_peer(const Checked& c, int me) {
   PeerEdges pe;
@@ -233,6 +208,55 @@ std::vector<SPC_Request_s::Copy> self_copies(const AlltoallvArgs& a, const Check
     if (a.sendcounts[i] > 0) copies.push_back({a.sdispls[i] * c.esz, a.rdispls[j] * c.esz, a.sendcounts[i] * c.esz, true});
   }
   return copies;
+}
+
+// One side of the direct path's pattern: per peer, its edges with data in list order at
+// their positions, no ids (the agreement compared every edge's count and ids), and each
+// edge's count as the size of one message (MPI's matching of repeated edges).
+void direct_side(const std::map<int, std::vector<int>>& peers, const int* counts, const int* displs,
+                 PatternSide& side, std::vector<int64_t>& messages, int32_t& extent) {
+  for (const auto& [peer, edges] : peers) {
+    const int64_t before = side.size();
+    for (int i : edges) {
+      if (counts[i] == 0) continue;
+      messages.push_back(counts[i]);
+      for (int e = 0; e < counts[i]; ++e) side.indices.push_back(displs[i] + e);
+      extent = std::max(extent, displs[i] + counts[i]);
+    }
+    if (side.size() == before) continue;
+    side.ranks.push_back(peer);
+    side.offsets.push_back(side.size());
+  }
+}
+
+// The direct path's request: a p2p plan built locally (no collective: the deferred
+// agreement checks what make_plan would) that sends one message per edge straight from
+// sendbuf and receives it into recvbuf, on the communicator's library duplicate with the
+// request's own tag; self-loops are local copies. Throws where the plan cannot be built.
+std::unique_ptr<SPC_Request_s> direct_request(const AlltoallvArgs& a, const Checked& c, int me, MPI_Comm comm,
+                                              const std::shared_ptr<const Comm>& lib_ref, int tag) {
+  const PeerEdges pe = edges_per_peer(c, me);
+  auto cuts = std::make_shared<P2pMessages>();
+  PatternSide send, recv;
+  int32_t owned = 0, ghost = 0;
+  direct_side(pe.out, a.sendcounts, a.sdispls, send, cuts->send, owned);
+  direct_side(pe.in, a.recvcounts, a.rdispls, recv, cuts->recv, ghost);
+  PlanOptions popt;
+  popt.value_bytes = unit_for(c.esz);
+  popt.width = static_cast<int>(c.esz / popt.value_bytes);
+  popt.backend = c.opt.backend_options_for(backend_names(), "p2p", backend_option_specs);
+  popt.backend.set("in_place", true).attach<P2pMessages>("messages", cuts);
+  popt.backend.attach<P2pChannel>("channel", std::make_shared<const P2pChannel>(P2pChannel{lib_ref, tag}));
+  auto req = std::make_unique<SPC_Request_s>();
+  req->plan = detail::make_plan_inside("p2p", Pattern(std::move(send), std::move(recv), owned, ghost),
+                                       Locality::single_unsplit(comm), comm, popt);
+  req->in_place = true;
+  req->sendbuf = a.sendbuf;
+  req->recvbuf = a.recvbuf;
+  req->esz = c.esz;
+  req->copies = self_copies(a, c);
+  req->lib = lib_ref;
+  return req;
 }
 
 // The setup message to one peer: the number of edges, each edge's count, then the ids of
@@ -405,11 +429,21 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
 
   // 2. The agreement: posted by every rank; settled now unless this rank takes the direct
   //    path and passed its checks (then at the first start).
+  std::unique_ptr<SPC_Request_s> direct;
+  if (c.direct) {
+    try {
+      direct = direct_request(a, c, me, comm, lib_ref, tag);
+    } catch (...) {
+      c.mine.error = current_exception_coded();
+      c.direct = false;
+    }
+  }
   auto agreement = std::make_unique<Agreement>(lib_ref->get(), tag, std::move(c.mine),
                                                comm_agreement_slots(comm, lib_ref), sequence);
   if (!c.direct) agreement->settle();
   if (c.direct) {
-    *out = direct_request(a, c, lib_ref, tag, std::move(agreement));
+    direct->agreement = std::move(agreement);
+    *out = direct.release();
     return;
   }
 

@@ -12,7 +12,11 @@
 namespace sparsecomm {
 
 Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-    : PlanBase("Plan", std::move(name), loc, comm),
+    : Plan(std::move(name), pattern, loc, std::make_shared<const Comm>(comm), opt) {}
+
+Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, std::shared_ptr<const Comm> comm,
+           const PlanOptions& opt)
+    : PlanBase("Plan", std::move(name), loc, std::move(comm)),
       pattern_(pattern),
       opt_(opt),
       elem_bytes_(static_cast<int64_t>(opt.width) * opt.value_bytes),
@@ -100,7 +104,8 @@ void Plan::start() {
 
 void Plan::start(const void* owned, void* ghost) {
   check_idle("start");
-  const bool send_direct = send_identity_, recv_direct = recv_identity_;
+  const bool in_place = moves_in_place();
+  const bool send_direct = send_identity_ || in_place, recv_direct = recv_identity_ || in_place;
   // A backend with a pack target of its own (shm) starts with do_start(), never directly.
   char* target = send_direct ? nullptr : do_pack_target();
   if (!send_direct) pack(owned, target);

@@ -212,10 +212,20 @@ class Plan : public PlanBase {
 
  protected:
   Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Comm comm, const PlanOptions& opt);
+  /// Local: on a communicator shared with other plans (PlanBase).
+  Plan(std::string name, const Pattern& pattern, const Locality& loc, std::shared_ptr<const Comm> comm,
+       const PlanOptions& opt);
+
+  /// Whether start(owned, ghost) hands do_start_direct() the caller's arrays themselves,
+  /// whatever the pattern's positions (the backend then moves every unit in place), instead
+  /// of only where they are laid out like send_buf() / recv_buf().
+  virtual bool moves_in_place() const { return false; }
 
   /// Start like do_start() but send from `send` (laid out like send_buf()) instead of
   /// send_buf() when it is not null, and receive into `recv` (laid out like recv_buf())
-  /// instead of recv_buf() when it is not null; do_wait() then completes it. false (the
+  /// instead of recv_buf() when it is not null (where moves_in_place(): `send` is the
+  /// caller's owned array and `recv` its ghost array, each unit at its pattern position);
+  /// do_wait() then completes it. false (the
   /// default): not supported, nothing started (start(owned, ghost) packs and copies instead).
   virtual bool do_start_direct(const char* /*send*/, char* /*recv*/) { return false; }
   /// Where the next pack writes (laid out like send_buf()), or nullptr: send_buf(). Called
