@@ -210,18 +210,33 @@ std::vector<SPC_Request_s::Copy> self_copies(const AlltoallvArgs& a, const Check
   return copies;
 }
 
-// One side of the direct path's pattern: per peer, its edges with data in list order at
-// their positions, no ids (the agreement compared every edge's count and ids), and each
-// edge's count as the size of one message (MPI's matching of repeated edges).
-void direct_side(const std::map<int, std::vector<int>>& peers, const int* counts, const int* displs,
-                 PatternSide& side, std::vector<int64_t>& messages, int32_t& extent) {
+// The plan's options: the element as units of the largest value size that divides it.
+PlanOptions plan_options(const Checked& c) {
+  PlanOptions popt;
+  popt.value_bytes = unit_for(c.esz);
+  popt.width = static_cast<int>(c.esz / popt.value_bytes);
+  popt.sdde = c.opt.sdde;
+  popt.backend = c.opt.backend_options_for(backend_names(), c.opt.backend, backend_option_specs);
+  return popt;
+}
+
+// One side of a pattern: per peer (ascending), its edges with data in list order at their
+// positions (how MPI matches repeated edges), peers with nothing left out. `with_ids`: the
+// global ids as the receivers expect them (`gids` per position, else the positions); the
+// direct path names none (its agreement compared every edge's count and ids) but gives
+// each edge's count as the size of one message (`messages`).
+void side_of(const std::map<int, std::vector<int>>& peers, const int* counts, const int* displs, bool with_ids,
+             const int64_t* gids, PatternSide& side, std::vector<int64_t>* messages, int32_t& extent) {
   for (const auto& [peer, edges] : peers) {
     const int64_t before = side.size();
     for (int i : edges) {
-      if (counts[i] == 0) continue;
-      messages.push_back(counts[i]);
-      for (int e = 0; e < counts[i]; ++e) side.indices.push_back(displs[i] + e);
-      extent = std::max(extent, displs[i] + counts[i]);
+      if (counts[i] > 0 && messages) messages->push_back(counts[i]);
+      for (int e = 0; e < counts[i]; ++e) {
+        const int32_t pos = displs[i] + e;
+        side.indices.push_back(pos);
+        if (with_ids) side.global_ids.push_back(gids ? gids[pos] : pos);
+        extent = std::max(extent, pos + 1);
+      }
     }
     if (side.size() == before) continue;
     side.ranks.push_back(peer);
@@ -239,12 +254,9 @@ std::unique_ptr<SPC_Request_s> direct_request(const AlltoallvArgs& a, const Chec
   auto cuts = std::make_shared<P2pMessages>();
   PatternSide send, recv;
   int32_t owned = 0, ghost = 0;
-  direct_side(pe.out, a.sendcounts, a.sdispls, send, cuts->send, owned);
-  direct_side(pe.in, a.recvcounts, a.rdispls, recv, cuts->recv, ghost);
-  PlanOptions popt;
-  popt.value_bytes = unit_for(c.esz);
-  popt.width = static_cast<int>(c.esz / popt.value_bytes);
-  popt.backend = c.opt.backend_options_for(backend_names(), "p2p", backend_option_specs);
+  side_of(pe.out, a.sendcounts, a.sdispls, false, nullptr, send, &cuts->send, owned);
+  side_of(pe.in, a.recvcounts, a.rdispls, false, nullptr, recv, &cuts->recv, ghost);
+  PlanOptions popt = plan_options(c);
   popt.backend.set("in_place", true).attach<P2pMessages>("messages", cuts);
   popt.backend.attach<P2pChannel>("channel", std::make_shared<const P2pChannel>(P2pChannel{lib_ref, tag}));
   auto req = std::make_unique<SPC_Request_s>();
@@ -354,24 +366,6 @@ void add_receive_side(const AlltoallvArgs& a, int me, const PeerEdges& pe,
   }
 }
 
-// The send side of the pattern: sendbuf positions, ids as the receivers expect them.
-void add_send_side(const AlltoallvArgs& a, const PeerEdges& pe, PatternSide& send, int32_t& owned) {
-  for (const auto& [d, edges] : pe.out) {
-    int64_t total = 0;
-    for (int i : edges) total += a.sendcounts[i];
-    if (total == 0) continue;
-    send.ranks.push_back(d);
-    for (int i : edges)
-      for (int e = 0; e < a.sendcounts[i]; ++e) {
-        const int32_t pos = a.sdispls[i] + e;
-        send.indices.push_back(pos);
-        send.global_ids.push_back(a.ext ? a.gsend[pos] : pos);
-        owned = std::max(owned, pos + 1);
-      }
-    send.offsets.push_back(static_cast<int64_t>(send.indices.size()));
-  }
-}
-
 // Step 4: the pattern. The send side packs from sendbuf positions, the receive side
 // unpacks into recvbuf positions; peers ascending, edges of one peer concatenated in list
 // order (how MPI matches repeated edges). Peers with nothing to exchange are left out on
@@ -383,7 +377,7 @@ Pattern build_pattern(const AlltoallvArgs& a, int me, const PeerEdges& pe, std::
   int32_t owned = 0, ghost = 0;
   try {
     add_receive_side(a, me, pe, inbox, recv, ghost);
-    add_send_side(a, pe, send, owned);
+    side_of(pe.out, a.sendcounts, a.sdispls, true, a.ext ? a.gsend : nullptr, send, nullptr, owned);
   } catch (const std::exception& e) {
     error = e.what();
     send = recv = PatternSide{};
@@ -397,11 +391,7 @@ SPC_Request plan_request(const AlltoallvArgs& a, const Checked& c, MPI_Comm comm
                          const std::string& cached_regions, const Pattern& pattern, const std::string& pattern_error,
                          std::vector<SPC_Request_s::Copy> copies) {
   const Locality loc = (cached && cached_regions == c.opt.regions) ? *cached : make_locality(comm, c.opt.regions);
-  PlanOptions popt;
-  popt.value_bytes = unit_for(c.esz);
-  popt.width = static_cast<int>(c.esz / popt.value_bytes);
-  popt.sdde = c.opt.sdde;
-  popt.backend = c.opt.backend_options_for(backend_names(), c.opt.backend, backend_option_specs);
+  const PlanOptions popt = plan_options(c);
   auto req = std::make_unique<SPC_Request_s>();
   req->plan = make_plan(c.opt.backend, pattern, loc, comm, popt, pattern_error);
   req->sendbuf = a.sendbuf;
