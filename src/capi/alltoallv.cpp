@@ -227,6 +227,11 @@ PlanOptions plan_options(const Checked& c) {
 // each edge's count as the size of one message (`messages`).
 void side_of(const std::map<int, std::vector<int>>& peers, const int* counts, const int* displs, bool with_ids,
              const int64_t* gids, PatternSide& side, std::vector<int64_t>* messages, int32_t& extent) {
+  int64_t total = 0;
+  for (const auto& pe : peers)
+    for (int i : pe.second) total += counts[i];
+  side.indices.reserve(static_cast<size_t>(total));
+  if (with_ids) side.global_ids.reserve(static_cast<size_t>(total));
   for (const auto& [peer, edges] : peers) {
     const int64_t before = side.size();
     for (int i : edges) {

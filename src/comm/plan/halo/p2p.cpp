@@ -53,7 +53,7 @@ class P2pPlan final : public Plan {
  protected:
   void do_start() override {
     placing_ = false;
-    msgs_.start();
+    packed().start();
   }
   void do_wait() override { active_msgs().wait(); }
   bool do_test() override { return active_msgs().test(); }
@@ -62,7 +62,7 @@ class P2pPlan final : public Plan {
   bool do_start_direct(const char* send, char* recv) override {
     placing_ = in_place_;
     if (!in_place_)
-      return msgs_.start_relocated({send_buf(), send_bytes(), send}, {recv_buf(), recv_bytes(), recv});
+      return packed().start_relocated({send_buf(), send_bytes(), send}, {recv_buf(), recv_bytes(), recv});
     if (!placed_ || send != placed_send_ || recv != placed_recv_) place(send, recv);
     placed_->start();
     return true;
@@ -80,14 +80,11 @@ class P2pPlan final : public Plan {
     // Receives first, so that they are posted before the sends.
     add_messages(p.recv(), false, cuts ? &cuts->recv : nullptr, list_);
     add_messages(p.send(), true, cuts ? &cuts->send : nullptr, list_);
-    const int64_t eb = elem_bytes();
-    msgs_.reserve(list_.size());
     for (const Msg& m : list_) {
-      msgs_.add(m.send, (m.send ? send_buf() : recv_buf()) + m.first * eb, m.entries * eb, m.peer, tag_);
-      count_transfer("direct", m.send, m.peer, m.entries * eb);
+      count_transfer("direct", m.send, m.peer, m.entries * elem_bytes());
       if (in_place_) check_consecutive(m.send ? p.send() : p.recv(), m);
     }
-    msgs_.init(this->comm(), opt.persistent_requests);
+    if (!in_place_) packed();  // (in place, the plan's buffers are made only if ever used)
   }
 
   static void check_consecutive(const PatternSide& s, const Msg& m) {
@@ -97,27 +94,37 @@ class P2pPlan final : public Plan {
                          std::string(m.send ? "to" : "from") + " rank " + std::to_string(m.peer) + " are not");
   }
 
+  // The messages between the plan's buffers, made once.
+  Messages& packed() {
+    if (!msgs_) msgs_ = messages(send_buf(), recv_buf(), false);
+    return *msgs_;
+  }
   // The messages between the caller's arrays (fixed, or persistent requests bound to them,
   // while the same arrays come back).
   void place(const char* send, char* recv) {
-    placed_ = std::make_unique<Messages>();
-    placed_->reserve(list_.size());
+    placed_ = messages(send, recv, true);
+    placed_send_ = send, placed_recv_ = recv;
+  }
+  // Every message from `send` and into `recv`: at its first entry (laid out like the plan's
+  // buffers), or in place at its first entry's position.
+  std::unique_ptr<Messages> messages(const char* send, char* recv, bool in_place) {
+    auto out = std::make_unique<Messages>();
+    out->reserve(list_.size());
     const int64_t eb = elem_bytes();
     for (const Msg& m : list_) {
       const PatternSide& s = m.send ? pattern().send() : pattern().recv();
-      const int64_t at = m.entries > 0 ? int64_t{s.indices[m.first]} * eb : 0;
-      placed_->add(m.send, (m.send ? send : recv) + at, m.entries * eb, m.peer, tag_);
+      const int64_t at = !in_place ? m.first : m.entries > 0 ? int64_t{s.indices[m.first]} : 0;
+      out->add(m.send, (m.send ? send : recv) + at * eb, m.entries * eb, m.peer, tag_);
     }
-    placed_->init(comm(), options().persistent_requests);
-    placed_send_ = send, placed_recv_ = recv;
+    out->init(comm(), options().persistent_requests);
+    return out;
   }
-  Messages& active_msgs() { return placing_ ? *placed_ : msgs_; }
+  Messages& active_msgs() { return placing_ ? *placed_ : *msgs_; }
 
   int tag_;
   bool in_place_;
   std::vector<Msg> list_;
-  Messages msgs_;
-  std::unique_ptr<Messages> placed_;
+  std::unique_ptr<Messages> msgs_, placed_;
   const char* placed_send_ = nullptr;
   char* placed_recv_ = nullptr;
   bool placing_ = false;  // the active exchange runs placed_
