@@ -24,6 +24,7 @@
 #include "sparsecomm/kernels/dist_spmv.hpp"
 #include "sparsecomm/matrix/generators.hpp"
 #include "sparsecomm/matrix/mtx_reader.hpp"
+#include "comm/plan/halo/p2p.hpp"
 #include "kernels/reference.hpp"
 #include "spmv_check.hpp"
 #include "test_util.hpp"
@@ -1229,6 +1230,72 @@ TEST_P(PlanInPlace, StartIntoMatchesExchange) {
         rev->wait_into(rgot.data());
         for (size_t i = 0; i < rgot.size(); ++i) ASSERT_EQ(rgot[i], rwant[i]) << what << " reverse, owned value " << i;
       }
+}
+
+// p2p's own options, as the C API's neighborhood alltoallv uses them: each neighbor's
+// entries cut into several messages ("messages"), sent from and received into the caller's
+// arrays at positions that are not the identity ("in_place"), two plans on one shared
+// communicator told apart by tag ("channel") with their exchanges in flight at once and
+// started in opposite orders; fresh and persistent requests, the same arrays again, other
+// arrays, and a packed start on the same plan. Then the options' misuse is named.
+TEST(PlanP2p, MessagesInPlaceOnASharedChannel) {
+  const int me = comm_rank(MPI_COMM_WORLD), p = comm_size(MPI_COMM_WORLD);
+  if (p < 2) GTEST_SKIP() << "needs two ranks (a ring)";
+  const int right = (me + 1) % p, left = (me + p - 1) % p;
+  // To the right: owned {1,2,3} then {6,7}; from the left: into ghost {4,5,6} then {0,1}.
+  auto side = [](int peer, std::vector<int32_t> idx) {
+    PatternSide s;
+    s.ranks = {peer};
+    s.indices = std::move(idx);
+    s.offsets = {0, s.size()};
+    return s;
+  };
+  const Pattern pat(side(right, {1, 2, 3, 6, 7}), side(left, {4, 5, 6, 0, 1}), 10, 8);
+  auto cuts = std::make_shared<const P2pMessages>(P2pMessages{{3, 2}, {3, 2}});
+  auto shared = std::make_shared<const Comm>(MPI_COMM_WORLD);
+  const Locality loc = Locality::single_unsplit(MPI_COMM_WORLD);
+  auto expect_ring = [&](const std::vector<double>& g, double sign, const std::string& what) {
+    const std::vector<double> want{sign * (100 * left + 6), sign * (100 * left + 7), -1, -1,
+                                   sign * (100 * left + 1), sign * (100 * left + 2), sign * (100 * left + 3), -1};
+    EXPECT_EQ(g, want) << what;
+  };
+  for (bool persistent : {false, true}) {
+    const std::string what = persistent ? "persistent" : "fresh";
+    std::vector<std::unique_ptr<Plan>> plans;
+    for (int tag : {5, 6}) {
+      PlanOptions opt;
+      opt.persistent_requests = persistent;
+      opt.backend.set("in_place", true).attach<P2pMessages>("messages", cuts);
+      opt.backend.attach<P2pChannel>("channel", std::make_shared<const P2pChannel>(P2pChannel{shared, tag}));
+      plans.push_back(detail::make_plan_inside("p2p", pat, loc, MPI_COMM_WORLD, opt));
+    }
+    std::vector<double> x(10), y(10);
+    for (int i = 0; i < 10; ++i) x[i] = 100 * me + i, y[i] = -x[i];
+    std::vector<double> ga1(8), gb1(8), ga2(8), gb2(8);
+    for (int round = 0; round < 3; ++round) {  // the same arrays twice, then other ones
+      std::vector<double>& ga = round < 2 ? ga1 : ga2;
+      std::vector<double>& gb = round < 2 ? gb1 : gb2;
+      std::fill(ga.begin(), ga.end(), -1.0), std::fill(gb.begin(), gb.end(), -1.0);
+      const int first = me % 2;
+      plans[first]->start(first ? y.data() : x.data(), first ? gb.data() : ga.data());
+      plans[1 - first]->start(first ? x.data() : y.data(), first ? ga.data() : gb.data());
+      EXPECT_TRUE(plans[0]->receiving_direct()) << what;
+      plans[1]->wait(gb.data());
+      plans[0]->wait(ga.data());
+      expect_ring(ga, 1, what + " plan a, round " + std::to_string(round));
+      expect_ring(gb, -1, what + " plan b, round " + std::to_string(round));
+    }
+    std::vector<double> g(8, -1.0);
+    plans[0]->start(x.data());  // packed: the plan's own buffers
+    plans[0]->wait(g.data());
+    expect_ring(g, 1, what + " packed");
+  }
+  PlanOptions bad;
+  bad.backend.set("in_place", true);  // one message per neighbor: {1,2,3,6,7} is not consecutive
+  EXPECT_THROW(make_plan("p2p", pat, loc, MPI_COMM_WORLD, bad), InputError);
+  PlanOptions uneven;
+  uneven.backend.attach<P2pMessages>("messages", std::make_shared<const P2pMessages>(P2pMessages{{3, 3}, {3, 2}}));
+  EXPECT_THROW(make_plan("p2p", pat, loc, MPI_COMM_WORLD, uneven), InputError);
 }
 
 // (matrix, backend): every backend of the registry on each matrix, a case of its own.

@@ -8,9 +8,9 @@
 //      of the values): every backend then delivers the same result, and a count mismatch
 //      is an error instead of a truncation.
 // Then make_plan does the work; its own errors are agreed there. With backend p2p (the
-// direct path) step 3 and the plan are skipped: step 2 also compares every edge's count
-// and ids, as sums, and settles at the first start (docs/architecture.md, "Deferred
-// agreement").
+// direct path) step 3 and make_plan's collective are skipped: step 2 also compares every
+// edge's count and ids, as sums, and settles at the first start (docs/architecture.md,
+// "Deferred agreement"), and the p2p plan is built locally, one message per edge.
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "capi_internal.hpp"
+#include "comm/plan/halo/p2p.hpp"
 #include "core/hash.hpp"
 
 namespace sparsecomm::capi {
@@ -190,32 +191,6 @@ void check_locally(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm comm
   }
 }
 
-// The direct path's request: one message per edge with data, straight from sendbuf / into
-// recvbuf, receives first (edges with nothing are left out on both sides: the agreement
-// compares the counts before anything is sent). Fresh requests at every start (Messages'
-// default). The agreement stays with the request, to settle at its first start.
-SPC_Request direct_request(const AlltoallvArgs& a, const Checked& c, const std::shared_ptr<const Comm>& lib_ref,
-                           int tag, std::unique_ptr<Agreement> agreement) {
-  const int64_t esz = c.esz;
-  auto req = std::make_unique<SPC_Request_s>();
-  req->direct_msgs = std::make_unique<Messages>();
-  Messages& m = *req->direct_msgs;
-  m.reserve(c.srcs.size() + c.dsts.size());
-  char* rb = static_cast<char*>(a.recvbuf);
-  const char* sb = static_cast<const char*>(a.sendbuf);
-  for (size_t j = 0; j < c.srcs.size(); ++j)
-    if (a.recvcounts[j] > 0) m.add(false, rb + a.rdispls[j] * esz, a.recvcounts[j] * esz, c.srcs[j], tag);
-  for (size_t i = 0; i < c.dsts.size(); ++i)
-    if (a.sendcounts[i] > 0) m.add(true, sb + a.sdispls[i] * esz, a.sendcounts[i] * esz, c.dsts[i], tag);
-  m.init(lib_ref->get(), kPersistentRequestsDefault);
-  req->sendbuf = a.sendbuf;
-  req->recvbuf = a.recvbuf;
-  req->esz = esz;
-  req->agreement = std::move(agreement);
-  req->lib = lib_ref;
-  return req.release();
-}
-
 // Edges per peer (other than me); self-loops are copied locally (paired in step 1).
 PeerEdges edges_per_peer(const Checked& c, int me) {
   PeerEdges pe;
@@ -233,6 +208,72 @@ std::vector<SPC_Request_s::Copy> self_copies(const AlltoallvArgs& a, const Check
     if (a.sendcounts[i] > 0) copies.push_back({a.sdispls[i] * c.esz, a.rdispls[j] * c.esz, a.sendcounts[i] * c.esz, true});
   }
   return copies;
+}
+
+// The plan's options: the element as units of the largest value size that divides it.
+PlanOptions plan_options(const Checked& c) {
+  PlanOptions popt;
+  popt.value_bytes = unit_for(c.esz);
+  popt.width = static_cast<int>(c.esz / popt.value_bytes);
+  popt.sdde = c.opt.sdde;
+  popt.backend = c.opt.backend_options_for(backend_names(), c.opt.backend, backend_option_specs);
+  return popt;
+}
+
+// One side of a pattern: per peer (ascending), its edges with data in list order at their
+// positions (how MPI matches repeated edges), peers with nothing left out. `with_ids`: the
+// global ids as the receivers expect them (`gids` per position, else the positions); the
+// direct path names none (its agreement compared every edge's count and ids) but gives
+// each edge's count as the size of one message (`messages`).
+void side_of(const std::map<int, std::vector<int>>& peers, const int* counts, const int* displs, bool with_ids,
+             const int64_t* gids, PatternSide& side, std::vector<int64_t>* messages, int32_t& extent) {
+  int64_t total = 0;
+  for (const auto& pe : peers)
+    for (int i : pe.second) total += counts[i];
+  side.indices.reserve(static_cast<size_t>(total));
+  if (with_ids) side.global_ids.reserve(static_cast<size_t>(total));
+  for (const auto& [peer, edges] : peers) {
+    const int64_t before = side.size();
+    for (int i : edges) {
+      if (counts[i] > 0 && messages) messages->push_back(counts[i]);
+      for (int e = 0; e < counts[i]; ++e) {
+        const int32_t pos = displs[i] + e;
+        side.indices.push_back(pos);
+        if (with_ids) side.global_ids.push_back(gids ? gids[pos] : pos);
+        extent = std::max(extent, pos + 1);
+      }
+    }
+    if (side.size() == before) continue;
+    side.ranks.push_back(peer);
+    side.offsets.push_back(side.size());
+  }
+}
+
+// The direct path's request: a p2p plan built locally (no collective: the deferred
+// agreement checks what make_plan would) that sends one message per edge straight from
+// sendbuf and receives it into recvbuf, on the communicator's library duplicate with the
+// request's own tag; self-loops are local copies. Throws where the plan cannot be built.
+std::unique_ptr<SPC_Request_s> direct_request(const AlltoallvArgs& a, const Checked& c, int me, MPI_Comm comm,
+                                              const std::shared_ptr<const Comm>& lib_ref, int tag) {
+  const PeerEdges pe = edges_per_peer(c, me);
+  auto cuts = std::make_shared<P2pMessages>();
+  PatternSide send, recv;
+  int32_t owned = 0, ghost = 0;
+  side_of(pe.out, a.sendcounts, a.sdispls, false, nullptr, send, &cuts->send, owned);
+  side_of(pe.in, a.recvcounts, a.rdispls, false, nullptr, recv, &cuts->recv, ghost);
+  PlanOptions popt = plan_options(c);
+  popt.backend.set("in_place", true).attach<P2pMessages>("messages", cuts);
+  popt.backend.attach<P2pChannel>("channel", std::make_shared<const P2pChannel>(P2pChannel{lib_ref, tag}));
+  auto req = std::make_unique<SPC_Request_s>();
+  req->plan = detail::make_plan_inside("p2p", Pattern(std::move(send), std::move(recv), owned, ghost),
+                                       Locality::single_unsplit(comm), comm, popt);
+  req->in_place = true;
+  req->sendbuf = a.sendbuf;
+  req->recvbuf = a.recvbuf;
+  req->esz = c.esz;
+  req->copies = self_copies(a, c);
+  req->lib = lib_ref;
+  return req;
 }
 
 // The setup message to one peer: the number of edges, each edge's count, then the ids of
@@ -330,24 +371,6 @@ void add_receive_side(const AlltoallvArgs& a, int me, const PeerEdges& pe,
   }
 }
 
-// The send side of the pattern: sendbuf positions, ids as the receivers expect them.
-void add_send_side(const AlltoallvArgs& a, const PeerEdges& pe, PatternSide& send, int32_t& owned) {
-  for (const auto& [d, edges] : pe.out) {
-    int64_t total = 0;
-    for (int i : edges) total += a.sendcounts[i];
-    if (total == 0) continue;
-    send.ranks.push_back(d);
-    for (int i : edges)
-      for (int e = 0; e < a.sendcounts[i]; ++e) {
-        const int32_t pos = a.sdispls[i] + e;
-        send.indices.push_back(pos);
-        send.global_ids.push_back(a.ext ? a.gsend[pos] : pos);
-        owned = std::max(owned, pos + 1);
-      }
-    send.offsets.push_back(static_cast<int64_t>(send.indices.size()));
-  }
-}
-
 // Step 4: the pattern. The send side packs from sendbuf positions, the receive side
 // unpacks into recvbuf positions; peers ascending, edges of one peer concatenated in list
 // order (how MPI matches repeated edges). Peers with nothing to exchange are left out on
@@ -359,7 +382,7 @@ Pattern build_pattern(const AlltoallvArgs& a, int me, const PeerEdges& pe, std::
   int32_t owned = 0, ghost = 0;
   try {
     add_receive_side(a, me, pe, inbox, recv, ghost);
-    add_send_side(a, pe, send, owned);
+    side_of(pe.out, a.sendcounts, a.sdispls, true, a.ext ? a.gsend : nullptr, send, nullptr, owned);
   } catch (const std::exception& e) {
     error = e.what();
     send = recv = PatternSide{};
@@ -373,11 +396,7 @@ SPC_Request plan_request(const AlltoallvArgs& a, const Checked& c, MPI_Comm comm
                          const std::string& cached_regions, const Pattern& pattern, const std::string& pattern_error,
                          std::vector<SPC_Request_s::Copy> copies) {
   const Locality loc = (cached && cached_regions == c.opt.regions) ? *cached : make_locality(comm, c.opt.regions);
-  PlanOptions popt;
-  popt.value_bytes = unit_for(c.esz);
-  popt.width = static_cast<int>(c.esz / popt.value_bytes);
-  popt.sdde = c.opt.sdde;
-  popt.backend = c.opt.backend_options_for(backend_names(), c.opt.backend, backend_option_specs);
+  const PlanOptions popt = plan_options(c);
   auto req = std::make_unique<SPC_Request_s>();
   req->plan = make_plan(c.opt.backend, pattern, loc, comm, popt, pattern_error);
   req->sendbuf = a.sendbuf;
@@ -405,11 +424,21 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
 
   // 2. The agreement: posted by every rank; settled now unless this rank takes the direct
   //    path and passed its checks (then at the first start).
+  std::unique_ptr<SPC_Request_s> direct;
+  if (c.direct) {
+    try {
+      direct = direct_request(a, c, me, comm, lib_ref, tag);
+    } catch (...) {
+      c.mine.error = current_exception_coded();
+      c.direct = false;
+    }
+  }
   auto agreement = std::make_unique<Agreement>(lib_ref->get(), tag, std::move(c.mine),
                                                comm_agreement_slots(comm, lib_ref), sequence);
   if (!c.direct) agreement->settle();
   if (c.direct) {
-    *out = direct_request(a, c, lib_ref, tag, std::move(agreement));
+    direct->agreement = std::move(agreement);
+    *out = direct.release();
     return;
   }
 

@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "sparsecomm/comm/combining.hpp"
-#include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/interop/environment.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/locality.hpp"
@@ -288,16 +287,15 @@ SPC_CAPI_HIDDEN std::shared_ptr<AgreementSlots> comm_agreement_slots(MPI_Comm co
 
 // The object behind SPC_Request (declared in sparsecomm.h, global namespace).
 struct SPC_Request_s {
-  // The direct path's communicator (declared first: it outlives the messages and the
-  // agreement that use it), kept alive after the program frees its own.
+  // The direct path's communicator (declared first: it outlives the plan and the agreement
+  // that use it), kept alive after the program frees its own.
   std::shared_ptr<const sparsecomm::Comm> lib;
   bool gather = false;
-  // The direct path of the neighborhood alltoallv (backend p2p): one message per edge
-  // straight between the caller's buffers, on the communicator's library duplicate with
-  // this request's own tag; its agreement settles at the first start.
-  std::unique_ptr<sparsecomm::Messages> direct_msgs;
+  // The direct path of the neighborhood alltoallv (backend p2p, alltoallv.cpp): its
+  // agreement settles at the first start.
   std::unique_ptr<sparsecomm::capi::Agreement> agreement;
   std::unique_ptr<sparsecomm::Plan> plan;          // alltoallv-shaped
+  bool in_place = false;  // the plan moves straight between sendbuf and recvbuf: start(owned, ghost)
   std::unique_ptr<sparsecomm::GatherPlan> gplan;   // allgather-shaped
   const void* sendbuf = nullptr;
   void* recvbuf = nullptr;

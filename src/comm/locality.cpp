@@ -23,7 +23,7 @@ int parse_number(const std::string& s, const std::string& spec) {
 
 }  // namespace
 
-Locality Locality::build(MPI_Comm comm, const std::vector<int>& labels, std::string description) {
+Locality Locality::build(MPI_Comm comm, const std::vector<int>& labels, std::string description, bool split) {
   Locality l;
   l.rank_ = comm_rank(comm);
   const int p = static_cast<int>(labels.size());
@@ -47,9 +47,11 @@ Locality Locality::build(MPI_Comm comm, const std::vector<int>& labels, std::str
     l.local_index_[r] = fill[g] - l.region_start_[g];
     l.members_[fill[g]++] = r;
   }
-  MPI_Comm local = MPI_COMM_NULL;
-  SPC_MPI(MPI_Comm_split(comm, l.region(), l.rank_, &local));
-  l.local_comm_ = std::make_shared<Comm>(Comm::adopt(local));
+  if (split) {
+    MPI_Comm local = MPI_COMM_NULL;
+    SPC_MPI(MPI_Comm_split(comm, l.region(), l.rank_, &local));
+    l.local_comm_ = std::make_shared<Comm>(Comm::adopt(local));
+  }
   int smin = p, smax = 0;
   for (int g = 0; g < nreg; ++g) smin = std::min(smin, l.region_size(g)), smax = std::max(smax, l.region_size(g));
   std::ostringstream os;
@@ -132,6 +134,10 @@ Locality Locality::parse(MPI_Comm comm, const std::string& spec) {
   auto labels = layout_labels(spec, comm_size(comm), &canonical);
   if (labels.empty()) throw InputError("Locality: unknown region spec '" + spec + "'; " + kValidSpecs);
   return build(comm, labels, canonical);
+}
+
+Locality Locality::single_unsplit(MPI_Comm comm) {
+  return build(comm, layout_labels("single", comm_size(comm)), "single", false);
 }
 
 std::string region_spec_error(const std::string& spec, int p) {

@@ -34,6 +34,10 @@ class Locality {
   /// "flat" (one region holding every rank) or "single" (every rank its own region).
   /// Unknown specs: InputError listing the valid forms.
   static Locality parse(MPI_Comm comm, const std::string& spec);
+  /// Local. "single" (every rank its own region) without a region communicator
+  /// (local_comm() is MPI_COMM_NULL): for a plan that needs none (p2p), built where no
+  /// collective may run (the C API's neighborhood inits).
+  static Locality single_unsplit(MPI_Comm comm);
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(region_of_.size()); }
@@ -56,7 +60,8 @@ class Locality {
   const std::string& describe() const { return description_; }
 
  private:
-  static Locality build(MPI_Comm comm, const std::vector<int>& labels, std::string description);
+  /// `split`: whether to create the region communicator (collective), else none (local).
+  static Locality build(MPI_Comm comm, const std::vector<int>& labels, std::string description, bool split = true);
   int rank_ = 0;
   std::vector<int> region_of_, local_index_, region_start_{0}, members_;
   std::shared_ptr<Comm> local_comm_;

@@ -12,12 +12,14 @@
 namespace sparsecomm {
 
 Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-    : PlanBase("Plan", std::move(name), loc, comm),
+    : Plan(std::move(name), pattern, loc, std::make_shared<const Comm>(comm), opt) {}
+
+Plan::Plan(std::string name, const Pattern& pattern, const Locality& loc, std::shared_ptr<const Comm> comm,
+           const PlanOptions& opt)
+    : PlanBase("Plan", std::move(name), loc, std::move(comm)),
       pattern_(pattern),
       opt_(opt),
-      elem_bytes_(static_cast<int64_t>(opt.width) * opt.value_bytes),
-      send_buf_(static_cast<size_t>(pattern.send().size() * elem_bytes_)),
-      recv_buf_(static_cast<size_t>(pattern.recv().size() * elem_bytes_)) {
+      elem_bytes_(static_cast<int64_t>(opt.width) * opt.value_bytes) {
   // Ghosts numbered in the order they arrive (PETSc's and Hypre's ghost layouts: by owner,
   // then by global index): unpacking is one memcpy.
   auto identity = [](const std::vector<int32_t>& v) {
@@ -77,7 +79,7 @@ void Plan::check_idle(const char* call) const {
 void Plan::pack(const void* owned, char* to) {
   ScopedPhase t(&exec_, ExecPhase::pack);
   const auto& s = pattern_.send();
-  move_units<false>(to ? to : send_buf_.data(), static_cast<const char*>(owned), s.indices.data(), s.size(),
+  move_units<false>(to ? to : send_buf(), static_cast<const char*>(owned), s.indices.data(), s.size(),
                     elem_bytes_);
 }
 
@@ -100,7 +102,8 @@ void Plan::start() {
 
 void Plan::start(const void* owned, void* ghost) {
   check_idle("start");
-  const bool send_direct = send_identity_, recv_direct = recv_identity_;
+  const bool in_place = moves_in_place();
+  const bool send_direct = send_identity_ || in_place, recv_direct = recv_identity_ || in_place;
   // A backend with a pack target of its own (shm) starts with do_start(), never directly.
   char* target = send_direct ? nullptr : do_pack_target();
   if (!send_direct) pack(owned, target);
@@ -148,16 +151,16 @@ void Plan::wait(void* ghost) {
   ScopedPhase t(&exec_, ExecPhase::unpack);
   const auto& r = pattern_.recv();
   if (recv_identity_) {
-    if (r.size() > 0) std::memcpy(ghost, recv_buf_.data(), recv_buf_.size());
+    if (r.size() > 0) std::memcpy(ghost, recv_buf(), static_cast<size_t>(recv_bytes()));
     return;
   }
-  move_units<true>(static_cast<char*>(ghost), recv_buf_.data(), r.indices.data(), r.size(), elem_bytes_);
+  move_units<true>(static_cast<char*>(ghost), recv_buf(), r.indices.data(), r.size(), elem_bytes_);
 }
 
 void* Plan::wait() {
   if (complete("wait"))
     throw InputError(who() + "::wait(): the values went into the ghost array given to start(owned, ghost)");
-  return recv_buf_.data();
+  return recv_buf();
 }
 
 bool Plan::test(void* ghost) {
@@ -168,7 +171,7 @@ bool Plan::test(void* ghost) {
 
 void* Plan::send_area() {
   check_idle("send_area");
-  return send_buf_.data();
+  return send_buf();
 }
 
 bool PlanBase::do_test() { throw NotImplementedError(who() + ": test() is not implemented for this backend"); }

@@ -212,10 +212,20 @@ class Plan : public PlanBase {
 
  protected:
   Plan(std::string name, const Pattern& pattern, const Locality& loc, MPI_Comm comm, const PlanOptions& opt);
+  /// Local: on a communicator shared with other plans (PlanBase).
+  Plan(std::string name, const Pattern& pattern, const Locality& loc, std::shared_ptr<const Comm> comm,
+       const PlanOptions& opt);
+
+  /// Whether start(owned, ghost) hands do_start_direct() the caller's arrays themselves,
+  /// whatever the pattern's positions (the backend then moves every unit in place), instead
+  /// of only where they are laid out like send_buf() / recv_buf().
+  virtual bool moves_in_place() const { return false; }
 
   /// Start like do_start() but send from `send` (laid out like send_buf()) instead of
   /// send_buf() when it is not null, and receive into `recv` (laid out like recv_buf())
-  /// instead of recv_buf() when it is not null; do_wait() then completes it. false (the
+  /// instead of recv_buf() when it is not null (where moves_in_place(): `send` is the
+  /// caller's owned array and `recv` its ghost array, each unit at its pattern position);
+  /// do_wait() then completes it. false (the
   /// default): not supported, nothing started (start(owned, ghost) packs and copies instead).
   virtual bool do_start_direct(const char* /*send*/, char* /*recv*/) { return false; }
   /// Where the next pack writes (laid out like send_buf()), or nullptr: send_buf(). Called
@@ -223,10 +233,12 @@ class Plan : public PlanBase {
   /// follows that pack (the shm backend packs straight into its shared window this way).
   virtual char* do_pack_target() { return nullptr; }
 
-  char* send_buf() { return send_buf_.data(); }
-  char* recv_buf() { return recv_buf_.data(); }
-  int64_t recv_bytes() const { return static_cast<int64_t>(recv_buf_.size()); }
-  int64_t send_bytes() const { return static_cast<int64_t>(send_buf_.size()); }
+  /// The plan's buffers, made at their first use (a backend that moves every exchange
+  /// between the caller's arrays, moves_in_place(), never needs them).
+  char* send_buf() { return buffer(send_buf_, pattern_.send().size()); }
+  char* recv_buf() { return buffer(recv_buf_, pattern_.recv().size()); }
+  int64_t recv_bytes() const { return pattern_.recv().size() * elem_bytes_; }
+  int64_t send_bytes() const { return pattern_.send().size() * elem_bytes_; }
   int64_t elem_bytes() const { return elem_bytes_; }
 
  private:
@@ -235,6 +247,10 @@ class Plan : public PlanBase {
   friend void detail::register_auto();
   friend std::unique_ptr<Plan> detail::make_plan_inside(const std::string&, const Pattern&, const Locality&, MPI_Comm,
                                                         const PlanOptions&);
+  char* buffer(std::vector<char>& b, int64_t units) {
+    if (b.empty() && units > 0) b.resize(static_cast<size_t>(units * elem_bytes_));
+    return b.data();
+  }
   void check_type(size_t value_size, const char* call) const;
   /// Throws unless the plan is idle (`call` names the caller).
   void check_idle(const char* call) const;
@@ -255,7 +271,7 @@ class Plan : public PlanBase {
     if (complete("wait")) throw InputError(who() + "::wait: Unpack::add after start(owned, ghost), which received into ghost");
     ScopedPhase t(&exec_, ExecPhase::unpack);
     const auto& r = pattern_.recv();
-    const T* buf = reinterpret_cast<const T*>(recv_buf_.data());
+    const T* buf = reinterpret_cast<const T*>(recv_buf());
     const int w = opt_.width;
     const int32_t* idx = r.indices.data();
     for (int64_t k = 0; k < r.size(); ++k) {

@@ -11,6 +11,7 @@
 // Tpetra's Distributor (a plan built once, executed many times).
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 
 #include "sparsecomm/comm/locality.hpp"
@@ -50,9 +51,14 @@ class PlanBase {
   int stages() const { return stages_; }
 
  protected:
-  /// `kind` names the shape in messages ("Plan", "GatherPlan").
+  /// `kind` names the shape in messages ("Plan", "GatherPlan"). Collective: the plan runs
+  /// on a duplicate of `comm` of its own.
   PlanBase(const char* kind, std::string name, const Locality& loc, MPI_Comm comm)
-      : kind_(kind), name_(std::move(name)), loc_(loc), comm_(comm) {}
+      : PlanBase(kind, std::move(name), loc, std::make_shared<const Comm>(comm)) {}
+  /// Local: the plan runs on `shared`, a communicator other plans may use too (then the
+  /// backend keeps its messages apart from theirs, by tag).
+  PlanBase(const char* kind, std::string name, const Locality& loc, std::shared_ptr<const Comm> shared)
+      : kind_(kind), name_(std::move(name)), loc_(loc), comm_(std::move(shared)) {}
 
   /// Start moving the send side (the shape's send buffer) into its receive buffer.
   virtual void do_start() = 0;
@@ -68,7 +74,7 @@ class PlanBase {
 
   /// "Plan(p2p)": how messages name this plan.
   std::string who() const { return std::string(kind_) + "(" + name_ + ")"; }
-  MPI_Comm comm() const { return comm_.get(); }
+  MPI_Comm comm() const { return comm_->get(); }
   /// Backends declare what one execution moves, once at setup: a transfer with `peer` in
   /// `step` (send: which way), through a shared-memory window or as a message.
   void count_transfer(const std::string& step, bool send, int peer, int64_t bytes, bool window = false) {
@@ -87,7 +93,7 @@ class PlanBase {
   const char* kind_;
   std::string name_;
   Locality loc_;
-  Comm comm_;
+  std::shared_ptr<const Comm> comm_;
   int stages_ = 1;
   Stats setup_, per_iter_, window_;
 };
