@@ -42,6 +42,8 @@ def panel(ax, rows, kind, field, scale, title, ylabel):
         line, = ax.plot(xs, ys, marker="o", label=f"{kind} {name}")
         ax.plot(xs, [ys[0]] * len(xs), linestyle=":", color=line.get_color())  # ideal: flat
     ax.set_xscale("log", base=2)
+    if field == "peak_bytes":
+        ax.set_yscale("log")  # auto's rank 0 holds every rank's summary: orders above the rest
     ax.set_title(title)
     ax.set_xlabel("simulated ranks")
     ax.set_ylabel(ylabel)
@@ -73,15 +75,16 @@ def main():
     print("| problem | platform | kind | name | what | " + " | ".join(str(p) for p in ps) + " | last/first |")
     print("|---|---|---|---|---|" + "---|" * (len(ps) + 1))
     for key in sorted({(k[0], k[1], k[3], k[4]) for k in rows}):
-        for field, scale, what in (("setup_s", 1e6, "set-up us"), ("exchange_s", 1e6, "exchange us"),
-                                   ("peak_bytes", 1 / 1024, "peak KiB")):
+        fields = ((("setup_s", 1e6, "set-up us"), ("exchange_s", 1e6, "exchange us"), ("peak_bytes", 1 / 1024, "peak KiB"))
+                  if key[2] != "input" else (("kept_bytes", 1 / 1024, "kept KiB"),))
+        for field, scale, what in fields:
             vals = [rows[(key[0], key[1], p, key[2], key[3])] for p in ps if (key[0], key[1], p, key[2], key[3]) in rows]
             vals = {r["ranks"]: r[field] for r in vals if r[field] >= 0}
             if not vals:
                 continue
             cells = [f"{vals[p] * scale:.1f}" if p in vals else "" for p in ps]
             first, last = vals[min(vals)], vals[max(vals)]
-            g = f"{last / first:.2f}x" if first > 0 else "-"
+            g = f"{last / first:.2f}x" if first > 0 and len(vals) > 1 else "-"
             print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {what} | " + " | ".join(cells) + f" | {g} |")
 
 
