@@ -132,6 +132,38 @@ TEST(RowPartition, BalancedPutsTheExtraRowsFirst) {
   EXPECT_EQ(RowPartition().global_size(), 0);
 }
 
+// The balanced form (n, P, no table) against the same offsets stored explicitly: every
+// begin, end and owner alike, and equal as partitions.
+TEST(RowPartition, BalancedFormAnswersAsItsOffsets) {
+  for (int64_t n : {0, 1, 3, 7, 10, 64, 101})
+    for (int parts : {1, 2, 3, 5, 8, 13}) {
+      const auto b = RowPartition::balanced(n, parts);
+      const auto e = RowPartition::from_offsets(b.offsets());
+      EXPECT_TRUE(b.is_balanced_form());
+      EXPECT_FALSE(e.is_balanced_form());
+      EXPECT_TRUE(b == e && e == b);
+      ASSERT_EQ(b.num_parts(), e.num_parts());
+      EXPECT_EQ(b.global_size(), e.global_size());
+      for (int q = 0; q < parts; ++q) EXPECT_EQ(b.local_size(q), e.local_size(q)) << n << " over " << parts;
+      for (int64_t g = 0; g < n; ++g) EXPECT_EQ(b.owner(g), e.owner(g)) << g << " of " << n << " over " << parts;
+      EXPECT_THROW(b.owner(n), InputError);
+      EXPECT_THROW(b.owner(-1), InputError);
+    }
+  EXPECT_FALSE(RowPartition::balanced(10, 3) == RowPartition::balanced(10, 4));
+  EXPECT_FALSE(RowPartition::balanced(10, 3) == RowPartition::from_offsets({0, 3, 7, 10}));
+}
+
+TEST(RowPartition, EqualLocalSizesGiveTheBalancedForm) {
+  const int p = sparsecomm::test::size(), me = sparsecomm::test::rank();
+  const auto eq = RowPartition::from_local_sizes(MPI_COMM_WORLD, 5);
+  EXPECT_TRUE(eq.is_balanced_form());
+  EXPECT_EQ(eq, RowPartition::balanced(5 * p, p));
+  const auto uneq = RowPartition::from_local_sizes(MPI_COMM_WORLD, me);  // 0, 1, 2, ...
+  EXPECT_EQ(uneq.global_size(), int64_t{p} * (p - 1) / 2);
+  for (int q = 0; q < p; ++q) EXPECT_EQ(uneq.local_size(q), q);
+  EXPECT_EQ(uneq.is_balanced_form(), p == 1);
+}
+
 TEST(RowPartition, FewerRowsThanPartsGivesEmptyParts) {
   const auto p = RowPartition::balanced(3, 5);
   EXPECT_EQ(p.offsets(), (std::vector<int64_t>{0, 1, 2, 3, 3, 3}));

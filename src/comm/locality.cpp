@@ -26,27 +26,29 @@ int parse_number(const std::string& s, const std::string& spec) {
 Locality Locality::build(MPI_Comm comm, const std::vector<int>& labels, std::string description, bool split) {
   Locality l;
   l.rank_ = comm_rank(comm);
+  auto t = std::make_shared<Tables>();
   const int p = static_cast<int>(labels.size());
   // Renumber labels in order of first appearance, i.e. by each region's lowest rank.
   std::map<int, int> id;
-  l.region_of_.resize(p);
+  t->region_of.resize(p);
   for (int r = 0; r < p; ++r) {
     auto it = id.find(labels[r]);
     if (it == id.end()) it = id.emplace(labels[r], static_cast<int>(id.size())).first;
-    l.region_of_[r] = it->second;
+    t->region_of[r] = it->second;
   }
   const int nreg = static_cast<int>(id.size());
-  l.region_start_.assign(nreg + 1, 0);
-  for (int r = 0; r < p; ++r) ++l.region_start_[l.region_of_[r] + 1];
-  for (int g = 0; g < nreg; ++g) l.region_start_[g + 1] += l.region_start_[g];
-  l.members_.resize(p);
-  l.local_index_.resize(p);
-  std::vector<int> fill(l.region_start_.begin(), l.region_start_.end() - 1);
+  t->region_start.assign(nreg + 1, 0);
+  for (int r = 0; r < p; ++r) ++t->region_start[t->region_of[r] + 1];
+  for (int g = 0; g < nreg; ++g) t->region_start[g + 1] += t->region_start[g];
+  t->members.resize(p);
+  t->local_index.resize(p);
+  std::vector<int> fill(t->region_start.begin(), t->region_start.end() - 1);
   for (int r = 0; r < p; ++r) {
-    const int g = l.region_of_[r];
-    l.local_index_[r] = fill[g] - l.region_start_[g];
-    l.members_[fill[g]++] = r;
+    const int g = t->region_of[r];
+    t->local_index[r] = fill[g] - t->region_start[g];
+    t->members[fill[g]++] = r;
   }
+  l.t_ = std::move(t);
   if (split) {
     MPI_Comm local = MPI_COMM_NULL;
     SPC_MPI(MPI_Comm_split(comm, l.region(), l.rank_, &local));

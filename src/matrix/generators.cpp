@@ -177,6 +177,62 @@ DistCsr<double> build_stencil(MPI_Comm comm, int64_t nx, int64_t ny, int64_t nz,
   return DistCsr<double>::from_triplets(comm, own.part, own.part, std::move(entries), Duplicates::sum);
 }
 
+/// The process grid of a weak-scaled generator: `nparts` factored into `dims` sides as
+/// nearly equal as possible (largest prime factors first, each onto the currently smallest
+/// side; the same rule as MPI_Dims_create, computed locally so every rank gets the same
+/// grid without a call). Sides in decreasing order, unused ones 1.
+std::array<int64_t, 3> process_grid(int nparts, int dims) {
+  std::vector<int64_t> primes;
+  int64_t rest = nparts;
+  for (int64_t f = 2; f * f <= rest; ++f)
+    while (rest % f == 0) primes.push_back(f), rest /= f;
+  if (rest > 1) primes.push_back(rest);
+  std::array<int64_t, 3> side{1, 1, 1};
+  for (auto it = primes.rbegin(); it != primes.rend(); ++it)
+    *std::min_element(side.begin(), side.begin() + dims) *= *it;
+  std::sort(side.begin(), side.begin() + dims, std::greater<>());
+  return side;
+}
+
+/// A stencil on a grid of P blocks of bx*by*bz points, one block per rank, as a real code
+/// partitions it (Hypre's GenerateLaplacian27pt / GenerateRotate7pt over a process grid):
+/// the global grid is (PX*bx) x (PY*by) x (PZ*bz) with the process grid of process_grid(),
+/// rank r = px + PX*(py + PY*pz) owns block (px, py, pz), and its rows are numbered
+/// contiguously, lexicographically inside the block (row = r*b + lx + bx*(ly + by*lz)), so
+/// the row partition is P equal blocks and the halo is the block's faces, edges and corners.
+/// Dirichlet boundary, like build_stencil.
+DistCsr<double> build_block_stencil(MPI_Comm comm, int64_t bx, int64_t by, int64_t bz, int dims,
+                                    const std::vector<StencilPoint>& stencil) {
+  const int nparts = comm_size(comm), me = comm_rank(comm);
+  const auto pg = process_grid(nparts, dims);
+  const int64_t b = bx * by * bz;  // checked by the caller against 2^62 / P
+  const RowPartition part = RowPartition::balanced(b * nparts, nparts);
+  require_entries(comm,
+                  "a weak-scaled " + std::to_string(stencil.size()) + "-point stencil of " + std::to_string(bx) + " x " +
+                      std::to_string(by) + " x " + std::to_string(bz) + " points per rank",
+                  static_cast<double>(b) * static_cast<double>(stencil.size()), b);
+  const int64_t px = me % pg[0], py = (me / pg[0]) % pg[1], pz = me / (pg[0] * pg[1]);
+  const int64_t nx = pg[0] * bx, ny = pg[1] * by, nz = pg[2] * bz;
+  auto gid = [&](int64_t x, int64_t y, int64_t z) {
+    const int64_t owner = x / bx + pg[0] * (y / by + pg[1] * (z / bz));
+    return owner * b + x % bx + bx * (y % by + by * (z % bz));
+  };
+  std::vector<Triplet<double>> entries;
+  entries.reserve(static_cast<size_t>(b) * stencil.size());
+  for (int64_t lz = 0; lz < bz; ++lz)
+    for (int64_t ly = 0; ly < by; ++ly)
+      for (int64_t lx = 0; lx < bx; ++lx) {
+        const int64_t x = px * bx + lx, y = py * by + ly, z = pz * bz + lz;
+        const int64_t row = gid(x, y, z);
+        for (const auto& s : stencil) {
+          const int64_t cx = x + s.dx, cy = y + s.dy, cz = z + s.dz;
+          if (cx < 0 || cx >= nx || cy < 0 || cy >= ny || cz < 0 || cz >= nz) continue;
+          entries.push_back({row, gid(cx, cy, cz), s.val});
+        }
+      }
+  return DistCsr<double>::from_triplets(comm, part, part, std::move(entries), Duplicates::sum);
+}
+
 /// Constant Laplacian stencil: the center is (points - 1), every other point -1, so that
 /// rows away from the boundary sum to zero.
 std::vector<StencilPoint> laplacian_stencil(int dims, bool full) {
@@ -193,6 +249,26 @@ std::vector<StencilPoint> laplacian_stencil(int dims, bool full) {
   for (auto& s : st)
     if (s.dx == 0 && s.dy == 0 && s.dz == 0) s.val = center;
   return st;
+}
+
+/// The 7-point rotated anisotropic diffusion stencil.
+std::vector<StencilPoint> rotate_stencil(double angle_deg, double eps) {
+  // Diffusion with anisotropy eps rotated by `angle`, discretized as in Hypre's
+  // GenerateRotate7pt (par_rotate_7pt.c). The expressions and their evaluation order
+  // follow Hypre's so that the values agree to the last bit, not just to rounding.
+  const double pi = 4.0 * std::atan(1.0);
+  const double x = pi * angle_deg / 180.0;
+  const double s = std::sin(x), c = std::cos(x);
+  const double ac = -(c * c + eps * s * s);
+  const double bc = 2.0 * (1.0 - eps) * s * c;
+  const double cc = -(s * s + eps * c * c);
+  const double center = -2 * (2 * ac + bc + 2 * cc);
+  const double east_west = 2 * ac + bc;
+  const double north_south = bc + 2 * cc;
+  const double diagonal = -bc;  // only the (-1,-1)/(+1,+1) diagonal: the stencil has 7 points
+  return {
+      {-1, -1, 0, diagonal}, {0, -1, 0, north_south}, {-1, 0, 0, east_west}, {0, 0, 0, center},
+      {1, 0, 0, east_west},  {0, 1, 0, north_south},  {1, 1, 0, diagonal}};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -244,7 +320,8 @@ class VertexScramble {
 
 const char* const kValidSpecs =
     "valid forms: lap2d:NX,NY | lap2d9:NX,NY | lap3d:NX,NY,NZ | lap3d27:NX,NY,NZ | "
-    "rotate:NX,NY[,ANGLE_DEG[,EPS]] | er:N,DENSITY[,SEED] | moore:DIMS,RADIUS,SIDE | "
+    "rotate:NX,NY[,ANGLE_DEG[,EPS]] | lap3dw:BX,BY,BZ | lap3d27w:BX,BY,BZ | "
+    "rotatew:BX,BY[,ANGLE_DEG[,EPS]] (w: per rank) | er:N,DENSITY[,SEED] | moore:DIMS,RADIUS,SIDE | "
     "rmat:SCALE[,EDGE_FACTOR[,SEED]]";
 
 std::string trim(const std::string& s) {
@@ -334,6 +411,19 @@ Generate parse_spec(const std::string& spec) {
     const double eps = s.fields.size() > 3 ? parse_double(s.fields[3], "EPS") : 0.001;
     return [=](MPI_Comm c) { return rotated_anisotropic_2d(c, n[0], n[1], angle, eps); };
   }
+  if (s.name == "lap3dw" || s.name == "lap3d27w") {
+    expect_fields(s, 3, 3);
+    const auto b = sides(s, 3);
+    const int points = s.name == "lap3dw" ? 7 : 27;
+    return [=](MPI_Comm c) { return laplacian_3d_blocks(c, b[0], b[1], b[2], points); };
+  }
+  if (s.name == "rotatew") {
+    expect_fields(s, 2, 4);
+    const auto b = sides(s, 2);
+    const double angle = s.fields.size() > 2 ? parse_double(s.fields[2], "ANGLE_DEG") : 45.0;
+    const double eps = s.fields.size() > 3 ? parse_double(s.fields[3], "EPS") : 0.001;
+    return [=](MPI_Comm c) { return rotated_anisotropic_2d_blocks(c, b[0], b[1], angle, eps); };
+  }
   if (s.name == "er") {
     expect_fields(s, 2, 3);
     const auto n = parse_int<int64_t>(s.fields[0], "N");
@@ -356,6 +446,19 @@ Generate parse_spec(const std::string& spec) {
     return [rp](MPI_Comm c) { return rmat(c, rp); };
   }
   throw InputError("unknown generator '" + s.name + "'");
+}
+
+
+/// Collective argument checks of a weak-scaled generator: positive block sides, and a
+/// global grid (block times P) below 2^62 points.
+void agree_block_args(MPI_Comm comm, const char* generator, std::initializer_list<int64_t> block, ArgHash h,
+                      std::string err) {
+  int64_t b = 0, n = 0;
+  if (!err.empty()) err = std::string(generator) + ": " + err;
+  else if (!checked_product(block, &b) || !checked_product({b, static_cast<int64_t>(comm_size(comm))}, &n))
+    err = std::string(generator) + ": block sides must be positive and the whole grid (block x ranks) below 2^62 points";
+  for (int64_t v : block) h.add(v);
+  agree_args(comm, generator, err, h);
 }
 
 }  // namespace
@@ -398,23 +501,19 @@ DistCsr<double> rotated_anisotropic_2d(MPI_Comm comm, int64_t nx, int64_t ny, do
     err = "rotated_anisotropic_2d: angle and eps must be finite numbers";
   agree_args(comm, "rotated_anisotropic_2d", err, ArgHash().add(nx).add(ny).add(angle_deg).add(eps));
 
-  // Diffusion with anisotropy eps rotated by `angle`, discretized as in Hypre's
-  // GenerateRotate7pt (par_rotate_7pt.c). The expressions and their evaluation order
-  // follow Hypre's so that the values agree to the last bit, not just to rounding.
-  const double pi = 4.0 * std::atan(1.0);
-  const double x = pi * angle_deg / 180.0;
-  const double s = std::sin(x), c = std::cos(x);
-  const double ac = -(c * c + eps * s * s);
-  const double bc = 2.0 * (1.0 - eps) * s * c;
-  const double cc = -(s * s + eps * c * c);
-  const double center = -2 * (2 * ac + bc + 2 * cc);
-  const double east_west = 2 * ac + bc;
-  const double north_south = bc + 2 * cc;
-  const double diagonal = -bc;  // only the (-1,-1)/(+1,+1) diagonal: the stencil has 7 points
-  const std::vector<StencilPoint> stencil = {
-      {-1, -1, 0, diagonal}, {0, -1, 0, north_south}, {-1, 0, 0, east_west}, {0, 0, 0, center},
-      {1, 0, 0, east_west},  {0, 1, 0, north_south},  {1, 1, 0, diagonal}};
-  return build_stencil(comm, nx, ny, 1, stencil);
+  return build_stencil(comm, nx, ny, 1, rotate_stencil(angle_deg, eps));
+}
+
+DistCsr<double> laplacian_3d_blocks(MPI_Comm comm, int64_t bx, int64_t by, int64_t bz, int points) {
+  agree_block_args(comm, "laplacian_3d_blocks", {bx, by, bz}, ArgHash().add(points),
+                   points == 7 || points == 27 ? "" : "points must be 7 or 27, got " + std::to_string(points));
+  return build_block_stencil(comm, bx, by, bz, 3, laplacian_stencil(3, points == 27));
+}
+
+DistCsr<double> rotated_anisotropic_2d_blocks(MPI_Comm comm, int64_t bx, int64_t by, double angle_deg, double eps) {
+  agree_block_args(comm, "rotated_anisotropic_2d_blocks", {bx, by}, ArgHash().add(angle_deg).add(eps),
+                   std::isfinite(angle_deg) && std::isfinite(eps) ? "" : "angle and eps must be finite numbers");
+  return build_block_stencil(comm, bx, by, 1, 2, rotate_stencil(angle_deg, eps));
 }
 
 DistCsr<double> erdos_renyi(MPI_Comm comm, int64_t n, double density, uint64_t seed) {

@@ -15,7 +15,7 @@ namespace sparsecomm {
 
 class Locality {
  public:
-  Locality() = default;
+  Locality() : t_(std::make_shared<const Tables>()) {}
 
   /// Collective. Real detection: ranks sharing memory (MPI_COMM_TYPE_SHARED) form a region.
   static Locality detect(MPI_Comm comm);
@@ -40,19 +40,19 @@ class Locality {
   static Locality single_unsplit(MPI_Comm comm);
 
   int rank() const { return rank_; }
-  int size() const { return static_cast<int>(region_of_.size()); }
-  int region() const { return region_of_[rank_]; }
-  int num_regions() const { return static_cast<int>(region_start_.size()) - 1; }
-  int region_of(int rank) const { return region_of_[rank]; }
+  int size() const { return static_cast<int>(t_->region_of.size()); }
+  int region() const { return t_->region_of[rank_]; }
+  int num_regions() const { return static_cast<int>(t_->region_start.size()) - 1; }
+  int region_of(int rank) const { return t_->region_of[rank]; }
   /// The region of every rank (region_of(r) at index r).
-  const std::vector<int>& regions() const { return region_of_; }
-  bool same_region(int other_rank) const { return region_of_[other_rank] == region(); }
-  int region_size(int region) const { return region_start_[region + 1] - region_start_[region]; }
+  const std::vector<int>& regions() const { return t_->region_of; }
+  bool same_region(int other_rank) const { return t_->region_of[other_rank] == region(); }
+  int region_size(int region) const { return t_->region_start[region + 1] - t_->region_start[region]; }
   /// Global rank of the `local_index`-th member of `region`.
-  int member(int region, int local_index) const { return members_[region_start_[region] + local_index]; }
+  int member(int region, int local_index) const { return t_->members[t_->region_start[region] + local_index]; }
   /// Index of `rank` inside its own region.
-  int local_index_of(int rank) const { return local_index_[rank]; }
-  int local_rank() const { return local_index_[rank_]; }
+  int local_index_of(int rank) const { return t_->local_index[rank]; }
+  int local_rank() const { return t_->local_index[rank_]; }
   int local_size() const { return region_size(region()); }
   /// Communicator of this rank's region, ranks ordered by local index (owned, shared by copies).
   MPI_Comm local_comm() const { return local_comm_ ? local_comm_->get() : MPI_COMM_NULL; }
@@ -62,8 +62,14 @@ class Locality {
  private:
   /// `split`: whether to create the region communicator (collective), else none (local).
   static Locality build(MPI_Comm comm, const std::vector<int>& labels, std::string description, bool split = true);
+  // The rank-indexed tables: 12 bytes per rank of the communicator (a dense rank map, the
+  // one O(P) structure of a Locality), immutable once built and shared by every copy, so
+  // the Sdde and each Plan that keep a copy hold a pointer, not another 12 P bytes.
+  struct Tables {
+    std::vector<int> region_of, local_index, region_start{0}, members;
+  };
   int rank_ = 0;
-  std::vector<int> region_of_, local_index_, region_start_{0}, members_;
+  std::shared_ptr<const Tables> t_;
   std::shared_ptr<Comm> local_comm_;
   std::string description_;
 };
