@@ -221,8 +221,8 @@ struct MaxSum {
 /// hashes from both ends) cost one collective.
 MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine);
 /// The same reduction, non-blocking (MPI_Iallreduce): `mine` and `out` must stay in place
-/// until *req completes. Not in the SMPI build (its non-blocking collectives let ranks
-/// leave early, see NonblockingBarrier).
+/// until *req completes. In the SMPI build (whose non-blocking collectives let ranks leave
+/// early, see NonblockingBarrier) it is the blocking reduction, and *req is MPI_REQUEST_NULL.
 void iallreduce_max_sum(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_Request* req);
 /// Collective: the same reduction as a persistent request (MPI-4's MPI_Allreduce_init, or
 /// Open MPI's MPIX_ extension), inactive until MPI_Start; each start reduces what `mine`
