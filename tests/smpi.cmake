@@ -52,10 +52,13 @@ if(TARGET sparsecomm_bfs)
 endif()
 
 # The C API and the MPI Advance compatibility layer (sparsecomm_c) under SMPI.
-# Not yet here: tests/capi/test_capi_sdde.c (SPC_Alltoall(v)_crs on MPI_COMM_WORLD) crashes
-# under SMPI in its first SDDE call (an invalid communicator inside the personalized
-# exchange); the same calls on a duplicate of MPI_COMM_WORLD, and the MPIL_ calls below on
-# an MPIL_Comm, run and verify.
+# SPC_Alltoall(v)_crs with every SDDE strategy against the direct answer, on MPI_COMM_WORLD
+# (a plain C program: exits non-zero on every rank when any check failed). (It caught the
+# world communicator's objects found by every rank: comm_attached, mpi_util.hpp.)
+add_executable(test_capi_sdde capi/test_capi_sdde.c)
+set_target_properties(test_capi_sdde PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+target_link_libraries(test_capi_sdde PRIVATE sparsecomm_c)
+sparsecomm_add_smpi_test(capi_sdde test_capi_sdde 64)
 # The peer benchmark (experiments/sdde_anchor/bench.c) against sparsecomm through MPI
 # Advance's names, on the 3D 27-point Laplacian with 8^3 points per rank (a box per rank,
 # regions of 8 = the simulated nodes): every SDDE algorithm, the known-pattern exchange and
