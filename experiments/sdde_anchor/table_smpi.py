@@ -74,7 +74,8 @@ print("Beyond the known-pattern messages (discovery), sparsecomm / MPI Advance, 
 print("| platform | ranks | " + " | ".join(SDDE) + " | known pattern [us, geomean] |")
 print("|---|---|" + "---|" * (len(SDDE) + 1))
 for pf, p, n, _ in rows:
-    inputs = sorted({k[3] for k in t if k[0] == pf and k[1] == p})
+    inputs = sorted(i for i in {k[3] for k in t if k[0] == pf and k[1] == p}  # those both libraries ran
+                    if (pf, p, "mpi_advance", i, "known_pattern") in t and (pf, p, "sparsecomm", i, "known_pattern") in t)
     cells, known = [], []
     for a in SDDE:
         r = []
