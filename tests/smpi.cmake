@@ -50,3 +50,23 @@ if(TARGET sparsecomm_bfs)
   sparsecomm_add_smpi_test(bfs sparsecomm_bfs 16
     --scale 12 --roots 4 --variants blocking,overlapped --merge both --transport p2p,direct --fold-every 1,0)
 endif()
+
+# The C API and the MPI Advance compatibility layer (sparsecomm_c) under SMPI.
+# SPC_Alltoall(v)_crs with every SDDE strategy against the direct answer, on MPI_COMM_WORLD
+# (a plain C program: exits non-zero on every rank when any check failed). (It caught the
+# world communicator's objects found by every rank: comm_attached, mpi_util.hpp.)
+add_executable(test_capi_sdde capi/test_capi_sdde.c)
+set_target_properties(test_capi_sdde PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+target_link_libraries(test_capi_sdde PRIVATE sparsecomm_c)
+sparsecomm_add_smpi_test(capi_sdde test_capi_sdde 64)
+# The peer benchmark (experiments/sdde_anchor/bench.c) against sparsecomm through MPI
+# Advance's names, on the 3D 27-point Laplacian with 8^3 points per rank (a box per rank,
+# regions of 8 = the simulated nodes): every SDDE algorithm, the known-pattern exchange and
+# the persistent halo exchange (both init algorithms), each result checked by its owner;
+# exits 3 when any is wrong or failed. MPI Advance itself is not built here
+# (experiments/sdde_anchor/smpi.sh runs both).
+add_executable(sdde_anchor_bench ${PROJECT_SOURCE_DIR}/experiments/sdde_anchor/bench.c)
+set_target_properties(sdde_anchor_bench PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
+target_compile_definitions(sdde_anchor_bench PRIVATE USE_SPARSECOMM)
+target_link_libraries(sdde_anchor_bench PRIVATE sparsecomm_c)
+sparsecomm_add_smpi_test(sdde_anchor_bench sdde_anchor_bench 64 gen:lap3d27:8 8 3)

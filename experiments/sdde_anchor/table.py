@@ -11,6 +11,7 @@ asked (no direct exchange through MPI messages gets there).
 usage: table.py results/sdde_anchor/results.txt"""
 import math
 import os
+import runpy
 import statistics
 import sys
 from collections import defaultdict
@@ -18,6 +19,10 @@ from collections import defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import plotlib  # noqa: E402
 
+if len(sys.argv) > 1 and sys.argv[1] == "--smpi":  # smpi.sh's lines (a platform first): table_smpi.py
+    sys.argv = [sys.argv[0]] + sys.argv[2:]
+    runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "table_smpi.py"), run_name="__main__")
+    sys.exit(0)
 plotlib.usage(__doc__)
 
 t = defaultdict(list)  # (lib, matrix, ranks, alg) -> medians

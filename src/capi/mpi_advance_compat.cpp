@@ -298,6 +298,14 @@ int MPIL_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int s
     if (!comm_dist_graph_ptr) fail(SPC_ERR_ARG, "MPIL_Dist_graph_create_adjacent: comm_dist_graph_ptr is NULL");
     *comm_dist_graph_ptr = nullptr;
     if (comm_old == MPI_COMM_NULL) fail(MPI_ERR_COMM, "MPIL_Dist_graph_create_adjacent: comm_old is MPI_COMM_NULL");
+#ifdef SPARSECOMM_SMPI
+    // SimGrid SMPI 3.32 aborts on MPI_Dist_graph_create_adjacent.
+    (void)indegree, (void)sources, (void)sourceweights, (void)outdegree, (void)destinations, (void)destweights;
+    (void)reorder;
+    fail(SPC_ERR_NOT_IMPLEMENTED,
+         "MPIL_Dist_graph_create_adjacent: not supported under SMPI (SimGrid has no distributed graph "
+         "communicators); use MPIL_Topo_init and MPIL_Neighbor_alltoallv_init_topo");
+#endif
     auto c = std::make_unique<MPIL_Comm>();
     c->global = comm_old;
     // MPI reads the lists only up to the degrees; it may reject null pointers even then.

@@ -268,8 +268,11 @@ bool allreduce_max_sum_init(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_
 
 void iallreduce_max_sum(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_Request* req) {
 #ifdef SPARSECOMM_SMPI
-  (void)comm, (void)mine, (void)out, (void)req;
-  throw NotImplementedError("iallreduce_max_sum: not in the SMPI build");
+  // SMPI: no non-blocking reduction here; the blocking one completes it now and the
+  // request is null, so the caller's later wait returns at once (its cost moves from the
+  // wait to this call).
+  *out = allreduce_max_sum(comm, *mine);
+  *req = MPI_REQUEST_NULL;
 #else
   SPC_MPI(MPI_Iallreduce(mine, out, 1, max_sum_type(), max_sum(), comm, req));
 #endif

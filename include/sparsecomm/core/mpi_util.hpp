@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -145,6 +146,20 @@ int delete_attached(MPI_Comm, int, void* v, void*) {  // int, not auto: SMPI's M
 /// collective, then every rank must reach that first use alike.
 template <class T>
 T& comm_attached(MPI_Comm comm) {
+#ifdef SPARSECOMM_SMPI
+  // SMPI: MPI_COMM_WORLD is one object shared by every simulated rank, and the ranks were
+  // seen to run one rank's copy of this code (its static key with it), so each would find
+  // another's attribute. The world's objects are kept per world rank here instead (the
+  // ranks run one at a time; never deleted: SMPI may release the world first at finalize).
+  if (comm == MPI_COMM_WORLD) {
+    static std::map<int, T*> per_rank;
+    int r = 0;
+    SPC_MPI(MPI_Comm_rank(comm, &r));
+    T*& t = per_rank[r];
+    if (!t) t = new T{};
+    return *t;
+  }
+#endif
   static const int keyval = [] {
     int k = MPI_KEYVAL_INVALID;
     SPC_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &detail::delete_attached<T>, &k, nullptr));
@@ -221,8 +236,8 @@ struct MaxSum {
 /// hashes from both ends) cost one collective.
 MaxSum allreduce_max_sum(MPI_Comm comm, const MaxSum& mine);
 /// The same reduction, non-blocking (MPI_Iallreduce): `mine` and `out` must stay in place
-/// until *req completes. Not in the SMPI build (its non-blocking collectives let ranks
-/// leave early, see NonblockingBarrier).
+/// until *req completes. In the SMPI build (whose non-blocking collectives let ranks leave
+/// early, see NonblockingBarrier) it is the blocking reduction, and *req is MPI_REQUEST_NULL.
 void iallreduce_max_sum(MPI_Comm comm, const MaxSum* mine, MaxSum* out, MPI_Request* req);
 /// Collective: the same reduction as a persistent request (MPI-4's MPI_Allreduce_init, or
 /// Open MPI's MPIX_ extension), inactive until MPI_Start; each start reduces what `mine`
