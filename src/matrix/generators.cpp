@@ -259,12 +259,9 @@ std::vector<StencilPoint> rotate_stencil(double angle_deg, double eps) {
   const double pi = 4.0 * std::atan(1.0);
   const double x = pi * angle_deg / 180.0;
   const double s = std::sin(x), c = std::cos(x);
-  const double ac = -(c * c + eps * s * s);
-  const double bc = 2.0 * (1.0 - eps) * s * c;
-  const double cc = -(s * s + eps * c * c);
+  const double ac = -(c * c + eps * s * s), bc = 2.0 * (1.0 - eps) * s * c, cc = -(s * s + eps * c * c);
   const double center = -2 * (2 * ac + bc + 2 * cc);
-  const double east_west = 2 * ac + bc;
-  const double north_south = bc + 2 * cc;
+  const double east_west = 2 * ac + bc, north_south = bc + 2 * cc;
   const double diagonal = -bc;  // only the (-1,-1)/(+1,+1) diagonal: the stencil has 7 points
   return {
       {-1, -1, 0, diagonal}, {0, -1, 0, north_south}, {-1, 0, 0, east_west}, {0, 0, 0, center},
@@ -447,7 +444,6 @@ Generate parse_spec(const std::string& spec) {
   }
   throw InputError("unknown generator '" + s.name + "'");
 }
-
 
 /// Collective argument checks of a weak-scaled generator: positive block sides, and a
 /// global grid (block times P) below 2^62 points.

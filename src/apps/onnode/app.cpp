@@ -165,6 +165,101 @@ struct Settings {
   std::string json;
 };
 
+/// The cross-core one-copy limit where every rank is on one node: the partner's values read
+/// straight out of its memory (a shared window), the one copy an on-node exchange cannot
+/// avoid when the owner's array is not shared. Returns whether every rank is on one node
+/// (then b's window is open; `node` is made either way).
+bool open_cross_core(MPI_Comm comm, Buffers& b, int partner, MPI_Comm& node) {
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, comm_rank(comm), MPI_INFO_NULL, &node);
+  if (comm_size(node) != comm_size(comm)) return false;
+  MPI_Win_allocate_shared(static_cast<MPI_Aint>(b.n) * 8, 8, MPI_INFO_NULL, node, &b.mine, &b.win);
+  MPI_Aint bytes = 0;
+  int disp = 0;
+  double* theirs = nullptr;
+  MPI_Win_shared_query(b.win, partner, &bytes, &disp, &theirs);  // node rank = world rank (key me)
+  b.partners = theirs;
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, b.win);
+  std::fill(b.mine, b.mine + b.n, 0.0);
+  return true;
+}
+
+/// The plans of one size and the variants that time them.
+struct Variants {
+  std::vector<std::unique_ptr<Plan>> halo_plans;
+  std::vector<std::unique_ptr<GatherPlan>> gather_plans;
+  std::vector<Variant> vars;
+};
+
+Variants make_variants(MPI_Comm comm, const Settings& st, int64_t n, int partner, bool one_node) {
+  const Locality loc = Locality::parse(comm, "node");
+  Variants out;
+  out.vars.push_back({"copy", "memcpy", ""});
+  if (one_node) out.vars.push_back({"copy", "cross-core", ""});
+  const Pattern pat = pair_pattern(partner, n);
+  for (const auto& name : st.halo) {
+    out.halo_plans.push_back(make_plan(name, pat, loc, comm, PlanOptions{}));
+    for (const char* way : {"pack", "no-unpack", "direct"}) {
+      Variant v{"halo", name, way};
+      v.halo = out.halo_plans.back().get();
+      out.vars.push_back(v);
+    }
+  }
+  const Topology topo{{partner}, {partner}};
+  GatherOptions go;
+  go.same_count = true;
+  for (const auto& name : st.gather) {
+    out.gather_plans.push_back(make_gather_plan(name, topo, loc, comm, n, go));
+    Variant v{"gather", name, ""};
+    v.gather = out.gather_plans.back().get();
+    out.vars.push_back(v);
+  }
+  return out;
+}
+
+/// Rank 0's table rows and JSON records of one size.
+void report(const std::vector<Variant>& vars, const std::vector<apps::RoundStats>& stats,
+            const std::vector<bool>& verified, bool one_node, int p, int64_t size, int reps, const Settings& st,
+            apps::Table& t, apps::JsonLines* js) {
+  const apps::RoundStats& lim = stats[0];
+  const apps::RoundStats* cross = one_node ? &stats[1] : nullptr;
+  auto find = [&](const std::string& shape, const std::string& way) {
+    for (size_t i = 0; i < vars.size(); ++i)
+      if (vars[i].backend == "p2p" && vars[i].shape == shape && vars[i].way == way) return i;
+    return vars.size();
+  };
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const Variant& v = vars[i];
+    const double frac = apps::paired_ratio(lim, stats[i]);  // memcpy time / variant time, per round
+    const size_t ref = v.shape == "copy" ? vars.size() : find(v.shape, v.way);  // p2p, same shape and way
+    const double vs_p2p = ref < vars.size() ? apps::paired_ratio(stats[i], stats[ref]) : 0.0;
+    t.add({std::to_string(size), v.label(), apps::num("%.2f", stats[i].median * 1e6),
+           apps::num("%.0f", 100 * stats[i].spread) + "%", apps::num("%.2f", size / stats[i].median / 1e9),
+           apps::num("%.3f", frac), cross ? apps::num("%.3f", apps::paired_ratio(*cross, stats[i])) : "-",
+           vs_p2p > 0 ? apps::num("%.3f", vs_p2p) : "-", std::to_string(reps), verified[i] ? "yes" : "NO"});
+    if (!js) continue;
+    apps::Json j = apps::json_record("onnode");
+    j["ranks"] = p;
+    j["size_bytes"] = size;
+    j["shape"] = v.shape;
+    j["backend"] = v.backend;
+    j["way"] = v.way;
+    j["variant"] = v.label();
+    j["reps_per_round"] = reps;
+    j["rounds"] = st.rounds;
+    j["time_s"] = stats[i].median;
+    j["round_times_s"] = stats[i].rounds;
+    j["spread"] = stats[i].spread;
+    j["memcpy_time_s"] = lim.median;
+    j["fraction_of_one_copy"] = frac;
+    j["cross_core_time_s"] = cross ? apps::Json(cross->median) : apps::Json(nullptr);
+    j["fraction_of_cross_core_copy"] = cross ? apps::Json(apps::paired_ratio(*cross, stats[i])) : apps::Json(nullptr);
+    j["vs_p2p"] = vs_p2p > 0 ? apps::Json(vs_p2p) : apps::Json(nullptr);
+    j["verified"] = verified[i];
+    js->write(j);
+  }
+  t.rule();
+}
+
 /// Rank 0 reports; returns whether every check passed on every rank.
 bool run_size(MPI_Comm comm, const Settings& st, int64_t size, apps::Table& t, apps::JsonLines* js) {
   const int me = comm_rank(comm), p = comm_size(comm), partner = me ^ 1;
@@ -174,47 +269,10 @@ bool run_size(MPI_Comm comm, const Settings& st, int64_t size, apps::Table& t, a
   b.owned.assign(static_cast<size_t>(b.n), 0.0);
   b.ghost.assign(static_cast<size_t>(b.n), -1.0);
   b.copy_dst.assign(static_cast<size_t>(b.n), 0.0);
-  const Locality loc = Locality::parse(comm, "node");
-  // The cross-core one-copy limit where every rank is on one node: the partner's values read
-  // straight out of its memory (a shared window), the one copy an on-node exchange cannot
-  // avoid when the owner's array is not shared.
   MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
-  const bool one_node = comm_size(node) == p;
-  if (one_node) {
-    MPI_Win_allocate_shared(static_cast<MPI_Aint>(b.n) * 8, 8, MPI_INFO_NULL, node, &b.mine, &b.win);
-    MPI_Aint bytes = 0;
-    int disp = 0;
-    double* theirs = nullptr;
-    MPI_Win_shared_query(b.win, partner, &bytes, &disp, &theirs);  // node rank = world rank (key me)
-    b.partners = theirs;
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, b.win);
-    std::fill(b.mine, b.mine + b.n, 0.0);
-  }
-  std::vector<std::unique_ptr<Plan>> halo_plans;
-  std::vector<std::unique_ptr<GatherPlan>> gather_plans;
-  std::vector<Variant> vars;
-  vars.push_back({"copy", "memcpy", ""});
-  if (one_node) vars.push_back({"copy", "cross-core", ""});
-  const Pattern pat = pair_pattern(partner, b.n);
-  for (const auto& name : st.halo) {
-    halo_plans.push_back(make_plan(name, pat, loc, comm, PlanOptions{}));
-    for (const char* way : {"pack", "no-unpack", "direct"}) {
-      Variant v{"halo", name, way};
-      v.halo = halo_plans.back().get();
-      vars.push_back(v);
-    }
-  }
-  const Topology topo{{partner}, {partner}};
-  GatherOptions go;
-  go.same_count = true;
-  for (const auto& name : st.gather) {
-    gather_plans.push_back(make_gather_plan(name, topo, loc, comm, b.n, go));
-    Variant v{"gather", name, ""};
-    v.gather = gather_plans.back().get();
-    vars.push_back(v);
-  }
-
+  const bool one_node = open_cross_core(comm, b, partner, node);
+  Variants v = make_variants(comm, st, b.n, partner, one_node);
+  std::vector<Variant>& vars = v.vars;
   const int reps = static_cast<int>(std::clamp<int64_t>(st.round_bytes / std::max<int64_t>(size, 1), st.min_reps,
                                                         st.reps));
   const int warmup = std::max(1, std::min(reps / 10, 10));
@@ -236,47 +294,7 @@ bool run_size(MPI_Comm comm, const Settings& st, int64_t size, apps::Table& t, a
   std::vector<bool> verified(vars.size());
   bool all_ok = true;
   for (size_t i = 0; i < vars.size(); ++i) all_ok = (verified[i] = all_ranks(comm, local_ok[i] != 0)) && all_ok;
-
-  if (me != 0) return all_ok;
-  const apps::RoundStats& lim = stats[0];
-  const apps::RoundStats* cross = one_node ? &stats[1] : nullptr;
-  auto find = [&](const std::string& shape, const std::string& way) {
-    for (size_t i = 0; i < vars.size(); ++i)
-      if (vars[i].backend == "p2p" && vars[i].shape == shape && vars[i].way == way) return i;
-    return vars.size();
-  };
-  for (size_t i = 0; i < vars.size(); ++i) {
-    const Variant& v = vars[i];
-    const double frac = apps::paired_ratio(lim, stats[i]);  // memcpy time / variant time, per round
-    const size_t ref = v.shape == "copy" ? vars.size() : find(v.shape, v.way);  // p2p, same shape and way
-    const double vs_p2p = ref < vars.size() ? apps::paired_ratio(stats[i], stats[ref]) : 0.0;
-    t.add({std::to_string(size), v.label(), apps::num("%.2f", stats[i].median * 1e6),
-           apps::num("%.0f", 100 * stats[i].spread) + "%", apps::num("%.2f", size / stats[i].median / 1e9),
-           apps::num("%.3f", frac), cross ? apps::num("%.3f", apps::paired_ratio(*cross, stats[i])) : "-", vs_p2p > 0 ? apps::num("%.3f", vs_p2p) : "-", std::to_string(reps),
-           verified[i] ? "yes" : "NO"});
-    if (js) {
-      apps::Json j = apps::json_record("onnode");
-      j["ranks"] = p;
-      j["size_bytes"] = size;
-      j["shape"] = v.shape;
-      j["backend"] = v.backend;
-      j["way"] = v.way;
-      j["variant"] = v.label();
-      j["reps_per_round"] = reps;
-      j["rounds"] = st.rounds;
-      j["time_s"] = stats[i].median;
-      j["round_times_s"] = stats[i].rounds;
-      j["spread"] = stats[i].spread;
-      j["memcpy_time_s"] = lim.median;
-      j["fraction_of_one_copy"] = frac;
-      j["cross_core_time_s"] = cross ? apps::Json(cross->median) : apps::Json(nullptr);
-      j["fraction_of_cross_core_copy"] = cross ? apps::Json(apps::paired_ratio(*cross, stats[i])) : apps::Json(nullptr);
-      j["vs_p2p"] = vs_p2p > 0 ? apps::Json(vs_p2p) : apps::Json(nullptr);
-      j["verified"] = verified[i];
-      js->write(j);
-    }
-  }
-  t.rule();
+  if (me == 0) report(vars, stats, verified, one_node, p, size, reps, st, t, js);
   return all_ok;
 }
 
