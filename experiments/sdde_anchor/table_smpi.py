@@ -9,12 +9,14 @@ Simulated model times: deterministic, one run per input.
 
 usage: table_smpi.py results/sdde_anchor_smpi/results.txt"""
 import math
+import os
 import sys
 from collections import defaultdict
 
-if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
-    print(__doc__)
-    sys.exit(2)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import plotlib  # noqa: E402
+
+plotlib.usage(__doc__)
 t = {}
 bad = []
 for line in open(sys.argv[1]):

@@ -102,7 +102,8 @@ TEST(OpenBackend, OwnsItsOptions) {
   rejects(test::kSendsFirst, "tag=40000", "out of range");
   rejects(test::kSendsFirst, "tag=x1", "not an integer");
   rejects(test::kSendsFirst, "k=2", "has no option 'k'; its options: tag");
-  rejects("p2p", "tag=5", "backend 'p2p' has no option 'tag' (it takes none)");
+  rejects("neighbor", "tag=5", "backend 'neighbor' has no option 'tag' (it takes none)");
+  rejects("p2p", "tag=5", "backend 'p2p' has no option 'tag'; its options: in_place");
   // One rank alone with a bad value: an error on every rank, nobody left waiting.
   rejects(test::kSendsFirst, test::rank() == test::size() - 1 ? "tag=-3" : "tag=3", "");
   // auto takes its candidates' options and hands each its own.
