@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include "comm/plan/auto_predict.hpp"
 #include "core/process_default.hpp"
 
 namespace sparsecomm {
@@ -434,6 +435,96 @@ double predict_counts(const Stats& c, const Stats& w, double copied, int stages,
   return red.total(m);
 }
 }  // namespace
+
+namespace detail {
+namespace {
+// One candidate's share of predict_reduced's vectors: the participation flags (summed over
+// ranks), then the tags and stage counts (maxima), the injected and received bytes (summed
+// over the region), the times (maxima).
+constexpr size_t kPart = 2 * (kSlots + 1), kTags = 2 * kSlots + 4, kInj = 2 * (kSlots + 1), kTimes = 2 * kSlots + 3;
+
+// This rank's terms of candidate `c` under the shares of `part` (the flags summed over ranks).
+RankTerms shared_terms(const OwnCounts& c, const double* part, double nranks, const ModelParams& m) {
+  std::map<std::string, double> share;
+  for (const auto& kv : c.counts.steps()) share[kv.first] = part[step_slot(step_tag(kv.first))] / nranks;
+  return rank_terms(c.counts, c.window, c.staged, c.stages, m, share);
+}
+
+// Fills one candidate's tags, bytes and times from its terms (as predict_counts does).
+void put_reduced(const RankTerms& t, uint64_t* tags, double* inj, double* times, double& work) {
+  const RankSlots s = slots_of(t);
+  for (size_t k = 0; k < kSlots; ++k)
+    if (s.tag[k] != 0) tags[k] = s.tag[k], tags[kSlots + k] = ~s.tag[k];
+  tags[2 * kSlots] = s.collides ? 1 : 0;
+  tags[2 * kSlots + 1] = static_cast<uint64_t>(t.stages);
+  tags[2 * kSlots + 2] = static_cast<uint64_t>(t.inter_steps);
+  tags[2 * kSlots + 3] = static_cast<uint64_t>(t.message_steps);
+  std::copy(s.inj.begin(), s.inj.end(), inj);
+  std::copy(s.rec.begin(), s.rec.end(), inj + kSlots + 1);
+  std::copy(s.busy.begin(), s.busy.begin() + kSlots, times);
+  times[2 * kSlots] = s.busy[kSlots];
+  times[2 * kSlots + 2] = t.copy;
+  work = total_work({t});
+}
+
+// The prediction from one candidate's reduced vectors (predict_counts' last part).
+double from_reduced(const double* part, const uint64_t* tags, const double* times, double nranks,
+                    const ModelParams& m) {
+  StepReduction red;
+  red.fold = tags[2 * kSlots] != 0;
+  for (size_t k = 0; k < kSlots; ++k) red.fold = red.fold || (tags[k] != 0 && tags[k] != ~tags[kSlots + k]);
+  red.busy.assign(times, times + kSlots);
+  red.inj.assign(times + kSlots, times + 2 * kSlots);
+  red.busy_all = times[2 * kSlots], red.inj_all = times[2 * kSlots + 1], red.copy = times[2 * kSlots + 2];
+  for (size_t k = 0; k <= kSlots; ++k) red.share[k] = part[k] / nranks, red.ishare[k] = part[kSlots + 1 + k] / nranks;
+  red.stages = static_cast<int64_t>(tags[2 * kSlots + 1]);
+  red.inter = static_cast<int64_t>(tags[2 * kSlots + 2]);
+  red.msg = static_cast<int64_t>(tags[2 * kSlots + 3]);
+  return red.total(m);
+}
+}  // namespace
+
+std::vector<double> predict_reduced(const std::vector<OwnCounts>& mine, const Locality& loc, MPI_Comm comm,
+                                    const ModelParams& m, std::vector<double>& work) {
+  const size_t n = mine.size();
+  const double nranks = static_cast<double>(comm_size(comm));
+  // The ranks taking part in each step's inter- and intra-region messages, first: the inter
+  // share scales the per-message cost of the terms (predict_counts).
+  std::vector<double> part(n * kPart, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    const RankSlots s = slots_of(rank_terms(mine[i].counts, mine[i].window, mine[i].staged, mine[i].stages, m));
+    std::copy(s.part.begin(), s.part.end(), part.begin() + static_cast<std::ptrdiff_t>(i * kPart));
+    std::copy(s.ipart.begin(), s.ipart.end(), part.begin() + static_cast<std::ptrdiff_t>(i * kPart + kSlots + 1));
+  }
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, part.data(), static_cast<int>(part.size()), MPI_DOUBLE, MPI_SUM, comm));
+  std::vector<uint64_t> tags(n * kTags, 0);
+  std::vector<double> inj(n * kInj, 0.0), times(n * kTimes + n, 0.0), mywork(n, 0.0), sum(n, 0.0);
+  for (size_t i = 0; i < n; ++i)
+    put_reduced(shared_terms(mine[i], part.data() + i * kPart, nranks, m), tags.data() + i * kTags,
+                inj.data() + i * kInj, times.data() + i * kTimes, mywork[i]);
+  allreduce_max_u64(comm, tags.data(), static_cast<int>(tags.size()));  // (0 must lose to every tag)
+  // The bytes summed within the region (one region unsplit: the whole communicator).
+  const MPI_Comm region = loc.local_comm() != MPI_COMM_NULL ? loc.local_comm() : comm;
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, inj.data(), static_cast<int>(inj.size()), MPI_DOUBLE, MPI_SUM, region));
+  // The work, a sum of doubles, reduced to rank 0 and handed on in the maxima (the others
+  // put 0, work is never negative): every rank holds rank 0's sum.
+  SPC_MPI(MPI_Reduce(mywork.data(), sum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, 0, comm));
+  const double rate = std::max(m.region_rate, 1.0);
+  for (size_t i = 0; i < n; ++i) {
+    const double* b = inj.data() + i * kInj;
+    double* t = times.data() + i * kTimes;
+    for (size_t k = 0; k < kSlots; ++k) t[kSlots + k] = std::max(b[k], b[kSlots + 1 + k]) / rate;
+    t[2 * kSlots + 1] = std::max(b[kSlots], b[2 * kSlots + 1]) / rate;
+    times[n * kTimes + i] = comm_rank(comm) == 0 ? sum[i] : 0.0;
+  }
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, times.data(), static_cast<int>(times.size()), MPI_DOUBLE, MPI_MAX, comm));
+  std::vector<double> predicted(n);
+  work.assign(times.begin() + static_cast<std::ptrdiff_t>(n * kTimes), times.end());
+  for (size_t i = 0; i < n; ++i)
+    predicted[i] = from_reduced(part.data() + i * kPart, tags.data() + i * kTags, times.data() + i * kTimes, nranks, m);
+  return predicted;
+}
+}  // namespace detail
 
 double predict_iteration(const Plan& plan, const ModelParams& m, MPI_Comm comm) {
   return predict_counts(plan.iteration_counts(), plan.window_counts(), staged_bytes(plan), plan.stages(),

@@ -43,6 +43,14 @@ struct BackendHooksFor {
   /// and the hook reports in RankCounts::window what the plan's window_counts() will, which
   /// auto prices as window reads.
   bool node_window = false;
+  /// `counts` reports each rank's counts from its region alone: a rank's counts depend only
+  /// on the segments the ranks of its region send and receive (their sizes, and per remote
+  /// region the distinct ids a rank sends there), not on the rest of the pattern. Then auto
+  /// evaluates them per region (each rank from its region's summaries, O(region x
+  /// neighbors) memory) instead of building the plan; without it a candidate with a counts
+  /// hook is built and predicted from its real counts (message combining: its matching
+  /// spans the whole graph).
+  bool counts_by_region = false;
 };
 
 }  // namespace sparsecomm

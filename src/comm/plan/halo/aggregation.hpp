@@ -61,6 +61,7 @@ inline std::vector<Schedule::Phase> then_forward(std::vector<Schedule::Phase> fi
 inline BackendHooks aggregation_hooks(decltype(BackendHooks::counts) counts, int setup_rank) {
   BackendHooks h{std::move(counts), {window_option()}, setup_rank};
   h.node_window = true;
+  h.counts_by_region = true;  // leaders and receivers follow from the region's own volumes
   return h;
 }
 

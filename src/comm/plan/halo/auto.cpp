@@ -4,20 +4,20 @@
 // every candidate), "auto.setup.<backend>" (every candidate it built), "auto.choose" (the
 // time to choose) and "setup.backend" (auto's whole setup), which `sparsecomm info` prints.
 //
-// Counts without plans: a backend's counts hook (BackendHooks::counts, the one plan
-// statistics use and tests/test_plan_stats.cpp checks rank by rank against real plans)
-// gives every rank's counts from the whole pattern. Rank 0 gathers the pattern's send
-// side (every rank's destinations and segment sizes, and per remote region the number of
-// distinct ids it sends there, counted by each rank for itself; the ids themselves stay
-// home: HaloPattern::distinct, segments without ids), evaluates every candidate's counts
-// and the model's prediction (predict_from_terms, the same formula predict_iteration
-// reduces over real ranks), and broadcasts the predictions. Only the chosen plan is built,
-// without make_plan's collectives (auto's own make_plan ran them). A backend without a
-// counts hook (one registered outside the library) is built and predicted from its real
-// counts. The model's agreement (ModelParams::resolve's allreduce) and the node labels
-// travel in the same gather, so auto's setup is its chosen backend's plus one gather, rank
-// 0's counting and one broadcast; the counting of message-combining candidates grows with
-// P (combining_schedules) and dominates at thousands of ranks.
+// Counts without plans, and without any rank holding all of them: a backend's counts hook
+// (BackendHooks::counts, the one plan statistics use and tests/test_plan_stats.cpp checks
+// rank by rank against real plans) declared counts_by_region gives a rank's counts from its
+// region's ranks' segments alone, so each rank evaluates it on its region's view of the
+// pattern (detail::region_counts: an allgather inside the region, one word per inter-region
+// segment) and keeps its own counts. A candidate whose counts need the whole pattern
+// (message combining: its matching spans the graph), or whose window transfers need node
+// labels the view cannot give (regions that are neither whole nodes nor all on one node),
+// or that has no counts hook (one registered outside the library), is built and its real
+// counts taken. Then a few reductions of a few hundred words per candidate
+// (detail::predict_reduced) give every rank the predictions predict_from_terms would make
+// over all ranks' terms, the same on every rank. Only the chosen plan is built when it was
+// not, without make_plan's collectives (auto's own make_plan ran them). Per-rank memory:
+// O(region x neighbors + candidates), independent of the number of ranks.
 //
 // With the option iterations = N > 0 the choice weighs setup + N x execution cost, and a
 // setup time is only known by building: then every candidate is built and its measured
@@ -26,12 +26,13 @@
 // With the option race = N > 0 the candidates predicted close to the cheapest are built and
 // timed (race_medians), and the fastest measured is taken; "auto.race.<backend>" holds each
 // one's median seconds per exchange. Off by default: it costs the close candidates' setups
-// and N exchanges each, where the model alone costs one gather and one broadcast.
+// and N exchanges each, where the model alone costs a few small reductions.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <map>
 
+#include "comm/plan/auto_predict.hpp"
 #include "comm/plan/registry.hpp"
 #include "comm/shm_channel.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
@@ -42,286 +43,68 @@ namespace sparsecomm {
 
 namespace {
 
-// Per remote region, the number of distinct ids this rank sends to its ranks (what
-// duplicate removal leaves). The ids a rank sends are its own values, so their range is
-// usually its block: a mark per id of the range, set to the region being counted, counts
-// them in one pass without sorting; a range much wider than the ids falls back to sorting.
-std::map<int, int64_t> distinct_to_regions(const PatternSide& s, const std::vector<int>& region, int me) {
-  std::map<int, std::vector<int>> segs;  // remote region -> my segments to its ranks
-  for (int i = 0; i < s.num_neighbors(); ++i) {  // (empty segments left out, as in message_of)
-    const int S = region[static_cast<size_t>(s.ranks[i])];
-    if (S != region[static_cast<size_t>(me)] && s.count(i) > 0) segs[S].push_back(i);
+// The model, agreed without a collective of ModelParams::resolve's own shape: every rank's
+// local_model(), then one maximum over (kind, -kind, measure, the lowest rank that failed to
+// read its file), the failed rank's text broadcast, or the parameters compared through one
+// maximum of (x, -x) (root_computed hands the failed rank's error on). A measured model new on this communicator is measured or read from the
+// machine's cache (machine_model_remembered). Collective; errors alike on every rank.
+ModelParams agree_model(MPI_Comm c, const Locality& l, const std::string& source) {
+  const LocalModel lm = local_model(c, l, source);
+  const int me = comm_rank(c);
+  int v[4] = {lm.kind, -lm.kind, lm.measure ? 1 : 0, lm.error.empty() ? -comm_size(c) : -me};
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT, MPI_MAX, c));
+  if (v[3] > -comm_size(c)) {  // some rank could not read its file: its text, on every rank
+    const int bad = -v[3];
+    std::vector<double> none;
+    root_computed(c, bad, none, [&] { throw InputError(lm.error + " [on rank " + std::to_string(bad) + "]"); });
+    throw std::logic_error("auto: the error of rank " + std::to_string(bad) + " did not arrive");
   }
-  std::map<int, int64_t> out;
-  if (segs.empty()) return out;
-  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min(), n = 0;
-  for (const auto& kv : segs)
-    for (int i : kv.second)
-      for (int64_t k = s.offsets[i]; k < s.offsets[i + 1]; ++k)
-        lo = std::min(lo, s.global_ids[k]), hi = std::max(hi, s.global_ids[k]), ++n;
-  if (hi - lo < 4 * n + 4096) {
-    std::vector<int> mark(static_cast<size_t>(hi - lo + 1), -1);
-    for (const auto& [S, list] : segs) {
-      int64_t d = 0;
-      for (int i : list)
-        for (int64_t k = s.offsets[i]; k < s.offsets[i + 1]; ++k) {
-          int& m = mark[static_cast<size_t>(s.global_ids[k] - lo)];
-          if (m != S) m = S, ++d;
-        }
-      out[S] = d;
-    }
-    return out;
-  }
-  for (const auto& [S, list] : segs) {
-    std::vector<int64_t> v;
-    for (int i : list) v.insert(v.end(), s.global_ids.begin() + s.offsets[i], s.global_ids.begin() + s.offsets[i + 1]);
-    std::sort(v.begin(), v.end());
-    out[S] = static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
-  }
-  return out;
-}
-
-// What every rank sends rank 0 ahead of its pattern: what it knows of the model
-// (LocalModel: kind, measure, error text, the parameters bit for bit) and the lowest rank
-// of its node (-1: no window backend). Rank 0 checks that the ranks agree, so auto needs no
-// collective of its own for the model (ModelParams::resolve's allreduce) nor for the nodes
-// (node_labels' allgather).
-constexpr size_t kHeader = 4 + ModelParams::kFields;
-void put_header(std::vector<int64_t>& v, const LocalModel& lm, int lowest) {
-  v.push_back(lm.kind), v.push_back(lm.measure ? 1 : 0), v.push_back(lowest);
-  v.push_back(static_cast<int64_t>(lm.error.size()));
-  const size_t at = v.size();
-  v.resize(at + ModelParams::kFields);
-  std::memcpy(v.data() + at, &lm.params, sizeof(double) * ModelParams::kFields);
-  v.insert(v.end(), lm.error.begin(), lm.error.end());
-}
-
-// Rank 0: whether the ranks' headers agree (an InputError as ModelParams::resolve gives
-// it if not); true if a measurement is needed. Fills `node` from the lowest ranks (numbered
-// by lowest rank, as node_labels() numbers them).
-bool check_headers(const std::vector<std::vector<int64_t>>& got, const LocalModel& mine, std::vector<int>& node) {
-  bool measure = false;
-  std::vector<int> lowest;
-  for (size_t r = 0; r < got.size(); ++r) {
-    const std::vector<int64_t>& h = got[r];
-    if (h[0] != got[0][0]) throw InputError("model: ranks disagree on the parameter source (file, builtin or measured)");
-    if (h[3] > 0)
-      throw InputError(std::string(h.begin() + kHeader, h.begin() + kHeader + h[3]) + " [on rank " + std::to_string(r) + "]");
-    measure = measure || h[1] != 0;
-    if (!measure && std::memcmp(h.data() + 4, got[0].data() + 4, sizeof(double) * ModelParams::kFields) != 0)
+  if (v[0] != -v[1]) throw InputError("model: ranks disagree on the parameter source (file, builtin or measured)");
+  if (v[2] != 0) return machine_model_remembered(c, l);
+  double x[2 * ModelParams::kFields];
+  std::memcpy(x, &lm.params, sizeof(double) * ModelParams::kFields);
+  for (int i = 0; i < ModelParams::kFields; ++i) x[ModelParams::kFields + i] = -x[i];
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, x, 2 * ModelParams::kFields, MPI_DOUBLE, MPI_MAX, c));
+  for (int i = 0; i < ModelParams::kFields; ++i)
+    if (x[i] != -x[ModelParams::kFields + i])
       throw InputError("model: ranks loaded different performance model parameters from " +
-                       (mine.kind == 2 ? mine.source : std::string("the measured model")));
-    lowest.push_back(static_cast<int>(h[2]));
-  }
-  if (lowest[0] >= 0) node = node_labels_from_lowest(lowest);
-  return measure;
+                       (lm.kind == 2 ? lm.source : std::string("the measured model")));
+  return lm.params;
 }
 
-// What every rank sends rank 0: [header, neighbors, (rank, count) ..., regions, (region,
-// distinct) ...]. What the counts need of the ids is, per rank and remote region, how many
-// distinct ids it sends there: every rank counts its own (in parallel) and sends that with
-// its destinations and segment sizes, not the ids.
-std::vector<int64_t> message_of(MPI_Comm c, const Pattern& p, const std::vector<int>& region,
-                                const std::vector<int64_t>& header) {
-  const auto& s = p.send();
-  const std::map<int, int64_t> distinct = distinct_to_regions(s, region, comm_rank(c));
-  std::vector<int64_t> mine(header);
-  mine.reserve(header.size() + 2 + 2 * static_cast<size_t>(s.num_neighbors()) + 2 * distinct.size());
-  // (Empty segments, which MPI's neighborhood collectives make with counts of 0, carry
-  // nothing and are left out: the counts take destinations with values.)
-  int64_t nonempty = 0;
-  for (int i = 0; i < s.num_neighbors(); ++i) nonempty += s.count(i) > 0;
-  mine.push_back(nonempty);
-  for (int i = 0; i < s.num_neighbors(); ++i)
-    if (s.count(i) > 0) mine.push_back(s.ranks[i]), mine.push_back(s.count(i));
-  mine.push_back(static_cast<int64_t>(distinct.size()));
-  for (const auto& [S, d] : distinct) mine.push_back(S), mine.push_back(d);
-  return mine;
-}
-
-// The messages reach rank 0 in collectives on c itself (no point-to-point, so no library
-// duplicate of c to create on its first use, and nothing a program's own messages on c
-// could match): one MPI_Gather of a fixed chunk per rank, its length first. A message
-// longer than its chunk (many neighbors) sends the rest in an MPI_Gatherv that every rank
-// joins only when rank 0's broadcast asks for it (gather_rest).
-// Rank 0's view of the messages: what arrived of each, and how many words of it did not.
-struct Gathered {
-  std::vector<std::vector<int64_t>> msg;
-  std::vector<int> missing;
-  bool complete() const {
-    return std::all_of(missing.begin(), missing.end(), [](int n) { return n == 0; });
-  }
+// How the candidates' counts may label nodes (detail::NodeLayout), and whether every region
+// is exactly one node (then for_layout caps the inter-region byte cost by the region's
+// injection rate). Collective (one maximum) where a candidate moves transfers through
+// windows; under SMPI there are none, and no node labels, as the plans have them.
+struct Layout {
+  detail::NodeLayout nodes = detail::NodeLayout::none;
+  bool regions_are_nodes = false;
 };
-
-// `words` per chunk: auto's option gather_words (the same on every rank: make_plan checked it).
-void gather_chunks(MPI_Comm c, const std::vector<int64_t>& mine, int words, Gathered& got) {
-  std::vector<int64_t> chunk(static_cast<size_t>(words), 0);
-  chunk[0] = static_cast<int64_t>(mine.size());
-  std::copy_n(mine.begin(), std::min<size_t>(mine.size(), static_cast<size_t>(words - 1)), chunk.begin() + 1);
-  const bool root = comm_rank(c) == 0;
-  const int P = comm_size(c);
-  std::vector<int64_t> all(root ? static_cast<size_t>(P) * words : 0);
-  SPC_MPI(MPI_Gather(chunk.data(), words, MPI_INT64_T, all.data(), words, MPI_INT64_T, 0, c));
-  if (!root) return;
-  got.msg.assign(static_cast<size_t>(P), {});
-  got.missing.assign(static_cast<size_t>(P), 0);
-  for (int r = 0; r < P; ++r) {
-    const int64_t* at = all.data() + static_cast<size_t>(r) * words;
-    got.msg[static_cast<size_t>(r)].assign(at + 1, at + 1 + std::min<int64_t>(at[0], words - 1));
-    got.missing[static_cast<size_t>(r)] = static_cast<int>(std::max<int64_t>(0, at[0] - (words - 1)));
-  }
-}
-void gather_rest(MPI_Comm c, const std::vector<int64_t>& mine, int words, Gathered& got) {
-  const int n = static_cast<int>(std::max<size_t>(mine.size(), static_cast<size_t>(words - 1)) - (words - 1));
-  const bool root = comm_rank(c) == 0;
-  const int P = comm_size(c);
-  std::vector<int> displs(root ? static_cast<size_t>(P) : 0);
-  std::vector<int64_t> rest;
-  if (root) {
-    int total = 0;
-    for (int r = 0; r < P; ++r) displs[static_cast<size_t>(r)] = total, total += got.missing[static_cast<size_t>(r)];
-    rest.resize(static_cast<size_t>(total));
-  }
-  SPC_MPI(MPI_Gatherv(mine.data() + (words - 1) * (n > 0), n, MPI_INT64_T, rest.data(), got.missing.data(),
-                      displs.data(), MPI_INT64_T, 0, c));
-  if (!root) return;
-  for (int r = 0; r < P; ++r) {
-    const int64_t* at = rest.data() + displs[static_cast<size_t>(r)];
-    got.msg[static_cast<size_t>(r)].insert(got.msg[static_cast<size_t>(r)].end(), at, at + got.missing[static_cast<size_t>(r)]);
-    got.missing[static_cast<size_t>(r)] = 0;
-  }
-}
-
-// Rank 0: every rank's message as a virtual pattern (the counts in HaloPattern::distinct,
-// the segments without ids: Segment::sized) and its header.
-virt::HaloPattern unpack(const std::vector<std::vector<int64_t>>& got, std::vector<std::vector<int64_t>>& headers) {
-  const int P = static_cast<int>(got.size());
-  virt::HaloPattern h;
-  h.p = P;
-  h.send.resize(static_cast<size_t>(P));
-  h.distinct.resize(static_cast<size_t>(P));
-  headers.resize(static_cast<size_t>(P));
-  for (int r = 0; r < P; ++r) {
-    const std::vector<int64_t>& all = got[static_cast<size_t>(r)];
-    size_t at = kHeader + static_cast<size_t>(all[3]);  // (after the error text, as long as the header says)
-    headers[static_cast<size_t>(r)].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(at));
-    const int64_t nb = all[at++];
-    const size_t seg_at = at;
-    at += 2 * static_cast<size_t>(nb);
-    const int64_t nreg = all[at++];
-    for (int64_t k = 0; k < nreg; ++k, at += 2) h.distinct[static_cast<size_t>(r)][static_cast<int>(all[at])] = all[at + 1];
-    for (int64_t i = 0; i < nb; ++i)
-      h.send[static_cast<size_t>(r)].push_back(virt::HaloPattern::Segment::sized(
-          static_cast<int>(all[seg_at + 2 * static_cast<size_t>(i)]), all[seg_at + 2 * static_cast<size_t>(i) + 1]));
-  }
-  return h;
-}
-
-// Rank 0: the prediction of backend `name` from its counts hook, as predict_iteration
-// would make it on the plan that backend builds.
-double predict_virtual(const std::string& name, const virt::HaloPattern& h, const std::vector<int>& region,
-                       const PlanOptions& co, const ModelParams& model, double& work) {
-  const ModelParams m = for_layout(model, region, h.node);
-  const std::vector<virt::RankCounts> c = virt::halo_counts(name, h, region, co);
-  const double eb = static_cast<double>(co.width) * co.value_bytes;
-  std::vector<std::map<std::string, bool>> parts(c.size());
-  for (size_t r = 0; r < c.size(); ++r) parts[r] = takes_part(c[r].counts, c[r].window, true);
-  const std::map<std::string, double> share = step_shares(parts);
-  std::vector<RankTerms> terms(c.size());
-  for (size_t r = 0; r < c.size(); ++r) {
-    double own = 0;
-    for (const auto& seg : h.send[r]) own += static_cast<double>(seg.size) * eb;
-    const auto& t = c[r].counts.total();
-    const double staged = std::max(0.0, static_cast<double>(t.sent_intra.bytes + t.sent_inter.bytes) - own);
-    terms[r] = rank_terms(c[r].counts, c[r].window, staged, c[r].stages, m, share);
-  }
-  work = total_work(terms);
-  return predict_from_terms(terms, region, m);
+Layout node_layout(MPI_Comm c, const Locality& l, const std::vector<std::string>& order) {
+  Layout out;
+#ifndef SPARSECOMM_SMPI  // (SMPI has no shared windows: every transfer is a message)
+  bool windows = false;
+  for (const auto& n : order) windows = windows || backend_hooks(n).node_window;
+  if (!windows) return out;
+  const auto node = detail::node_of(c);
+  bool region_is_node = static_cast<int>(node->node_rank_of.size()) == l.local_size();
+  for (int i = 0; i < l.local_size() && region_is_node; ++i)
+    region_is_node = node->node_rank_of.count(l.member(l.region(), i)) > 0;
+  int fails[2] = {region_is_node ? 0 : 1, static_cast<int>(node->node_rank_of.size()) == comm_size(c) ? 0 : 1};
+  SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, fails, 2, MPI_INT, MPI_MAX, c));
+  out.regions_are_nodes = fails[0] == 0;
+  out.nodes = fails[0] == 0   ? detail::NodeLayout::regions
+              : fails[1] == 0 ? detail::NodeLayout::one_node
+                              : detail::NodeLayout::mixed;
+#else
+  (void)c, (void)l, (void)order;
+#endif
+  return out;
 }
 
 struct Times {
   double model = 0, gather = 0, count = 0;
 };
-
-// Collective: the predictions of the candidates with a counts hook (-1 for the others), made
-// on rank 0 from the gathered pattern and broadcast with its outcome; `m` is set to the
-// model they used, the same on every rank. Two collectives on the success path (the gather,
-// the broadcast): the model's agreement and the node labels travel in the gather, and a
-// measured model that is new on this communicator but in the machine's cache travels in
-// the broadcast. Only in the first three launches on a machine and layout (the cache has
-// fewer calibrations: machine_model) do a measurement and a second broadcast follow.
-std::vector<double> predict_all(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o,
-                                const std::vector<std::string>& order,
-                                const std::function<PlanOptions(const std::string&)>& options_of, ModelParams& m,
-                                std::vector<double>& work, Times& t) {
-  double t0 = MPI_Wtime();
-  const LocalModel lm = local_model(c, l, o.backend.get("model", ""));
-  int lowest = -1;  // windows follow the real node, not emulated regions
-#ifndef SPARSECOMM_SMPI  // (SMPI has no shared windows: every transfer is a message)
-  bool windows = false;
-  for (const auto& n : order) windows = windows || backend_hooks(n).node_window;
-  if (windows) lowest = detail::node_of(c)->node_rank_of.begin()->first;
-#endif
-  std::vector<int64_t> header;
-  put_header(header, lm, lowest);
-  t.model = MPI_Wtime() - t0;
-  const std::vector<int>& region = l.regions();
-  t0 = MPI_Wtime();
-  const std::vector<int64_t> mine = message_of(c, p, region, header);
-  Gathered got;
-  std::vector<std::vector<int64_t>> headers;
-  const int chunk = static_cast<int>(std::min<int64_t>(o.backend.get_int("gather_words", 96), 1 << 16));
-  gather_chunks(c, mine, chunk, got);
-  t.gather = MPI_Wtime() - t0;
-  t0 = MPI_Wtime();
-  // Broadcast: the predictions, then what rank 0 did — 0: predicted, the ranks agreed on
-  // the model; 2: predicted, the model was to be measured and rank 0 read it from the
-  // machine's cache (it follows: every rank remembers it); 1: the model must be measured
-  // (no cache: all ranks, then a second broadcast); 3: some rank's message is incomplete
-  // (gather_rest, then a second broadcast).
-  m = lm.params;
-  const size_t n = order.size();
-  // [predictions, total work (the tie-break), rank 0's flag, a model read by rank 0]
-  const size_t flag = 2 * n;
-  std::vector<double> predicted(2 * n + 1 + ModelParams::kFields, -1.0);
-  virt::HaloPattern h;
-  auto count = [&] {
-    for (size_t i = 0; i < n; ++i)
-      if (backend_hooks(order[i]).counts)
-        predicted[i] = predict_virtual(order[i], h, region, options_of(order[i]), m, predicted[n + i]);
-  };
-  auto decide = [&] {
-    predicted[flag] = 0;
-    if (!got.complete()) {
-      predicted[flag] = 3;
-      return;
-    }
-    h = unpack(got.msg, headers);
-    if (check_headers(headers, lm, h.node)) {
-      predicted[flag] = read_machine_model_cache(h.node, l, m) ? 2 : 1;
-      if (predicted[flag] == 1) return;
-      std::memcpy(predicted.data() + flag + 1, &m, sizeof(double) * ModelParams::kFields);
-    }
-    count();
-  };
-  root_computed(c, 0, predicted, decide);
-  if (predicted[flag] == 3) {
-    gather_rest(c, mine, chunk, got);
-    root_computed(c, 0, predicted, decide);
-  }
-  if (predicted[flag] == 2) {
-    std::memcpy(static_cast<void*>(&m), predicted.data() + flag + 1, sizeof(double) * ModelParams::kFields);
-    remember_machine_model(c, l, m);
-  } else if (predicted[flag] == 1) {
-    m = machine_model_remembered(c, l);
-    root_computed(c, 0, predicted, count);
-  }
-  for (size_t i = 0; i < n; ++i)  // (no counts hook: built and predicted later, no work figure)
-    work[i] = predicted[i] >= 0 ? predicted[n + i] : std::numeric_limits<double>::infinity();
-  predicted.resize(n);
-  t.count = MPI_Wtime() - t0;
-  return predicted;
-}
 
 // The race (option race = N > 0): where the model's error is larger than the gap between
 // the candidates it ranks first (tens of percent on a loaded network, a few percent apart),
@@ -370,16 +153,49 @@ class Choice {
         predicted_(order_.size(), -1.0), work_(order_.size(), std::numeric_limits<double>::infinity()),
         setup_(order_.size(), 0.0), cost_(order_.size()) {}
 
-  // Predictions from counts, on rank 0, for the candidates with a counts hook.
+  // Predictions from counts for every candidate (iterations = 0): this rank's counts of
+  // each, from its region's view (detail::region_counts) where the hook counts by region and
+  // the node labels it needs are known, else from the plan built (make_plan, collective);
+  // then one set of reductions (detail::predict_reduced) gives every rank every prediction.
+  // A candidate with no counts hook has no work figure (infinite), as before.
   void predict() {
-    if (iterations_ == 0) {
-      predicted_ = predict_all(p_, l_, c_, o_, order_, [this](const std::string& n) { return options_of(n); }, m_,
-                               work_, times_);
-    } else {
-      const double tm = MPI_Wtime();
+    double t0 = MPI_Wtime();
+    if (iterations_ != 0) {
       m_ = ModelParams::resolve(c_, l_, o_.backend.get("model", ""));
-      times_.model = MPI_Wtime() - tm;
+      times_.model = MPI_Wtime() - t0;
+      return;
     }
+    m_ = agree_model(c_, l_, o_.backend.get("model", ""));
+    const Layout lay = node_layout(c_, l_, order_);
+    times_.model = MPI_Wtime() - t0;
+    t0 = MPI_Wtime();
+    std::vector<std::string> by_region;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < order_.size(); ++i) {
+      const BackendHooks& h = backend_hooks(order_[i]);
+      if (h.counts && h.counts_by_region && !(h.node_window && lay.nodes == detail::NodeLayout::mixed))
+        by_region.push_back(order_[i]), at.push_back(i);
+    }
+    std::vector<detail::OwnCounts> own(order_.size());
+    std::vector<detail::OwnCounts> got =
+        detail::region_counts(p_, l_, c_, by_region, [this](const std::string& n) { return options_of(n); }, lay.nodes);
+    for (size_t k = 0; k < at.size(); ++k) own[at[k]] = std::move(got[k]);
+    times_.gather = MPI_Wtime() - t0;
+    t0 = MPI_Wtime();
+    for (size_t i = 0; i < order_.size(); ++i) {
+      if (std::find(at.begin(), at.end(), i) != at.end()) continue;
+      auto plan = make_plan(order_[i], p_, l_, c_, options_of(order_[i]));
+      setup_[i] = allreduce_max(c_, plan->setup_stats().time("setup.backend"));
+      own[i] = detail::own_counts(*plan);
+      built_[order_[i]] = std::move(plan);
+    }
+    ModelParams m = m_;  // for_layout: a region that is one node injects at region_rate
+    if (lay.regions_are_nodes && l_.num_regions() >= 2)
+      m.byte_inter = std::min(m_.byte_inter, 1.0 / std::max(m_.region_rate, 1.0));
+    predicted_ = detail::predict_reduced(own, l_, c_, m, work_);
+    for (size_t i = 0; i < order_.size(); ++i)
+      if (!backend_hooks(order_[i]).counts) work_[i] = std::numeric_limits<double>::infinity();
+    times_.count = MPI_Wtime() - t0;
   }
   // The others are built and predicted from their real counts (all of them with
   // iterations > 0, where measured setup times enter the cost).
@@ -526,11 +342,7 @@ BackendHooks auto_hooks() {
                {"race_within", K::integer, "10", "percent above the cheapest prediction that still races", 0,
                 1000, false, "race"},
                {"race_among", K::integer, "3", "most candidates in a race (the model's choice included)", 2, 16,
-                false, "race"},
-               {"gather_words", K::integer, "96",
-                "words (8 bytes) per rank in the collective that brings rank 0 every rank's neighbors and "
-                "model: a rank with more sends the rest in a second one",
-                2}};
+                false, "race"}};
   return h;
 }
 

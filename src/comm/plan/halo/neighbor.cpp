@@ -82,13 +82,21 @@ void register_neighbor() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new NeighborPlan(p, l, c, o, false));
                    },
-                   BackendHooks{virt::direct_halo_counts, {}, 1});
+                   [] {
+                     BackendHooks h{virt::direct_halo_counts, {}, 1};
+                     h.counts_by_region = true;
+                     return h;
+                   }());
 #if MPI_VERSION >= 4
   register_backend("neighbor_persistent", "MPI-4 persistent neighborhood collective (Neighbor_alltoallv_init)",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new NeighborPlan(p, l, c, o, true));
                    },
-                   BackendHooks{virt::direct_halo_counts, {}, 6});
+                   [] {
+                     BackendHooks h{virt::direct_halo_counts, {}, 6};
+                     h.counts_by_region = true;
+                     return h;
+                   }());
 #endif
 }
 }  // namespace detail

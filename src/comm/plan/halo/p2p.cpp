@@ -157,7 +157,11 @@ void register_p2p() {
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new P2pPlan(p, l, c, o));
                    },
-                   BackendHooks{virt::direct_halo_counts, std::move(options), 0});
+                   [&options] {
+                     BackendHooks h{virt::direct_halo_counts, std::move(options), 0};
+                     h.counts_by_region = true;  // one message per segment: a rank's own
+                     return h;
+                   }());
 }
 }  // namespace detail
 

@@ -94,6 +94,7 @@ void register_shm() {
                    [] {
                      BackendHooks h{virt::shm_halo_counts, {}, 1};
                      h.node_window = true;
+                     h.counts_by_region = true;
                      return h;
                    }());
 }
