@@ -25,7 +25,7 @@ void compare_setup(const Pattern& pat, const Locality& loc, MPI_Comm comm, const
                    const std::string& pick) {
   PlanOptions pick_po;  // the pick with its defaults (auto's own options are not its)
   pick_po.sdde = po.sdde;
-  // auto's parts (rank 0's): model (the local lookup), pattern to rank 0, counting (and the broadcast).
+  // auto's parts (rank 0's): model (its agreement), the region's summaries, counting (builds and reductions).
   const char* parts[3] = {"auto.choose.model", "auto.choose.gather", "auto.choose.count"};
   std::vector<double> part[2][3];  // [first, later][part]
   auto timed = [&](const std::string& backend, MPI_Comm c, int at) {
@@ -57,7 +57,7 @@ void compare_setup(const Pattern& pat, const Locality& loc, MPI_Comm comm, const
             << pair(0, 1) << "; later plans " << pair(2, 3) << "\n";
   for (int at = 0; at < 2; ++at)
     std::cout << "  auto choosing, " << (at ? "later" : "first") << " plans (rank 0, median): model "
-              << num("%.2f", median(part[at][0]) * 1e3) << ", pattern to rank 0 " << num("%.2f", median(part[at][1]) * 1e3)
+              << num("%.2f", median(part[at][0]) * 1e3) << ", region summaries " << num("%.2f", median(part[at][1]) * 1e3)
               << ", counting and broadcast " << num("%.2f", median(part[at][2]) * 1e3) << " ms\n";
 }
 
@@ -120,9 +120,9 @@ int info_main(int argc, char** argv) {
               << "measured at setup (max over ranks, median of rounds), '-' where not in the race; "
               << "auto's own setup " << num("%.2f", auto_setup * 1e3)
               << " ms (choosing " << num("%.2f", chosen->setup_stats().time("auto.choose") * 1e3) << " ms: model "
-              << num("%.2f", chosen->setup_stats().time("auto.choose.model") * 1e3) << ", pattern to rank 0 "
+              << num("%.2f", chosen->setup_stats().time("auto.choose.model") * 1e3) << ", region summaries "
               << num("%.2f", chosen->setup_stats().time("auto.choose.gather") * 1e3) << ", counting "
-              << num("%.2f", chosen->setup_stats().time("auto.choose.count") * 1e3) << " on rank 0)\n"
+              << num("%.2f", chosen->setup_stats().time("auto.choose.count") * 1e3) << " and reductions)\n"
               << "auto chooses: " << chosen->name()
               << (iterations > 0 ? " (setup + " + o.get("iterations") + " exchanges)" : " (per exchange)")
               << "\n";

@@ -6,12 +6,9 @@
 // of all ranks. Per-rank memory: O(candidates) here, O(region x neighbors) in the counting.
 #include <mpi.h>
 
-#include <functional>
-#include <string>
 #include <vector>
 
 #include "sparsecomm/comm/locality.hpp"
-#include "sparsecomm/comm/pattern.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/core/stats.hpp"
@@ -35,27 +32,12 @@ struct OwnCounts {
 std::vector<double> predict_reduced(const std::vector<OwnCounts>& mine, const Locality& loc, MPI_Comm comm,
                                     const ModelParams& m, std::vector<double>& work);
 
-/// How auto may label nodes in a region's view of the pattern (RegionView::node_mode).
+/// How auto may label nodes in a region's view of the pattern (auto.cpp: region_counts).
 enum class NodeLayout {
   none,          ///< no node labels (SMPI, or no candidate moves transfers through windows)
   regions,       ///< every region is exactly one node: ranks of other regions are off-node
   one_node,      ///< every rank is on one node
   mixed          ///< neither: a candidate with windows cannot be counted by region
 };
-
-/// Collective over `comm` and loc.local_comm(). This rank's counts of each candidate in
-/// `names` (each with a counts hook declared counts_by_region), the hook evaluated on its
-/// region's view of the pattern: the region's ranks' segments (sizes and distinct counts,
-/// brought together by an allgather inside the region), the segments remote sources send
-/// them (sizes from their receive sides; the distinct counts from one word per such
-/// segment, point-to-point on the library's duplicate of `comm`), every rank renumbered in
-/// rank order and every region in region order.
-std::vector<OwnCounts> region_counts(const Pattern& p, const Locality& loc, MPI_Comm comm,
-                                     const std::vector<std::string>& names,
-                                     const std::function<PlanOptions(const std::string&)>& options_of,
-                                     NodeLayout nodes);
-
-/// This rank's counts of a built plan.
-OwnCounts own_counts(const Plan& plan);
 
 }  // namespace sparsecomm::detail
