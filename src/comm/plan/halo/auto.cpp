@@ -238,23 +238,27 @@ std::vector<OwnCounts> region_counts(const Pattern& p, const Locality& l, MPI_Co
   // One region left unsplit (no region communicator): the whole communicator is the region.
   const MPI_Comm local = l.local_comm() != MPI_COMM_NULL ? l.local_comm() : comm;
   const std::vector<std::vector<int64_t>> got = region_allgatherv(local, mine);
-  std::vector<int> members;
-  for (int i = 0; i < l.local_size(); ++i) members.push_back(l.member(l.region(), i));
-  const View w = region_view(got, members, l, nodes);
-  std::vector<OwnCounts> out;
-  for (const auto& name : names) {
-    const PlanOptions o = options_of(name);
-    std::vector<virt::RankCounts> c = virt::halo_counts(name, w.h, w.region, o);
-    OwnCounts x;
-    x.counts = std::move(c[static_cast<size_t>(w.me)].counts);
-    x.window = std::move(c[static_cast<size_t>(w.me)].window);
-    x.stages = c[static_cast<size_t>(w.me)].stages;
-    const auto& t = x.counts.total();
-    const double own = static_cast<double>(p.send().size()) * o.width * o.value_bytes;
-    x.staged = std::max(0.0, static_cast<double>(t.sent_intra.bytes + t.sent_inter.bytes) - own);
-    out.push_back(std::move(x));
-  }
-  return out;
+  // The counting is local; a failure on some ranks (a hook's error) is raised on all
+  // (agreed), as no rank may be left in the reductions that follow.
+  return agreed(comm, [&] {
+    std::vector<int> members;
+    for (int i = 0; i < l.local_size(); ++i) members.push_back(l.member(l.region(), i));
+    const View w = region_view(got, members, l, nodes);
+    std::vector<OwnCounts> out;
+    for (const auto& name : names) {
+      const PlanOptions o = options_of(name);
+      std::vector<virt::RankCounts> c = virt::halo_counts(name, w.h, w.region, o);
+      OwnCounts x;
+      x.counts = std::move(c[static_cast<size_t>(w.me)].counts);
+      x.window = std::move(c[static_cast<size_t>(w.me)].window);
+      x.stages = c[static_cast<size_t>(w.me)].stages;
+      const auto& t = x.counts.total();
+      const double own = static_cast<double>(p.send().size()) * o.width * o.value_bytes;
+      x.staged = std::max(0.0, static_cast<double>(t.sent_intra.bytes + t.sent_inter.bytes) - own);
+      out.push_back(std::move(x));
+    }
+    return out;
+  });
 }
 
 }  // namespace
