@@ -92,6 +92,9 @@ void check_same_values(const Pattern& pat, const std::string& what) {
   EXPECT_EQ(static_cast<int64_t>(medians.size()), n) << what;
   EXPECT_EQ(stats_under(*plan, "auto.tune.setup.").size(), medians.size()) << what;
   EXPECT_TRUE(medians.count("p2p")) << what;
+  const auto model = stats_under(*plan, "auto.tune.model.");  // the model's choice, first candidate
+  ASSERT_EQ(model.size(), 1u) << what;
+  EXPECT_TRUE(medians.count(model.begin()->first)) << what;
   for (const auto& [b, m] : medians) EXPECT_GE(m, winner.begin()->second) << b << " " << what;
   EXPECT_EQ(plan->setup_stats().time("auto.tune.exchanges"), static_cast<double>(n * 4)) << what;
   EXPECT_TRUE(stats_under(*plan, "auto.tune.dropped.").empty()) << what;
@@ -258,6 +261,8 @@ TEST(TuneMeasure, TooFewIterationsDoNotTune) {
   EXPECT_THROW(with({{"tune", "sometimes"}}), InputError);
   EXPECT_THROW(with({{"tune", "measure"}, {"race", "4"}}), InputError);
   EXPECT_THROW(with({{"tune", "measure"}, {"samples", "0"}}), InputError);
+  EXPECT_THROW(with({{"samples", "3"}}), InputError);  // would be ignored: the model alone
+  EXPECT_THROW(with({{"tune", "model"}, {"candidates", "2"}}), InputError);
 }
 
 }  // namespace

@@ -61,6 +61,8 @@ TuneSettings tune_settings(const BackendOptions& o) {
   const bool asked = tune == "measure" || (tune.empty() && s.iterations > 0);
   s.skipped = asked && s.iterations > 0 && s.iterations < s.threshold;
   s.measure = asked && !s.skipped;
+  if (!asked && (o.has("candidates") || o.has("samples")))  // (an option that would be ignored is an error)
+    throw InputError("auto: options candidates and samples need tune=measure (or iterations > 0 with tune unset)");
   return s;
 }
 

@@ -569,6 +569,7 @@ std::unique_ptr<Plan> tuned_plan(const Choice& ch, const detail::TuneSettings& t
   if (!p2p) list.push_back({"p2p", ch.options_of("p2p")});
   std::map<std::string, double> notes;
   for (size_t i = 0; i < ch.order().size(); ++i) notes["auto.predict." + ch.order()[i]] = ch.predicted(i);
+  notes["auto.tune.model." + ch.order()[ch.best()]] = ch.predicted(ch.best());  // the model's own choice
   notes["auto.choose"] = MPI_Wtime() - t0;
   notes["auto.choose.model"] = ch.times().model;
   notes["auto.choose.gather"] = ch.times().gather;
