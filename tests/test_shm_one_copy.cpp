@@ -133,6 +133,35 @@ TEST(ShmOneCopy, LargeSegmentsReadFromTheOwnersArray) {
   }
 }
 
+// Two plans in flight in an order in which a writer's wait() would wait for a reader that is
+// itself waiting in the other plan for that writer: even ranks start and wait X then Y, odd
+// ranks start X and Y, then wait Y before X. (MPI's own rendezvous completes this; so must
+// shm: the writer takes its one-copy segments back into the window, ShmChannel::take_back.)
+TEST(ShmOneCopy, TwoPlansInterleavedComplete) {
+  if (!backend_registered("shm")) GTEST_SKIP() << "no shm backend in this build";
+  const int me = test::rank(), p = test::size();
+  PlanOptions o;
+  o.backend.set("one_copy_min", int64_t{1024});
+  const Locality loc = Locality::parse(MPI_COMM_WORLD, "ppn:64");
+  auto x = make_plan("shm", pattern(me, p), loc, MPI_COMM_WORLD, o), y = make_plan("shm", pattern(me, p), loc, MPI_COMM_WORLD, o);
+  std::vector<double> ox(static_cast<size_t>(2 * kUnits * p)), oy(ox.size()), gx(static_cast<size_t>(kUnits * p)), gy(gx.size());
+  long wrong = 0;
+  for (int it = 0; it < 20; ++it) {
+    for (size_t i = 0; i < ox.size(); ++i) ox[i] = value(me, static_cast<int64_t>(i), 0, it), oy[i] = -ox[i];
+    x->start(ox.data(), gx.data());
+    if (me % 2 == 0) x->wait(gx.data());
+    y->start(oy.data(), gy.data());
+    y->wait(gy.data());
+    if (me % 2 == 1) x->wait(gx.data());
+    for (int s = 0; s < p; ++s)
+      for (int64_t k = 0; s != me && k < kUnits; ++k) {
+        const double v = value(s, send_index(s, me, k, p), 0, it);
+        wrong += (gx[static_cast<size_t>(ghost_index(s, k))] != v) + (gy[static_cast<size_t>(ghost_index(s, k))] != -v);
+      }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(ShmOneCopy, OptionsAreChecked) {
   if (!backend_registered("shm")) GTEST_SKIP() << "no shm backend in this build";
   PlanOptions o;

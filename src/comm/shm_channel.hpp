@@ -82,6 +82,21 @@ class ShmChannel {
   }
   /// Writer: whether reader k (declare()'s order) has finished exchange e.
   bool reader_done(size_t k, uint64_t e) const { return slots_[k]->load(std::memory_order_acquire) >= e; }
+  // Who copies a one-copy segment of exchange e (shm_one_copy.hpp), decided once by a
+  // compare-and-swap on a word beside reader k's slot: the reader claims it (4e + 1) and
+  // reads the writer's array, or the writer, tired of waiting for a reader busy elsewhere
+  // (another plan's wait), takes it back (4e + 2), copies the segment into its window
+  // buffer as for any segment and marks it there (4e + 3); the reader then reads the window.
+  // So a writer's wait() never depends on its readers calling wait() on this plan.
+  /// Writer: takes reader k's segment of exchange e back; false if the reader claimed it.
+  bool take_back(size_t k, uint64_t e) {
+    uint64_t c = claims_[k]->load(std::memory_order_acquire);
+    while (c < 4 * e)
+      if (claims_[k]->compare_exchange_weak(c, 4 * e + 2, std::memory_order_acq_rel)) return true;
+    return false;
+  }
+  /// Writer: the segment taken back is in the window.
+  void taken_back(size_t k, uint64_t e) { claims_[k]->store(4 * e + 3, std::memory_order_release); }
   bool has_readers() const { return !readers_.empty(); }
   /// My buffer `parity` (0 or 1), after connect().
   char* buffer(int parity) const { return buffers_ + static_cast<int64_t>(parity) * area_; }
@@ -100,6 +115,16 @@ class ShmChannel {
     return reinterpret_cast<const void*>(static_cast<uintptr_t>(in_[k].epoch[1 + e % 2].load(std::memory_order_relaxed)));
   }
   void done(size_t k, uint64_t e) { in_[k].slot->store(e, std::memory_order_release); }
+  /// Reader: claims writer k's one-copy segment of exchange e (take_back); false when the
+  /// writer took it back (then, on return, it is in the window).
+  bool claim(size_t k, uint64_t e) const {
+    Epoch* w = in_[k].slot + 1;
+    uint64_t c = w->load(std::memory_order_acquire);
+    while (c < 4 * e)
+      if (w->compare_exchange_weak(c, 4 * e + 1, std::memory_order_acq_rel)) return true;
+    spin([&] { return w->load(std::memory_order_acquire) == 4 * e + 3; }, [] {});
+    return false;
+  }
   size_t writers() const { return writers_.size(); }
   /// Waits (as the channel's own waits do) until ready().
   template <class Ready, class Progress>
@@ -129,7 +154,7 @@ class ShmChannel {
   std::vector<int> readers_, writers_;
   std::vector<int64_t> offsets_;
   Epoch* epoch_ = nullptr;
-  std::vector<Epoch*> slots_;
+  std::vector<Epoch*> slots_, claims_;  // reader k's done epoch; the claim word beside it
   char* buffers_ = nullptr;
   int64_t area_ = 0;
   int patience_ = 256;  // NodeComm::patience (ShmWindow::try_connect sets it)
@@ -291,15 +316,8 @@ class ShmExchange {
     const bool msgs = recvs_.test();
     return sending_->test() && msgs && all;
   }
-  /// Writer: whether every reader in `ks` has finished this exchange; wait_readers() waits.
-  bool readers_done(const std::vector<size_t>& ks) const {
-    for (size_t k : ks)
-      if (!channel.reader_done(k, epoch_)) return false;
-    return true;
-  }
-  void wait_readers(const std::vector<size_t>& ks) {
-    channel.wait_until([&] { return readers_done(ks); }, [&] { mpi_progress(); });
-  }
+  /// The exchange under way (1, 2, ...).
+  uint64_t epoch() const { return epoch_; }
   /// Writer k's segment: (its place in the receive buffer, its bytes).
   int64_t read_to(size_t k) const { return reads_[k].to; }
   int64_t read_bytes(size_t k) const { return reads_[k].bytes; }

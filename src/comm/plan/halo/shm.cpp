@@ -19,6 +19,7 @@
 // of that exchange go through the window as above; the owner packs only those.
 #include "comm/virt/counting.hpp"
 #ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
+#include <algorithm>
 #include <cstring>
 
 #include "comm/shm_channel.hpp"
@@ -118,7 +119,8 @@ class ShmPlan final : public Plan {
     const auto& s = pattern().send();
     for (int i : pack_)
       move<false>(to + s.offsets[i] * elem_bytes(), owned, s.indices.data() + s.offsets[i], s.count(i), elem_bytes());
-    direct_ = true, ghost_ = ghost, scattered_ = false;
+    direct_ = true, ghost_ = ghost, owned_ = owned, scattered_ = false, checks_ = 0;
+    std::fill(released_.begin(), released_.end(), 0);
     x_.publish(owned);
     return true;
   }
@@ -126,26 +128,31 @@ class ShmPlan final : public Plan {
     if (!direct_) return x_.wait([&](size_t k, const char* d, const void* src) { read_packed(k, d, src); });
     x_.wait([&](size_t k, const char* d, const void* src) { read_direct(k, d, src); });
     scatter_off_node();
-    x_.wait_readers(hold_);  // my one-copy readers are done with the caller's array
+    for (size_t j = 0; j < hold_.size(); ++j)  // my one-copy readers done with the caller's array
+      x_.channel.wait_until([&] { return released(j, ++checks_ > kTakeBack); }, [] { detail::mpi_progress(); });
     direct_ = false;
   }
   bool do_test() override {
     if (!direct_) return x_.test([&](size_t k, const char* d, const void* src) { read_packed(k, d, src); });
     if (!x_.test([&](size_t k, const char* d, const void* src) { read_direct(k, d, src); })) return false;
     scatter_off_node();
-    if (!x_.readers_done(hold_)) return false;
+    const bool tired = ++checks_ > kTakeBack;
+    bool all = true;
+    for (size_t j = 0; j < hold_.size(); ++j) all = released(j, tired) && all;
+    if (!all) return false;
     direct_ = false;
     return true;
   }
 
  private:
   static constexpr int kTag = 12;
+  static constexpr int kTakeBack = 1024;  // checks (or test() calls) before a writer takes a segment back
 
   // What start(owned, ghost) packs (every segment not read by one copy) and waits for.
   void set_one_copy(const PatternSide& s, const std::vector<detail::OneCopy::Side>& from) {
     std::vector<char> skip(static_cast<size_t>(s.num_neighbors()), 0);
     for (size_t k = 0; k < reader_seg_.size(); ++k)
-      if (one_.to_reader(k)) skip[static_cast<size_t>(reader_seg_[k])] = 1, hold_.push_back(k);
+      if (one_.to_reader(k)) skip[static_cast<size_t>(reader_seg_[k])] = 1, hold_.push_back(k), released_.push_back(0);
     for (int i = 0; i < s.num_neighbors(); ++i)
       if (!skip[static_cast<size_t>(i)]) pack_.push_back(i);
     for (size_t k = 0; k < from.size(); ++k) ghost_runs_.push_back(one_.from_writer(k) ? from[k].runs : std::vector<detail::Run>{});
@@ -153,16 +160,35 @@ class ShmPlan final : public Plan {
   // Writer k's segment into the receive buffer: by one copy where its writer published its array.
   void read_packed(size_t k, const char* data, const void* src) {
     char* at = recv_buf() + x_.read_to(k);
-    if (one_.from_writer(k) && src) return one_.read(k, src, at, nullptr, elem_bytes());
+    if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch())) return one_.read(k, src, at, nullptr, elem_bytes());
     if (x_.read_bytes(k) > 0) std::memcpy(at, data, static_cast<size_t>(x_.read_bytes(k)));
   }
   // ... into the ghost array of start(owned, ghost).
   void read_direct(size_t k, const char* data, const void* src) {
     if (!ghost_) return read_packed(k, data, src);  // (no ghost array: the receive buffer)
-    if (one_.from_writer(k) && src) return one_.read(k, src, ghost_, &ghost_runs_[k], elem_bytes());
+    if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch()))
+      return one_.read(k, src, ghost_, &ghost_runs_[k], elem_bytes());
     const auto& r = pattern().recv();
     const int i = writer_seg_[k];
     move<true>(ghost_, data, r.indices.data() + r.offsets[i], r.count(i), elem_bytes());
+  }
+  // Whether one-copy reader hold_[j] is done with the caller's array this exchange; when
+  // `tired` and it has not claimed its segment, it is taken back: copied into the window
+  // (ShmChannel::take_back: the wait no longer depends on that reader's progress).
+  bool released(size_t j, bool tired) {
+    if (released_[j]) return true;
+    const size_t k = hold_[j];
+    const uint64_t e = x_.epoch();
+    if (!x_.channel.reader_done(k, e)) {
+      if (!tired || !x_.channel.take_back(k, e)) return false;
+      const auto& s = pattern().send();
+      const int i = reader_seg_[k];
+      move<false>(x_.channel.buffer(static_cast<int>(e % 2)) + s.offsets[i] * elem_bytes(), owned_,
+                  s.indices.data() + s.offsets[i], s.count(i), elem_bytes());
+      x_.channel.taken_back(k, e);
+    }
+    released_[j] = 1;
+    return true;
   }
   void scatter_off_node() {
     if (!ghost_ || scattered_) return;
@@ -182,6 +208,9 @@ class ShmPlan final : public Plan {
   std::vector<std::vector<detail::Run>> ghost_runs_;     ///< writer k's runs in my ghosts (one copy)
   bool direct_ = false, scattered_ = false;              ///< the active exchange began with do_start_direct
   char* ghost_ = nullptr;
+  const char* owned_ = nullptr;                          ///< ... from this array
+  std::vector<char> released_;                           ///< per hold_: done, or taken back
+  int checks_ = 0;
 };
 
 }  // namespace
