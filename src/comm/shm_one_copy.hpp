@@ -8,7 +8,9 @@
 //
 // The owner publishes its array's address with the exchange's epoch in the window
 // (ShmChannel::publish_source) and keeps the array unchanged until each such reader has
-// marked the epoch done (start(owned, ghost)'s contract: owned unchanged until wait()).
+// marked the epoch done (start(owned, ghost)'s contract: owned unchanged until wait()), or
+// until it took the segment back into the window because the reader had not claimed it
+// (ShmChannel::take_back).
 // Whether the kernel lets this process read its node neighbors (ptrace access mode; seccomp
 // in containers; not Linux) is probed at set-up and agreed over the node: where any rank
 // cannot, no rank uses the path.

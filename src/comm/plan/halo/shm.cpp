@@ -15,8 +15,11 @@
 // one_copy_min bytes whose values lie in a few runs on both ends is, in an exchange its owner
 // starts with start(owned, ghost), read by its reader straight out of the owner's array
 // (cross-memory attach) into its ghosts (start(owned, ghost)) or receive buffer (start(owned)),
-// and the owner's wait() waits until such readers are done with its array. The other segments
-// of that exchange go through the window as above; the owner packs only those.
+// and the owner's wait() waits until such readers are done with its array, or, after
+// kTakeBack checks without the reader claiming its segment, copies the segment into the
+// window itself (ShmChannel::take_back), so that its wait never depends on a reader that is
+// busy in another plan's wait. The other segments of that exchange go through the window as
+// above; the owner packs only those.
 #include "comm/virt/counting.hpp"
 #ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
 #include <algorithm>
@@ -33,7 +36,8 @@ namespace {
 template <bool Scatter>
 void move(char* to, const char* from, const int32_t* idx, int64_t n, int64_t e) {
   const auto u = static_cast<size_t>(e);
-  for (int64_t k = 0; k < n; ++k) std::memcpy(Scatter ? to + idx[k] * e : to + k * e, Scatter ? from + k * e : from + idx[k] * e, u);
+  for (int64_t k = 0; k < n; ++k)
+    std::memcpy(Scatter ? to + idx[k] * e : to + k * e, Scatter ? from + k * e : from + idx[k] * e, u);
 }
 
 class ShmPlan final : public Plan {
@@ -152,15 +156,20 @@ class ShmPlan final : public Plan {
   void set_one_copy(const PatternSide& s, const std::vector<detail::OneCopy::Side>& from) {
     std::vector<char> skip(static_cast<size_t>(s.num_neighbors()), 0);
     for (size_t k = 0; k < reader_seg_.size(); ++k)
-      if (one_.to_reader(k)) skip[static_cast<size_t>(reader_seg_[k])] = 1, hold_.push_back(k), released_.push_back(0);
+      if (one_.to_reader(k)) {
+        skip[static_cast<size_t>(reader_seg_[k])] = 1;
+        hold_.push_back(k), released_.push_back(0);
+      }
     for (int i = 0; i < s.num_neighbors(); ++i)
       if (!skip[static_cast<size_t>(i)]) pack_.push_back(i);
-    for (size_t k = 0; k < from.size(); ++k) ghost_runs_.push_back(one_.from_writer(k) ? from[k].runs : std::vector<detail::Run>{});
+    for (size_t k = 0; k < from.size(); ++k)
+      ghost_runs_.push_back(one_.from_writer(k) ? from[k].runs : std::vector<detail::Run>{});
   }
   // Writer k's segment into the receive buffer: by one copy where its writer published its array.
   void read_packed(size_t k, const char* data, const void* src) {
     char* at = recv_buf() + x_.read_to(k);
-    if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch())) return one_.read(k, src, at, nullptr, elem_bytes());
+    if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch()))
+      return one_.read(k, src, at, nullptr, elem_bytes());
     if (x_.read_bytes(k) > 0) std::memcpy(at, data, static_cast<size_t>(x_.read_bytes(k)));
   }
   // ... into the ghost array of start(owned, ghost).
@@ -218,8 +227,8 @@ class ShmPlan final : public Plan {
 namespace detail {
 void register_shm() {
   register_backend("shm",
-                   "on-node neighbors through an MPI-3 shared-memory window (one copy in, one out), the others "
-                   "point-to-point",
+                   "on-node neighbors through an MPI-3 shared-memory window (one copy in, one out; large segments read "
+                   "straight from the owner's array), the others point-to-point",
                    [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
                      return std::unique_ptr<Plan>(new ShmPlan(p, l, c, o));
                    },
