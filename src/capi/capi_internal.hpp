@@ -253,11 +253,14 @@ class Agreement {
   // on the path (the environment differs), the sums differ and every rank fails instead of
   // the others waiting for setup messages.
   void settle();
-  // The result, when AgreementSlots completes this agreement's reduction to reuse its slot.
+  // The result, when AgreementSlots completes this agreement's reduction (to reuse its
+  // slot, or a deferred one).
   void take(const MaxSum& all) {
     all_ = all;
     slot_ = nullptr;
   }
+  // This rank's part of the reduction.
+  const MaxSum& contribution() const { return mine_; }
 
  private:
   // The agreed outcome, from the reduction's result.
@@ -273,6 +276,8 @@ class Agreement {
   MPI_Request req_ = MPI_REQUEST_NULL;  // the MPI_Iallreduce, where no slot is used
   std::shared_ptr<AgreementSlots> slots_;
   AgreementSlot* slot_ = nullptr;  // the persistent reduction, until it completes
+  uint64_t sequence_ = 0;
+  bool deferred_ = false;  // recorded on slots_, reduced at the first settle (SMPI build)
   bool settled_ = false;
 };
 
