@@ -28,6 +28,7 @@
 #include "sparsecomm/interop/environment.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/sdde.hpp"
 #include "sparsecomm.h"
@@ -299,8 +300,9 @@ struct SPC_Request_s {
   // The direct path of the neighborhood alltoallv (backend p2p, alltoallv.cpp): its
   // agreement settles at the first start.
   std::unique_ptr<sparsecomm::capi::Agreement> agreement;
+  // The direct path's messages, one per edge, between sendbuf and recvbuf (instead of a plan).
+  std::unique_ptr<sparsecomm::Messages> msgs;
   std::unique_ptr<sparsecomm::Plan> plan;          // alltoallv-shaped
-  bool in_place = false;  // the plan moves straight between sendbuf and recvbuf: start(owned, ghost)
   std::unique_ptr<sparsecomm::GatherPlan> gplan;   // allgather-shaped
   const void* sendbuf = nullptr;
   void* recvbuf = nullptr;
