@@ -585,7 +585,11 @@ BackendHooks auto_hooks() {
                {"race_within", K::integer, "10", "percent above the cheapest prediction that still races", 0,
                 1000, false, "race"},
                {"race_among", K::integer, "3", "most candidates in a race (the model's choice included)", 2, 16,
-                false, "race"}};
+                false, "race"},
+               {"gather_words", K::integer, "96",
+                "deprecated, ignored: auto no longer gathers the pattern on rank 0 (its predictions are "
+                "reduced); still accepted so that existing option strings keep working",
+                2}};
   return h;
 }
 
