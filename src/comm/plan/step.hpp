@@ -18,6 +18,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -193,17 +194,28 @@ class CombiningStages {
   StepWindow window_;  // (first: outlives the steps)
 
  public:
-  /// `between`: runs once stage 1 is in, before the combined stage 2 leaves (the plan's
-  /// copies of what stage 1 brought for itself).
-  CombiningStages(int64_t eb, int tag1, int tag_direct, int tag2, std::function<void()> between)
+  CombiningStages(int64_t eb, int tag1, int tag_direct, int tag2)
       : stage1(eb, tag1),
         direct(eb, tag_direct),
         stage2(eb, tag2),
         schedule_({&stage1, &direct, &stage2},
                   {{{}, [this] { stage1.send(), direct.send(); }},
-                   {{&stage1}, [this, between = std::move(between)] { between(), stage2.send(); }},
+                   {{&stage1}, [this] { copy(), stage2.send(); }},
                    {{&stage2, &direct}, {}}}) {}
   Step stage1, direct, stage2;
+
+  /// Rank `me`'s stage-2 transfer to `peer` with the data of `origins`: direct where it
+  /// carries only my own (it need not wait for stage 1), else combined.
+  void add_stage2_send(int me, int peer, const std::vector<int>& origins, const Step::Pieces& src) {
+    (origins.size() == 1 && origins[0] == me ? direct : stage2).add_send_pieces(peer, src);
+  }
+  /// The stage-2 transfer from `peer` with the data of `origins` (direct: only its own).
+  void add_stage2_recv(int peer, const std::vector<int>& origins, const Step::Pieces& dst) {
+    (origins.size() == 1 && origins[0] == peer ? direct : stage2).add_recv_pieces(peer, dst);
+  }
+  /// A copy made once stage 1 is in, before the combined stage 2 leaves (what stage 1
+  /// brought for this rank itself, or its own data for itself).
+  void copy_after_stage1(char* dst, const char* src, int64_t bytes) { copies_.push_back({dst, src, bytes}); }
 
   /// After every transfer is added: StepWindow::connect over the three (direct and stage2
   /// both count as "stage2").
@@ -215,6 +227,17 @@ class CombiningStages {
   Schedule& schedule() { return schedule_; }
 
  private:
+  struct Copy {
+    char* dst;
+    const char* src;
+    int64_t bytes;
+  };
+  void copy() const {
+    // (a piece of 0 bytes may sit at a null buffer: no memcpy, which forbids null)
+    for (const auto& c : copies_)
+      if (c.bytes > 0) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+  }
+  std::vector<Copy> copies_;
   Schedule schedule_;
 };
 
