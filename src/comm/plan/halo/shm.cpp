@@ -88,9 +88,7 @@ void register_shm() {
   register_backend("shm",
                    "on-node neighbors through an MPI-3 shared-memory window (one copy in, one out), the others "
                    "point-to-point",
-                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                     return std::unique_ptr<Plan>(new ShmPlan(p, l, c, o));
-                   },
+                   plan_factory<ShmPlan>(),
                    [] {
                      BackendHooks h{virt::shm_halo_counts, {}, 1};
                      h.node_window = true;
