@@ -17,6 +17,7 @@
 // step: the window's epochs count executions (shm_channel.hpp).
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -27,6 +28,7 @@
 
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/backend_options.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 
@@ -187,6 +189,15 @@ class Schedule {
   size_t phase_ = 0;
 };
 
+/// What the halo and gather `combined` backends both register: their description and their
+/// options (the combining ones, combining_option_specs, and the window).
+inline constexpr const char* kCombinedDescription = "message combining over common neighborhoods (pairs or k-groups)";
+inline std::vector<OptionSpec> combined_options() {
+  std::vector<OptionSpec> o = combining_option_specs();
+  o.push_back(window_option());
+  return o;
+}
+
 /// The two stages of message combining (the halo and gather `combined` backends): stage 1
 /// and the stage-2 transfers an origin delivers itself (`direct`) leave at start(), the
 /// combined stage 2 once stage 1 is in. A pair of ranks meets in one of direct and stage2.
@@ -194,10 +205,11 @@ class CombiningStages {
   StepWindow window_;  // (first: outlives the steps)
 
  public:
-  CombiningStages(int64_t eb, int tag1, int tag_direct, int tag2)
-      : stage1(eb, tag1),
-        direct(eb, tag_direct),
-        stage2(eb, tag2),
+  /// Every transfer is added as pieces of bytes (Step::add_send_pieces, add_recv_pieces).
+  CombiningStages(int tag1, int tag_direct, int tag2)
+      : stage1(1, tag1),
+        direct(1, tag_direct),
+        stage2(1, tag2),
         schedule_({&stage1, &direct, &stage2},
                   {{{}, [this] { stage1.send(), direct.send(); }},
                    {{&stage1}, [this] { copy(), stage2.send(); }},
@@ -268,6 +280,20 @@ class ScheduledPlan : public Scheduled<Plan> {
 
  protected:
   using Scheduled<Plan>::Scheduled;
+};
+
+/// The `combined` backend of either shape (Base: ScheduledPlan or Scheduled<GatherPlan>):
+/// at start(), stage 1 and the direct stage-2 transfers; the combined stage-2 transfers once
+/// stage 1 is in (CombiningStages, which test() can stop between).
+template <class Base>
+class Combined : public Base {
+ protected:
+  /// `tags`: stage 1, direct, combined stage 2; then Base's arguments.
+  template <class... A>
+  explicit Combined(std::array<int, 3> tags, A&&... base)
+      : Base(std::forward<A>(base)...), x_(tags[0], tags[1], tags[2]) {}
+  Schedule& schedule() override { return x_.schedule(); }
+  CombiningStages x_;
 };
 
 }  // namespace sparsecomm::detail

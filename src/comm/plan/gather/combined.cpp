@@ -10,9 +10,8 @@
 // goes through the plan's shared-memory window by default (window=false: messages).
 #include <algorithm>
 
-#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "comm/virt/counting.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
-#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "comm/plan/step.hpp"
 
 namespace sparsecomm {
@@ -20,18 +19,13 @@ namespace {
 
 constexpr int kTagStage1 = 51, kTagStage2 = 52, kTagCount = 53, kTagDirect = 54;
 
-class CombinedGather final : public detail::Scheduled<GatherPlan> {
+class CombinedGather final : public detail::Combined<detail::Scheduled<GatherPlan>> {
  public:
   CombinedGather(const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o)
-      : Scheduled("combined", t, l, c, n, o) {
+      : Combined({kTagStage1, kTagDirect, kTagStage2}, "combined", t, l, c, n, o) {
     setup(t, l, c, o);
   }
   ~CombinedGather() override { finish_if_active(); }
-
- protected:
-  // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
-  // once stage 1 is in (detail::CombiningStages, which test() can stop between).
-  detail::Schedule& schedule() override { return x_.schedule(); }
 
  private:
   void setup(const Topology& t, const Locality& l, MPI_Comm parent, const GatherOptions& o) {
@@ -95,13 +89,10 @@ class CombinedGather final : public detail::Scheduled<GatherPlan> {
       x_.add_stage2_recv(s.from[i], org, dst);
     }
     x_.connect(comm(), parent, o.backend, o.persistent_requests, counter());
-    set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
+    set_stages(s.stages());
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  // Once stage 1 is in, the blocks it brought for me and my own (self-loop) go to their
-  // slots (copy_after_stage1).
-  detail::CombiningStages x_{1, kTagStage1, kTagDirect, kTagStage2};
   std::vector<char> staging1_;
 };
 
@@ -127,9 +118,7 @@ std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector
       if (s.dest[i] != a) c.record_send("stage2", intra(a, s.dest[i]), bytes * static_cast<int64_t>(s.dest_origins[i].size()));
     for (size_t i = 0; i < s.from.size(); ++i)
       if (s.from[i] != a) c.record_recv("stage2", intra(a, s.from[i]), bytes * static_cast<int64_t>(s.from_origins[i].size()));
-    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
-    out[a].groups_led = s.groups_led;
-    out[a].group_members = s.group_members;
+    record_schedule(out[a], s);
   }
   return out;
 }
@@ -137,13 +126,8 @@ std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector
 
 namespace detail {
 void register_gather_combined() {
-  register_gather_backend("combined", "message combining over common neighborhoods (pairs or k-groups)",
-                          plan_factory<CombinedGather>(),
-                          [] {
-                            GatherBackendHooks h{virt::combined_gather_counts, combining_option_specs()};
-                            h.options.push_back(window_option());
-                            return h;
-                          }());
+  register_gather_backend("combined", kCombinedDescription, plan_factory<CombinedGather>(),
+                          GatherBackendHooks{virt::combined_gather_counts, combined_options()});
 }
 }  // namespace detail
 

@@ -12,25 +12,19 @@
 #include "comm/plan/step.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
-#include "sparsecomm/comm/plan/combining_options.hpp"
 
 namespace sparsecomm {
 namespace {
 
 constexpr int kTagCounts = 61, kTagStage1 = 62, kTagStage2 = 63, kTagDirect = 64;
 
-class CombinedPlan final : public detail::ScheduledPlan {
+class CombinedPlan final : public detail::Combined<detail::ScheduledPlan> {
  public:
   CombinedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-      : ScheduledPlan("combined", p, loc, comm, opt) {
+      : Combined({kTagStage1, kTagDirect, kTagStage2}, "combined", p, loc, comm, opt) {
     setup(p, loc, comm, opt);
   }
   ~CombinedPlan() override { finish_if_active(); }
-
- protected:
-  // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
-  // once stage 1 is in (detail::CombiningStages, which test() can stop between).
-  detail::Schedule& schedule() override { return x_.schedule(); }
 
  private:
   void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {
@@ -111,12 +105,10 @@ class CombinedPlan final : public detail::ScheduledPlan {
       x_.add_stage2_recv(s.from[i], org, dst);
     }
     x_.connect(comm(), parent, opt.backend, opt.persistent_requests, counter());
-    set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
+    set_stages(s.stages());
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  // Once stage 1 is in, the segments it brought for me go to their place (copy_after_stage1).
-  detail::CombiningStages x_{elem_bytes(), kTagStage1, kTagDirect, kTagStage2};
   std::vector<std::vector<char>> in1_;
 };
 
@@ -165,9 +157,7 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
       for (int o : s.from_origins[i]) n += count[o].at(a);
       rec.side("stage2", a, false, s.from[i], n * eb);
     }
-    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
-    out[a].groups_led = s.groups_led;
-    out[a].group_members = s.group_members;
+    record_schedule(out[a], s);
   }
   return out;
 }
@@ -176,14 +166,9 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
 
 namespace detail {
 void register_combined() {
-  register_backend("combined", "message combining over common neighborhoods (pairs or k-groups)",
-                   plan_factory<CombinedPlan>(),
-                   [] {
-                     BackendHooks h{virt::combined_halo_counts, combining_option_specs(), 5};
-                     h.options.push_back(detail::window_option());
-                     h.node_window = true;
-                     return h;
-                   }());
+  BackendHooks h{virt::combined_halo_counts, combined_options(), 5};
+  h.node_window = true;
+  register_backend("combined", kCombinedDescription, plan_factory<CombinedPlan>(), std::move(h));
 }
 }  // namespace detail
 
