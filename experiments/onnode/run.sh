@@ -14,7 +14,9 @@
 # of 4), ROUNDS (5), REPS (300), ROUND_BYTES (268435456), NICE (-5: a higher priority than
 # the other work on the machine where allowed, 0 otherwise), PATIENCE (unset: the library's
 # default; a number: SPARSECOMM_SHM_PATIENCE, the window waits' checks before they yield the
-# core, e.g. 100000000 to poll as Open MPI's own waits do with a core per rank).
+# core, e.g. 100000000 to poll as Open MPI's own waits do with a core per rank), OPTION (unset;
+# backend options key=value[,...] for the halo backends that declare them, e.g.
+# one_copy=false: shm without its one-copy path).
 #
 # The launcher is Open MPI's mpiexec itself, not scripts/mpirun.sh: that wrapper sets
 # mpi_yield_when_idle (right for the oversubscribed tests, wrong here: with a core per rank
@@ -37,14 +39,16 @@ nice -n "$nice_level" true 2>/dev/null || nice_level=0
 launch=(mpiexec -np 2 --bind-to core --report-bindings)
 [ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
 [ -n "${PATIENCE:-}" ] && launch+=(-x "SPARSECOMM_SHM_PATIENCE=$PATIENCE")
+extra=()
+[ -n "${OPTION:-}" ] && extra+=(--option "$OPTION")
 mkdir -p "$out"
 for i in $(seq 1 "$sweeps"); do
   rm -f "$out/sweep_$i.jsonl"
   { echo "before: $(uptime)"; } > "$out/sweep_$i.load"
   nice -n "$nice_level" "${launch[@]}" "$exe" --sizes "$sizes" --rounds "$rounds" --reps "$reps" \
-    --round-bytes "$round_bytes" --json "$out/sweep_$i.jsonl" > "$out/sweep_$i.txt" 2>&1 ||
+    --round-bytes "$round_bytes" ${extra[@]+"${extra[@]}"} --json "$out/sweep_$i.jsonl" > "$out/sweep_$i.txt" 2>&1 ||
     { echo "run.sh: sweep $i failed (see $out/sweep_$i.txt)"; exit 1; }
-  { echo "after: $(uptime)"; echo "nice: $nice_level, SPARSECOMM_SHM_PATIENCE: ${PATIENCE:-default}"; } >> "$out/sweep_$i.load"
+  { echo "after: $(uptime)"; echo "nice: $nice_level, SPARSECOMM_SHM_PATIENCE: ${PATIENCE:-default}, option: ${OPTION:-none}"; } >> "$out/sweep_$i.load"
   echo "run.sh: sweep $i done ($(grep after "$out/sweep_$i.load"))"
 done
 /usr/bin/python3 "$here/table.py" "$out" | tee "$out/table.md"

@@ -14,12 +14,30 @@
 // init on, the reduction is one of four persistent ones kept per library duplicate
 // (AgreementSlots), started instead of posted anew: an MPI_Start is much cheaper than
 // building an MPI_Iallreduce's schedule each time.
+//
+// In the SMPI build nothing is posted at init (kDeferReduction): SimGrid 3.32's
+// non-blocking collectives are no reductions to rely on (its MPI_Ibarrier lets ranks leave
+// early, ../shared/simgrid/NOTES.md; its MPI_Iallreduce sends one message to every rank).
+// The init records its contribution on the communicator (AgreementSlots::defer) and
+// returns; the first settle of any agreement of that communicator (a first start, a free,
+// an init that settles at once) completes every recorded one up to it, in init order, each
+// by one blocking allreduce. Every rank records the same agreements in the same order (the
+// inits are collective), so the reductions match; what this build asks more than MPI is
+// that the first starts and frees of one communicator's requests be reached in an order
+// consistent with the other collectives on it, as a blocking collective would be.
+#include <deque>
 #include <string>
 #include <vector>
 
 #include "capi_internal.hpp"
 
 namespace sparsecomm::capi {
+
+#ifdef SPARSECOMM_SMPI
+constexpr bool kDeferReduction = true;
+#else
+constexpr bool kDeferReduction = false;
+#endif
 
 // One persistent reduction of AgreementSlots (below).
 struct AgreementSlot {
@@ -77,10 +95,24 @@ class AgreementSlots {
     sl->owner = nullptr;
   }
 
+  // kDeferReduction: agreement `owner` (init `sequence`) is completed later, by
+  // complete_through.
+  void defer(uint64_t sequence, Agreement* owner) { deferred_.emplace_back(sequence, owner); }
+  // Completes every deferred agreement up to init `sequence`, oldest first (one blocking
+  // allreduce each, the same sequence on every rank), handing each its result.
+  void complete_through(uint64_t sequence) {
+    while (!deferred_.empty() && deferred_.front().first <= sequence) {
+      Agreement* a = deferred_.front().second;
+      deferred_.pop_front();
+      a->take(allreduce_max_sum(lib_->get(), a->contribution()));
+    }
+  }
+
  private:
   std::shared_ptr<const Comm> lib_;  // outlives the requests made on it
   Slot slots_[kSlots];
   bool available_ = true;
+  std::deque<std::pair<uint64_t, Agreement*>> deferred_;  // init order; each removed before its agreement goes
 };
 
 std::shared_ptr<AgreementSlots> comm_agreement_slots(MPI_Comm comm, const std::shared_ptr<const Comm>& lib) {
@@ -100,14 +132,24 @@ Agreement::Agreement(MPI_Comm lib, int tag, Local mine, std::shared_ptr<Agreemen
   mine_.max[1] = h_, mine_.max[2] = ~h_;
   mine_.sum[0] = mine.lists_out, mine_.sum[1] = mine.lists_in;
   mine_.sum[2] = mine.exact_out, mine_.sum[3] = mine.exact_in;
-  if (slots && (slot_ = slots->start(sequence, this, mine_)) != nullptr) slots_ = std::move(slots);
-  else iallreduce_max_sum(lib_, &mine_, &all_, &req_);
+  if (kDeferReduction && slots) {
+    slots->defer(sequence, this);
+    slots_ = std::move(slots);
+    sequence_ = sequence;
+    deferred_ = true;
+  } else if (slots && (slot_ = slots->start(sequence, this, mine_)) != nullptr) {
+    slots_ = std::move(slots);
+  } else {
+    iallreduce_max_sum(lib_, &mine_, &all_, &req_);
+  }
 }
 
 void Agreement::settle() {
   if (!settled_) {
     settled_ = true;
-    if (slot_) {
+    if (deferred_) {
+      slots_->complete_through(sequence_);
+    } else if (slot_) {
       slots_->finish(slot_, &all_);
       slot_ = nullptr;
     } else {

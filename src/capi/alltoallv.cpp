@@ -10,7 +10,7 @@
 // Then make_plan does the work; its own errors are agreed there. With backend p2p (the
 // direct path) step 3 and make_plan's collective are skipped: step 2 also compares every
 // edge's count and ids, as sums, and settles at the first start (docs/architecture.md,
-// "Deferred agreement"), and the p2p plan is built locally, one message per edge.
+// "Deferred agreement"), and the request is built locally: one message per edge.
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "capi_internal.hpp"
-#include "comm/plan/halo/p2p.hpp"
+#include "sparsecomm/comm/messages.hpp"
+#include "sparsecomm/comm/plan/backend_options.hpp"
 #include "core/hash.hpp"
 
 namespace sparsecomm::capi {
@@ -221,25 +222,22 @@ PlanOptions plan_options(const Checked& c) {
 }
 
 // One side of a pattern: per peer (ascending), its edges with data in list order at their
-// positions (how MPI matches repeated edges), peers with nothing left out. `with_ids`: the
-// global ids as the receivers expect them (`gids` per position, else the positions); the
-// direct path names none (its agreement compared every edge's count and ids) but gives
-// each edge's count as the size of one message (`messages`).
-void side_of(const std::map<int, std::vector<int>>& peers, const int* counts, const int* displs, bool with_ids,
-             const int64_t* gids, PatternSide& side, std::vector<int64_t>* messages, int32_t& extent) {
+// positions (how MPI matches repeated edges), peers with nothing left out, with the global
+// ids as the receivers expect them (`gids` per position, else the positions).
+void side_of(const std::map<int, std::vector<int>>& peers, const int* counts, const int* displs,
+             const int64_t* gids, PatternSide& side, int32_t& extent) {
   int64_t total = 0;
   for (const auto& pe : peers)
     for (int i : pe.second) total += counts[i];
   side.indices.reserve(static_cast<size_t>(total));
-  if (with_ids) side.global_ids.reserve(static_cast<size_t>(total));
+  side.global_ids.reserve(static_cast<size_t>(total));
   for (const auto& [peer, edges] : peers) {
     const int64_t before = side.size();
     for (int i : edges) {
-      if (counts[i] > 0 && messages) messages->push_back(counts[i]);
       for (int e = 0; e < counts[i]; ++e) {
         const int32_t pos = displs[i] + e;
         side.indices.push_back(pos);
-        if (with_ids) side.global_ids.push_back(gids ? gids[pos] : pos);
+        side.global_ids.push_back(gids ? gids[pos] : pos);
         extent = std::max(extent, pos + 1);
       }
     }
@@ -249,30 +247,37 @@ void side_of(const std::map<int, std::vector<int>>& peers, const int* counts, co
   }
 }
 
-// The direct path's request: a p2p plan built locally (no collective: the deferred
-// agreement checks what make_plan would) that sends one message per edge straight from
-// sendbuf and receives it into recvbuf, on the communicator's library duplicate with the
-// request's own tag; self-loops are local copies. Throws where the plan cannot be built.
-std::unique_ptr<SPC_Request_s> direct_request(const AlltoallvArgs& a, const Checked& c, int me, MPI_Comm comm,
+// The direct path's request: one message per edge with data, sent straight from sendbuf
+// and received into recvbuf at the edge's displacement (MPI's neighborhood alltoallv), on
+// the communicator's library duplicate with the request's own tag; self-loops are local
+// copies. Built locally, in time and memory linear in the degree, not in the values: the
+// deferred agreement checks what make_plan would, and an edge is a message, so no pattern of
+// values is needed. Receives first, then sends, each in list order: the k-th edge i -> j of
+// the sender meets the k-th of the receiver (MPI's matching order between two ranks).
+std::unique_ptr<SPC_Request_s> direct_request(const AlltoallvArgs& a, const Checked& c, int me,
                                               const std::shared_ptr<const Comm>& lib_ref, int tag) {
-  const PeerEdges pe = edges_per_peer(c, me);
-  auto cuts = std::make_shared<P2pMessages>();
-  PatternSide send, recv;
-  int32_t owned = 0, ghost = 0;
-  side_of(pe.out, a.sendcounts, a.sdispls, false, nullptr, send, &cuts->send, owned);
-  side_of(pe.in, a.recvcounts, a.rdispls, false, nullptr, recv, &cuts->recv, ghost);
-  PlanOptions popt = plan_options(c);
-  popt.backend.set("in_place", true).attach<P2pMessages>("messages", cuts);
-  popt.backend.attach<P2pChannel>("channel", std::make_shared<const P2pChannel>(P2pChannel{lib_ref, tag}));
+  if (const std::string e = validate_backend_options(
+          "p2p", backend_option_specs("p2p"), c.opt.backend_options_for(backend_names(), "p2p", backend_option_specs));
+      !e.empty())
+    fail(SPC_ERR_INFO_VALUE, e);
+  auto msgs = std::make_unique<Messages>();
+  msgs->reserve(c.srcs.size() + c.dsts.size());
+  auto* recv = static_cast<char*>(a.recvbuf);
+  const auto* send = static_cast<const char*>(a.sendbuf);
+  for (size_t j = 0; j < c.srcs.size(); ++j)
+    if (c.srcs[j] != me && a.recvcounts[j] > 0)
+      msgs->add(false, recv + a.rdispls[j] * c.esz, a.recvcounts[j] * c.esz, c.srcs[j], tag);
+  for (size_t i = 0; i < c.dsts.size(); ++i)
+    if (c.dsts[i] != me && a.sendcounts[i] > 0)
+      msgs->add(true, send + a.sdispls[i] * c.esz, a.sendcounts[i] * c.esz, c.dsts[i], tag);
+  msgs->init(lib_ref->get(), kPersistentRequestsDefault);
   auto req = std::make_unique<SPC_Request_s>();
-  req->plan = detail::make_plan_inside("p2p", Pattern(std::move(send), std::move(recv), owned, ghost),
-                                       Locality::single_unsplit(comm), comm, popt);
-  req->in_place = true;
+  req->lib = lib_ref;
+  req->msgs = std::move(msgs);
   req->sendbuf = a.sendbuf;
   req->recvbuf = a.recvbuf;
   req->esz = c.esz;
   req->copies = self_copies(a, c);
-  req->lib = lib_ref;
   return req;
 }
 
@@ -382,7 +387,7 @@ Pattern build_pattern(const AlltoallvArgs& a, int me, const PeerEdges& pe, std::
   int32_t owned = 0, ghost = 0;
   try {
     add_receive_side(a, me, pe, inbox, recv, ghost);
-    side_of(pe.out, a.sendcounts, a.sdispls, true, a.ext ? a.gsend : nullptr, send, nullptr, owned);
+    side_of(pe.out, a.sendcounts, a.sdispls, a.ext ? a.gsend : nullptr, send, owned);
   } catch (const std::exception& e) {
     error = e.what();
     send = recv = PatternSide{};
@@ -427,7 +432,7 @@ void alltoallv_init(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm com
   std::unique_ptr<SPC_Request_s> direct;
   if (c.direct) {
     try {
-      direct = direct_request(a, c, me, comm, lib_ref, tag);
+      direct = direct_request(a, c, me, lib_ref, tag);
     } catch (...) {
       c.mine.error = current_exception_coded();
       c.direct = false;

@@ -28,6 +28,7 @@
 #include "sparsecomm/interop/environment.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/locality.hpp"
+#include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/sdde.hpp"
 #include "sparsecomm.h"
@@ -253,11 +254,14 @@ class Agreement {
   // on the path (the environment differs), the sums differ and every rank fails instead of
   // the others waiting for setup messages.
   void settle();
-  // The result, when AgreementSlots completes this agreement's reduction to reuse its slot.
+  // The result, when AgreementSlots completes this agreement's reduction (to reuse its
+  // slot, or a deferred one).
   void take(const MaxSum& all) {
     all_ = all;
     slot_ = nullptr;
   }
+  // This rank's part of the reduction.
+  const MaxSum& contribution() const { return mine_; }
 
  private:
   // The agreed outcome, from the reduction's result.
@@ -273,6 +277,8 @@ class Agreement {
   MPI_Request req_ = MPI_REQUEST_NULL;  // the MPI_Iallreduce, where no slot is used
   std::shared_ptr<AgreementSlots> slots_;
   AgreementSlot* slot_ = nullptr;  // the persistent reduction, until it completes
+  uint64_t sequence_ = 0;
+  bool deferred_ = false;  // recorded on slots_, reduced at the first settle (SMPI build)
   bool settled_ = false;
 };
 
@@ -294,8 +300,9 @@ struct SPC_Request_s {
   // The direct path of the neighborhood alltoallv (backend p2p, alltoallv.cpp): its
   // agreement settles at the first start.
   std::unique_ptr<sparsecomm::capi::Agreement> agreement;
+  // The direct path's messages, one per edge, between sendbuf and recvbuf (instead of a plan).
+  std::unique_ptr<sparsecomm::Messages> msgs;
   std::unique_ptr<sparsecomm::Plan> plan;          // alltoallv-shaped
-  bool in_place = false;  // the plan moves straight between sendbuf and recvbuf: start(owned, ghost)
   std::unique_ptr<sparsecomm::GatherPlan> gplan;   // allgather-shaped
   const void* sendbuf = nullptr;
   void* recvbuf = nullptr;

@@ -32,10 +32,10 @@ int SPC_Start(SPC_Request* request) {
       r.agreement->settle();
       r.agreement.reset();
     }
-    if (r.gather) {
+    if (r.msgs) {
+      r.msgs->start();
+    } else if (r.gather) {
       r.gplan->start(r.sendbuf ? static_cast<const unsigned char*>(r.sendbuf) : &nothing);
-    } else if (r.in_place) {
-      r.plan->start(r.sendbuf, r.recvbuf);  // as bytes: the plan's unit
     } else {
       r.plan->start(r.sendbuf);
     }
@@ -50,7 +50,10 @@ int SPC_Wait(SPC_Request* request, MPI_Status* status) {
     SPC_Request_s& r = **request;
     if (!r.active) return;  // inactive persistent request: returns at once (MPI semantics)
     r.active = false;
-    if (r.gather) {
+    if (r.msgs) {
+      r.msgs->wait();
+      run_copies(r, nullptr);
+    } else if (r.gather) {
       if (r.direct && r.recvbuf) {
         r.gplan->wait(static_cast<unsigned char*>(r.recvbuf));
       } else {
@@ -84,7 +87,7 @@ int SPC_Request_backend(SPC_Request request, char* name, int* resultlen) {
   return guarded([&] {
     if (!request) fail(SPC_ERR_REQUEST, "SPC_Request_backend: the request is null");
     if (!name || !resultlen) fail(SPC_ERR_ARG, "SPC_Request_backend: name or resultlen is NULL");
-    std::string n = request->gather ? request->gplan->name() : request->plan->name();
+    std::string n = request->msgs ? "p2p" : request->gather ? request->gplan->name() : request->plan->name();
     if (n.size() > 63) n.resize(63);
     std::memcpy(name, n.c_str(), n.size() + 1);
     *resultlen = static_cast<int>(n.size());

@@ -94,8 +94,12 @@ bool ShmWindow::try_connect() {
     ShmChannel& c = *lanes_[l];
     char* at = mine + base[l];
     c.epoch_ = new (at) ShmChannel::Epoch(0);
-    for (size_t k = 0; k < c.readers_.size(); ++k)
-      c.slots_.push_back(new (at + ShmChannel::kLine * (1 + static_cast<int64_t>(k))) ShmChannel::Epoch(0));
+    for (int j = 1; j <= 2; ++j) new (at + j * static_cast<int64_t>(sizeof(ShmChannel::Epoch))) ShmChannel::Epoch(0);
+    for (size_t k = 0; k < c.readers_.size(); ++k) {
+      char* line = at + ShmChannel::kLine * (1 + static_cast<int64_t>(k));
+      c.slots_.push_back(new (line) ShmChannel::Epoch(0));
+      c.claims_.push_back(new (line + sizeof(ShmChannel::Epoch)) ShmChannel::Epoch(0));
+    }
     c.buffers_ = at + c.header();
   }
   SPC_MPI(MPI_Win_sync(win_));

@@ -74,6 +74,29 @@ class ShmChannel {
     return true;
   }
   void publish(uint64_t e) { epoch_->store(e, std::memory_order_release); }
+  /// Writer, before publish(e): the address (in my process) of the array the one-copy
+  /// readers of exchange e copy from, or null (shm_one_copy.hpp). Two slots beside the
+  /// epoch, by parity: the slot of e is rewritten at e + 2, after every reader is done with e.
+  void publish_source(uint64_t e, const void* p) {
+    epoch_[1 + e % 2].store(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)), std::memory_order_relaxed);
+  }
+  /// Writer: whether reader k (declare()'s order) has finished exchange e.
+  bool reader_done(size_t k, uint64_t e) const { return slots_[k]->load(std::memory_order_acquire) >= e; }
+  // Who copies a one-copy segment of exchange e (shm_one_copy.hpp), decided once by a
+  // compare-and-swap on a word beside reader k's slot: the reader claims it (4e + 1) and
+  // reads the writer's array, or the writer, tired of waiting for a reader busy elsewhere
+  // (another plan's wait), takes it back (4e + 2), copies the segment into its window
+  // buffer as for any segment and marks it there (4e + 3); the reader then reads the window.
+  // So a writer's wait() never depends on its readers calling wait() on this plan.
+  /// Writer: takes reader k's segment of exchange e back; false if the reader claimed it.
+  bool take_back(size_t k, uint64_t e) {
+    uint64_t c = claims_[k]->load(std::memory_order_acquire);
+    while (c < 4 * e)
+      if (claims_[k]->compare_exchange_weak(c, 4 * e + 2, std::memory_order_acq_rel)) return true;
+    return false;
+  }
+  /// Writer: the segment taken back is in the window.
+  void taken_back(size_t k, uint64_t e) { claims_[k]->store(4 * e + 3, std::memory_order_release); }
   bool has_readers() const { return !readers_.empty(); }
   /// My buffer `parity` (0 or 1), after connect().
   char* buffer(int parity) const { return buffers_ + static_cast<int64_t>(parity) * area_; }
@@ -87,8 +110,27 @@ class ShmChannel {
   const char* data(size_t k, uint64_t e) const {
     return in_[k].buffers + static_cast<int64_t>(e % 2) * in_[k].area + in_[k].offset;
   }
+  /// Writer k's source of exchange e (publish_source), once ready(k, e).
+  const void* source(size_t k, uint64_t e) const {
+    return reinterpret_cast<const void*>(static_cast<uintptr_t>(in_[k].epoch[1 + e % 2].load(std::memory_order_relaxed)));
+  }
   void done(size_t k, uint64_t e) { in_[k].slot->store(e, std::memory_order_release); }
+  /// Reader: claims writer k's one-copy segment of exchange e (take_back); false when the
+  /// writer took it back (then, on return, it is in the window).
+  bool claim(size_t k, uint64_t e) const {
+    Epoch* w = in_[k].slot + 1;
+    uint64_t c = w->load(std::memory_order_acquire);
+    while (c < 4 * e)
+      if (w->compare_exchange_weak(c, 4 * e + 1, std::memory_order_acq_rel)) return true;
+    spin([&] { return w->load(std::memory_order_acquire) == 4 * e + 3; }, [] {});
+    return false;
+  }
   size_t writers() const { return writers_.size(); }
+  /// Waits (as the channel's own waits do) until ready().
+  template <class Ready, class Progress>
+  void wait_until(Ready ready, Progress progress) const {
+    spin(ready, progress);
+  }
 
  private:
   friend class ShmWindow;
@@ -112,7 +154,7 @@ class ShmChannel {
   std::vector<int> readers_, writers_;
   std::vector<int64_t> offsets_;
   Epoch* epoch_ = nullptr;
-  std::vector<Epoch*> slots_;
+  std::vector<Epoch*> slots_, claims_;  // reader k's done epoch; the claim word beside it
   char* buffers_ = nullptr;
   int64_t area_ = 0;
   int patience_ = 256;  // NodeComm::patience (ShmWindow::try_connect sets it)
@@ -163,6 +205,8 @@ class ShmWindow {
     auto it = node_->node_rank_of.find(rank);
     return it == node_->node_rank_of.end() ? -1 : it->second;
   }
+  /// The node's communicator (MPI_COMM_TYPE_SHARED).
+  MPI_Comm node_comm() const { return node_->node.get(); }
   /// A new lane (before connect(); the reference stays valid).
   ShmChannel& add_lane() {
     lanes_.emplace_back(new ShmChannel);
@@ -231,33 +275,52 @@ class ShmExchange {
     std::fill(done_.begin(), done_.end(), 0);
     return channel.has_readers() ? channel.begin_write(e, [&] { progress(); }) : nullptr;
   }
-  /// Publishes the filled area and posts the off-node sends.
-  void publish() {
-    if (channel.has_readers()) channel.publish(epoch_);
+  /// Publishes the filled area (with `source`: ShmChannel::publish_source) and posts the
+  /// off-node sends.
+  void publish(const void* source = nullptr) {
+    if (channel.has_readers()) {
+      channel.publish_source(epoch_, source);
+      channel.publish(epoch_);
+    }
     sending_ = &sends_[channel.has_readers() ? epoch_ % 2 : 0];
     sending_->start();
   }
   /// Every on-node segment copied into `recv` and every off-node message complete.
   void wait(char* recv) {
+    wait([&](size_t k, const char* data, const void*) { copy(k, recv, data); });
+  }
+  /// wait(), each on-node segment k copied by copy(k, its data in the window, the writer's
+  /// published source) once published.
+  template <class Copy>
+  void wait(Copy copy) {
     for (size_t k = 0; k < reads_.size(); ++k)
       if (!done_[k]) {
         channel.wait_ready(k, epoch_, [&] { progress(); });
-        read(k, recv);
+        read(k, copy);
       }
     recvs_.wait();
     sending_->wait();
   }
   /// wait() without blocking: copies what is published; true once everything is in.
   bool test(char* recv) {
+    return test([&](size_t k, const char* data, const void*) { copy(k, recv, data); });
+  }
+  template <class Copy>
+  bool test(Copy copy) {
     bool all = true;
     for (size_t k = 0; k < reads_.size(); ++k)
       if (!done_[k]) {
-        if (channel.ready(k, epoch_)) read(k, recv);
+        if (channel.ready(k, epoch_)) read(k, copy);
         else all = false;
       }
     const bool msgs = recvs_.test();
     return sending_->test() && msgs && all;
   }
+  /// The exchange under way (1, 2, ...).
+  uint64_t epoch() const { return epoch_; }
+  /// Writer k's segment: (its place in the receive buffer, its bytes).
+  int64_t read_to(size_t k) const { return reads_[k].to; }
+  int64_t read_bytes(size_t k) const { return reads_[k].bytes; }
 
  private:
   // While spinning on the window: MPI progress for every message in flight, also where
@@ -267,11 +330,22 @@ class ShmExchange {
     sending_->test();
     mpi_progress();
   }
-  void read(size_t k, char* recv) {
+  void copy(size_t k, char* recv, const char* data) const {
     if (reads_[k].bytes > 0)  // (an empty segment's ghost array may be null)
-      std::memcpy(recv + reads_[k].to, channel.data(k, epoch_), static_cast<size_t>(reads_[k].bytes));
-    channel.done(k, epoch_);
-    done_[k] = 1;
+      std::memcpy(recv + reads_[k].to, data, static_cast<size_t>(reads_[k].bytes));
+  }
+  // Segment k copied, then marked done, also where the copy fails (its writer waits on it).
+  template <class Copy>
+  void read(size_t k, Copy& copy) {
+    struct Done {
+      ShmExchange* x;
+      size_t k;
+      ~Done() {
+        x->channel.done(k, x->epoch_);
+        x->done_[k] = 1;
+      }
+    } mark{this, k};
+    copy(k, channel.data(k, epoch_), channel.source(k, epoch_));
   }
   struct Read {
     int64_t to, bytes;

@@ -122,7 +122,11 @@ struct Settings {
   std::string model_file, label, json;
   int rounds = 5, per_round = 40;
   int64_t race = 0;  // > 0: auto is also run with its option race = this, and judged alike
+  bool tune = false;  // auto with tune=measure is also timed, in the same rounds as the backends
 };
+
+// The name under which auto with tune=measure is timed beside the backends.
+constexpr const char* kTuned = "auto:tune";
 
 // One matrix's figures per backend.
 struct Evaluated {
@@ -130,13 +134,32 @@ struct Evaluated {
   std::map<std::string, double> predicted;
   std::map<std::string, apps::Json> load, terms;
   std::vector<std::string> wrong;  // backends whose exchange delivered wrong values
+  apps::RoundStats tuned;   // auto with tune=measure (Settings::tune): its measuring exchanges included
+  std::string tuned_pick;   // its winner
 };
+
+// Collective. auto with tune=measure on the pattern (the model as auto's other runs use it).
+std::unique_ptr<Plan> tuned_plan(MPI_Comm comm, const Settings& st, const Pattern& pat) {
+  PlanOptions po;
+  if (!st.model_file.empty()) po.backend.set("model", st.model_file);
+  po.backend.set("tune", "measure");
+  return make_plan("auto", pat, st.loc, comm, po);
+}
+
+// The winner a tuned plan settled on ("" before it settles).
+std::string tuned_winner(const Plan& plan) {
+  for (const auto& [k, v] : plan.setup_stats().timers())
+    if (k.rfind("auto.tune.winner.", 0) == 0) return k.substr(17);
+  return "";
+}
 
 /// Collective. Every backend but those that choose among the others (auto): its plan, its
 /// exchange checked (x_j = j + 1 for global column id j: every ghost is checked against the
 /// value its id implies before the timing, so a backend that moves wrong values cannot
 /// rank), its prediction and load; then the timings in interleaved rounds
-/// (apps::interleaved_rounds): a backend's time is its median over the rounds.
+/// (apps::interleaved_rounds): a backend's time is its median over the rounds. With
+/// Settings::tune, auto with tune=measure too, from its first exchange (the rotation
+/// included), its values checked before and after the rounds.
 Evaluated evaluate(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, const Pattern& pat) {
   Evaluated ev;
   std::vector<double> x(static_cast<size_t>(a.local_cols()) + 1), g(static_cast<size_t>(a.num_ghosts()) + 1);
@@ -155,11 +178,18 @@ Evaluated evaluate(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, 
   }
   std::vector<std::string> order;
   for (const auto& [b, plan] : plans) order.push_back(b);
+  if (st.tune) plans[kTuned] = tuned_plan(comm, st, pat), order.push_back(kTuned);
+  auto check_tuned = [&] {
+    plans[kTuned]->exchange(x.data(), g.data());
+    if (!compare(g.data(), want.data(), a.num_ghosts()).allreduce(comm).ok(0.0)) ev.wrong.push_back(kTuned);
+  };
+  if (st.tune) check_tuned();
   const auto times = apps::interleaved_rounds(order.size(), st.rounds, [&](size_t i) {
     Plan& plan = *plans[order[i]];
     return apps::time_per_call(comm, st.per_round, [&] { plan.exchange(x.data(), g.data()); });
   });
-  for (size_t i = 0; i < order.size(); ++i) ev.measured[order[i]] = times[i];
+  for (size_t i = 0; i < order.size(); ++i) (order[i] == kTuned ? ev.tuned : ev.measured[order[i]]) = times[i];
+  if (st.tune) check_tuned(), ev.tuned_pick = tuned_winner(*plans[kTuned]);
   return ev;
 }
 
@@ -178,6 +208,7 @@ void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const s
     j["rounds_s"] = v.rounds;
     j["auto"] = chosen;
     if (!raced.empty()) j["auto_race"] = raced;
+    if (!ev.tuned_pick.empty()) j["auto_tune"] = ev.tuned_pick, j["auto_tune_s"] = ev.tuned.median;
     j["load"] = ev.load.at(b);
     j["rank_terms"] = ev.terms.at(b);
     js.write(j);
@@ -188,9 +219,21 @@ void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const s
 struct Tally {
   apps::Table t{{"matrix", "auto picks", "regret", "p2p/best", "best", "pred. error (max |log ratio| over backends)",
                  "raced picks", "regret"}};
-  int within10 = 0, never_worse = 0, cases = 0, race_within10 = 0;
+  apps::Table tuned{{"matrix", "tuned picks", "tuned/best", "best"}};
+  int within10 = 0, never_worse = 0, cases = 0, race_within10 = 0, tuned_within5 = 0;
+  double tuned_worst = 0;
   std::vector<std::string> wrong;  // "matrix: backend" whose exchange delivered wrong values
 };
+
+// auto with tune=measure against the best backend: paired ratio to each (the largest), so
+// below 1 where it beat every backend in the same rounds.
+void tally_tuned(Tally& tally, const std::string& name, Evaluated& ev, const std::string& best) {
+  double ratio = 0;
+  for (const auto& [b, r] : ev.measured) ratio = std::max(ratio, apps::paired_ratio(ev.tuned, r));
+  tally.tuned_within5 += ratio <= 1.05;
+  tally.tuned_worst = std::max(tally.tuned_worst, ratio);
+  tally.tuned.add({name, ev.tuned_pick.empty() ? "(not settled)" : ev.tuned_pick, apps::num("%.2f", ratio), best});
+}
 
 /// Collective. One matrix: every backend evaluated, auto's choice and its regret.
 void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t nmats, double t_start, Tally& tally,
@@ -228,6 +271,7 @@ void run_matrix(MPI_Comm comm, const Settings& st, const std::string& m, size_t 
   if (!raced.empty())
     for (const auto& [b, r] : measured) race_regret = std::max(race_regret, apps::paired_ratio(measured[raced], r));
   tally.race_within10 += !raced.empty() && race_regret <= 1.10;
+  if (st.tune) tally_tuned(tally, m.substr(m.find_last_of('/') + 1), ev, best);
   ++tally.cases;
   tally.within10 += regret <= 1.10;
   tally.never_worse += apps::paired_ratio(pick, measured["p2p"]) <= 1.10;
@@ -256,6 +300,9 @@ int autoeval_main(int argc, char** argv) {
                          apps::resolved_model_option(),
                          {"race", {"0", "also run auto with its option race = N (timing the close candidates at "
                                         "setup) and judge its picks alike; 0: auto as configured"}},
+                         {"tune", {"model", "measure: also time auto with tune=measure in the same rounds as "
+                                            "every backend (its measuring exchanges included) and print its "
+                                            "ratio to the best"}},
                          {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}}},
                         {{"reps", "200"}}),
       "usage: mpirun -np P sparsecomm autoeval [options]\n"
@@ -273,6 +320,9 @@ int autoeval_main(int argc, char** argv) {
   st.per_round = o.get_count("reps") / st.rounds;
   st.label = o.get("label"), st.json = o.get("json");
   st.race = o.get_count64("race", 0);
+  if (o.get("tune") != "model" && o.get("tune") != "measure")
+    throw InputError("autoeval: --tune is model or measure, not '" + o.get("tune") + "'");
+  st.tune = o.get("tune") == "measure";
   Tally tally;
   const double t_start = MPI_Wtime();
   const auto js = apps::open_json_lines(comm, st.json);
@@ -286,6 +336,11 @@ int autoeval_main(int argc, char** argv) {
   if (rank == 0 && st.race > 0)
     std::cout << "auto with race=" << st.race << " within 10% of the best: " << tally.race_within10 << "/" << tally.cases
               << "\n";
+  if (rank == 0 && st.tune)
+    std::cout << "\nauto with tune=measure, timed in the same rounds (tuned/best: paired ratio to the best backend, "
+              << "its measuring exchanges included)\n"
+              << tally.tuned.str() << "auto tune=measure within 5% of the best: " << tally.tuned_within5 << "/"
+              << tally.cases << "; worst " << apps::num("%.2f", tally.tuned_worst) << "\n";
   if (!tally.wrong.empty()) {
     if (rank == 0) {
       std::cout << "VERIFICATION FAILED: wrong ghost values from";

@@ -2,6 +2,7 @@
 // layout, and what the performance model predicts for every backend (auto's choice).
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <vector>
 
 #include "sparsecomm/kernels/halo_pattern.hpp"
@@ -61,13 +62,53 @@ void compare_setup(const Pattern& pat, const Locality& loc, MPI_Comm comm, const
               << ", counting and broadcast " << num("%.2f", median(part[at][2]) * 1e3) << " ms\n";
 }
 
+// tune=measure: runs the tuned plan's exchanges until every rank has settled (the same
+// exchange on every rank: the decision is collective) and prints what it tried, what each
+// candidate measured, what tuning cost and the winner beside the model's choice. Returns the
+// winner's name.
+std::string print_tuning(Plan& chosen, MPI_Comm comm) {
+  auto under = [&](const std::string& prefix) {
+    std::map<std::string, double> out;
+    for (const auto& [k, v] : chosen.setup_stats().timers())
+      if (k.rfind(prefix, 0) == 0) out[k.substr(prefix.size())] = v;
+    return out;
+  };
+  for (int i = 0; i < 100000 && under("auto.tune.winner.").empty(); ++i) chosen.start(), chosen.wait();
+  const auto winner = under("auto.tune.winner."), medians = under("auto.tune.median."), setup = under("auto.tune.setup.");
+  const auto predicted = under("auto.predict."), dropped = under("auto.tune.dropped.");
+  if (winner.empty()) throw Error("info: the tuned plan did not settle");
+  const auto modeled = under("auto.tune.model.");  // the model's own choice (its tie-break included)
+  const std::string model = modeled.empty() ? "?" : modeled.begin()->first;
+  double setup_total = 0;
+  for (const auto& [b, v] : setup) setup_total += v;
+  if (comm_rank(comm) == 0) {
+    Table t({"candidate", "predicted us/exchange", "measured us/exchange", "setup ms"});
+    for (const auto& [b, v] : setup)
+      t.add({b, num("%.2f", predicted.count(b) ? predicted.at(b) * 1e6 : -1),
+             medians.count(b) ? num("%.2f", medians.at(b) * 1e6) : "dropped", num("%.2f", v * 1e3)});
+    for (const auto& [b, v] : dropped)
+      if (!setup.count(b)) t.add({b, "-", "dropped (build)", "-"});
+    const std::string& w = winner.begin()->first;
+    std::cout << "\ntune=measure (measured: median over " << chosen.setup_stats().time("auto.tune.samples")
+              << " rounds of the slowest rank's exchange)\n"
+              << t.str() << "tuning chooses: " << w << "; cost: "
+              << num("%.0f", chosen.setup_stats().time("auto.tune.exchanges")) << " measuring exchanges and "
+              << num("%.2f", setup_total * 1e3) << " ms of candidates' setup; the model chose " << model;
+    if (medians.count(model))
+      std::cout << ", measured " << num("%.3f", medians.at(model) / winner.begin()->second) << "x the winner";
+    std::cout << "\n";
+  }
+  return winner.begin()->first;
+}
+
 int info_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), p = comm_size(comm);
   Options o(with_common({"matrix", "gen", "ordering", "regions", "sdde"},
                         {resolved_model_option(),
                          {"iterations", {"0", "expected exchanges, for the setup-inclusive choice"}},
-                         {"race", {"0", "exchanges timed per close candidate (auto's option race; 0: the model alone)"}}}),
+                         {"race", {"0", "exchanges timed per close candidate (auto's option race; 0: the model alone)"}},
+                         {"tune", {"model", "auto's option tune: model, or measure (run the exchanges until the ranks settle, print the tuning)"}}}),
             "usage: mpirun -np P sparsecomm info [options]\n"
             "example: mpirun -np 8 sparsecomm info --matrix HB/bcsstk13 --regions ppn:4");
   if (!parse_or_help(comm, o, argc, argv)) return 0;
@@ -91,6 +132,7 @@ int info_main(int argc, char** argv) {
   const int64_t iterations = o.get_count64("iterations", 0);
   po.backend.set("iterations", iterations);
   po.backend.set("race", o.get_count64("race", 0));
+  po.backend.set("tune", o.get("tune"));
   po.sdde = o.get("sdde");
   auto chosen = make_plan("auto", pat, loc, comm, po);
   const ModelParams m = ModelParams::resolve(comm, loc, o.get("model"));  // what auto itself used
@@ -127,7 +169,7 @@ int info_main(int argc, char** argv) {
               << (iterations > 0 ? " (setup + " + o.get("iterations") + " exchanges)" : " (per exchange)")
               << "\n";
   }
-  const std::string pick = chosen->name();
+  const std::string pick = chosen->name() == "auto" ? print_tuning(*chosen, comm) : chosen->name();
   chosen.reset();
   compare_setup(pat, loc, comm, po, pick);
   return 0;

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "common/app_main.hpp"
+#include "common/backend_args.hpp"
 #include "common/cli.hpp"
 #include "common/options.hpp"
 #include "common/provenance.hpp"
@@ -160,6 +161,7 @@ double one_call(MPI_Comm comm, Variant& v, Buffers& b, int me, int partner, int 
 struct Settings {
   std::vector<int64_t> sizes;
   std::vector<std::string> halo, gather;
+  std::vector<BackendOptions> halo_options;  ///< --option: each halo backend's own keys
   int reps = 1000, min_reps = 10, rounds = 7;
   int64_t round_bytes = 0;
   std::string json;
@@ -196,8 +198,11 @@ Variants make_variants(MPI_Comm comm, const Settings& st, int64_t n, int partner
   out.vars.push_back({"copy", "memcpy", ""});
   if (one_node) out.vars.push_back({"copy", "cross-core", ""});
   const Pattern pat = pair_pattern(partner, n);
-  for (const auto& name : st.halo) {
-    out.halo_plans.push_back(make_plan(name, pat, loc, comm, PlanOptions{}));
+  for (size_t i = 0; i < st.halo.size(); ++i) {
+    const std::string& name = st.halo[i];
+    PlanOptions po;
+    po.backend = st.halo_options[i];
+    out.halo_plans.push_back(make_plan(name, pat, loc, comm, po));
     for (const char* way : {"pack", "no-unpack", "direct"}) {
       Variant v{"halo", name, way};
       v.halo = out.halo_plans.back().get();
@@ -307,7 +312,7 @@ int onnode_main(int argc, char** argv) {
   const int rank = comm_rank(comm), nranks = comm_size(comm);
   apps::Options opt(
       apps::with_common(
-          {"reps", "rounds", "json"},
+          {"reps", "rounds", "json", "option"},
           {{"sizes",
             {"1024,4096,16384,65536,262144,1048576,4194304,16777216,67108864",
              "halo (and block) bytes per rank, comma-separated multiples of 8"}},
@@ -330,6 +335,7 @@ int onnode_main(int argc, char** argv) {
   st.gather = apps::split_list(opt.get("gather-backends"));
   for (const auto& b : st.halo)
     if (!backend_registered(b)) backend_hooks(b);  // InputError listing the valid names
+  st.halo_options = apps::backend_options_for(opt.get("option"), st.halo);  // (e.g. one_copy=false for shm)
   for (const auto& b : st.gather)
     if (!gather_backend_registered(b))
       throw InputError("unknown gather backend '" + b + "' (`sparsecomm backends` lists them)");

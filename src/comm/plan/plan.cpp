@@ -151,16 +151,16 @@ void Plan::wait(void* ghost) {
   ScopedPhase t(&exec_, ExecPhase::unpack);
   const auto& r = pattern_.recv();
   if (recv_identity_) {
-    if (r.size() > 0) std::memcpy(ghost, recv_buf(), static_cast<size_t>(recv_bytes()));
+    if (r.size() > 0) std::memcpy(ghost, received(), static_cast<size_t>(recv_bytes()));
     return;
   }
-  move_units<true>(static_cast<char*>(ghost), recv_buf(), r.indices.data(), r.size(), elem_bytes_);
+  move_units<true>(static_cast<char*>(ghost), received(), r.indices.data(), r.size(), elem_bytes_);
 }
 
 void* Plan::wait() {
   if (complete("wait"))
     throw InputError(who() + "::wait(): the values went into the ghost array given to start(owned, ghost)");
-  return recv_buf();
+  return received();
 }
 
 bool Plan::test(void* ghost) {

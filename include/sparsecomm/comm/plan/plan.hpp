@@ -35,6 +35,7 @@ class Plan;
 struct PlanOptions;
 namespace detail {
 void register_auto();
+class TunedPlan;
 /// For a backend that builds another inside its own make_plan (auto): the factory of
 /// `backend` with make_plan's local checks (an InputError) but none of its collectives.
 /// Only where make_plan's checks already ran on options from which every rank derives the
@@ -232,6 +233,10 @@ class Plan : public PlanBase {
   /// right before each pack of start(owned) / start(owned, ghost), and do_start() always
   /// follows that pack (the shm backend packs straight into its shared window this way).
   virtual char* do_pack_target() { return nullptr; }
+  /// Where the units received by the exchange just completed lie (laid out like recv_buf()),
+  /// or nullptr: recv_buf(). Read by wait() and wait(ghost) after do_wait() (a plan that
+  /// runs another plan inside, auto's tuning, points at that plan's buffer: no copy).
+  virtual char* do_recv_area() { return nullptr; }
 
   /// The plan's buffers, made at their first use (a backend that moves every exchange
   /// between the caller's arrays, moves_in_place(), never needs them).
@@ -245,8 +250,14 @@ class Plan : public PlanBase {
   friend std::unique_ptr<Plan> make_plan(const std::string&, const Pattern&, const Locality&, MPI_Comm,
                                          const PlanOptions&, const std::string&);
   friend void detail::register_auto();
+  friend class detail::TunedPlan;  // runs other plans' pack target and launch (tune.cpp)
   friend std::unique_ptr<Plan> detail::make_plan_inside(const std::string&, const Pattern&, const Locality&, MPI_Comm,
                                                         const PlanOptions&);
+  /// The received units after complete(): do_recv_area(), else recv_buf().
+  char* received() {
+    char* r = do_recv_area();
+    return r ? r : recv_buf();
+  }
   char* buffer(std::vector<char>& b, int64_t units) {
     if (b.empty() && units > 0) b.resize(static_cast<size_t>(units * elem_bytes_));
     return b.data();
@@ -271,7 +282,7 @@ class Plan : public PlanBase {
     if (complete("wait")) throw InputError(who() + "::wait: Unpack::add after start(owned, ghost), which received into ghost");
     ScopedPhase t(&exec_, ExecPhase::unpack);
     const auto& r = pattern_.recv();
-    const T* buf = reinterpret_cast<const T*>(recv_buf());
+    const T* buf = reinterpret_cast<const T*>(received());
     const int w = opt_.width;
     const int32_t* idx = r.indices.data();
     for (int64_t k = 0; k < r.size(); ++k) {

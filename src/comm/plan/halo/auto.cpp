@@ -33,6 +33,7 @@
 #include <map>
 
 #include "comm/plan/registry.hpp"
+#include "comm/plan/tune.hpp"
 #include "comm/shm_channel.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
@@ -365,8 +366,9 @@ std::vector<double> race_medians(MPI_Comm c, const std::vector<Plan*>& plans, in
 // Every step is collective in the same order on every rank, and every rank decides alike.
 class Choice {
  public:
-  Choice(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o)
-      : p_(p), l_(l), c_(c), o_(o), iterations_(o.backend.get_int("iterations", 0)), order_(candidate_order()),
+  // `iterations`: the expected exchanges the costs weigh (0 when tuning measures instead).
+  Choice(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o, int64_t iterations)
+      : p_(p), l_(l), c_(c), o_(o), iterations_(iterations), order_(candidate_order()),
         predicted_(order_.size(), -1.0), work_(order_.size(), std::numeric_limits<double>::infinity()),
         setup_(order_.size(), 0.0), cost_(order_.size()) {}
 
@@ -453,6 +455,20 @@ class Choice {
   bool built(size_t i) const { return built_.count(order_[i]) > 0; }
   const std::map<std::string, double>& raced() const { return raced_; }
   const Times& times() const { return times_; }
+  // The model's ranking: its choice first, then the others by cost (a tie keeps setup order).
+  std::vector<size_t> ranked() const {
+    std::vector<size_t> r(order_.size());
+    for (size_t i = 0; i < r.size(); ++i) r[i] = i;
+    std::stable_sort(r.begin(), r.end(), [&](size_t a, size_t b) {
+      return a == best_ ? b != best_ : b == best_ ? false : cost_[a] < cost_[b];
+    });
+    return r;
+  }
+  PlanOptions options_of(const std::string& name) const {
+    PlanOptions co = o_;  // each candidate gets the options it declares (k for combined, ...)
+    co.backend = o_.backend.only(backend_option_specs(name));
+    return co;
+  }
 
  private:
   // Candidates in order of setup complexity (each backend's BackendHooks::setup_rank,
@@ -467,11 +483,6 @@ class Choice {
       return backend_hooks(a).setup_rank < backend_hooks(b).setup_rank;
     });
     return order;
-  }
-  PlanOptions options_of(const std::string& name) const {
-    PlanOptions co = o_;  // each candidate gets the options it declares (k for combined, ...)
-    co.backend = o_.backend.only(backend_option_specs(name));
-    return co;
   }
   std::vector<size_t> close_candidates() const {
     const double within = 1 + static_cast<double>(o_.backend.get_int("race_within", 10)) / 100;
@@ -516,9 +527,18 @@ BackendHooks auto_hooks() {
   model.per_rank = true;
   h.options = {model,
                {"iterations", K::integer, "0",
-                "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost (building "
-                "every candidate to measure its setup), 0 by execution cost alone (building only the choice)",
+                "exchanges the caller expects: > 0 tunes by measuring (tune) if that many repay it, else "
+                "chooses by setup + iterations x execution cost (building every candidate to measure its "
+                "setup); 0 by execution cost alone (building only the choice)",
                 0},
+               {"tune", K::text, "",
+                "model: the model's choice; measure: the first exchanges rotate among the model's top "
+                "candidates and p2p, timed, and every rank keeps the fastest (not when iterations > 0 is "
+                "fewer than 10 x the measuring exchanges); empty: measure if iterations > 0 repays it, else model"},
+               {"candidates", K::integer, "3", "the model's top candidates that tune=measure times (p2p added)", 1,
+                16},
+               {"samples", K::integer, "5", "timed exchanges per candidate with tune=measure (after one warm-up)",
+                1, 1000},
                {"race", K::integer, "0",
                 "exchanges timed per close candidate: > 0 builds the candidates predicted within race_within "
                 "percent of the cheapest and takes the fastest measured, 0 trusts the model",
@@ -534,6 +554,29 @@ BackendHooks auto_hooks() {
   return h;
 }
 
+// tune=measure: the model's top candidates, p2p added as the reference, tuned in place by
+// the caller's exchanges (tune.cpp). The predictions are kept in the plan's setup
+// statistics as for a model choice.
+std::unique_ptr<Plan> tuned_plan(const Choice& ch, const detail::TuneSettings& ts, const Pattern& p, const Locality& l,
+                                 MPI_Comm c, const PlanOptions& o, double t0) {
+  std::vector<detail::TuneCandidate> list;
+  bool p2p = false;
+  for (size_t i : ch.ranked()) {
+    if (static_cast<int64_t>(list.size()) >= ts.candidates) break;
+    list.push_back({ch.order()[i], ch.options_of(ch.order()[i])});
+    p2p = p2p || ch.order()[i] == "p2p";
+  }
+  if (!p2p) list.push_back({"p2p", ch.options_of("p2p")});
+  std::map<std::string, double> notes;
+  for (size_t i = 0; i < ch.order().size(); ++i) notes["auto.predict." + ch.order()[i]] = ch.predicted(i);
+  notes["auto.tune.model." + ch.order()[ch.best()]] = ch.predicted(ch.best());  // the model's own choice
+  notes["auto.choose"] = MPI_Wtime() - t0;
+  notes["auto.choose.model"] = ch.times().model;
+  notes["auto.choose.gather"] = ch.times().gather;
+  notes["auto.choose.count"] = ch.times().count;
+  return detail::make_tuned_plan(std::move(list), p, l, c, o, ts.samples, notes);
+}
+
 }  // namespace
 
 namespace detail {
@@ -542,12 +585,20 @@ void register_auto() {
       "auto", "model-based choice among the other backends (see sparsecomm_calibrate)",
       [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) -> std::unique_ptr<Plan> {
         const double t0 = MPI_Wtime();
-        Choice ch(p, l, c, o);
+        const detail::TuneSettings ts = detail::tune_settings(o.backend);
+        if (ts.measure && o.backend.get_int("race", 0) > 0)
+          throw InputError("auto: race and tune=measure both measure the candidates; give one of them");
+        Choice ch(p, l, c, o, ts.measure ? 0 : ts.iterations);
         ch.predict();
         ch.build_unpredicted();
         ch.choose_by_cost();
+        if (ts.measure) return tuned_plan(ch, ts, p, l, c, o, t0);
         ch.race();
         std::unique_ptr<Plan> chosen = ch.take();
+        if (ts.skipped) {  // (a tune=measure the expected exchanges would not repay)
+          chosen->setup_stats_mut().add_time("auto.tune.skipped", static_cast<double>(ts.iterations));
+          chosen->setup_stats_mut().add_time("auto.tune.threshold", static_cast<double>(ts.threshold));
+        }
         // (setup_stats_mut: register_auto is a friend of Plan.)
         const auto& order = ch.order();
         const size_t best = ch.best();

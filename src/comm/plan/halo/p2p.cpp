@@ -3,10 +3,10 @@
 // fixed at setup and posted again at every execution (comm/messages.hpp: MPI_Irecv/Isend,
 // or persistent requests with PlanOptions::persistent_requests).
 //
-// Its options (p2p.hpp) make it the C API's persistent neighborhood alltoallv as well: the
-// messages cut per edge ("messages"), sent from and received into the caller's arrays at
-// their positions ("in_place"), on a shared communicator with a tag of the request's own
-// ("channel"), so that setup is local.
+// Its options (p2p.hpp) make it an MPI neighborhood alltoallv as well: the messages cut per
+// edge ("messages"), sent from and received into the caller's arrays at their positions
+// ("in_place"), on a shared communicator with a tag of the caller's own ("channel"), so
+// that setup is local.
 #include "comm/plan/halo/p2p.hpp"
 
 #include <memory>

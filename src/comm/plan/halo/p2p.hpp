@@ -1,7 +1,7 @@
 #pragma once
 // The in-process options of the p2p backend (p2p.cpp declares them): what a caller that
 // builds p2p plans itself sets so that setup runs no collective and the messages are the
-// ones MPI's neighborhood alltoallv sends (the C API's persistent requests, src/capi).
+// ones MPI's neighborhood alltoallv sends (one message per edge).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -20,7 +20,7 @@ struct P2pChannel {
 /// Option "messages": the entry count of each message, per side in pattern order: each
 /// neighbor's entries are cut into consecutive messages of these sizes (which add up to its
 /// count). Both ends of an edge must cut alike, as MPI matches messages between two ranks in
-/// order (the C API: one message per edge, repeated edges included).
+/// order (one message per edge, repeated edges included).
 struct P2pMessages {
   std::vector<int64_t> send, recv;
 };

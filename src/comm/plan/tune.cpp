@@ -1,0 +1,306 @@
+// auto's in-place tuning (option tune=measure). A model ranks the backends from counts, but
+// it cannot know every machine's contention; the caller's own exchanges can. The plan that
+// auto returns then runs its first exchanges on a shortlist of candidates in rotation and
+// keeps the fastest, as self-tuning collectives choose among their algorithms at run time
+// (Faraj, Yuan and Lowenthal, "STAR-MPI: self tuned adaptive routines for MPI collective
+// operations", ICS 2006), here on the caller's exchanges rather than extra ones:
+//
+// - Each candidate is built (make_plan: collective, agreed) at its first exchange; a build
+//   that fails fails on every rank, and the candidate is dropped everywhere.
+// - Round 0 runs every candidate once, unmeasured (a first execution may finish lazy
+//   set-up); rounds 1 .. samples run each once more, timed locally from the pack to the
+//   end of wait, in an order rotated by one per round so that no candidate always follows
+//   the same one.
+// - While measuring, a candidate that throws in start or wait is dropped on every rank: a
+//   flag reduced without blocking from start to wait (before anyone waits on the
+//   candidate's messages) and one after wait say whether any rank failed, and then every
+//   rank replays that exchange on p2p, the reference, from the values already packed (or
+//   the caller's arrays). The failed plan is abandoned, not destroyed: completing what it
+//   left in flight could wait forever.
+// - After the last round one allreduce (MPI_MAX) of every sample and every candidate's
+//   setup time gives each round's slowest rank; the candidate of lowest median over its
+//   rounds wins (ties: the earlier in the shortlist, the model's order), the same on every
+//   rank; the others are freed at the next exchange (the last one's values may still lie in
+//   a loser's receive buffer until then).
+//
+// Values are those of a single backend at every exchange: each exchange runs on exactly
+// one candidate (or the replay), and every backend delivers the pattern's values.
+#include "comm/plan/tune.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace sparsecomm::detail {
+
+namespace {
+TuneTimer& timer_hook() {
+  static TuneTimer t;
+  return t;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+}  // namespace
+
+void set_tune_timer(TuneTimer timer) { timer_hook() = std::move(timer); }
+
+TuneSettings tune_settings(const BackendOptions& o) {
+  TuneSettings s;
+  const std::string tune = o.get("tune", "");
+  if (!tune.empty() && tune != "model" && tune != "measure")
+    throw InputError("auto: option tune is model or measure, not '" + tune + "'");
+  s.candidates = o.get_int("candidates", 3);
+  s.samples = o.get_int("samples", 5);
+  s.iterations = o.get_int("iterations", 0);
+  // Measuring exchanges at most: every candidate (p2p added) once per round, samples + 1 rounds.
+  s.threshold = kRepay * (s.candidates + 1) * (s.samples + 1);
+  const bool asked = tune == "measure" || (tune.empty() && s.iterations > 0);
+  s.skipped = asked && s.iterations > 0 && s.iterations < s.threshold;
+  s.measure = asked && !s.skipped;
+  if (!asked && (o.has("candidates") || o.has("samples")))  // (an option that would be ignored is an error)
+    throw InputError("auto: options candidates and samples need tune=measure (or iterations > 0 with tune unset)");
+  return s;
+}
+
+class TunedPlan final : public Plan {
+ public:
+  TunedPlan(std::vector<TuneCandidate> list, const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o,
+            int64_t samples, const std::map<std::string, double>& notes)
+      : Plan("auto", p, l, c, o), samples_(samples) {
+    for (const auto& [k, v] : notes) setup_stats_mut().add_time(k, v);
+    for (auto& t : list) c_.push_back(Candidate{std::move(t), nullptr, false, 0.0, {}});
+    for (size_t j = 0; j < c_.size(); ++j)
+      if (c_[j].what.backend == "p2p") ref_ = j;
+    if (ref_ == kNone) throw InputError("auto: tuning needs p2p among its candidates (the reference)");
+    setup_stats_mut().add_time("auto.tune.samples", static_cast<double>(samples));
+    setup_stats_mut().add_time("auto.tune.candidates", static_cast<double>(c_.size()));
+  }
+  ~TunedPlan() override { finish_if_active(); }
+
+ protected:
+  bool moves_in_place() const override { return true; }
+
+  char* do_pack_target() override {
+    begin();
+    packed_ = true;
+    Plan& q = *c_[cur_].plan;
+    char* t = q.do_pack_target();
+    src_ = t ? t : q.send_buf();
+    return src_;
+  }
+  void do_start() override {
+    if (!begun_) begin();  // start(): the caller wrote this plan's send_area()
+    Plan& q = *c_[cur_].plan;
+    if (!packed_) {
+      src_ = q.send_buf();
+      if (send_bytes() > 0) std::memcpy(src_, send_buf(), static_cast<size_t>(send_bytes()));
+    }
+    guarded_start([&] { q.launch(); });
+  }
+  bool do_start_direct(const char* send, char* recv) override {
+    begin();
+    into_ghost_ = true, owned_ = send, ghost_ = recv;
+    Plan& q = *c_[cur_].plan;
+    guarded_start([&] { q.start(static_cast<const void*>(send), static_cast<void*>(recv)); });
+    return true;
+  }
+  void do_wait() override {
+    Candidate& k = c_[cur_];
+    if (settled_) {
+      finish(*k.plan);
+      return reset();
+    }
+    SPC_MPI(MPI_Wait(&flag_, MPI_STATUS_IGNORE));
+    int failed = any_failed_;
+    if (!failed) {
+      failed_ = 0;
+      try {
+        finish(*k.plan);
+      } catch (const std::exception&) {
+        failed_ = 1;
+      }
+    }
+    const double seconds = MPI_Wtime() - t0_;
+    if (!failed) {
+      SPC_MPI(MPI_Allreduce(&failed_, &any_failed_, 1, MPI_INT, MPI_MAX, comm()));
+      failed = any_failed_;
+    }
+    ++measuring_;
+    if (failed) {
+      drop(k);
+      replay();
+    } else if (round_ > 0) {
+      const TuneTimer& hook = timer_hook();
+      k.times.push_back(hook ? hook(k.what.backend, round_, seconds) : seconds);
+    }
+    reset();
+    ++slot_;
+    if (round_done() && round_ == samples_) decide();
+  }
+  char* do_recv_area() override { return received_; }
+
+ private:
+  struct Candidate {
+    TuneCandidate what;
+    std::unique_ptr<Plan> plan;
+    bool dropped = false;
+    double setup = 0;           ///< this rank's build time
+    std::vector<double> times;  ///< seconds of each measured round
+  };
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
+  // The candidate at position slot_ of round round_ (a rotation of the shortlist).
+  size_t at_slot() const { return (slot_ + static_cast<size_t>(round_)) % c_.size(); }
+  bool round_done() const {
+    for (size_t s = slot_; s < c_.size(); ++s)
+      if (!c_[(s + static_cast<size_t>(round_)) % c_.size()].dropped) return false;
+    return true;
+  }
+
+  // Picks (and builds) the candidate of the exchange being started, and starts its clock.
+  // Collective where it builds or decides; every rank takes the same steps.
+  void begin() {
+    begun_ = true;
+    for (;;) {
+      if (settled_) {
+        if (!freed_) {
+          for (size_t j = 0; j < c_.size(); ++j)
+            if (j != winner_) c_[j].plan.reset();
+          freed_ = true;
+        }
+        cur_ = winner_;
+        return;
+      }
+      if (round_done()) {
+        if (round_ == samples_) {
+          decide();
+        } else {
+          ++round_, slot_ = 0;
+        }
+        continue;
+      }
+      const size_t j = at_slot();
+      if (c_[j].dropped || (!c_[j].plan && !build(c_[j]))) {
+        ++slot_;
+        continue;
+      }
+      cur_ = j;
+      t0_ = MPI_Wtime();
+      return;
+    }
+  }
+
+  // make_plan agrees a failure, so every rank returns alike; the reference's failure is
+  // rethrown (on every rank): without it no failed exchange could be replayed.
+  bool build(Candidate& k) {
+    const double t = MPI_Wtime();
+    try {
+      k.plan = make_plan(k.what.backend, pattern(), locality(), comm(), k.what.options);
+    } catch (const std::exception&) {
+      if (&k == &c_[ref_]) throw;
+      drop(k);
+      return false;
+    }
+    k.setup = MPI_Wtime() - t;
+    return true;
+  }
+  void drop(Candidate& k) {
+    k.dropped = true;
+    (void)k.plan.release();  // abandoned: see the file's comment
+    setup_stats_mut().add_time("auto.tune.dropped." + k.what.backend, 1.0);
+  }
+
+  // Starts the candidate; while measuring, a failure is caught and its flag reduced
+  // (completed in do_wait before anyone waits on the candidate).
+  template <class F>
+  void guarded_start(F&& f) {
+    if (settled_) return f();
+    failed_ = 0;
+    try {
+      f();
+    } catch (const std::exception&) {
+      failed_ = 1;
+    }
+    SPC_MPI(MPI_Iallreduce(&failed_, &any_failed_, 1, MPI_INT, MPI_MAX, comm(), &flag_));
+  }
+  void finish(Plan& q) {
+    if (into_ghost_ && ghost_) {
+      q.wait(static_cast<void*>(ghost_));
+    } else {
+      received_ = static_cast<char*>(q.wait());
+    }
+  }
+  // The failed exchange again, on p2p (every rank: the failure was agreed).
+  void replay() {
+    if (cur_ == ref_) agree(comm(), "auto: the reference backend p2p failed while tuning");
+    Candidate& r = c_[ref_];
+    if (!r.plan) build(r);
+    Plan& q = *r.plan;
+    if (into_ghost_) {
+      q.start(static_cast<const void*>(owned_), static_cast<void*>(ghost_));
+    } else {
+      if (send_bytes() > 0) std::memcpy(q.send_area(), src_, static_cast<size_t>(send_bytes()));
+      q.start();
+    }
+    finish(q);
+  }
+  void reset() {
+    begun_ = packed_ = into_ghost_ = false;
+    owned_ = nullptr, ghost_ = nullptr;
+  }
+
+  // One allreduce: each sample's slowest rank and each candidate's slowest setup.
+  void decide() {
+    const double t0 = MPI_Wtime();
+    const size_t n = c_.size(), S = static_cast<size_t>(samples_);
+    std::vector<double> v(n * (S + 1), 0.0);
+    for (size_t j = 0; j < n; ++j) {
+      std::copy_n(c_[j].times.begin(), std::min(S, c_[j].times.size()), v.begin() + static_cast<std::ptrdiff_t>(j * S));
+      v[n * S + j] = c_[j].setup;
+    }
+    SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm()));
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t j = 0; j < n; ++j) {
+      const std::string& b = c_[j].what.backend;
+      if (c_[j].setup > 0 || c_[j].plan) setup_stats_mut().add_time("auto.tune.setup." + b, v[n * S + j]);
+      if (c_[j].dropped) continue;  // (alike on every rank: drops are agreed)
+      const auto at = v.begin() + static_cast<std::ptrdiff_t>(j * S);
+      const double m = median(std::vector<double>(at, at + static_cast<std::ptrdiff_t>(S)));
+      setup_stats_mut().add_time("auto.tune.median." + b, m);
+      if (m < best) best = m, winner_ = j;
+    }
+    if (winner_ == kNone) agree(comm(), "auto: every tuning candidate failed");
+    settled_ = true;
+    setup_stats_mut().add_time("auto.tune.winner." + c_[winner_].what.backend, best);
+    setup_stats_mut().add_time("auto.tune.exchanges", static_cast<double>(measuring_));
+    setup_stats_mut().add_time("auto.tune.decide", MPI_Wtime() - t0);
+  }
+
+  std::vector<Candidate> c_;
+  const int64_t samples_;
+  size_t ref_ = kNone, cur_ = 0, slot_ = 0, winner_ = kNone;
+  int64_t round_ = 0;      ///< 0: warm-up; 1 .. samples_: measured
+  int64_t measuring_ = 0;  ///< exchanges run before settling
+  bool settled_ = false, freed_ = false;
+  // The active exchange.
+  bool begun_ = false, packed_ = false, into_ghost_ = false;
+  const char* owned_ = nullptr;
+  char* ghost_ = nullptr;
+  char* src_ = nullptr;       ///< where its packed units lie (for a replay)
+  char* received_ = nullptr;  ///< where the last exchange's units lie (do_recv_area)
+  double t0_ = 0;
+  int failed_ = 0, any_failed_ = 0;
+  MPI_Request flag_ = MPI_REQUEST_NULL;
+};
+
+std::unique_ptr<Plan> make_tuned_plan(std::vector<TuneCandidate> shortlist, const Pattern& p, const Locality& l,
+                                      MPI_Comm c, const PlanOptions& o, int64_t samples,
+                                      const std::map<std::string, double>& notes) {
+  return std::make_unique<TunedPlan>(std::move(shortlist), p, l, c, o, samples, notes);
+}
+
+}  // namespace sparsecomm::detail

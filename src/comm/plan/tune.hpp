@@ -1,0 +1,53 @@
+#pragma once
+// auto's in-place tuning (option tune=measure): a Plan whose first exchanges rotate among a
+// shortlist of candidate backends, built lazily, timing each, until every rank settles on
+// the same winner by one allreduce; tune.cpp explains the method.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparsecomm/comm/plan/plan.hpp"
+
+namespace sparsecomm::detail {
+
+/// What auto's options ask of tuning, derived alike on every rank (make_plan agreed them).
+struct TuneSettings {
+  bool measure = false;      ///< tune by measuring (else: the model's choice)
+  int64_t candidates = 3;    ///< the model's top candidates measured (p2p added if absent)
+  int64_t samples = 5;       ///< measured exchanges per candidate (after one warm-up each)
+  int64_t iterations = 0;    ///< the caller's expected exchanges (0: not given)
+  int64_t threshold = 0;     ///< fewest expected exchanges that tuning repays (kRepay x measuring)
+  bool skipped = false;      ///< measuring was asked for (or the default) but iterations < threshold
+};
+
+/// Expected exchanges per measuring exchange below which tuning is not started.
+inline constexpr int64_t kRepay = 10;
+
+/// auto's options tune, candidates, samples and iterations read (InputError for a tune
+/// value other than model or measure). Local: the options are the same on every rank.
+TuneSettings tune_settings(const BackendOptions& o);
+
+/// A candidate for tuning: a backend and the options it takes.
+struct TuneCandidate {
+  std::string backend;
+  PlanOptions options;
+};
+
+/// Collective (duplicates c; builds no candidate: each is built, collectively, at its first
+/// exchange). The tuning plan, named "auto", over `shortlist` in the order that breaks ties (p2p,
+/// the reference that replays an exchange a candidate failed, must be among them), with
+/// `notes` in its setup statistics (auto's predictions).
+std::unique_ptr<Plan> make_tuned_plan(std::vector<TuneCandidate> shortlist, const Pattern& p, const Locality& l,
+                                      MPI_Comm c, const PlanOptions& o, int64_t samples,
+                                      const std::map<std::string, double>& notes = {});
+
+/// For tests: replaces what a measured exchange records. Called with the candidate's
+/// backend, the measuring round (1 .. samples) and the seconds measured on this rank; returns
+/// the seconds to record. An empty function restores the measurement. Process-wide: set it
+/// before the exchanges of a test and clear it after.
+using TuneTimer = std::function<double(const std::string& backend, int64_t round, double seconds)>;
+void set_tune_timer(TuneTimer timer);
+
+}  // namespace sparsecomm::detail
