@@ -138,40 +138,95 @@ bool is_symmetric(const Entries& all, double sign = 1.0) {
 // ---------------------------------------------------------------------------------------
 // Well-formed files
 
-TEST(Reader, CoordinateRealGeneral) {
-  auto a = read_text("real_general.mtx",
-                     "%%MatrixMarket matrix coordinate real general\n"
-                     "4 4 6\n"
-                     "1 1 1.5\n"
-                     "2 1 -2\n"
-                     "4 2 3.25e1\n"
-                     "3 3 4\n"
-                     "1 4 -0.5\n"
-                     "4 4 1e-3\n");
-  expect_matrix(a, 4, 4, {{1.5, 0, 0, -0.5}, {-2, 0, 0, 0}, {0, 0, 4, 0}, {0, 32.5, 0, 1e-3}});
+// Files read into the matrix they mean: one test body over a table of cases (the name, the
+// file, the dense matrix; skew-symmetric ones also checked as A^T = -A).
+struct ReadCase {
+  const char* name;
+  const char* file;
+  std::string text;
+  int64_t rows, cols;
+  Dense expected;
+  double transpose_sign = 0;  // nonzero: A^T == sign * A
+};
+
+class ReaderCase : public testing::TestWithParam<ReadCase> {};
+
+TEST_P(ReaderCase, ReadsTheMatrixItMeans) {
+  const ReadCase& c = GetParam();
+  auto a = read_text(c.file, c.text);
+  expect_matrix(a, c.rows, c.cols, c.expected);
+  if (c.transpose_sign != 0) {
+    EXPECT_TRUE(is_symmetric(a.gather_all(), c.transpose_sign));
+  }
 }
 
-TEST(Reader, CoordinateInteger) {
-  auto a = read_text("integer.mtx",
-                     "%%MatrixMarket matrix coordinate integer general\n"
-                     "3 3 4\n"
-                     "1 1 7\n"
-                     "2 3 -4\n"
-                     "3 1 +12\n"
-                     "3 2 100000\n");
-  expect_matrix(a, 3, 3, {{7, 0, 0}, {0, 0, -4}, {12, 100000, 0}});
-}
-
-TEST(Reader, CoordinatePattern) {
-  auto a = read_text("pattern.mtx",
-                     "%%MatrixMarket matrix coordinate pattern general\n"
-                     "3 4 4\n"
-                     "1 2\n"
-                     "2 4\n"
-                     "3 1\n"
-                     "3 3\n");
-  expect_matrix(a, 3, 4, {{0, 1, 0, 0}, {0, 0, 0, 1}, {1, 0, 1, 0}});
-}
+INSTANTIATE_TEST_SUITE_P(
+    Reader, ReaderCase,
+    testing::Values(
+        ReadCase{"CoordinateRealGeneral", "real_general.mtx",
+                 "%%MatrixMarket matrix coordinate real general\n"
+                 "4 4 6\n"
+                 "1 1 1.5\n"
+                 "2 1 -2\n"
+                 "4 2 3.25e1\n"
+                 "3 3 4\n"
+                 "1 4 -0.5\n"
+                 "4 4 1e-3\n",
+                 4, 4, {{1.5, 0, 0, -0.5}, {-2, 0, 0, 0}, {0, 0, 4, 0}, {0, 32.5, 0, 1e-3}}},
+        ReadCase{"CoordinateInteger", "integer.mtx",
+                 "%%MatrixMarket matrix coordinate integer general\n"
+                 "3 3 4\n"
+                 "1 1 7\n"
+                 "2 3 -4\n"
+                 "3 1 +12\n"
+                 "3 2 100000\n",
+                 3, 3, {{7, 0, 0}, {0, 0, -4}, {12, 100000, 0}}},
+        ReadCase{"CoordinatePattern", "pattern.mtx",
+                 "%%MatrixMarket matrix coordinate pattern general\n"
+                 "3 4 4\n"
+                 "1 2\n"
+                 "2 4\n"
+                 "3 1\n"
+                 "3 3\n",
+                 3, 4, {{0, 1, 0, 0}, {0, 0, 0, 1}, {1, 0, 1, 0}}},
+        ReadCase{"CoordinatePatternSymmetric", "pattern_sym.mtx",
+                 "%%MatrixMarket matrix coordinate pattern symmetric\n"
+                 "3 3 3\n"
+                 "1 1\n"
+                 "3 1\n"
+                 "3 2\n",
+                 3, 3, {{1, 0, 1}, {0, 0, 1}, {1, 1, 0}}},
+        ReadCase{"CoordinateSkewSymmetric", "skew.mtx",
+                 "%%MatrixMarket matrix coordinate real skew-symmetric\n"
+                 "3 3 3\n"
+                 "2 1 1.5\n"
+                 "3 1 -2\n"
+                 "3 2 4\n",
+                 3, 3, {{0, -1.5, 2}, {1.5, 0, -4}, {-2, 4, 0}}, -1},
+        ReadCase{"ArrayGeneralIsColumnMajorAndSkipsZeros", "array_general.mtx",
+                 "%%MatrixMarket matrix array real general\n"
+                 "% 3 x 2, column by column\n"
+                 "3 2\n"
+                 "1\n0\n2\n"
+                 "0.0\n3\n-4\n",
+                 3, 2, {{1, 0}, {0, 3}, {2, -4}}},
+        ReadCase{"ArrayInteger", "array_integer.mtx",
+                 "%%MatrixMarket matrix array integer general\n"
+                 "2 2\n"
+                 "1\n-2\n0\n4\n",
+                 2, 2, {{1, 0}, {-2, 4}}},
+        // Lower triangle with the diagonal, column by column: (1,1) (2,1) (3,1) (2,2) (3,2) (3,3).
+        ReadCase{"ArraySymmetricStoresLowerTriangle", "array_symmetric.mtx",
+                 "%%MatrixMarket matrix array real symmetric\n"
+                 "3 3\n"
+                 "1\n2\n0\n3\n4\n5\n",
+                 3, 3, {{1, 2, 0}, {2, 3, 4}, {0, 4, 5}}},
+        ReadCase{"ArraySkewSymmetricStoresStrictlyLowerTriangle", "array_skew.mtx",
+                 "%%MatrixMarket matrix array real skew-symmetric\n"
+                 "3 3\n"
+                 "1\n2\n3\n",
+                 3, 3, {{0, -1, -2}, {1, 0, -3}, {2, 3, 0}}}),
+    [](const testing::TestParamInfo<ReadCase>& i) { return std::string(i.param.name); });
 
 const char* kSymmetricBody =
     "4 4 5\n"
@@ -192,62 +247,6 @@ TEST(Reader, CoordinateSymmetricIsExpanded) {
 TEST(Reader, CoordinateHermitianRealIsSymmetric) {
   auto a = read_text("hermitian.mtx", std::string("%%MatrixMarket matrix coordinate real hermitian\n") + kSymmetricBody);
   expect_matrix(a, 4, 4, kSymmetricDense);
-}
-
-TEST(Reader, CoordinatePatternSymmetric) {
-  auto a = read_text("pattern_sym.mtx",
-                     "%%MatrixMarket matrix coordinate pattern symmetric\n"
-                     "3 3 3\n"
-                     "1 1\n"
-                     "3 1\n"
-                     "3 2\n");
-  expect_matrix(a, 3, 3, {{1, 0, 1}, {0, 0, 1}, {1, 1, 0}});
-}
-
-TEST(Reader, CoordinateSkewSymmetric) {
-  auto a = read_text("skew.mtx",
-                     "%%MatrixMarket matrix coordinate real skew-symmetric\n"
-                     "3 3 3\n"
-                     "2 1 1.5\n"
-                     "3 1 -2\n"
-                     "3 2 4\n");
-  expect_matrix(a, 3, 3, {{0, -1.5, 2}, {1.5, 0, -4}, {-2, 4, 0}});
-  EXPECT_TRUE(is_symmetric(a.gather_all(), -1.0));
-}
-
-TEST(Reader, ArrayGeneralIsColumnMajorAndSkipsZeros) {
-  auto a = read_text("array_general.mtx",
-                     "%%MatrixMarket matrix array real general\n"
-                     "% 3 x 2, column by column\n"
-                     "3 2\n"
-                     "1\n0\n2\n"
-                     "0.0\n3\n-4\n");
-  expect_matrix(a, 3, 2, {{1, 0}, {0, 3}, {2, -4}});
-}
-
-TEST(Reader, ArrayInteger) {
-  auto a = read_text("array_integer.mtx",
-                     "%%MatrixMarket matrix array integer general\n"
-                     "2 2\n"
-                     "1\n-2\n0\n4\n");
-  expect_matrix(a, 2, 2, {{1, 0}, {-2, 4}});
-}
-
-TEST(Reader, ArraySymmetricStoresLowerTriangle) {
-  // Lower triangle with the diagonal, column by column: (1,1) (2,1) (3,1) (2,2) (3,2) (3,3).
-  auto a = read_text("array_symmetric.mtx",
-                     "%%MatrixMarket matrix array real symmetric\n"
-                     "3 3\n"
-                     "1\n2\n0\n3\n4\n5\n");
-  expect_matrix(a, 3, 3, {{1, 2, 0}, {2, 3, 4}, {0, 4, 5}});
-}
-
-TEST(Reader, ArraySkewSymmetricStoresStrictlyLowerTriangle) {
-  auto a = read_text("array_skew.mtx",
-                     "%%MatrixMarket matrix array real skew-symmetric\n"
-                     "3 3\n"
-                     "1\n2\n3\n");
-  expect_matrix(a, 3, 3, {{0, -1, -2}, {1, 0, -3}, {2, 3, 0}});
 }
 
 TEST(Reader, CommentsBlankLinesCaseAndLineEndings) {

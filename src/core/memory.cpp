@@ -101,11 +101,6 @@ NodeDemand node_demand(MPI_Comm comm, int64_t bytes) {
 void set_memory_limit(const MemoryLimit& limit) { detail::set_process_default(limit); }
 MemoryLimit memory_limit() { return detail::process_default<MemoryLimit>(); }
 
-int64_t available_memory_bytes() {
-  const MemoryLimit limit = memory_limit();
-  return limit.bytes >= 0 ? limit.bytes : machine_available_bytes();
-}
-
 std::string format_bytes(double b) {
   const char* unit[] = {"B", "KB", "MB", "GB", "TB", "PB"};
   int u = 0;

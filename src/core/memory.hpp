@@ -26,11 +26,6 @@ struct MemoryLimit {
 void set_memory_limit(const MemoryLimit& limit);
 MemoryLimit memory_limit();
 
-/// Bytes this machine can still give: MemAvailable from /proc/meminfo, lowered to the
-/// room left under the cgroup's memory.max where one is set. -1 when unknown. Local.
-/// memory_limit(), where set, overrides it.
-int64_t available_memory_bytes();
-
 /// "12.3 GB", "512 B": for messages.
 std::string format_bytes(double bytes);
 

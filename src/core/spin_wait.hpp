@@ -1,9 +1,8 @@
 #pragma once
 // The one way a rank waits on shared memory (a flag another rank of its node sets) while
-// MPI messages may be in flight: the node window's readers and writers (comm/shm_channel.hpp)
-// and the SDDE's node rounds (comm/sdde/common.hpp). The PMPI layer's node exchange keeps a
-// loop of its own (it advances every call in flight between checks) with the same rule:
-// mpi_progress()'s probe, at every yield.
+// MPI messages may be in flight: the node window's readers and writers (comm/shm_channel.hpp),
+// the SDDE's node rounds (comm/sdde/common.hpp) and the PMPI layer's node exchange (whose
+// progress function makes the same probe through PMPI_Iprobe).
 #include <mpi.h>
 #include <sched.h>
 

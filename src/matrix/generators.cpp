@@ -395,31 +395,23 @@ Generate parse_spec(const std::string& spec) {
     const int points = s.name == "lap2d" ? 5 : 9;
     return [=](MPI_Comm c) { return laplacian_2d(c, n[0], n[1], points); };
   }
-  if (s.name == "lap3d" || s.name == "lap3d27") {
+  // A name ending in 'w' (lap3dw, lap3d27w, rotatew): the same arguments as block sides
+  // per rank (weak scaling).
+  const bool weak = !s.name.empty() && s.name.back() == 'w';
+  if (s.name == "lap3d" || s.name == "lap3d27" || s.name == "lap3dw" || s.name == "lap3d27w") {
     expect_fields(s, 3, 3);
     const auto n = sides(s, 3);
-    const int points = s.name == "lap3d" ? 7 : 27;
+    const int points = s.name.compare(0, 7, "lap3d27") == 0 ? 27 : 7;
+    if (weak) return [=](MPI_Comm c) { return laplacian_3d_blocks(c, n[0], n[1], n[2], points); };
     return [=](MPI_Comm c) { return laplacian_3d(c, n[0], n[1], n[2], points); };
   }
-  if (s.name == "rotate") {
+  if (s.name == "rotate" || s.name == "rotatew") {
     expect_fields(s, 2, 4);
     const auto n = sides(s, 2);
     const double angle = s.fields.size() > 2 ? parse_double(s.fields[2], "ANGLE_DEG") : 45.0;
     const double eps = s.fields.size() > 3 ? parse_double(s.fields[3], "EPS") : 0.001;
+    if (weak) return [=](MPI_Comm c) { return rotated_anisotropic_2d_blocks(c, n[0], n[1], angle, eps); };
     return [=](MPI_Comm c) { return rotated_anisotropic_2d(c, n[0], n[1], angle, eps); };
-  }
-  if (s.name == "lap3dw" || s.name == "lap3d27w") {
-    expect_fields(s, 3, 3);
-    const auto b = sides(s, 3);
-    const int points = s.name == "lap3dw" ? 7 : 27;
-    return [=](MPI_Comm c) { return laplacian_3d_blocks(c, b[0], b[1], b[2], points); };
-  }
-  if (s.name == "rotatew") {
-    expect_fields(s, 2, 4);
-    const auto b = sides(s, 2);
-    const double angle = s.fields.size() > 2 ? parse_double(s.fields[2], "ANGLE_DEG") : 45.0;
-    const double eps = s.fields.size() > 3 ? parse_double(s.fields[3], "EPS") : 0.001;
-    return [=](MPI_Comm c) { return rotated_anisotropic_2d_blocks(c, b[0], b[1], angle, eps); };
   }
   if (s.name == "er") {
     expect_fields(s, 2, 3);

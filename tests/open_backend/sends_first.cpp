@@ -62,10 +62,7 @@ void register_sends_first() {
                     "message tag of the exchange", 0, 32767}};  // 32767: the smallest MPI_TAG_UB MPI allows
   register_backend(
       kSendsFirst, "TEST: p2p with the sends posted before the receives (defined in tests/open_backend)",
-      [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) -> std::unique_ptr<Plan> {
-        return std::make_unique<SendsFirstPlan>(p, l, c, o);
-      },
-      std::move(hooks));
+      plan_factory<SendsFirstPlan>(), std::move(hooks));
 }
 
 int sends_first_tag(const Plan& plan) {

@@ -67,6 +67,8 @@ struct CombiningSchedule {
   std::vector<std::vector<int>> from_origins;
   /// Statistics: groups this rank leads (size >= 2), their total size, rounds run.
   int groups_led = 0, group_members = 0, rounds = 0;
+  /// The stages of an exchange on this schedule: 1 where this rank has no stage-1 peer.
+  int stages() const { return stage1_send.empty() && stage1_recv.empty() ? 1 : 2; }
 
   /// Collective. Builds the pattern (or takes opt.given); every (source, destination) edge
   /// of `topo` is covered exactly once (checked on every rank; a violation is an Error on

@@ -293,12 +293,11 @@ int autoeval_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
   apps::Options o(
-      apps::with_common({"regions", "reps", "json"},
+      apps::with_common({"regions", "reps", "rounds", "json"},
                         {{"matrices", {"all", "names/paths/generator specs (gen:...) separated by ',' (or by ';' or "
                                               "spaces when a spec has commas); 'all' = every shared matrix and "
                                               "gen:rotate:256,256"}},
                          apps::resolved_model_option(),
-                         {"rounds", {"5", "interleaved rounds: each times every backend once; median over rounds"}},
                          {"race", {"0", "also run auto with its option race = N (timing the close candidates at "
                                         "setup) and judge its picks alike; 0: auto as configured"}},
                          {"tune", {"model", "measure: also time auto with tune=measure in the same rounds as "

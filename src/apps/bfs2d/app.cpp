@@ -16,6 +16,7 @@
 
 #include "bfs2d/bfs.hpp"
 #include "bfs2d/graph.hpp"
+#include "bfs2d/graph_options.hpp"
 #include "common/app_main.hpp"
 #include "common/cli.hpp"
 #include "common/provenance.hpp"
@@ -205,19 +206,15 @@ int bfs_main(int argc, char** argv) {
   apps::Options o(
       apps::with_common(
           {"backend", "sdde", "json"},
-          {{"scale", {"16", "R-MAT scale (2^scale vertices)"}},
-           {"edge-factor", {"16", "R-MAT edges per vertex"}},
-           {"seed", {"1", "R-MAT seed"}},
-           {"graph", {"", "SuiteSparse name or path instead of R-MAT (undirected: A + A^T)"}},
-           {"roots", {"16", "number of BFS roots (degree > 0)"}},
-           {"variants", {"blocking,overlapped,plan", "comma-separated: blocking, overlapped, plan"}},
+          bfs::with_graph_options(
+          {{"variants", {"blocking,overlapped,plan", "comma-separated: blocking, overlapped, plan"}},
            {"phase-size", {"1", "overlapped: neighbors per phase"}},
            {"merge", {"both", "overlapped: merge, sort or both"}},
            {"transport", {"neighbor", "overlapped: neighbor (MPI_Ineighbor_*), p2p (Isend/Irecv per phase) or direct (no "
                                       "transpose, every receive first, pieces in arrival order), comma-separated"}},
            {"fold-every", {"1", "overlapped: compute chunks per fold chunk, comma-separated (0: one fold per level)"}},
            {"poll", {"4096", "overlapped: edges of local compute between progress polls (0: none)"}},
-           {"gather-backend", {"p2p", "plan: allgather backend of the expand"}}},
+           {"gather-backend", {"p2p", "plan: allgather backend of the expand"}}}),
           {{"backend", "p2p"}, {"sdde", "nbx"}}),
       "usage: mpirun -np P sparsecomm bfs [options]   (P must be a square: 1, 4, 9, 16, ...)\n"
       "example: mpirun -np 4 sparsecomm bfs --scale 16 --roots 16");

@@ -57,6 +57,7 @@
 #include "common/table.hpp"
 #include "common/timing.hpp"
 #include "graph.hpp"
+#include "graph_options.hpp"
 #include "sparsecomm/matrix/data_path.hpp"
 
 // CombBLAS last: its headers define macros and pull in a lot.
@@ -380,17 +381,13 @@ int run(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), P = comm_size(comm);
   apps::Options opt(
-      {{"scale", {"16", "R-MAT: 2^scale vertices"}},
-       {"edge-factor", {"16", "R-MAT: edge_factor * 2^scale generated edges"}},
-       {"seed", {"1", "R-MAT seed; the roots use seed + 1"}},
-       {"roots", {"16", "BFS roots (distinct, degree > 0), each run by every implementation"}},
-       {"graph", {"", "SuiteSparse name or .mtx path: BFS on the pattern of A + A^T instead of R-MAT"}},
-       {"variant", {"all", "our variants, comma-separated: blocking, overlapped, plan, all"}},
-       {"combblas", {"graph500,semiring", "CombBLAS loops, comma-separated: graph500, semiring"}},
-       {"json", {"", "append one JSON line per implementation to this file"}}},
+      bfs::with_graph_options(
+          {{"variant", {"all", "our variants, comma-separated: blocking, overlapped, plan, all"}},
+           {"combblas", {"graph500,semiring", "CombBLAS loops, comma-separated: graph500, semiring"}},
+           {"json", {"", "append one JSON line per implementation to this file"}}}),
       "usage: mpirun -np P sparsecomm_bfs_combblas [options]   (P a perfect square)\n"
-      "Our 2D BFS against CombBLAS's top-down BFS on the same graph, roots and ranks; every\n"
-      "BFS is checked by our Graph500 validator.");
+      "Our 2D BFS against CombBLAS's top-down BFS on the same graph, roots (R-MAT seed + 1) and\n"
+      "ranks, each root run by every implementation; every BFS is checked by our Graph500 validator.");
   if (!apps::parse_or_help(comm, opt, argc, argv)) return 0;
   const Settings st = parse_settings(opt, P);
   std::string graph_name;

@@ -184,9 +184,8 @@ void require_vectors(MPI_Comm comm, const DistCsr<double>& a, int w, size_t back
 int spmv_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm);
-  Options o(with_common({"matrix", "gen", "ordering", "backend", "sdde", "regions", "reps", "option", "json"},
+  Options o(with_common({"matrix", "gen", "ordering", "backend", "sdde", "regions", "reps", "rounds", "option", "json"},
                         {{"width", {"1", "vectors per SpMV"}},
-                         {"rounds", {"5", "interleaved rounds over the backends (reps split over them; median, spread)"}},
                          {"reference", {"auto", "oracle: gathered (serial product on the gathered matrix), rows (each "
                                                 "rank multiplies its own rows; no gather, for thousands of simulated "
                                                 "ranks or matrices too large to copy onto every rank), or auto "

@@ -20,12 +20,6 @@
 
 namespace sparsecomm::apps {
 
-/// The --ordering option's help text.
-inline const char* ordering_help() {
-  return "natural (the file's numbering) or rcm (reverse Cuthill-McKee, P A P^T: a banded block pattern); "
-         "files only";
-}
-
 inline DistCsr<double> load_matrix(MPI_Comm comm, const std::string& matrix, const std::string& gen,
                                    const std::string& ordering, std::string* label) {
   MtxReadOptions ro;

@@ -7,8 +7,8 @@
 //                         {{"reps", "500"}}),
 //             "usage: ...");
 //
-// Only how many repetitions (reps), which matrix, backend or SDDE strategy a program runs by
-// default may differ: what a benchmark repeats and on what is its own workload.
+// Only how many repetitions (reps, rounds), which matrix, backend or SDDE strategy a program
+// runs by default may differ: what a benchmark repeats and on what is its own workload.
 #include <mpi.h>
 
 #include <iostream>
@@ -39,6 +39,7 @@ inline const OptionTable& common_options() {
       {"sdde", {kDefaultSdde, "SDDE strategy (personalized, nbx, rma, locality_personalized, locality_nbx); "
                               "programs that compare strategies take a comma-separated list or all"}},
       {"reps", {"100", "timed repetitions"}},
+      {"rounds", {"5", "interleaved rounds: each times every variant once; results are medians over rounds"}},
       {"json", {"", "append JSON lines (one record per result) to this file"}},
       {"option", {"", "backend options key=value[,key=value] (e.g. k=4,aware=true for combined); each backend gets "
                       "the keys it declares"}},
@@ -46,8 +47,8 @@ inline const OptionTable& common_options() {
   return t;
 }
 
-/// The common options `names` (with the program's `defaults` for matrix, backend, sdde or
-/// reps) plus the program's own `own`. A name in `own` that is also common, or a default for
+/// The common options `names` (with the program's `defaults` for matrix, backend, sdde,
+/// reps or rounds) plus the program's own `own`. A name in `own` that is also common, or a default for
 /// regions, is a programming error (std::logic_error): the shared set is declared here only.
 inline OptionTable with_common(const std::vector<std::string>& names, OptionTable own = {},
                                const std::map<std::string, std::string>& defaults = {}) {
@@ -59,7 +60,7 @@ inline OptionTable with_common(const std::vector<std::string>& names, OptionTabl
     own[n] = it->second;
   }
   for (const auto& [k, v] : defaults) {
-    if (k != "matrix" && k != "backend" && k != "sdde" && k != "reps")
+    if (k != "matrix" && k != "backend" && k != "sdde" && k != "reps" && k != "rounds")
       throw std::logic_error("the default of --" + k + " is the same in every program");
     if (!own.count(k)) throw std::logic_error("a default for --" + k + ", which this program does not take");
     own[k].first = v;

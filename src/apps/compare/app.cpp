@@ -199,12 +199,11 @@ namespace sparsecomm::apps {
 
 int compare_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
-  Options o(with_common({"matrix", "gen", "ordering", "backend", "sdde", "regions", "reps", "json"},
-                        // 15 rounds: the main job's table, steadier between runs for a few
-                        // seconds more (experiments/README.md, "Measurements behind defaults")
-                        {{"rounds", {"15", "interleaved rounds; each times every variant once"}},
-                         {"peers", {"yes", "yes: compare with PETSc and Hypre where the build has them; no: backends only"}}},
-                        {{"reps", "3000"}, {"sdde", "nbx"}}),
+  // 15 rounds: the main job's table, steadier between runs for a few seconds more
+  // (experiments/README.md, "Measurements behind defaults").
+  Options o(with_common({"matrix", "gen", "ordering", "backend", "sdde", "regions", "reps", "rounds", "json"},
+                        {{"peers", {"yes", "yes: compare with PETSc and Hypre where the build has them; no: backends only"}}},
+                        {{"reps", "3000"}, {"sdde", "nbx"}, {"rounds", "15"}}),
             "usage: mpirun -np P sparsecomm compare [options]\n"
             "SpMV through every backend and auto against PETSc's MatMult scatters and Hypre's matvec, one table.\n"
             "example: mpirun -np 4 sparsecomm compare --matrix AMD/G2_circuit --regions ppn:2");

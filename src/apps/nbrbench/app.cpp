@@ -410,14 +410,13 @@ int nbrbench_main(int argc, char** argv) {
   const int rank = comm_rank(comm), nranks = comm_size(comm);
   apps::Options opt(
       apps::with_common(
-          {"reps", "regions", "json"},
+          {"reps", "rounds", "regions", "json"},
           apps::with_combining(
           {{"topos",
             {"er:0.05;er:0.1;er:0.2;er:0.4;er:0.8;moore:2,1;moore:2,2;moore:2,3;moore:2,4;moore:3,1;moore:3,2;moore:4,1",
              "topologies separated by ';' or spaces (quote it): er:<density>[,<seed>], moore:<dims>,<radius>"}},
            {"sizes", {"4,64,512,4096", "bytes per message (each rank's block), comma-separated"}},
            {"backends", {"all", "gather backends to run (comma-separated) or all; neighbor always runs"}},
-           {"rounds", {"5", "interleaved rounds over the variants (latency: median over rounds)"}},
            {"warmup", {"auto", "untimed exchanges before each round's timed ones: auto (one batch) or a number"}},
            {"verify", {"twice", "check every plan's exchange before and after timing (twice) or before only (once)"}},
            {"phase1",

@@ -312,17 +312,16 @@ int onnode_main(int argc, char** argv) {
   const int rank = comm_rank(comm), nranks = comm_size(comm);
   apps::Options opt(
       apps::with_common(
-          {"reps", "json", "option"},
+          {"reps", "rounds", "json", "option"},
           {{"sizes",
             {"1024,4096,16384,65536,262144,1048576,4194304,16777216,67108864",
              "halo (and block) bytes per rank, comma-separated multiples of 8"}},
            {"halo-backends", {"p2p,shm,neighbor", "halo backends (make_plan), comma-separated"}},
            {"gather-backends", {"p2p,shm,neighbor", "gather backends (make_gather_plan), comma-separated"}},
-           {"rounds", {"7", "interleaved rounds over the variants (time: median over rounds)"}},
            {"round-bytes",
             {"268435456", "bytes each variant moves per round: reps = round-bytes / size, within [min-reps, reps]"}},
            {"min-reps", {"10", "fewest exchanges per variant and round"}}},
-          {{"reps", "1000"}}),
+          {{"reps", "1000"}, {"rounds", "7"}}),
       "usage: mpirun --bind-to core -np 2 sparsecomm onnode [options]\n"
       "The on-node halo exchange (pack, no-unpack, direct) and gather of each backend against the one-copy\n"
       "limit (a memcpy of the same bytes in the same run); ranks in pairs (r, r^1).");

@@ -17,7 +17,9 @@
 // step: the window's epochs count executions (shm_channel.hpp).
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -26,6 +28,7 @@
 
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/backend_options.hpp"
+#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 
@@ -186,6 +189,15 @@ class Schedule {
   size_t phase_ = 0;
 };
 
+/// What the halo and gather `combined` backends both register: their description and their
+/// options (the combining ones, combining_option_specs, and the window).
+inline constexpr const char* kCombinedDescription = "message combining over common neighborhoods (pairs or k-groups)";
+inline std::vector<OptionSpec> combined_options() {
+  std::vector<OptionSpec> o = combining_option_specs();
+  o.push_back(window_option());
+  return o;
+}
+
 /// The two stages of message combining (the halo and gather `combined` backends): stage 1
 /// and the stage-2 transfers an origin delivers itself (`direct`) leave at start(), the
 /// combined stage 2 once stage 1 is in. A pair of ranks meets in one of direct and stage2.
@@ -193,17 +205,29 @@ class CombiningStages {
   StepWindow window_;  // (first: outlives the steps)
 
  public:
-  /// `between`: runs once stage 1 is in, before the combined stage 2 leaves (the plan's
-  /// copies of what stage 1 brought for itself).
-  CombiningStages(int64_t eb, int tag1, int tag_direct, int tag2, std::function<void()> between)
-      : stage1(eb, tag1),
-        direct(eb, tag_direct),
-        stage2(eb, tag2),
+  /// Every transfer is added as pieces of bytes (Step::add_send_pieces, add_recv_pieces).
+  CombiningStages(int tag1, int tag_direct, int tag2)
+      : stage1(1, tag1),
+        direct(1, tag_direct),
+        stage2(1, tag2),
         schedule_({&stage1, &direct, &stage2},
                   {{{}, [this] { stage1.send(), direct.send(); }},
-                   {{&stage1}, [this, between = std::move(between)] { between(), stage2.send(); }},
+                   {{&stage1}, [this] { copy(), stage2.send(); }},
                    {{&stage2, &direct}, {}}}) {}
   Step stage1, direct, stage2;
+
+  /// Rank `me`'s stage-2 transfer to `peer` with the data of `origins`: direct where it
+  /// carries only my own (it need not wait for stage 1), else combined.
+  void add_stage2_send(int me, int peer, const std::vector<int>& origins, const Step::Pieces& src) {
+    (origins.size() == 1 && origins[0] == me ? direct : stage2).add_send_pieces(peer, src);
+  }
+  /// The stage-2 transfer from `peer` with the data of `origins` (direct: only its own).
+  void add_stage2_recv(int peer, const std::vector<int>& origins, const Step::Pieces& dst) {
+    (origins.size() == 1 && origins[0] == peer ? direct : stage2).add_recv_pieces(peer, dst);
+  }
+  /// A copy made once stage 1 is in, before the combined stage 2 leaves (what stage 1
+  /// brought for this rank itself, or its own data for itself).
+  void copy_after_stage1(char* dst, const char* src, int64_t bytes) { copies_.push_back({dst, src, bytes}); }
 
   /// After every transfer is added: StepWindow::connect over the three (direct and stage2
   /// both count as "stage2").
@@ -215,6 +239,17 @@ class CombiningStages {
   Schedule& schedule() { return schedule_; }
 
  private:
+  struct Copy {
+    char* dst;
+    const char* src;
+    int64_t bytes;
+  };
+  void copy() const {
+    // (a piece of 0 bytes may sit at a null buffer: no memcpy, which forbids null)
+    for (const auto& c : copies_)
+      if (c.bytes > 0) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+  }
+  std::vector<Copy> copies_;
   Schedule schedule_;
 };
 
@@ -245,6 +280,20 @@ class ScheduledPlan : public Scheduled<Plan> {
 
  protected:
   using Scheduled<Plan>::Scheduled;
+};
+
+/// The `combined` backend of either shape (Base: ScheduledPlan or Scheduled<GatherPlan>):
+/// at start(), stage 1 and the direct stage-2 transfers; the combined stage-2 transfers once
+/// stage 1 is in (CombiningStages, which test() can stop between).
+template <class Base>
+class Combined : public Base {
+ protected:
+  /// `tags`: stage 1, direct, combined stage 2; then Base's arguments.
+  template <class... A>
+  explicit Combined(std::array<int, 3> tags, A&&... base)
+      : Base(std::forward<A>(base)...), x_(tags[0], tags[1], tags[2]) {}
+  Schedule& schedule() override { return x_.schedule(); }
+  CombiningStages x_;
 };
 
 }  // namespace sparsecomm::detail

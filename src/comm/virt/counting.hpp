@@ -4,6 +4,7 @@
 // in its own file, beside the plan they describe; this header is all they need of virt/.
 #include <vector>
 
+#include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
 
 namespace sparsecomm::virt {
@@ -39,6 +40,13 @@ inline std::vector<RankCounts> direct_counts(const HaloPattern& pat, const std::
   for (int a = 0; a < pat.p; ++a)
     for (const auto& seg : pat.send[a]) rec("direct", a, seg.dest, seg.size * eb);
   return out;
+}
+
+/// A rank's stages and combining groups on its schedule `s`, as the combined plans report them.
+inline void record_schedule(RankCounts& c, const CombiningSchedule& s) {
+  c.stages = s.stages();
+  c.groups_led = s.groups_led;
+  c.group_members = s.group_members;
 }
 
 }  // namespace sparsecomm::virt

@@ -3,7 +3,6 @@
 #ifndef SPARSECOMM_SMPI
 #include "interop/pmpi/node_exchange.hpp"
 
-#include <sched.h>
 
 #include <algorithm>
 #include <cstring>
@@ -237,26 +236,35 @@ void NodeExchange::advance() {
 }
 
 bool NodeExchange::progress(Op& op, bool block) {
-  for (int it = 0;; ++it) {
-    // Every call in flight moves, not only this one: a later call's queued write that
-    // another rank waits for is made while this one waits for its messages.
+  // One check, true once this call is complete. Every call in flight moves, not only this
+  // one: a later call's queued write that another rank waits for is made while this one
+  // waits for its messages.
+  const auto done = [&] {
     if (!staging_.empty()) advance();
-    if (op.staged() && block && staging_.empty()) {  // nothing left to advance here: MPI's own wait
+    if (!op.staged()) return false;
+    if (block && staging_.empty()) {  // nothing left to advance here: MPI's own wait
       if (!op.reqs.empty()) PMPI_Waitall(static_cast<int>(op.reqs.size()), op.reqs.data(), MPI_STATUSES_IGNORE);
       return true;
     }
-    if (op.staged()) {
-      int flag = 1;
-      if (!op.reqs.empty()) PMPI_Testall(static_cast<int>(op.reqs.size()), op.reqs.data(), &flag, MPI_STATUSES_IGNORE);
-      if (flag) return true;
-    }
-    if (!block) return false;
-    // MPI's progress at every turn while this call has messages in flight (a large message
-    // moves only as both ends call into MPI) and at every yield (core/spin_wait.hpp: why),
-    // else now and then for everyone's.
-    if (!op.reqs.empty() || it >= patience_ || it % 64 == 63) mpi_progress();
-    if (it >= patience_) sched_yield();
-  }
+    int flag = 1;
+    if (!op.reqs.empty()) PMPI_Testall(static_cast<int>(op.reqs.size()), op.reqs.data(), &flag, MPI_STATUSES_IGNORE);
+    return flag != 0;
+  };
+  if (!block) return done();
+  // The library's one wait (core/spin_wait.hpp: MPI's progress now and then within the
+  // patience, at every yield after it), and MPI's progress at every check while this call
+  // has messages in flight (a large message moves only as both ends call into MPI).
+  detail::spin_wait(
+      patience_,
+      [&] {
+        if (done()) return true;
+        if (!op.reqs.empty()) mpi_progress();
+        return false;
+      },
+      [&] {
+        if (op.reqs.empty()) mpi_progress();  // (else made by the check just before)
+      });
+  return true;
 }
 
 void NodeExchange::write(Op& op) {

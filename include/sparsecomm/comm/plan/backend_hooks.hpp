@@ -5,6 +5,7 @@
 // declare their statistics, options and auto's terms alike and one registry serves both
 // (as PetscSF keeps one table of implementations with one set of operations).
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "sparsecomm/comm/plan/backend_options.hpp"
@@ -52,5 +53,13 @@ struct BackendHooksFor {
   /// spans the whole graph).
   bool counts_by_region = false;
 };
+
+/// The factory of a backend whose plan class `P` is built from the factory's arguments (a
+/// halo or a gather factory's) followed by `extra` (one class serving several names):
+///   register_backend("mine", "what it does", plan_factory<MyPlan>(), hooks);
+template <class P, class... Extra>
+auto plan_factory(Extra... extra) {
+  return [=](const auto&... args) { return std::make_unique<P>(args..., extra...); };
+}
 
 }  // namespace sparsecomm

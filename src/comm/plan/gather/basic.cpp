@@ -88,15 +88,11 @@ std::vector<RankCounts> direct_gather_counts(const Graph& g, const std::vector<i
 namespace detail {
 void register_gather_basic() {
   register_gather_backend("p2p", "one message per edge (point-to-point)",
-                          [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
-                            return std::unique_ptr<GatherPlan>(new P2pGather(t, l, c, n, o));
-                          },
+                          plan_factory<P2pGather>(),
                           GatherBackendHooks{virt::direct_gather_counts, {}});
 #ifndef SPARSECOMM_SMPI  // SMPI 3.32 aborts on MPI's neighborhood collectives
   register_gather_backend("neighbor", "MPI's Ineighbor_allgatherv on a distributed graph communicator",
-                          [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
-                            return std::unique_ptr<GatherPlan>(new NeighborGather(t, l, c, n, o));
-                          },
+                          plan_factory<NeighborGather>(),
                           GatherBackendHooks{virt::direct_gather_counts, {}});
 #endif
 }

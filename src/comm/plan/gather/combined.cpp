@@ -9,11 +9,9 @@
 // Both stages are detail::Steps (comm/plan/step.hpp): a transfer between ranks of one node
 // goes through the plan's shared-memory window by default (window=false: messages).
 #include <algorithm>
-#include <cstring>
 
-#include "sparsecomm/comm/virt/plan_stats.hpp"
+#include "comm/virt/counting.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
-#include "sparsecomm/comm/plan/combining_options.hpp"
 #include "comm/plan/step.hpp"
 
 namespace sparsecomm {
@@ -21,24 +19,13 @@ namespace {
 
 constexpr int kTagStage1 = 51, kTagStage2 = 52, kTagCount = 53, kTagDirect = 54;
 
-struct Copy {
-  char* dst;
-  const char* src;
-  int64_t bytes;
-};
-
-class CombinedGather final : public detail::Scheduled<GatherPlan> {
+class CombinedGather final : public detail::Combined<detail::Scheduled<GatherPlan>> {
  public:
   CombinedGather(const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o)
-      : Scheduled("combined", t, l, c, n, o) {
+      : Combined({kTagStage1, kTagDirect, kTagStage2}, "combined", t, l, c, n, o) {
     setup(t, l, c, o);
   }
   ~CombinedGather() override { finish_if_active(); }
-
- protected:
-  // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
-  // once stage 1 is in (detail::CombiningStages, which test() can stop between).
-  detail::Schedule& schedule() override { return x_.schedule(); }
 
  private:
   void setup(const Topology& t, const Locality& l, MPI_Comm parent, const GatherOptions& o) {
@@ -73,7 +60,7 @@ class CombinedGather final : public detail::Scheduled<GatherPlan> {
       // The member's block is also meant for me: copy it from stage 1 (no second transfer).
       const auto& dl = s.stage1_recv_dests[i];
       if (std::find(dl.begin(), dl.end(), me) != dl.end())
-        self1_.push_back({recv_buf() + recv_offsets()[source_index(s.stage1_recv[i])] * vb, at, member_count[i] * vb});
+        x_.copy_after_stage1(recv_buf() + recv_offsets()[source_index(s.stage1_recv[i])] * vb, at, member_count[i] * vb);
       off += member_count[i] * vb;
     }
     for (int m : s.stage1_send) x_.stage1.add_send_pieces(m, {block_of.at(me)});
@@ -83,12 +70,12 @@ class CombinedGather final : public detail::Scheduled<GatherPlan> {
       const auto& org = s.dest_origins[i];
       const int d = s.dest[i];
       if (d == me) {  // self-loop: copy my block into my receive slot
-        self_.push_back({recv_buf() + recv_offsets()[source_index(me)] * vb, block_buf(), my_count() * vb});
+        x_.copy_after_stage1(recv_buf() + recv_offsets()[source_index(me)] * vb, block_buf(), my_count() * vb);
         continue;
       }
       detail::Step::Pieces src;
       for (int x : org) src.push_back(block_of.at(x));
-      (org.size() == 1 && org[0] == me ? x_.direct : x_.stage2).add_send_pieces(d, src);
+      x_.add_stage2_send(me, d, org, src);
     }
     // Receive side: each origin's block straight to its receive slot.
     for (size_t i = 0; i < s.from.size(); ++i) {
@@ -99,23 +86,14 @@ class CombinedGather final : public detail::Scheduled<GatherPlan> {
         const size_t k = source_index(x);
         dst.push_back({recv_buf() + recv_offsets()[k] * vb, recv_counts()[k] * vb});
       }
-      (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
+      x_.add_stage2_recv(s.from[i], org, dst);
     }
     x_.connect(comm(), parent, o.backend, o.persistent_requests, counter());
-    set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
+    set_stages(s.stages());
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  // Once stage 1 is in: the blocks it brought for me and my own (self-loop), to their slots.
-  detail::CombiningStages x_{1, kTagStage1, kTagDirect, kTagStage2, [this] {
-                               // (a block of 0 bytes may sit at a null buffer: no memcpy, which forbids null)
-                               for (const auto& cp : self1_)
-                                 if (cp.bytes > 0) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-                               for (const auto& cp : self_)
-                                 if (cp.bytes > 0) std::memcpy(cp.dst, cp.src, static_cast<size_t>(cp.bytes));
-                             }};
   std::vector<char> staging1_;
-  std::vector<Copy> self_, self1_;
 };
 
 }  // namespace
@@ -140,9 +118,7 @@ std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector
       if (s.dest[i] != a) c.record_send("stage2", intra(a, s.dest[i]), bytes * static_cast<int64_t>(s.dest_origins[i].size()));
     for (size_t i = 0; i < s.from.size(); ++i)
       if (s.from[i] != a) c.record_recv("stage2", intra(a, s.from[i]), bytes * static_cast<int64_t>(s.from_origins[i].size()));
-    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
-    out[a].groups_led = s.groups_led;
-    out[a].group_members = s.group_members;
+    record_schedule(out[a], s);
   }
   return out;
 }
@@ -150,15 +126,8 @@ std::vector<RankCounts> combined_gather_counts(const Graph& g, const std::vector
 
 namespace detail {
 void register_gather_combined() {
-  register_gather_backend("combined", "message combining over common neighborhoods (pairs or k-groups)",
-                          [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
-                            return std::unique_ptr<GatherPlan>(new CombinedGather(t, l, c, n, o));
-                          },
-                          [] {
-                            GatherBackendHooks h{virt::combined_gather_counts, combining_option_specs()};
-                            h.options.push_back(window_option());
-                            return h;
-                          }());
+  register_gather_backend("combined", kCombinedDescription, plan_factory<CombinedGather>(),
+                          GatherBackendHooks{virt::combined_gather_counts, combined_options()});
 }
 }  // namespace detail
 

@@ -63,9 +63,7 @@ void register_gather_shm() {
   register_gather_backend("shm",
                           "this rank's block written once into an MPI-3 shared-memory window and read there by every "
                           "destination on the node; the others point-to-point",
-                          [](const Topology& t, const Locality& l, MPI_Comm c, int64_t n, const GatherOptions& o) {
-                            return std::unique_ptr<GatherPlan>(new ShmGather(t, l, c, n, o));
-                          },
+                          plan_factory<ShmGather>(),
                           GatherBackendHooks{virt::direct_gather_counts, {}});
 }
 }  // namespace detail

@@ -548,9 +548,7 @@ void register_aggregated() {
     register_backend(dedup ? "aggregated_dedup" : "aggregated",
                      dedup ? "aggregation with duplicate removal (a value crosses a region pair once)"
                            : "3-step locality-aware aggregation (one message per region pair)",
-                     [dedup](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                       return std::unique_ptr<Plan>(new AggregatedPlan(p, l, c, o, dedup));
-                     },
+                     plan_factory<AggregatedPlan>(dedup),
                      std::move(hooks));
   }
 }

@@ -312,9 +312,7 @@ void register_aggregated_2step() {
   register_backend("aggregated_2step",
                    "2-step locality-aware aggregation with duplicate removal (one message per rank and remote "
                    "region, forwarded inside the region)",
-                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                     return std::unique_ptr<Plan>(new TwoStepPlan(p, l, c, o));
-                   },
+                   plan_factory<TwoStepPlan>(),
                    detail::aggregation_hooks(virt::two_step_halo_counts, 2));
 }
 }  // namespace detail

@@ -6,38 +6,25 @@
 // order; receivers place each origin's segment at its place in the pattern.
 // Both stages are detail::Steps (comm/plan/step.hpp): a transfer between ranks of one node
 // goes through the plan's shared-memory window by default (window=false: messages).
-#include <cstring>
 #include <map>
 
 #include "comm/virt/counting.hpp"
 #include "comm/plan/step.hpp"
 #include "sparsecomm/comm/messages.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
-#include "sparsecomm/comm/plan/combining_options.hpp"
 
 namespace sparsecomm {
 namespace {
 
 constexpr int kTagCounts = 61, kTagStage1 = 62, kTagStage2 = 63, kTagDirect = 64;
 
-struct Copy {
-  char* dst;
-  const char* src;
-  int64_t bytes;
-};
-
-class CombinedPlan final : public detail::ScheduledPlan {
+class CombinedPlan final : public detail::Combined<detail::ScheduledPlan> {
  public:
   CombinedPlan(const Pattern& p, const Locality& loc, MPI_Comm comm, const PlanOptions& opt)
-      : ScheduledPlan("combined", p, loc, comm, opt) {
+      : Combined({kTagStage1, kTagDirect, kTagStage2}, "combined", p, loc, comm, opt) {
     setup(p, loc, comm, opt);
   }
   ~CombinedPlan() override { finish_if_active(); }
-
- protected:
-  // At start(): stage 1 and the direct stage-2 transfers; the combined stage-2 transfers
-  // once stage 1 is in (detail::CombiningStages, which test() can stop between).
-  detail::Schedule& schedule() override { return x_.schedule(); }
 
  private:
   void setup(const Pattern& p, const Locality& loc, MPI_Comm parent, const PlanOptions& opt) {
@@ -92,7 +79,7 @@ class CombinedPlan final : public detail::ScheduledPlan {
         seg[{s.stage1_recv[i], d}] = {in1_[i].data() + pos, in_counts[i][j] * eb};
         if (d == me) {  // this member's segment for me rides in stage 1: place it directly
           const int k = recv_idx.at(s.stage1_recv[i]);
-          self1_.push_back({recv_buf() + rcv.offsets[k] * eb, in1_[i].data() + pos, in_counts[i][j] * eb});
+          x_.copy_after_stage1(recv_buf() + rcv.offsets[k] * eb, in1_[i].data() + pos, in_counts[i][j] * eb);
         }
         pos += in_counts[i][j] * eb;
       }
@@ -105,7 +92,7 @@ class CombinedPlan final : public detail::ScheduledPlan {
       const auto& org = s.dest_origins[i];
       detail::Step::Pieces src;
       for (int o : org) src.push_back(seg.at({o, d}));
-      (org.size() == 1 && org[0] == me ? x_.direct : x_.stage2).add_send_pieces(d, src);
+      x_.add_stage2_send(me, d, org, src);
     }
     // Receive side: each origin's segment to its place in the receive buffer.
     for (size_t i = 0; i < s.from.size(); ++i) {
@@ -115,19 +102,14 @@ class CombinedPlan final : public detail::ScheduledPlan {
         const int k = recv_idx.at(o);
         dst.push_back({recv_buf() + rcv.offsets[k] * eb, rcv.count(k) * eb});
       }
-      (org.size() == 1 && org[0] == s.from[i] ? x_.direct : x_.stage2).add_recv_pieces(s.from[i], dst);
+      x_.add_stage2_recv(s.from[i], org, dst);
     }
     x_.connect(comm(), parent, opt.backend, opt.persistent_requests, counter());
-    set_stages(s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2);
+    set_stages(s.stages());
     st.add_time("setup.combining.phase2", MPI_Wtime() - t0);
   }
 
-  // Once stage 1 is in: the segments it brought for me, to their place.
-  detail::CombiningStages x_{elem_bytes(), kTagStage1, kTagDirect, kTagStage2, [this] {
-                               for (const auto& c : self1_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
-                             }};
   std::vector<std::vector<char>> in1_;
-  std::vector<Copy> self1_;
 };
 
 }  // namespace
@@ -175,9 +157,7 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
       for (int o : s.from_origins[i]) n += count[o].at(a);
       rec.side("stage2", a, false, s.from[i], n * eb);
     }
-    out[a].stages = s.stage1_send.empty() && s.stage1_recv.empty() ? 1 : 2;
-    out[a].groups_led = s.groups_led;
-    out[a].group_members = s.group_members;
+    record_schedule(out[a], s);
   }
   return out;
 }
@@ -186,16 +166,9 @@ std::vector<RankCounts> combined_halo_counts(const HaloPattern& pat, const std::
 
 namespace detail {
 void register_combined() {
-  register_backend("combined", "message combining over common neighborhoods (pairs or k-groups)",
-                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                     return std::unique_ptr<Plan>(new CombinedPlan(p, l, c, o));
-                   },
-                   [] {
-                     BackendHooks h{virt::combined_halo_counts, combining_option_specs(), 5};
-                     h.options.push_back(detail::window_option());
-                     h.node_window = true;
-                     return h;
-                   }());
+  BackendHooks h{virt::combined_halo_counts, combined_options(), 5};
+  h.node_window = true;
+  register_backend("combined", kCombinedDescription, plan_factory<CombinedPlan>(), std::move(h));
 }
 }  // namespace detail
 

@@ -79,9 +79,7 @@ void register_neighbor() {
   return;
 #endif
   register_backend("neighbor", "MPI's neighborhood collective (Dist_graph_create_adjacent + Ineighbor_alltoallv)",
-                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                     return std::unique_ptr<Plan>(new NeighborPlan(p, l, c, o, false));
-                   },
+                   plan_factory<NeighborPlan>(false),
                    [] {
                      BackendHooks h{virt::direct_halo_counts, {}, 1};
                      h.counts_by_region = true;
@@ -89,9 +87,7 @@ void register_neighbor() {
                    }());
 #if MPI_VERSION >= 4
   register_backend("neighbor_persistent", "MPI-4 persistent neighborhood collective (Neighbor_alltoallv_init)",
-                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                     return std::unique_ptr<Plan>(new NeighborPlan(p, l, c, o, true));
-                   },
+                   plan_factory<NeighborPlan>(true),
                    [] {
                      BackendHooks h{virt::direct_halo_counts, {}, 6};
                      h.counts_by_region = true;

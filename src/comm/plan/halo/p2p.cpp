@@ -154,9 +154,7 @@ void register_p2p() {
        "P2pChannel: run on that shared communicator with that tag instead of a duplicate of its own (a local setup)"},
   };
   register_backend("p2p", "point-to-point, one message per neighbor (Irecv/Isend, or persistent requests)",
-                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                     return std::unique_ptr<Plan>(new P2pPlan(p, l, c, o));
-                   },
+                   plan_factory<P2pPlan>(),
                    [&options] {
                      BackendHooks h{virt::direct_halo_counts, std::move(options), 0};
                      h.counts_by_region = true;  // one message per segment: a rank's own

@@ -229,9 +229,7 @@ void register_shm() {
   register_backend("shm",
                    "on-node neighbors through an MPI-3 shared-memory window (one copy in, one out; large segments read "
                    "straight from the owner's array), the others point-to-point",
-                   [](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-                     return std::unique_ptr<Plan>(new ShmPlan(p, l, c, o));
-                   },
+                   plan_factory<ShmPlan>(),
                    [] {
                      using K = OptionSpec::Kind;
                      std::vector<OptionSpec> options{
