@@ -162,6 +162,38 @@ TEST(ShmOneCopy, TwoPlansInterleavedComplete) {
   EXPECT_EQ(wrong, 0);
 }
 
+// One direction only (rank 0 to rank 1) with a slow reader: rank 0's waits take its segment
+// back (the reader has not claimed it) for two exchanges in a row before rank 1, sleeping
+// between its start and wait, reads the first; the reader must see that exchange taken
+// back although the claim word has moved on to the next (a reader that waited for exactly
+// "taken back, exchange e" spun forever, and the writer with it at its third start).
+TEST(ShmOneCopy, SlowReaderOfAOneWayPattern) {
+  if (!backend_registered("shm")) GTEST_SKIP() << "no shm backend in this build";
+  const int me = test::rank(), p = test::size();
+  if (p < 2) GTEST_SKIP() << "needs 2 ranks";
+  PatternSide send, recv;
+  if (me == 0) send.ranks.push_back(1);
+  if (me == 1) recv.ranks.push_back(0);
+  for (int64_t k = 0; k < kUnits && me <= 1; ++k) (me == 0 ? send : recv).indices.push_back(static_cast<int32_t>(k));
+  if (me == 0) send.offsets.push_back(kUnits);
+  if (me == 1) recv.offsets.push_back(kUnits);
+  PlanOptions o;
+  o.backend.set("one_copy_min", int64_t{1024});
+  auto plan = make_plan("shm", Pattern(send, recv, me == 0 ? kUnits : 0, me == 1 ? kUnits : 0),
+                        Locality::parse(MPI_COMM_WORLD, "ppn:64"), MPI_COMM_WORLD, o);
+  std::vector<double> owned(static_cast<size_t>(kUnits) + 1), ghost(owned.size());
+  long wrong = 0;
+  for (int it = 0; it < 6; ++it) {
+    for (int64_t k = 0; k < kUnits; ++k) owned[static_cast<size_t>(k)] = value(me, k, 0, it);
+    std::fill(ghost.begin(), ghost.end(), -1.0);
+    plan->start(owned.data(), ghost.data());
+    if (me == 1) usleep(30000);
+    plan->wait(ghost.data());
+    for (int64_t k = 0; me == 1 && k < kUnits; ++k) wrong += ghost[static_cast<size_t>(k)] != value(0, k, 0, it);
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(ShmOneCopy, OptionsAreChecked) {
   if (!backend_registered("shm")) GTEST_SKIP() << "no shm backend in this build";
   PlanOptions o;

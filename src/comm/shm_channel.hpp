@@ -122,7 +122,11 @@ class ShmChannel {
     uint64_t c = w->load(std::memory_order_acquire);
     while (c < 4 * e)
       if (w->compare_exchange_weak(c, 4 * e + 1, std::memory_order_acq_rel)) return true;
-    spin([&] { return w->load(std::memory_order_acquire) == 4 * e + 3; }, [] {});
+    // Taken back: wait until the copy is in the window (4e + 3). The word can be past it
+    // already: a writer whose reader is slow takes back exchange e + 1 too (4e + 6, 4e + 7)
+    // before this reader comes to exchange e; every value >= 4e + 3 follows the copy of e
+    // (the 4e + 3 store releases it; later stores are the same writer's, after it).
+    spin([&] { return w->load(std::memory_order_acquire) >= 4 * e + 3; }, [] {});
     return false;
   }
   size_t writers() const { return writers_.size(); }
