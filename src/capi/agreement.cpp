@@ -165,7 +165,8 @@ void Agreement::judge() {
     error_ = lowest_failure(p_ - static_cast<int>(all_.max[0]));
   } else if (all_.max[1] != h_ || all_.max[2] != ~h_) {  // alike everywhere, see make_plan
     error_ = coded(SPC_ERR_MISMATCH,
-                   "ranks passed different sparsecomm_* options (backend, regions, SDDE, ...) or datatype sizes");
+                   "ranks passed different sparsecomm_* options (backend, regions, SDDE, ...) or datatype sizes, "
+                   "or set SPARSECOMM_CHECK_COLLECTIVE_ARGS differently");
   } else if (all_.sum[0] != all_.sum[1]) {
     error_ = coded(SPC_ERR_MISMATCH, kListsMismatch);
   } else if (all_.sum[2] != all_.sum[3]) {

@@ -185,7 +185,10 @@ void check_locally(const AlltoallvArgs& a, const OptionSource& os, MPI_Comm comm
     for (int d : c.dsts) c.mine.lists_out += edge_hash(me, d);
     for (int s : c.srcs) c.mine.lists_in += edge_hash(s, me);
     if (c.direct) add_exact_sums(a, me, c);
-    c.mine.options = options_hash(c.opt, "|alltoallv|esz=", c.esz, a.ext ? "|ext" : "|positions");
+    // The path too: it follows SPARSECOMM_CHECK_COLLECTIVE_ARGS, a per-process setting, and
+    // ranks on different paths would not meet in the same collectives.
+    c.mine.options = options_hash(c.opt, "|alltoallv|esz=", c.esz,
+                                  a.ext ? (c.direct ? "|ext|direct" : "|ext") : (c.direct ? "|positions|direct" : "|positions"));
   } catch (...) {
     c.mine.error = current_exception_coded();
     c.direct = false;

@@ -118,6 +118,14 @@ static void test_names_and_info(MPI_Comm g) {
   CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_INFO_VALUE, "rma as the setup SDDE of a neighborhood call");
   MPI_Info_free(&info);
 
+  /* auto's in-place tuning: its start and wait are collective while it measures, which an
+   * MPI request's are not, so the C API refuses it. */
+  info = capi_info("sparsecomm_backend", "auto", "sparsecomm_tune", "measure", NULL, NULL);
+  rc = ring_init(g, info, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  CHECK_ALL(rc = outcome(rc, &req), SPC_ERR_INFO_VALUE, "tune=measure through the C API");
+  CHECK(message_has(rc, "not implemented"), "says it is not implemented");
+  MPI_Info_free(&info);
+
   /* A bad key on the last rank only: every rank fails with the same code and message. */
   info = capi_rank == last_rank() ? capi_info("sparsecomm_typo", "1", NULL, NULL, NULL, NULL)
                                   : capi_info("sparsecomm_backend", "p2p", NULL, NULL, NULL, NULL);
@@ -301,6 +309,17 @@ static void test_deferred_agreement(MPI_Comm g) {
   CHECK_ALL(rc, SPC_ERR_MISMATCH, "SPARSECOMM_CHECK_COLLECTIVE_ARGS=1: the mismatch at init");
   if (me == 1) CHECK(message_has(rc, "edge 0 sends 2 values"), "the receiver names the edge");
   CHECK(req == SPC_REQUEST_NULL, "no request on error");
+
+  /* The same setting on one rank only: that rank would take the checked path (set-up
+   * messages, a plan) and the others the direct one, each waiting where the other never
+   * comes; the agreement reports it on every rank instead. */
+  if (me == 0) setenv("SPARSECOMM_CHECK_COLLECTIVE_ARGS", "1", 1);
+  rc = ring_init(g, MPI_INFO_NULL, 3, 3, MPI_DOUBLE, MPI_DOUBLE, s, r, &req);
+  if (me == 0) unsetenv("SPARSECOMM_CHECK_COLLECTIVE_ARGS");
+  rc = outcome(rc, &req);
+  CHECK_ALL(rc, SPC_ERR_MISMATCH, "SPARSECOMM_CHECK_COLLECTIVE_ARGS set on one rank only");
+  CHECK(message_has(rc, "SPARSECOMM_CHECK_COLLECTIVE_ARGS"), "the message names the setting");
+  CHECK(req == SPC_REQUEST_NULL, "no request left");
 }
 
 /* Many inits on one communicator: from its fifth, each agreement is a persistent reduction
