@@ -45,6 +45,13 @@ TEST(Pipeline, ValidateNamesTheSettingThatIsBad) {
   s.backend = "p2p", s.sdde = "no_such_strategy";
   EXPECT_THROW(interop::validate(s, kNames), InputError);
   EXPECT_NO_THROW(interop::validate(s, {"B", "R", nullptr, "O"}));  // not a setting there
+  // auto's in-place tuning makes start and wait collective: not through these layers.
+  s = interop::PlanSettings(EntryPoint::petsc_sf);
+  s.backend = "auto", s.options = "tune=measure";
+  const std::string e = test::message_of<InputError>([&] { interop::validate(s, kNames); });
+  EXPECT_TRUE(has(e, "O: ") && has(e, "not implemented")) << e;
+  s.options = "tune=model";
+  EXPECT_NO_THROW(interop::validate(s, kNames));
 }
 
 TEST(Pipeline, NamedInLayerOrder) {

@@ -16,7 +16,12 @@
 //   candidate's messages) and one after wait say whether any rank failed, and then every
 //   rank replays that exchange on p2p, the reference, from the values already packed (or
 //   the caller's arrays). The failed plan is abandoned, not destroyed: completing what it
-//   left in flight could wait forever.
+//   left in flight could wait forever. Not covered: a failure inside a multi-stage
+//   candidate's wait that keeps its peers waiting for a later stage (they never reach the
+//   flag), and, under SMPI, the nonblocking flag is an MPI_Iallreduce (see NOTES.md).
+// - So while measuring, start and wait are collective over the plan's communicator (the
+//   flags, the builds); tuning is therefore only what the caller asks for (tune=measure),
+//   and the interposition layers reject it (interop/common/pipeline.cpp, capi/options.cpp).
 // - After the last round one allreduce (MPI_MAX) of every sample and every candidate's
 //   setup time gives each round's slowest rank; the candidate of lowest median over its
 //   rounds wins (ties: the earlier in the shortlist, the model's order), the same on every
@@ -58,11 +63,13 @@ TuneSettings tune_settings(const BackendOptions& o) {
   s.iterations = o.get_int("iterations", 0);
   // Measuring exchanges at most: every candidate (p2p added) once per round, samples + 1 rounds.
   s.threshold = kRepay * (s.candidates + 1) * (s.samples + 1);
-  const bool asked = tune == "measure" || (tune.empty() && s.iterations > 0);
+  // Only when asked: iterations alone keeps its meaning (the setup-inclusive model choice), and
+  // a tuned plan's start and wait are collective while it measures, which a caller must choose.
+  const bool asked = tune == "measure";
   s.skipped = asked && s.iterations > 0 && s.iterations < s.threshold;
   s.measure = asked && !s.skipped;
   if (!asked && (o.has("candidates") || o.has("samples")))  // (an option that would be ignored is an error)
-    throw InputError("auto: options candidates and samples need tune=measure (or iterations > 0 with tune unset)");
+    throw InputError("auto: options candidates and samples need tune=measure");
   return s;
 }
 
