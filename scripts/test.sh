@@ -84,7 +84,7 @@ if [ $# -eq 0 ]; then
   smpi() {
     ./scripts/smpi.sh configure build-smpi &&
       ./scripts/smpi.sh build build-smpi test_sdde test_pattern test_plan_stats sparsecomm_cli sparsecomm_bfs \
-        test_capi_sdde sdde_anchor_bench &&
+        test_capi_sdde test_capi_deferred sdde_anchor_bench &&
       ctest_in build-smpi
   }
   if command -v smpicxx > /dev/null; then phase "SMPI" smpi; else not_run "SMPI" "SimGrid SMPI not installed"; fi

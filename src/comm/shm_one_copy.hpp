@@ -17,6 +17,7 @@
 #ifndef SPARSECOMM_SMPI
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
