@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/plan/auto_predict.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/comm/virt/plan_stats.hpp"
@@ -50,16 +51,6 @@ Gathered gathered_prediction(const std::string& name, const virt::HaloPattern& h
   return {predict_from_terms(terms, region, m), total_work(terms)};
 }
 
-// The candidates in auto's order: setup rank, then name.
-std::vector<std::string> candidates() {
-  std::vector<std::string> order;
-  for (const auto& n : backend_names())
-    if (!backend_hooks(n).chooses_among_others) order.push_back(n);
-  std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
-    return backend_hooks(a).setup_rank < backend_hooks(b).setup_rank;
-  });
-  return order;
-}
 
 // auto's rule (Choice::choose_by_cost with iterations = 0) over the gathered figures.
 std::string gathered_choice(const std::vector<std::string>& order, const std::map<std::string, Gathered>& g) {
@@ -80,7 +71,7 @@ void check_against_gathered(const DistCsr<double>& a, const std::string& what, c
 #ifndef SPARSECOMM_SMPI  // (no windows under SMPI: auto gives the counts no nodes there)
   h.node = node_labels(MPI_COMM_WORLD);
 #endif
-  const std::vector<std::string> order = candidates();
+  const std::vector<std::string> order = detail::auto_candidate_order();
   for (const auto& layout : layouts) {
     const Locality loc = Locality::parse(MPI_COMM_WORLD, layout);
     PlanOptions o;

@@ -6,6 +6,7 @@
 // of all ranks. Per-rank memory: O(candidates) here, O(region x neighbors) in the counting.
 #include <mpi.h>
 
+#include <string>
 #include <vector>
 
 #include "sparsecomm/comm/locality.hpp"
@@ -31,6 +32,10 @@ struct OwnCounts {
 /// value (rank 0's reduction). `m`: the model for the layout (for_layout applied).
 std::vector<double> predict_reduced(const std::vector<OwnCounts>& mine, const Locality& loc, MPI_Comm comm,
                                     const ModelParams& m, std::vector<double>& work);
+
+/// auto's candidates (every registered backend that does not choose among others) in the
+/// order that breaks its ties: setup complexity (BackendHooks::setup_rank), then name.
+std::vector<std::string> auto_candidate_order();
 
 /// How auto may label nodes in a region's view of the pattern (auto.cpp: region_counts).
 enum class NodeLayout {

@@ -44,6 +44,19 @@
 
 namespace sparsecomm {
 
+// Candidates in order of setup complexity (each backend's BackendHooks::setup_rank, then its
+// name): a tie goes to the simpler one, so the choice is deterministic (with iterations > 0
+// it also weighs measured setup times, which vary from run to run).
+std::vector<std::string> detail::auto_candidate_order() {
+  std::vector<std::string> order;
+  for (const auto& n : backend_names())
+    if (!backend_hooks(n).chooses_among_others) order.push_back(n);
+  std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
+    return backend_hooks(a).setup_rank < backend_hooks(b).setup_rank;
+  });
+  return order;
+}
+
 namespace detail {
 namespace {
 
@@ -374,7 +387,7 @@ class Choice {
  public:
   // `iterations`: the expected exchanges the costs weigh (0 when tuning measures instead).
   Choice(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o, int64_t iterations)
-      : p_(p), l_(l), c_(c), o_(o), iterations_(iterations), order_(candidate_order()),
+      : p_(p), l_(l), c_(c), o_(o), iterations_(iterations), order_(detail::auto_candidate_order()),
         predicted_(order_.size(), -1.0), work_(order_.size(), std::numeric_limits<double>::infinity()),
         setup_(order_.size(), 0.0), cost_(order_.size()) {}
 
@@ -510,19 +523,6 @@ class Choice {
   }
 
  private:
-  // Candidates in order of setup complexity (each backend's BackendHooks::setup_rank,
-  // then its name): a tie goes to the simpler one, so the choice is deterministic
-  // (with iterations > 0 it also weighs measured setup times, which vary
-  // from run to run).
-  static std::vector<std::string> candidate_order() {
-    std::vector<std::string> order;
-    for (const auto& n : backend_names())
-      if (!backend_hooks(n).chooses_among_others) order.push_back(n);
-    std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
-      return backend_hooks(a).setup_rank < backend_hooks(b).setup_rank;
-    });
-    return order;
-  }
   std::vector<size_t> close_candidates() const {
     const double within = 1 + static_cast<double>(o_.backend.get_int("race_within", 10)) / 100;
     std::vector<size_t> close = {best_};
