@@ -89,6 +89,26 @@ static inline int capi_same_everywhere(int code) {
   return mx[0] == code && mx[1] == -code;
 }
 
+/* 1 when the message of `code` (the calling thread's last error) contains `needle`. */
+static inline int message_has(int code, const char* needle) {
+  char msg[SPC_MAX_ERROR_STRING];
+  int len = 0;
+  SPC_Error_string(code, msg, &len);
+  return strstr(msg, needle) != NULL && len == (int)strlen(msg);
+}
+
+/* 1 when every rank's message for `code` is the same (a hash; max and min over the ranks). */
+static inline int same_message_everywhere(int code) {
+  char msg[SPC_MAX_ERROR_STRING];
+  int len = 0;
+  SPC_Error_string(code, msg, &len);
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < len; ++i) h = (h ^ (unsigned char)msg[i]) * 1099511628211ull;
+  uint64_t v[2] = {h, ~h}, mx[2];
+  MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return mx[0] == h && mx[1] == ~h;
+}
+
 static inline void* capi_xmalloc(size_t n) {
   void* p = malloc(n ? n : 1);
   if (!p) {

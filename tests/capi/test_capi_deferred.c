@@ -15,25 +15,6 @@
  * succeed, and the receiver of the short message would receive it. */
 #include "capi_test.h"
 
-/* 1 when every rank's message for `rc` is the same (a hash, max and min over the ranks). */
-static int same_message_everywhere(int rc) {
-  char msg[SPC_MAX_ERROR_STRING];
-  int len = 0;
-  SPC_Error_string(rc, msg, &len);
-  uint64_t h = 1469598103934665603ull;
-  for (int i = 0; i < len; ++i) h = (h ^ (unsigned char)msg[i]) * 1099511628211ull;
-  unsigned long long v[2] = {h, ~h}, mx[2];
-  MPI_Allreduce(v, mx, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-  return mx[0] == h && mx[1] == ~h;
-}
-
-static int message_has(int rc, const char* part) {
-  char msg[SPC_MAX_ERROR_STRING];
-  int len = 0;
-  SPC_Error_string(rc, msg, &len);
-  return strstr(msg, part) != NULL;
-}
-
 /* The ring: receive from the left, send to the right, `scount` / `rcount` doubles. */
 static int ring(MPI_Comm c, int scount, int rcount, const double* s, double* r, SPC_Request* req) {
   const int me = capi_rank, p = capi_size;

@@ -14,26 +14,6 @@ static int last_rank(void) { return capi_size - 1; }
     CHECK(capi_same_everywhere(capi_all_), "%s: the same code on every rank", what);           \
   } while (0)
 
-/* A message contains a substring (the message of the calling thread's last error). */
-static int message_has(int code, const char* needle) {
-  char msg[SPC_MAX_ERROR_STRING];
-  int len = 0;
-  SPC_Error_string(code, msg, &len);
-  return strstr(msg, needle) != NULL && len == (int)strlen(msg);
-}
-
-/* The same message on every rank (hash compared). */
-static int same_message_everywhere(int code) {
-  char msg[SPC_MAX_ERROR_STRING];
-  int len = 0;
-  SPC_Error_string(code, msg, &len);
-  uint64_t h = 1469598103934665603ull;
-  for (int i = 0; i < len; ++i) h = (h ^ (unsigned char)msg[i]) * 1099511628211ull;
-  uint64_t v[2] = {h, ~h}, mx[2];
-  MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return mx[0] == h && mx[1] == ~h;
-}
-
 /* Ring graph: receive from the left neighbor, send to the right one (a self-loop on 1 rank). */
 static MPI_Comm ring(void) {
   const int me = capi_rank, p = capi_size;
