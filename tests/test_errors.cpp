@@ -226,4 +226,34 @@ TEST(AgreementHelpers, SharedLibraryCommOutlivesItsCommunicator) {
   MPI_Comm_free(&other);
 }
 
+// The persistent requests' tags on the library's duplicate never equal a fixed tag used on
+// it (a set-up whose receive matched a request's message would take its values): sampled
+// over the first sequences, at each fixed tag's offset and around the wrap at MPI_TAG_UB.
+TEST(AgreementHelpers, LibraryRequestTagsAvoidTheFixedTags) {
+  void* v = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &found);
+  const int ub = found ? *static_cast<int*>(v) : 32767;
+  const uint64_t cycle = static_cast<uint64_t>(ub - kLibraryRequestTagFirst + 1);
+  std::vector<uint64_t> seq;
+  for (uint64_t s = 0; s < 20000; ++s) seq.push_back(s);
+  for (uint64_t s = cycle - 5; s < cycle + 5; ++s) seq.push_back(s);
+  for (int fixed : kLibraryFixedTags) {
+    EXPECT_LT(fixed, kLibraryRequestTagFirst) << fixed;
+    for (int64_t d = -2; d <= 2; ++d) {  // where the tags would meet it: sequence fixed - first
+      const int64_t s = fixed - kLibraryRequestTagFirst + d;
+      if (s >= 0) seq.push_back(static_cast<uint64_t>(s)), seq.push_back(static_cast<uint64_t>(s) + cycle);
+    }
+  }
+  int64_t bad = 0;
+  for (uint64_t s : seq) {
+    const int t = library_request_tag(s);
+    bad += t < kLibraryRequestTagFirst || t > ub;
+    for (int fixed : kLibraryFixedTags) bad += t == fixed;
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(library_request_tag(0), kLibraryRequestTagFirst);
+  EXPECT_EQ(library_request_tag(cycle), kLibraryRequestTagFirst);  // (wraps)
+}
+
 }  // namespace

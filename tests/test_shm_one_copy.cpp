@@ -194,6 +194,32 @@ TEST(ShmOneCopy, SlowReaderOfAOneWayPattern) {
   EXPECT_EQ(wrong, 0);
 }
 
+// A one-copy read that fails after the set-up's probe passed (injected on rank 1: its first
+// reads fail as a refused process_vm_readv would) costs no values and no rank: the reader
+// hands the segment back, its writer copies it into the window, the reader reads it there
+// (by every way run() calls the plan: wait, test, start(owned)). Before, the reader threw.
+TEST(ShmOneCopy, FailedReadFallsBackToTheWindow) {
+  if (!backend_registered("shm")) GTEST_SKIP() << "no shm backend in this build";
+  const int me = test::rank(), p = test::size();
+  if (!Locality::one_node(MPI_COMM_WORLD)) GTEST_SKIP() << "needs every rank on one node";
+  if (p < 2 || !cross_memory_attach_works()) GTEST_SKIP() << "needs 2 ranks and cross-memory attach";
+  const int injected = 3 * (p - 1);  // (rank 1's reads of its first three exchanges, at least)
+  detail::fail_one_copy_reads(me == 1 ? injected : 0);
+  int64_t segments = 0;
+  std::vector<double> g;
+  long wrong = -1;
+  try {
+    wrong = run("true", 1024, 1, 12, &segments, &g);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "exchange threw: " << e.what();
+  }
+  const int left = detail::fail_one_copy_reads(0);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_GT(segments, 0);
+  EXPECT_EQ(left, 0) << "injected failures not reached";  // (the failing path ran)
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(ShmOneCopy, OptionsAreChecked) {
   if (!backend_registered("shm")) GTEST_SKIP() << "no shm backend in this build";
   PlanOptions o;

@@ -161,10 +161,13 @@ TEST(TuneMeasure, EveryRankTakesTheLowestMedianOfTheSlowest) {
 
 // A backend for the failure tests: p2p on a shared communicator (a local build), that
 // throws on the last rank in its build, or in its second start or wait (after completing
-// that exchange, in wait: nothing left in flight).
+// that exchange, in wait: nothing left in flight), or in its first pack target (before
+// anything is posted), or in its first start(owned, ghost) (`direct`: it hands the caller's
+// arrays to p2p, which receives straight into the ghost array where its positions are
+// those of arrival; the other ranks have posted their receives when the last one throws).
 class Flaky final : public Plan {
  public:
-  enum class When { build, start, wait };
+  enum class When { build, start, wait, pack, direct };
   Flaky(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o, When when,
         std::shared_ptr<const Comm> chan, int tag)
       : Plan("flaky", p, l, chan, o), when_(when) {
@@ -177,13 +180,31 @@ class Flaky final : public Plan {
   ~Flaky() override { finish_if_active(); }
 
  protected:
+  bool moves_in_place() const override { return when_ == When::direct; }
+  char* do_pack_target() override {
+    if (when_ == When::pack && ++packs_ == 1 && last()) throw Error("flaky: injected pack target failure");
+    return nullptr;
+  }
   void do_start() override {
     ++runs_;
     if (when_ == When::start && runs_ == 2 && last()) throw Error("flaky: injected start failure");
     if (send_bytes() > 0) std::memcpy(inner_->send_area(), send_buf(), static_cast<size_t>(send_bytes()));
     inner_->start();
   }
+  bool do_start_direct(const char* send, char* recv) override {
+    if (when_ != When::direct) return false;  // (do_start)
+    ++runs_;
+    if (when_ == When::direct && runs_ == 1 && last()) throw Error("flaky: injected direct start failure");
+    inner_->start(static_cast<const void*>(send), static_cast<void*>(recv));
+    ghost_ = recv;
+    return true;
+  }
   void do_wait() override {
+    if (ghost_) {
+      inner_->wait(static_cast<void*>(ghost_));
+      ghost_ = nullptr;
+      return;
+    }
     const void* r = inner_->wait();
     if (recv_bytes() > 0) std::memcpy(recv_buf(), r, static_cast<size_t>(recv_bytes()));
     if (when_ == When::wait && runs_ == 2 && last()) throw Error("flaky: injected wait failure");
@@ -192,26 +213,32 @@ class Flaky final : public Plan {
  private:
   static bool last() { return test::rank() == test::size() - 1; }
   When when_;
-  int runs_ = 0;
+  int runs_ = 0, packs_ = 0;
+  char* ghost_ = nullptr;
   std::unique_ptr<Plan> inner_;
 };
 
-TEST(TuneMeasure, CandidateThatThrowsIsDroppedOnEveryRank) {
-  auto chan = std::make_shared<const Comm>(MPI_COMM_WORLD);
-  const std::map<std::string, Flaky::When> flaky = {
-      {"flaky_build", Flaky::When::build}, {"flaky_start", Flaky::When::start}, {"flaky_wait", Flaky::When::wait}};
-  // (Marked as choosing among the others, which makes them no candidate of auto's model
-  // choices in the other tests of this program: a registration cannot be undone.)
+// Registers flaky backend `name` on a channel (a duplicate of MPI_COMM_WORLD, returned)
+// with tag `tag`. (Marked as
+// choosing among the others, which makes it no candidate of auto's model choices in the
+// other tests of this program: a registration cannot be undone.)
+std::shared_ptr<const Comm> register_flaky(const std::string& name, Flaky::When when, int tag) {
+  auto chan = std::make_shared<const Comm>(MPI_COMM_WORLD);  // (a duplicate)
   BackendHooks hooks;
   hooks.chooses_among_others = true;
-  int tag = 900;
-  for (const auto& [name, when] : flaky)
-    register_backend(
-        name, "test: throws on the last rank",
-        [when = when, chan, t = tag++](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-          return std::unique_ptr<Plan>(new Flaky(p, l, c, o, when, chan, t));
-        },
-        hooks);
+  register_backend(
+      name, "test: throws on the last rank",
+      [when, chan, tag](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
+        return std::unique_ptr<Plan>(new Flaky(p, l, c, o, when, chan, tag));
+      },
+      hooks);
+  return chan;
+}
+
+TEST(TuneMeasure, CandidateThatThrowsIsDroppedOnEveryRank) {
+  register_flaky("flaky_build", Flaky::When::build, 900);
+  register_flaky("flaky_start", Flaky::When::start, 901);
+  register_flaky("flaky_wait", Flaky::When::wait, 902);
   auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:24,20");
   const Pattern pat = pattern_from_matrix_reference(a);
   Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
@@ -232,6 +259,74 @@ TEST(TuneMeasure, CandidateThatThrowsIsDroppedOnEveryRank) {
   // Warm-up and 3 rounds of neighbor and p2p, each flaky_* run up to its failure (the build
   // failure: none) and the exchanges that failed replayed on p2p.
   EXPECT_EQ(plan->setup_stats().time("auto.tune.exchanges"), 2.0 * (S + 1) + 2 + 2);
+}
+
+// A candidate whose pack target throws on one rank (before it starts): dropped on every
+// rank like a start failure, the values right (without the guard there, the other ranks
+// wait for the failing one in the failure flag's reduction).
+TEST(TuneMeasure, CandidateWhosePackTargetThrowsIsDroppedOnEveryRank) {
+  register_flaky("flaky_pack", Flaky::When::pack, 903);
+  auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:24,20");
+  const Pattern pat = pattern_from_matrix_reference(a);
+  Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  auto ref = make_plan("p2p", pat, loc, MPI_COMM_WORLD);
+  std::vector<detail::TuneCandidate> list{{"flaky_pack", PlanOptions{}}, {"p2p", PlanOptions{}}};
+  const int64_t S = 2;
+  auto plan = detail::make_tuned_plan(list, pat, loc, MPI_COMM_WORLD, PlanOptions{}, S);
+  EXPECT_EQ(differences(*plan, *ref, 2 * (S + 1) + 4), 0);  // (exchange 0 is start(owned): a pack target)
+  EXPECT_EQ(stats_under(*plan, "auto.tune.dropped."), (std::map<std::string, double>{{"flaky_pack", 1}}));
+  EXPECT_EQ(stats_under(*plan, "auto.tune.winner.").count("p2p"), 1u);
+}
+
+// A candidate that fails in start(owned, ghost) on the last rank after the others posted
+// their receives straight into the caller's ghost array: once dropped, those receives
+// (still posted: the last rank never sent) must not write into the caller's array when
+// messages with their tag arrive later. The last rank sends such messages after tuning.
+TEST(TuneMeasure, AbandonedCandidateNeverWritesIntoTheGhostArray) {
+  constexpr int kTag = 904;
+  const MPI_Comm chan = register_flaky("flaky_direct", Flaky::When::direct, kTag)->get();
+  auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:24,20");
+  const Pattern pat = pattern_from_matrix_reference(a);
+  Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  auto ref = make_plan("p2p", pat, loc, MPI_COMM_WORLD);
+  PlanOptions fresh;  // (fresh requests: p2p receives into the ghost array, not its own buffer)
+  fresh.persistent_requests = false;
+  std::vector<detail::TuneCandidate> list{{"flaky_direct", fresh}, {"p2p", PlanOptions{}}};
+  const int64_t S = 2;
+  auto plan = detail::make_tuned_plan(list, pat, loc, MPI_COMM_WORLD, PlanOptions{}, S);
+  int32_t owned = 0, ghosts = 0;
+  for (int32_t i : pat.send().indices) owned = std::max(owned, i + 1);
+  for (int32_t i : pat.recv().indices) ghosts = std::max(ghosts, i + 1);
+  std::vector<double> x(static_cast<size_t>(owned)), g(static_cast<size_t>(ghosts)), want(g.size());
+  int64_t bad = 0;
+  for (int it = 0; it < 2 * (S + 1) + 2; ++it) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 1e6 * test::rank() + static_cast<double>(i) + 0.25 * it;
+    ref->exchange(x.data(), want.data());
+    plan->start(x.data(), g.data()), plan->wait(g.data());
+    for (size_t i = 0; i < g.size(); ++i) bad += g[i] != want[i];
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(stats_under(*plan, "auto.tune.dropped."), (std::map<std::string, double>{{"flaky_direct", 1}}));
+  // The messages the last rank never sent in the failed exchange, now, with other values.
+  std::vector<MPI_Request> req;
+  std::vector<std::vector<double>> junk;
+  const auto& s = pat.send();
+  if (test::rank() == test::size() - 1)
+    for (int i = 0; i < s.num_neighbors(); ++i) {
+      junk.emplace_back(static_cast<size_t>(s.count(i)), -7.0);
+      req.emplace_back();
+      MPI_Isend(junk.back().data(), static_cast<int>(s.count(i)), MPI_DOUBLE, s.ranks[i], kTag, chan, &req.back());
+    }
+  MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int k = 0; k < 50; ++k) {  // (progress for any receive the messages matched)
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, kTag + 1, chan, &flag, MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  int64_t changed = 0;
+  for (size_t i = 0; i < g.size(); ++i) changed += g[i] != want[i];
+  EXPECT_EQ(changed, 0);
 }
 
 TEST(TuneMeasure, TooFewIterationsDoNotTune) {

@@ -30,7 +30,7 @@ using sparsecomm::detail::fmix64;
 
 namespace {
 
-constexpr int kTagSetup = 77;
+constexpr int kTagSetup = kLibraryTagAlltoallvSetup;  // (on library_comm: core/mpi_util.hpp)
 
 // Order-sensitive hash of a sequence of ids.
 struct SeqHash {
@@ -59,17 +59,8 @@ struct PeerEdges {
 
 // The tag of the persistent request made by the `sequence`-th alltoallv init on a
 // communicator (library_comm's count, the same on every rank): its direct messages and
-// its agreement's failure message. Above the setup tag; wraps within MPI_TAG_UB.
-int request_tag(uint64_t sequence) {
-  static const int ub = [] {
-    void* v = nullptr;
-    int found = 0;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &found);
-    return found ? *static_cast<int*>(v) : 32767;
-  }();
-  constexpr int kFirst = 1000;
-  return kFirst + static_cast<int>(sequence % static_cast<uint64_t>(ub - kFirst + 1));
-}
+// its agreement's failure message. Above every fixed tag on library_comm (core/mpi_util.hpp).
+int request_tag(uint64_t sequence) { return library_request_tag(sequence); }
 
 // Per edge, its position among the edges between the same two ranks (list order): the
 // k-th edge i -> j of the sender is the k-th edge i -> j of the receiver (MPI's matching).

@@ -126,9 +126,17 @@ class ShmChannel {
     // already: a writer whose reader is slow takes back exchange e + 1 too (4e + 6, 4e + 7)
     // before this reader comes to exchange e; every value >= 4e + 3 follows the copy of e
     // (the 4e + 3 store releases it; later stores are the same writer's, after it).
-    spin([&] { return w->load(std::memory_order_acquire) >= 4 * e + 3; }, [] {});
+    spin([&] { return in_window(k, e); }, [] {});
     return false;
   }
+  /// Reader: undoes claim(k, e) (which returned true) when the read failed: the word goes
+  /// back below 4e (to 4e - 1, "exchange e - 1 taken back", at or above anything it held
+  /// before the claim), so the writer, not past exchange e while the reader has not marked
+  /// it done, takes the segment back (take_back) when tired of waiting; in_window(k, e)
+  /// says when the copy is there.
+  void unclaim(size_t k, uint64_t e) const { (in_[k].slot + 1)->store(4 * e - 1, std::memory_order_release); }
+  /// Reader: whether writer k has copied its one-copy segment of exchange e into the window.
+  bool in_window(size_t k, uint64_t e) const { return (in_[k].slot + 1)->load(std::memory_order_acquire) >= 4 * e + 3; }
   size_t writers() const { return writers_.size(); }
   /// Waits (as the channel's own waits do) until ready().
   template <class Ready, class Progress>
@@ -322,6 +330,14 @@ class ShmExchange {
   }
   /// The exchange under way (1, 2, ...).
   uint64_t epoch() const { return epoch_; }
+  /// Reader: writer k's one-copy segment of this exchange, claimed but not read (the read
+  /// failed), handed back: returns once the writer has copied it into the window, where
+  /// copy's `data` finds it. Waits for the writer's wait() on this plan (it takes a segment
+  /// back after ShmPlan::kTakeBack checks), with MPI progress meanwhile.
+  void give_back(size_t k) {
+    channel.unclaim(k, epoch_);
+    channel.wait_until([&] { return channel.in_window(k, epoch_); }, [&] { progress(); });
+  }
   /// Writer k's segment: (its place in the receive buffer, its bytes).
   int64_t read_to(size_t k) const { return reads_[k].to; }
   int64_t read_bytes(size_t k) const { return reads_[k].bytes; }

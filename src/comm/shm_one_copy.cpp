@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -20,6 +21,8 @@ constexpr int kTag = 300, kTagBack = 301;  // the plan's communicator: writer ->
 // the agreement, its run count (kMaxRuns + 1: too many), its runs (at, idx, len).
 constexpr size_t kHead = 4;
 constexpr size_t kWords = kHead + 3 * OneCopy::kMaxRuns;
+
+std::atomic<int> injected_failures{0};  // fail_one_copy_reads()
 
 // Reads `bytes` at `remote` (iovecs) of process `pid` into `local`; the count read, or -1.
 int64_t cross_read(int pid, const std::vector<iovec>& local, const std::vector<iovec>& remote) {
@@ -110,7 +113,9 @@ int64_t OneCopy::segments() const {
   return n;
 }
 
-void OneCopy::read(size_t k, const void* source, char* local, const std::vector<Run>* local_runs, int64_t unit) const {
+int fail_one_copy_reads(int n) { return injected_failures.exchange(n); }
+
+bool OneCopy::read(size_t k, const void* source, char* local, const std::vector<Run>* local_runs, int64_t unit) const {
   std::vector<iovec> remote, to;
   int64_t total = 0;
   for (const Run& r : src_[k]) {
@@ -121,10 +126,11 @@ void OneCopy::read(size_t k, const void* source, char* local, const std::vector<
     for (const Run& r : *local_runs) to.push_back({local + r.idx * unit, static_cast<size_t>(r.len * unit)});
   else
     to.push_back({local, static_cast<size_t>(total)});
-  const int64_t n = cross_read(pid_[k], to, remote);
-  if (n != total)
-    throw Error("shm: one-copy read of " + std::to_string(total) + " bytes from process " + std::to_string(pid_[k]) +
-                " returned " + std::to_string(n) + (n < 0 ? std::string(": ") + std::strerror(errno) : std::string()));
+  int left = injected_failures.load(std::memory_order_relaxed);
+  while (left > 0 && !injected_failures.compare_exchange_weak(left, left - 1)) {
+  }
+  if (left > 0) return false;
+  return cross_read(pid_[k], to, remote) == total;
 }
 
 }  // namespace sparsecomm::detail

@@ -56,8 +56,11 @@ class OneCopy {
   int64_t segments() const;
   /// Reads writer k's segment out of its array at `source` (its address there) into
   /// `local`: at each of `local_runs` (units of `unit` bytes; null: contiguous from
-  /// `local`). Error with the system's reason if the kernel refuses.
-  void read(size_t k, const void* source, char* local, const std::vector<Run>* local_runs, int64_t unit) const;
+  /// `local`). False where the kernel refuses or reads less, though the set-up's probe
+  /// passed (the writer's memory unmapped, a changed ptrace policy): the caller falls back
+  /// to the window (ShmExchange::give_back), so that the failure costs no values and leaves
+  /// no rank behind.
+  bool read(size_t k, const void* source, char* local, const std::vector<Run>* local_runs, int64_t unit) const;
 
  private:
   std::vector<char> to_, from_;
@@ -69,6 +72,9 @@ class OneCopy {
 /// The number of on-node segments (sent and received) of a shm halo plan that take the
 /// one-copy path; -1 for a plan of another backend (tests).
 int64_t shm_one_copy_segments(const Plan& plan);
+/// Tests: the next `n` one-copy reads of this process fail as a refused read would (0: none);
+/// returns how many injected failures were left unused.
+int fail_one_copy_reads(int n);
 
 }  // namespace detail
 }  // namespace sparsecomm

@@ -221,6 +221,17 @@ std::shared_ptr<const Comm> library_comm_shared(MPI_Comm comm, uint64_t& sequenc
   return l.dup;
 }
 
+int library_request_tag(uint64_t sequence) {
+  static const int ub = [] {
+    void* v = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &found);
+    return found ? *static_cast<int*>(v) : 32767;  // (32767: the least MPI_TAG_UB the standard allows)
+  }();
+  return kLibraryRequestTagFirst +
+         static_cast<int>(sequence % static_cast<uint64_t>(ub - kLibraryRequestTagFirst + 1));
+}
+
 namespace {
 // The MaxSum datatype and operation: created once per process, after MPI_Init (the first
 // call), kept until MPI_Finalize.

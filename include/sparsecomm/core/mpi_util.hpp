@@ -189,6 +189,23 @@ MPI_Comm library_comm(MPI_Comm comm);
 /// own message tag.
 std::shared_ptr<const Comm> library_comm_shared(MPI_Comm comm, uint64_t& sequence);
 
+/// The message tags on library_comm(), one space for every user of the duplicate: the
+/// fixed tags of its set-up messages all lie below kLibraryRequestTagFirst, and
+/// library_request_tag() gives the persistent requests tags from kLibraryRequestTagFirst up,
+/// so a request's messages (in flight for as long as the program keeps the request) never
+/// match a set-up's receive. A new fixed tag on library_comm() is added here, below
+/// kLibraryRequestTagFirst, and to kLibraryFixedTags.
+inline constexpr int kLibraryTagAlltoallvSetup = 77;  ///< capi/alltoallv.cpp: the setup messages
+inline constexpr int kLibraryTagAutoDistinct = 78;  ///< comm/plan/halo/auto.cpp: distinct counts
+inline constexpr int kLibraryFixedTags[] = {kLibraryTagAlltoallvSetup, kLibraryTagAutoDistinct};
+inline constexpr int kLibraryRequestTagFirst = 1000;
+static_assert(kLibraryTagAlltoallvSetup < kLibraryRequestTagFirst && kLibraryTagAutoDistinct < kLibraryRequestTagFirst,
+              "the fixed tags on library_comm() lie below the requests' tags");
+/// The tag of the persistent request made by the `sequence`-th library_comm_shared() call
+/// on a communicator (alike on every rank): kLibraryRequestTagFirst + sequence, wrapping
+/// within [kLibraryRequestTagFirst, MPI_TAG_UB].
+int library_request_tag(uint64_t sequence);
+
 /// A setting that must be alike on every rank: how an error names it, and this rank's value.
 struct NamedValue {
   std::string name, value;

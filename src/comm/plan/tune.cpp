@@ -11,14 +11,19 @@
 //   set-up); rounds 1 .. samples run each once more, timed locally from the pack to the
 //   end of wait, in an order rotated by one per round so that no candidate always follows
 //   the same one.
-// - While measuring, a candidate that throws in start or wait is dropped on every rank: a
-//   flag reduced without blocking from start to wait (before anyone waits on the
-//   candidate's messages) and one after wait say whether any rank failed, and then every
+// - While measuring, a candidate that throws in its pack target, start or wait is dropped
+//   on every rank: a flag reduced without blocking from start to wait (before anyone waits
+//   on the candidate's messages; under SMPI a blocking reduction, core/mpi_util.hpp's
+//   iallreduce_max_sum) and one after wait say whether any rank failed, and then every
 //   rank replays that exchange on p2p, the reference, from the values already packed (or
 //   the caller's arrays). The failed plan is abandoned, not destroyed: completing what it
-//   left in flight could wait forever. Not covered: a failure inside a multi-stage
+//   left in flight could wait forever. Its receives may stay posted, so while measuring no
+//   candidate receives into the caller's ghost array: start(owned, ghost) hands it a
+//   scratch array of this plan (copied into the caller's after wait, outside the timing),
+//   abandoned with a dropped candidate. Not covered: a failure inside a multi-stage
 //   candidate's wait that keeps its peers waiting for a later stage (they never reach the
-//   flag), and, under SMPI, the nonblocking flag is an MPI_Iallreduce (see NOTES.md).
+//   flag); a dropped candidate's sends from the caller's owned array (start(owned, ghost))
+//   that its failed peer never receives may still read that array later.
 // - So while measuring, start and wait are collective over the plan's communicator (the
 //   flags, the builds); tuning is therefore only what the caller asks for (tune=measure),
 //   and the interposition layers reject it (interop/common/pipeline.cpp, capi/options.cpp).
@@ -35,6 +40,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+
+#include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm::detail {
 
@@ -91,11 +98,26 @@ class TunedPlan final : public Plan {
  protected:
   bool moves_in_place() const override { return true; }
 
+  // begin() stays outside the guard: what it can throw is agreed already (make_plan's
+  // failures, the reference's rethrown build failure, decide()'s), and it throws before any
+  // candidate is chosen. The candidate's own pack target is guarded: a throw there (on some
+  // ranks) is reduced with the start's flag, the caller packs into this plan's buffer, and
+  // the candidate is dropped on every rank as for a failed start.
   char* do_pack_target() override {
     begin();
     packed_ = true;
     Plan& q = *c_[cur_].plan;
-    char* t = q.do_pack_target();
+    char* t = nullptr;
+    if (settled_) {
+      t = q.do_pack_target();
+    } else {
+      try {
+        t = q.do_pack_target();
+      } catch (const std::exception&) {
+        pending_failure_ = true;
+        return src_ = send_buf();
+      }
+    }
     src_ = t ? t : q.send_buf();
     return src_;
   }
@@ -111,8 +133,11 @@ class TunedPlan final : public Plan {
   bool do_start_direct(const char* send, char* recv) override {
     begin();
     into_ghost_ = true, owned_ = send, ghost_ = recv;
+    // While measuring, a candidate receives into this plan's scratch ghost array, not the
+    // caller's: a dropped candidate's receives may still be posted (see drop()).
+    into_ = settled_ || !recv ? recv : scratch_ghosts();
     Plan& q = *c_[cur_].plan;
-    guarded_start([&] { q.start(static_cast<const void*>(send), static_cast<void*>(recv)); });
+    guarded_start([&] { q.start(static_cast<const void*>(send), static_cast<void*>(into_)); });
     return true;
   }
   void do_wait() override {
@@ -122,7 +147,7 @@ class TunedPlan final : public Plan {
       return reset();
     }
     SPC_MPI(MPI_Wait(&flag_, MPI_STATUS_IGNORE));
-    int failed = any_failed_;
+    int failed = static_cast<int>(flag_out_.max[0]);
     if (!failed) {
       failed_ = 0;
       try {
@@ -136,6 +161,7 @@ class TunedPlan final : public Plan {
       SPC_MPI(MPI_Allreduce(&failed_, &any_failed_, 1, MPI_INT, MPI_MAX, comm()));
       failed = any_failed_;
     }
+    if (!failed && into_ != ghost_) copy_ghosts();  // (not timed: the settled plan receives in place)
     ++measuring_;
     if (failed) {
       drop(k);
@@ -215,28 +241,53 @@ class TunedPlan final : public Plan {
     k.setup = MPI_Wtime() - t;
     return true;
   }
+  // Abandoned, not destroyed (see the file's comment): its receives may still be posted,
+  // into its own buffers or the scratch ghost array, which is abandoned with it (a new one
+  // serves the next exchange), so that they can never write where a later exchange reads.
   void drop(Candidate& k) {
     k.dropped = true;
-    (void)k.plan.release();  // abandoned: see the file's comment
+    (void)k.plan.release();
+    if (into_ && into_ == scratch_.get()) (void)scratch_.release();
     setup_stats_mut().add_time("auto.tune.dropped." + k.what.backend, 1.0);
   }
+  // The scratch ghost array: as large as the caller's (the highest receive position + 1).
+  char* scratch_ghosts() {
+    if (!scratch_) {
+      int64_t n = 0;
+      for (int32_t i : pattern().recv().indices) n = std::max(n, int64_t{i} + 1);
+      scratch_.reset(new char[static_cast<size_t>(std::max<int64_t>(n * elem_bytes(), 1))]);
+    }
+    return scratch_.get();
+  }
+  // The values a candidate received into the scratch array, into the caller's.
+  void copy_ghosts() {
+    const auto& r = pattern().recv();
+    const int64_t e = elem_bytes();
+    for (int32_t i : r.indices) std::memcpy(ghost_ + i * e, into_ + i * e, static_cast<size_t>(e));
+  }
 
-  // Starts the candidate; while measuring, a failure is caught and its flag reduced
-  // (completed in do_wait before anyone waits on the candidate).
+  // Starts the candidate; while measuring, a failure (here or in its pack target) is
+  // caught and its flag reduced (completed in do_wait before anyone waits on the
+  // candidate), without blocking where the MPI's non-blocking reductions can be relied on
+  // (iallreduce_max_sum: blocking under SMPI, see core/mpi_util.hpp).
   template <class F>
   void guarded_start(F&& f) {
     if (settled_) return f();
-    failed_ = 0;
-    try {
-      f();
-    } catch (const std::exception&) {
-      failed_ = 1;
+    int failed = pending_failure_ ? 1 : 0;
+    if (!failed) {
+      try {
+        f();
+      } catch (const std::exception&) {
+        failed = 1;
+      }
     }
-    SPC_MPI(MPI_Iallreduce(&failed_, &any_failed_, 1, MPI_INT, MPI_MAX, comm(), &flag_));
+    flag_in_ = MaxSum{};
+    flag_in_.max[0] = static_cast<uint64_t>(failed);
+    iallreduce_max_sum(comm(), &flag_in_, &flag_out_, &flag_);
   }
   void finish(Plan& q) {
-    if (into_ghost_ && ghost_) {
-      q.wait(static_cast<void*>(ghost_));
+    if (into_ghost_ && into_) {
+      q.wait(static_cast<void*>(into_));
     } else {
       received_ = static_cast<char*>(q.wait());
     }
@@ -247,6 +298,7 @@ class TunedPlan final : public Plan {
     Candidate& r = c_[ref_];
     if (!r.plan) build(r);
     Plan& q = *r.plan;
+    into_ = ghost_;  // (the reference is kept: it may receive into the caller's array)
     if (into_ghost_) {
       q.start(static_cast<const void*>(owned_), static_cast<void*>(ghost_));
     } else {
@@ -256,8 +308,8 @@ class TunedPlan final : public Plan {
     finish(q);
   }
   void reset() {
-    begun_ = packed_ = into_ghost_ = false;
-    owned_ = nullptr, ghost_ = nullptr;
+    begun_ = packed_ = into_ghost_ = pending_failure_ = false;
+    owned_ = nullptr, ghost_ = nullptr, into_ = nullptr;
   }
 
   // One allreduce: each sample's slowest rank and each candidate's slowest setup.
@@ -296,11 +348,15 @@ class TunedPlan final : public Plan {
   // The active exchange.
   bool begun_ = false, packed_ = false, into_ghost_ = false;
   const char* owned_ = nullptr;
-  char* ghost_ = nullptr;
+  char* ghost_ = nullptr;     ///< the caller's ghost array (start(owned, ghost))
+  char* into_ = nullptr;      ///< where the running plan receives it (ghost_ or scratch_)
+  bool pending_failure_ = false;  ///< the candidate's pack target threw (reduced at start)
+  std::unique_ptr<char[]> scratch_;
   char* src_ = nullptr;       ///< where its packed units lie (for a replay)
   char* received_ = nullptr;  ///< where the last exchange's units lie (do_recv_area)
   double t0_ = 0;
-  int failed_ = 0, any_failed_ = 0;
+  int failed_ = 0, any_failed_ = 0;  ///< wait's failure, reduced
+  MaxSum flag_in_, flag_out_;        ///< start's failure, reduced (max[0])
   MPI_Request flag_ = MPI_REQUEST_NULL;
 };
 

@@ -114,7 +114,7 @@ std::map<int, int64_t> distinct_to_regions(const PatternSide& s, const Locality&
 // library's duplicate of `comm` (never matched by the program's own messages).
 std::vector<int64_t> distinct_from_sources(const Pattern& p, const Locality& l, MPI_Comm comm,
                                            const std::map<int, int64_t>& distinct) {
-  constexpr int kTag = 7741;
+  constexpr int kTag = kLibraryTagAutoDistinct;  // (on library_comm: core/mpi_util.hpp)
   const MPI_Comm lib = library_comm(comm);
   const auto& s = p.send();
   const auto& r = p.recv();

@@ -19,7 +19,11 @@
 // kTakeBack checks without the reader claiming its segment, copies the segment into the
 // window itself (ShmChannel::take_back), so that its wait never depends on a reader that is
 // busy in another plan's wait. The other segments of that exchange go through the window as
-// above; the owner packs only those.
+// above; the owner packs only those. A read that fails although the set-up's probe passed
+// (ShmExchange::give_back) hands its claim back: the owner, tired of waiting, takes the
+// segment back into the window as for an unclaimed one and the reader reads it there, so
+// no values are lost and no rank is left waiting for one that threw (the reader waits for
+// the owner's wait() on this plan meanwhile).
 #include "comm/virt/counting.hpp"
 #ifndef SPARSECOMM_SMPI  // SimGrid's SMPI has no shared-memory windows
 #include <algorithm>
@@ -165,18 +169,23 @@ class ShmPlan final : public Plan {
     for (size_t k = 0; k < from.size(); ++k)
       ghost_runs_.push_back(one_.from_writer(k) ? from[k].runs : std::vector<detail::Run>{});
   }
-  // Writer k's segment into the receive buffer: by one copy where its writer published its array.
+  // Writer k's segment into the receive buffer: by one copy where its writer published its
+  // array; where that read fails, from the window, where the writer puts it back (give_back).
   void read_packed(size_t k, const char* data, const void* src) {
     char* at = recv_buf() + x_.read_to(k);
-    if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch()))
-      return one_.read(k, src, at, nullptr, elem_bytes());
+    if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch())) {
+      if (one_.read(k, src, at, nullptr, elem_bytes())) return;
+      x_.give_back(k);
+    }
     if (x_.read_bytes(k) > 0) std::memcpy(at, data, static_cast<size_t>(x_.read_bytes(k)));
   }
   // ... into the ghost array of start(owned, ghost).
   void read_direct(size_t k, const char* data, const void* src) {
     if (!ghost_) return read_packed(k, data, src);  // (no ghost array: the receive buffer)
-    if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch()))
-      return one_.read(k, src, ghost_, &ghost_runs_[k], elem_bytes());
+    if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch())) {
+      if (one_.read(k, src, ghost_, &ghost_runs_[k], elem_bytes())) return;
+      x_.give_back(k);
+    }
     const auto& r = pattern().recv();
     const int i = writer_seg_[k];
     move<true>(ghost_, data, r.indices.data() + r.offsets[i], r.count(i), elem_bytes());
