@@ -5,8 +5,9 @@
 // (Faraj, Yuan and Lowenthal, "STAR-MPI: self tuned adaptive routines for MPI collective
 // operations", ICS 2006), here on the caller's exchanges rather than extra ones:
 //
-// - Each candidate is built (make_plan: collective, agreed) at its first exchange; a build
-//   that fails fails on every rank, and the candidate is dropped everywhere.
+// - Every candidate is built (make_plan: collective, agreed) when the tuning plan is, at
+//   set-up; a build that fails fails on every rank, and the candidate is dropped everywhere
+//   there (p2p's failure fails the set-up: it is the reference).
 // - Round 0 runs every candidate once, unmeasured (a first execution may finish lazy
 //   set-up); rounds 1 .. samples run each once more, timed locally from the pack to the
 //   end of wait, in an order rotated by one per round so that no candidate always follows
@@ -24,14 +25,29 @@
 //   candidate's wait that keeps its peers waiting for a later stage (they never reach the
 //   flag); a dropped candidate's sends from the caller's owned array (start(owned, ghost))
 //   that its failed peer never receives may still read that array later.
-// - So while measuring, start and wait are collective over the plan's communicator (the
-//   flags, the builds); tuning is therefore only what the caller asks for (tune=measure),
-//   and the interposition layers reject it (interop/common/pipeline.cpp, capi/options.cpp).
 // - After the last round one allreduce (MPI_MAX) of every sample and every candidate's
 //   setup time gives each round's slowest rank; the candidate of lowest median over its
 //   rounds wins (ties: the earlier in the shortlist, the model's order), the same on every
-//   rank; the others are freed at the next exchange (the last one's values may still lie in
-//   a loser's receive buffer until then).
+//   rank; the others are freed in the next exchange's wait (the last one's values may still
+//   lie in a loser's receive buffer until then).
+//
+// Where the collective steps go. Every exchange this plan stands in for through the
+// interposition layers is itself a collective operation over the communicator: PETSc's
+// PetscSFBcastBegin/End and Hypre's comm handles (created and destroyed by every rank of the
+// package) are collective, as are MPI's neighborhood collectives and MPI-4's persistent
+// collectives (MPI 4.0, sections 6.12 and 7.6-7.8). The standard lets a collective
+// synchronize or not and says a correct program must not depend on which (MPI 4.0, section
+// 6.14, "Correctness"), so completing one may block until every rank has joined it: a wait
+// may complete a collective step. A start (MPI_Start, MPI_Ineighbor_*, a Begin) must stay
+// local (MPI 4.0, section 6.12: the nonblocking and persistent initiation calls are local),
+// so nothing that blocks on other ranks runs in this plan's start:
+// - the candidates are built at set-up (set-up is collective in every layer), none lazily;
+// - start's failure flag is reduced without blocking (iallreduce_max_sum; blocking only
+//   under SMPI, where the simulator's ranks cannot deadlock on it), completed in wait;
+// - wait's failure flag, the replay on p2p, the decision's allreduce and the losers'
+//   destruction (a plan's destructor may free communicators and windows) run in wait.
+// So a tuned plan can stand in for any of these exchanges, with tune=measure asked for
+// (the layers' default stays tune=model: a user's set-up cost does not change unasked).
 //
 // Values are those of a single backend at every exchange: each exchange runs on exactly
 // one candidate (or the replay), and every backend delivers the pattern's values.
@@ -90,6 +106,7 @@ class TunedPlan final : public Plan {
     for (size_t j = 0; j < c_.size(); ++j)
       if (c_[j].what.backend == "p2p") ref_ = j;
     if (ref_ == kNone) throw InputError("auto: tuning needs p2p among its candidates (the reference)");
+    for (auto& k : c_) build(k);  // (collective, at set-up: a start stays local)
     setup_stats_mut().add_time("auto.tune.samples", static_cast<double>(samples));
     setup_stats_mut().add_time("auto.tune.candidates", static_cast<double>(c_.size()));
   }
@@ -144,6 +161,7 @@ class TunedPlan final : public Plan {
     Candidate& k = c_[cur_];
     if (settled_) {
       finish(*k.plan);
+      free_losers();
       return reset();
     }
     SPC_MPI(MPI_Wait(&flag_, MPI_STATUS_IGNORE));
@@ -172,7 +190,7 @@ class TunedPlan final : public Plan {
     }
     reset();
     ++slot_;
-    if (round_done() && round_ == samples_) decide();
+    advance();
   }
   char* do_recv_area() override { return received_; }
 
@@ -194,41 +212,37 @@ class TunedPlan final : public Plan {
     return true;
   }
 
-  // Picks (and builds) the candidate of the exchange being started, and starts its clock.
-  // Collective where it builds or decides; every rank takes the same steps.
+  // Picks the candidate of the exchange being started, and starts its clock. Local: every
+  // candidate is built, and advance() (in wait) left a live one ahead in the round.
   void begin() {
     begun_ = true;
-    for (;;) {
-      if (settled_) {
-        if (!freed_) {
-          for (size_t j = 0; j < c_.size(); ++j)
-            if (j != winner_) c_[j].plan.reset();
-          freed_ = true;
-        }
-        cur_ = winner_;
-        return;
-      }
-      if (round_done()) {
-        if (round_ == samples_) {
-          decide();
-        } else {
-          ++round_, slot_ = 0;
-        }
-        continue;
-      }
-      const size_t j = at_slot();
-      if (c_[j].dropped || (!c_[j].plan && !build(c_[j]))) {
-        ++slot_;
-        continue;
-      }
-      cur_ = j;
-      t0_ = MPI_Wtime();
+    if (settled_) {
+      cur_ = winner_;
       return;
     }
+    while (c_[at_slot()].dropped) ++slot_;
+    cur_ = at_slot();
+    t0_ = MPI_Wtime();
+  }
+  // After a measuring exchange's wait: on to the next round when this one is done, and the
+  // decision (collective) after the last. p2p is never dropped (its failure is an error), so
+  // a new round always has a candidate to run.
+  void advance() {
+    if (!round_done()) return;
+    if (round_ == samples_) return decide();
+    ++round_, slot_ = 0;
+  }
+  // The candidates other than the winner, in the first wait after the decision (a
+  // destructor may free communicators or windows: collective, so never in a start).
+  void free_losers() {
+    if (freed_) return;
+    for (size_t j = 0; j < c_.size(); ++j)
+      if (j != winner_) c_[j].plan.reset();
+    freed_ = true;
   }
 
-  // make_plan agrees a failure, so every rank returns alike; the reference's failure is
-  // rethrown (on every rank): without it no failed exchange could be replayed.
+  // At set-up. make_plan agrees a failure, so every rank returns alike; the reference's
+  // failure is rethrown (on every rank): without it no failed exchange could be replayed.
   bool build(Candidate& k) {
     const double t = MPI_Wtime();
     try {
@@ -295,9 +309,7 @@ class TunedPlan final : public Plan {
   // The failed exchange again, on p2p (every rank: the failure was agreed).
   void replay() {
     if (cur_ == ref_) agree(comm(), "auto: the reference backend p2p failed while tuning");
-    Candidate& r = c_[ref_];
-    if (!r.plan) build(r);
-    Plan& q = *r.plan;
+    Plan& q = *c_[ref_].plan;
     into_ = ghost_;  // (the reference is kept: it may receive into the caller's array)
     if (into_ghost_) {
       q.start(static_cast<const void*>(owned_), static_cast<void*>(ghost_));

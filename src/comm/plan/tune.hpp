@@ -1,7 +1,7 @@
 #pragma once
 // auto's in-place tuning (option tune=measure): a Plan whose first exchanges rotate among a
-// shortlist of candidate backends, built lazily, timing each, until every rank settles on
-// the same winner by one allreduce; tune.cpp explains the method.
+// shortlist of candidate backends, all built at set-up, timing each, until every rank settles
+// on the same winner by one allreduce in a wait; its starts stay local (tune.cpp explains).
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,8 +35,8 @@ struct TuneCandidate {
   PlanOptions options;
 };
 
-/// Collective (duplicates c; builds no candidate: each is built, collectively, at its first
-/// exchange). The tuning plan, named "auto", over `shortlist` in the order that breaks ties (p2p,
+/// Collective (duplicates c; builds every candidate, dropping on every rank one whose build
+/// fails; p2p's failure is an error). The tuning plan, named "auto", over `shortlist` in the order that breaks ties (p2p,
 /// the reference that replays an exchange a candidate failed, must be among them), with
 /// `notes` in its setup statistics (auto's predictions).
 std::unique_ptr<Plan> make_tuned_plan(std::vector<TuneCandidate> shortlist, const Pattern& p, const Locality& l,
