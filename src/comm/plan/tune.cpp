@@ -35,12 +35,13 @@
 // interposition layers is itself a collective operation over the communicator: PETSc's
 // PetscSFBcastBegin/End and Hypre's comm handles (created and destroyed by every rank of the
 // package) are collective, as are MPI's neighborhood collectives and MPI-4's persistent
-// collectives (MPI 4.0, sections 6.12 and 7.6-7.8). The standard lets a collective
+// collectives (MPI 4.0, sections 6.12-6.13 and 8.6-8.8). The standard lets a collective
 // synchronize or not and says a correct program must not depend on which (MPI 4.0, section
 // 6.14, "Correctness"), so completing one may block until every rank has joined it: a wait
 // may complete a collective step. A start (MPI_Start, MPI_Ineighbor_*, a Begin) must stay
-// local (MPI 4.0, section 6.12: the nonblocking and persistent initiation calls are local),
-// so nothing that blocks on other ranks runs in this plan's start:
+// local (MPI 4.0, sections 3.9 and 6.12: starting a persistent request and initiating a
+// nonblocking collective are local calls, returning whatever the other ranks do), so
+// nothing that blocks on other ranks runs in this plan's start:
 // - the candidates are built at set-up (set-up is collective in every layer), none lazily;
 // - start's failure flag is reduced without blocking (iallreduce_max_sum; blocking only
 //   under SMPI, where the simulator's ranks cannot deadlock on it), completed in wait;
