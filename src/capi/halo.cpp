@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capi_internal.hpp"
+#include "comm/plan/tune.hpp"
 #include "sparsecomm/comm/pattern.hpp"
 #include "sparsecomm/core/row_partition.hpp"
 
@@ -147,7 +148,9 @@ int SPC_Halo_backend(SPC_Halo halo, char* name, int* resultlen) {
   return guarded([&] {
     if (!halo) fail(SPC_ERR_REQUEST, "SPC_Halo_backend: the halo is null");
     if (!name || !resultlen) fail(SPC_ERR_ARG, "SPC_Halo_backend: name or resultlen is NULL");
-    const std::string n = halo->plan->name().substr(0, 63);
+    // (a tuned auto plan: auto while it measures, then the backend it settled on)
+    const std::string won = sparsecomm::detail::tuned_winner(*halo->plan);
+    const std::string n = (won.empty() ? halo->plan->name() : won).substr(0, 63);
     std::memcpy(name, n.c_str(), n.size() + 1);
     *resultlen = static_cast<int>(n.size());
   });

@@ -99,11 +99,6 @@ void Options::complete(const char* kind, bool (*registered)(const std::string&),
   if (backend.empty()) backend = interop::default_backend(interop::EntryPoint::capi);
   if (sdde.empty()) sdde = "nbx";
   if (!registered(backend)) check_names(kind, backend, names());  // the list: on failure only
-  // auto's in-place tuning makes start and wait collective while it measures (tune.cpp),
-  // which the requests of MPI's persistent and nonblocking calls must not be.
-  if (backend == "auto" && backend_opts.get("tune", "") == "measure")
-    fail(SPC_ERR_INFO_VALUE, "sparsecomm_tune=measure: not implemented through the C API: while it measures, "
-                             "a tuned plan's start and wait are collective, which an MPI request's are not");
   check_names("SDDE strategy", sdde, Sdde::strategies());
   if (Sdde::fixed_size_only(sdde))
     fail(SPC_ERR_INFO_VALUE, "sparsecomm_sdde: strategy '" + sdde + "' handles fixed-size messages only");

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "capi_internal.hpp"
+#include "comm/plan/tune.hpp"
 #include "core/empty_status.hpp"
 
 using sparsecomm::capi::fail;
@@ -88,6 +89,8 @@ int SPC_Request_backend(SPC_Request request, char* name, int* resultlen) {
     if (!request) fail(SPC_ERR_REQUEST, "SPC_Request_backend: the request is null");
     if (!name || !resultlen) fail(SPC_ERR_ARG, "SPC_Request_backend: name or resultlen is NULL");
     std::string n = request->msgs ? "p2p" : request->gather ? request->gplan->name() : request->plan->name();
+    if (!request->msgs && !request->gather)  // (a tuned auto plan: auto while it measures, then its winner)
+      if (std::string won = sparsecomm::detail::tuned_winner(*request->plan); !won.empty()) n = won;
     if (n.size() > 63) n.resize(63);
     std::memcpy(name, n.c_str(), n.size() + 1);
     *resultlen = static_cast<int>(n.size());

@@ -3,7 +3,8 @@
  * rank asks for a pseudo-random set of other ranks' ids in scrambled order; every backend,
  * two region layouts, doubles and blocks of 3 doubles, several exchanges per halo. Then the
  * bad inputs: a repeated id, an own id, an id beyond the global size, a non-contiguous type,
- * an unknown backend (on one rank only: the same code everywhere), a second start. */
+ * an unknown backend (on one rank only: the same code everywhere), a second start. And auto
+ * with tune=measure: p2p's values while it rotates, one winner on every rank. */
 #include "capi_test.h"
 
 /* Every halo backend of the registry, comma-separated (SPARSECOMM_HALO_BACKENDS of the
@@ -68,6 +69,64 @@ static void run(const char* backend, const char* regions, int block) {
   free(gids);
 }
 
+/* 1 when every rank's `name` is the same (a hash; max and min over the ranks). */
+static int same_name_everywhere(const char* name) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char* c = name; *c; ++c) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+  uint64_t v[2] = {h, ~h}, mx[2];
+  MPI_Allreduce(v, mx, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return mx[0] == h && mx[1] == ~h;
+}
+
+/* auto with tune=measure (2 candidates of the model and p2p, 2 samples: at most 9 measuring
+ * exchanges): every exchange, rotating and settled, gives the values of a p2p halo and the
+ * expected ones; the halo reports auto while it measures, then the backend it settled on,
+ * the same on every rank. */
+static void run_tuned(void) {
+  const int nl = nlocal_of(capi_rank);
+  int64_t* gids = capi_xmalloc(sizeof(int64_t) * (size_t)(owned_begin(capi_size) + 1));
+  const int ng = make_ghosts(gids);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "sparsecomm_backend", "auto");
+  MPI_Info_set(info, "sparsecomm_regions", "ppn:2");
+  MPI_Info_set(info, "sparsecomm_tune", "measure");
+  MPI_Info_set(info, "sparsecomm_candidates", "2");
+  MPI_Info_set(info, "sparsecomm_samples", "2");
+  SPC_Halo h = SPC_HALO_NULL, ref = SPC_HALO_NULL;
+  CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, MPI_DOUBLE, info, &h), SPC_SUCCESS, "tuned halo");
+  CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, MPI_DOUBLE, MPI_INFO_NULL, &ref), SPC_SUCCESS, "p2p halo");
+  double* owned = capi_xmalloc(sizeof(double) * (size_t)(nl + 1));
+  double* ghosts = capi_xmalloc(sizeof(double) * (size_t)(ng + 1));
+  double* want = capi_xmalloc(sizeof(double) * (size_t)(ng + 1));
+  char name[64];
+  int len = 0, bad = 0, differ = 0;
+  for (int it = 0; it < 14 && h && ref; ++it) {
+    for (int i = 0; i < nl; ++i) owned[i] = value(owned_begin(capi_rank) + i, 0) + it;
+    for (int i = 0; i < ng; ++i) ghosts[i] = want[i] = -1.0;
+    CHECK_RC(SPC_Halo_start(ref, owned), SPC_SUCCESS, "p2p start");
+    CHECK_RC(SPC_Halo_wait(ref, want), SPC_SUCCESS, "p2p wait");
+    CHECK_RC(SPC_Halo_start(h, owned), SPC_SUCCESS, "tuned start");
+    CHECK_RC(SPC_Halo_wait(h, ghosts), SPC_SUCCESS, "tuned wait");
+    for (int i = 0; i < ng; ++i) bad += ghosts[i] != value(gids[i], 0) + it, differ += ghosts[i] != want[i];
+    if (it == 0) {
+      CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend while tuning");
+      CHECK(strcmp(name, "auto") == 0, "auto while it measures, got %s", name);
+    }
+  }
+  CHECK(bad == 0 && differ == 0, "tune=measure: %d wrong ghost values, %d unlike p2p's", bad, differ);
+  CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend once settled");
+  CHECK(strcmp(name, "auto") != 0 && len > 0, "a backend once settled, got %s", name);
+  CHECK(same_name_everywhere(name), "the same winner on every rank (this rank: %s)", name);
+  CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
+  CHECK_RC(SPC_Halo_free(&ref), SPC_SUCCESS, "free");
+  MPI_Info_free(&info);
+  free(owned);
+  free(ghosts);
+  free(want);
+  free(gids);
+}
+
 /* A call that must fail with `code` on every rank, `wrong` deciding which ranks pass bad input. */
 static void expect_error(int64_t bad_id, int wrong, MPI_Datatype type, const char* backend, int code, const char* what) {
   const int nl = nlocal_of(capi_rank);
@@ -95,6 +154,7 @@ int main(int argc, char** argv) {
     run(b, "ppn:2", 1);
     run(b, "ppn:3", 3);
   }
+  run_tuned();
   const int last = capi_rank == capi_size - 1;
   const int64_t total = owned_begin(capi_size);
   if (capi_size > 1) {

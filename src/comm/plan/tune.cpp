@@ -77,6 +77,13 @@ double median(std::vector<double> v) {
 
 void set_tune_timer(TuneTimer timer) { timer_hook() = std::move(timer); }
 
+std::string tuned_winner(const Plan& p) {
+  static const std::string kWinner = "auto.tune.winner.";
+  const auto& t = p.setup_stats().timers();
+  const auto it = t.lower_bound(kWinner);
+  return it != t.end() && it->first.compare(0, kWinner.size(), kWinner) == 0 ? it->first.substr(kWinner.size()) : "";
+}
+
 TuneSettings tune_settings(const BackendOptions& o) {
   TuneSettings s;
   const std::string tune = o.get("tune", "");

@@ -43,6 +43,10 @@ std::unique_ptr<Plan> make_tuned_plan(std::vector<TuneCandidate> shortlist, cons
                                       MPI_Comm c, const PlanOptions& o, int64_t samples,
                                       const std::map<std::string, double>& notes = {});
 
+/// The backend a tuned plan settled on, from its setup statistics: "" while it measures, and
+/// for a plan that is not tuned. Local. What the layers report as the backend a call runs on.
+std::string tuned_winner(const Plan& p);
+
 /// For tests: replaces what a measured exchange records. Called with the candidate's
 /// backend, the measuring round (1 .. samples) and the seconds measured on this rank; returns
 /// the seconds to record. An empty function restores the measurement. Process-wide: set it

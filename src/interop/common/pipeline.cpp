@@ -41,11 +41,6 @@ void validate(const PlanSettings& s, const SettingNames& n, int regions_ranks) {
   opts.set_list(s.options);
   if (const std::string e = validate_backend_options(s.backend, backend_option_specs(s.backend), opts); !e.empty())
     throw InputError(std::string(n.options) + ": " + e);
-  // auto's in-place tuning makes start and wait collective while it measures (tune.cpp),
-  // which the exchanges these layers replace (VecScatter, a comm package, MPI's requests) are not.
-  if (s.backend == "auto" && opts.get("tune", "") == "measure")
-    throw InputError(std::string(n.options) + ": tune=measure is not implemented through this layer: while it "
-                     "measures, a tuned plan's start and wait are collective, which the exchange it replaces is not");
   if (regions_ranks > 0)
     if (const std::string e = region_spec_error(s.regions, regions_ranks); !e.empty())
       throw InputError(std::string(n.regions) + ": " + e);
