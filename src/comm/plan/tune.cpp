@@ -55,6 +55,7 @@
 #include "comm/plan/tune.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -76,6 +77,27 @@ double median(std::vector<double> v) {
 }  // namespace
 
 void set_tune_timer(TuneTimer timer) { timer_hook() = std::move(timer); }
+
+std::string tune_summary(const Plan& p) {
+  const auto& t = p.setup_stats().timers();
+  if (!t.count("auto.tune.candidates")) return "";
+  const std::string won = tuned_winner(p);
+  if (won.empty()) return "tune=measure: measuring " + std::to_string(static_cast<long long>(t.at("auto.tune.candidates"))) + " candidates";
+  std::string tried, dropped;
+  char ms[32];
+  for (const auto& [k, v] : t) {
+    if (k.rfind("auto.tune.median.", 0) == 0) {
+      std::snprintf(ms, sizeof ms, " %.4f ms", v * 1e3);
+      tried += (tried.empty() ? "" : ", ") + k.substr(17) + ms;
+    } else if (k.rfind("auto.tune.dropped.", 0) == 0) {
+      dropped += (dropped.empty() ? "" : ", ") + k.substr(18);
+    }
+  }
+  const auto exchanges = t.count("auto.tune.exchanges") ? static_cast<long long>(t.at("auto.tune.exchanges")) : 0LL;
+  return "tune=measure: tried " + tried + " (median per exchange of the slowest rank)" +
+         (dropped.empty() ? "" : "; dropped " + dropped) + "; winner " + won + " after " + std::to_string(exchanges) +
+         " measuring exchanges";
+}
 
 std::string tuned_winner(const Plan& p) {
   static const std::string kWinner = "auto.tune.winner.";

@@ -47,6 +47,12 @@ std::unique_ptr<Plan> make_tuned_plan(std::vector<TuneCandidate> shortlist, cons
 /// for a plan that is not tuned. Local. What the layers report as the backend a call runs on.
 std::string tuned_winner(const Plan& p);
 
+/// A tuned plan's tuning in one line, for the layers' verbose outputs: the candidates tried
+/// with their medians (of each round's slowest rank, agreed: alike on every rank), the ones
+/// dropped, the winner and the measuring exchanges spent; "measuring" before it settles; ""
+/// for a plan that is not tuned. Local.
+std::string tune_summary(const Plan& p);
+
 /// For tests: replaces what a measured exchange records. Called with the candidate's
 /// backend, the measuring round (1 .. samples) and the seconds measured on this rank; returns
 /// the seconds to record. An empty function restores the measurement. Process-wide: set it

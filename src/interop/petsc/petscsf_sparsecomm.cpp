@@ -33,6 +33,7 @@
 #include "sparsecomm/interop/environment.hpp"
 #include "sparsecomm/interop/petsc/petsc_interop.hpp"
 #include "guard.hpp"
+#include "comm/plan/tune.hpp"
 #include "interop/common/pipeline.hpp"
 #include "interop/mpi_datatype.hpp"
 
@@ -375,6 +376,10 @@ PetscErrorCode View_Sparsecomm(PetscSF sf, PetscViewer v) {
         comm_rank(comm_of(sf)), std::get<2>(key) ? "reduce" : "bcast", slot.entry.plan->name().c_str(),
         std::get<0>(key) * std::get<1>(key), static_cast<long long>(t.sent_intra.msgs),
         static_cast<long long>(t.sent_inter.msgs), static_cast<long long>(t.sent_intra.bytes + t.sent_inter.bytes)));
+    // auto with tune=measure: what it tried, their medians and the winner (agreed figures).
+    if (const std::string tune = detail::tune_summary(*slot.entry.plan); !tune.empty())
+      PetscCall(PetscViewerASCIISynchronizedPrintf(v, "  [%d] %s plan %s\n", comm_rank(comm_of(sf)),
+                                                   std::get<2>(key) ? "reduce" : "bcast", tune.c_str()));
   }
   PetscCall(PetscViewerASCIISynchronizedPrintf(v, "  [%d] operations: %" PetscInt_FMT " native, %" PetscInt_FMT " delegated to basic\n",
                                                comm_rank(comm_of(sf)), d->native, d->delegated));
