@@ -50,7 +50,15 @@
  *                        for "combined": sparsecomm_k (group size
  *                        >= 2), sparsecomm_theta (>= 1),
  *                        sparsecomm_aware (true/false),
- *                        sparsecomm_rounds (>= 0)
+ *                        sparsecomm_rounds (>= 0); for "auto":
+ *                        sparsecomm_tune (model, the default, or
+ *                        measure: the first exchanges rotate among
+ *                        its top sparsecomm_candidates and p2p,
+ *                        sparsecomm_samples timed rounds, and every
+ *                        rank keeps the fastest; SPC_Start stays
+ *                        local, SPC_Wait may wait for the other
+ *                        ranks: docs/interposition.md),
+ *                        sparsecomm_iterations (expected exchanges)
  *
  * Every key is accepted by every call (a key a call does not use, or a backend option the
  * chosen backend does not declare, is ignored), so one MPI_Info can serve all calls. A key
@@ -268,7 +276,8 @@ int SPC_Wait(SPC_Request* request, MPI_Status* status);
 int SPC_Request_free(SPC_Request* request);
 
 /* The backend name a request runs on (e.g. "aggregated_dedup"), into `name` (at least
- * 64 chars); *resultlen its length. Local. */
+ * 64 chars); *resultlen its length. Local. With sparsecomm_tune=measure: "auto" while it
+ * measures, then the backend every rank settled on. */
 int SPC_Request_backend(SPC_Request request, char* name, int* resultlen);
 
 /* ---- halo exchange from a ghost list ------------------------------------------------ */
@@ -311,7 +320,8 @@ int SPC_Halo_wait(SPC_Halo halo, void* ghosts);
  * Collective (it frees duplicated communicators). */
 int SPC_Halo_free(SPC_Halo* halo);
 
-/* The backend a halo runs on, into `name` (at least 64 chars). Local. */
+/* The backend a halo runs on, into `name` (at least 64 chars). Local. With
+ * sparsecomm_tune=measure: "auto" while it measures, then the backend it settled on. */
 int SPC_Halo_backend(SPC_Halo halo, char* name, int* resultlen);
 
 #ifdef __cplusplus
