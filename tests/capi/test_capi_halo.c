@@ -81,7 +81,7 @@ static int same_name_everywhere(const char* name) {
 /* auto with tune=measure (2 candidates of the model and p2p, 2 samples: at most 9 measuring
  * exchanges): every exchange, rotating and settled, gives the values of a p2p halo and the
  * expected ones; the halo reports auto while it measures, then the backend it settled on,
- * the same on every rank. */
+ * the same on every rank. Expected exchanges too few to repay the measuring: not tuned. */
 static void run_tuned(void) {
   const int nl = nlocal_of(capi_rank);
   int64_t* gids = capi_xmalloc(sizeof(int64_t) * (size_t)(owned_begin(capi_size) + 1));
@@ -118,6 +118,18 @@ static void run_tuned(void) {
   CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend once settled");
   CHECK(strcmp(name, "auto") != 0 && len > 0, "a backend once settled, got %s", name);
   CHECK(same_name_everywhere(name), "the same winner on every rank (this rank: %s)", name);
+  CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
+  /* 50 expected exchanges do not repay (2 + 1) x (2 + 1) measuring ones 10 times: no
+   * tuning, the model's choice from the start; 90 do. */
+  MPI_Info_set(info, "sparsecomm_iterations", "50");
+  CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, MPI_DOUBLE, info, &h), SPC_SUCCESS, "50 expected");
+  CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend, 50 expected");
+  CHECK(strcmp(name, "auto") != 0, "50 expected exchanges: not tuned, got %s", name);
+  CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
+  MPI_Info_set(info, "sparsecomm_iterations", "90");
+  CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, MPI_DOUBLE, info, &h), SPC_SUCCESS, "90 expected");
+  CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend, 90 expected");
+  CHECK(strcmp(name, "auto") == 0, "90 expected exchanges: tuned, got %s", name);
   CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
   CHECK_RC(SPC_Halo_free(&ref), SPC_SUCCESS, "free");
   MPI_Info_free(&info);
