@@ -82,7 +82,9 @@ std::string tune_summary(const Plan& p) {
   const auto& t = p.setup_stats().timers();
   if (!t.count("auto.tune.candidates")) return "";
   const std::string won = tuned_winner(p);
-  if (won.empty()) return "tune=measure: measuring " + std::to_string(static_cast<long long>(t.at("auto.tune.candidates"))) + " candidates";
+  if (won.empty())
+    return "tune=measure: measuring " + std::to_string(static_cast<long long>(t.at("auto.tune.candidates"))) +
+           " candidates";
   std::string tried, dropped;
   char ms[32];
   for (const auto& [k, v] : t) {
@@ -250,7 +252,9 @@ class TunedPlan final : public Plan {
       cur_ = winner_;
       return;
     }
-    while (c_[at_slot()].dropped) ++slot_;
+    // (every candidate dropped: only after p2p failed, an error already thrown on every rank)
+    for (size_t n = 0; c_[at_slot()].dropped; ++slot_)
+      if (++n > c_.size()) throw Error("auto: every tuning candidate failed");
     cur_ = at_slot();
     t0_ = MPI_Wtime();
   }

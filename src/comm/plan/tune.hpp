@@ -35,10 +35,10 @@ struct TuneCandidate {
   PlanOptions options;
 };
 
-/// Collective (duplicates c; builds every candidate, dropping on every rank one whose build
-/// fails; p2p's failure is an error). The tuning plan, named "auto", over `shortlist` in the order that breaks ties (p2p,
-/// the reference that replays an exchange a candidate failed, must be among them), with
-/// `notes` in its setup statistics (auto's predictions).
+/// Collective (duplicates c; builds every candidate, dropping on every rank one whose
+/// build fails; p2p's failure is an error). The tuning plan, named "auto", over `shortlist`
+/// in the order that breaks ties (p2p, the reference that replays an exchange a candidate
+/// failed, must be among them), with `notes` in its setup statistics (auto's predictions).
 std::unique_ptr<Plan> make_tuned_plan(std::vector<TuneCandidate> shortlist, const Pattern& p, const Locality& l,
                                       MPI_Comm c, const PlanOptions& o, int64_t samples,
                                       const std::map<std::string, double>& notes = {});

@@ -173,10 +173,10 @@ void report_package(const PkgPlans& p) {
                p.serial, p.runs[0], p.t_start[0] * 1e3, p.t_wait[0] * 1e3, p.runs[1], p.t_start[1] * 1e3,
                p.t_wait[1] * 1e3);
   // auto with tune=measure: what each direction's plan tried and kept (agreed figures).
-  for (int d = 0; d < 2; ++d)
-    if (const std::string t = p.values[static_cast<size_t>(d)] ? detail::tune_summary(*p.values[static_cast<size_t>(d)]) : "";
-        !t.empty())
-      std::fprintf(stderr, "sparsecomm hypre hook: package %ld %s %s\n", p.serial, d ? "transpose" : "matvec", t.c_str());
+  for (size_t d = 0; d < 2; ++d)
+    if (const std::string t = p.values[d] ? detail::tune_summary(*p.values[d]) : ""; !t.empty())
+      std::fprintf(stderr, "sparsecomm hypre hook: package %ld %s %s\n", p.serial, d ? "transpose" : "matvec",
+                   t.c_str());
 }
 
 // Our handle: Hypre's struct first (code that reads a handle's fields sees sensible
