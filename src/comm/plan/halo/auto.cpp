@@ -566,14 +566,14 @@ BackendHooks auto_hooks() {
   model.per_rank = true;
   h.options = {model,
                {"iterations", K::integer, "0",
-                "exchanges the caller expects: > 0 tunes by measuring (tune) if that many repay it, else "
-                "chooses by setup + iterations x execution cost (building every candidate to measure its "
-                "setup); 0 by execution cost alone (building only the choice)",
+                "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost (building "
+                "every candidate to measure its setup), and with tune=measure tunes only if that many repay "
+                "the measuring; 0 by execution cost alone (building only the choice)",
                 0},
                {"tune", K::text, "",
                 "model: the model's choice; measure: the first exchanges rotate among the model's top "
                 "candidates and p2p, timed, and every rank keeps the fastest (not when iterations > 0 is "
-                "fewer than 10 x the measuring exchanges); empty: measure if iterations > 0 repays it, else model"},
+                "fewer than 10 x the measuring exchanges); empty: model (measuring is only ever asked for)"},
                {"candidates", K::integer, "3", "the model's top candidates that tune=measure times (p2p added)", 1,
                 16},
                {"samples", K::integer, "5", "timed exchanges per candidate with tune=measure (after one warm-up)",
