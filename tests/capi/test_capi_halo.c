@@ -4,7 +4,8 @@
  * two region layouts, doubles and blocks of 3 doubles, several exchanges per halo. Then the
  * bad inputs: a repeated id, an own id, an id beyond the global size, a non-contiguous type,
  * an unknown backend (on one rank only: the same code everywhere), a second start. And auto
- * with tune=measure: p2p's values while it rotates, one winner on every rank. */
+ * with tune=measure, through a halo and a persistent neighbor alltoallv request: the right
+ * values while it rotates, one winner on every rank. */
 #include "capi_test.h"
 
 /* Every halo backend of the registry, comma-separated (SPARSECOMM_HALO_BACKENDS of the
@@ -139,6 +140,42 @@ static void run_tuned(void) {
   free(gids);
 }
 
+/* The same through a persistent request (SPC_Neighbor_alltoallv_init on a ring, 3 doubles
+ * each way): each exchange delivers the left neighbor's values, SPC_Request_backend says
+ * auto while it measures, then one winner on every rank. */
+static void run_tuned_request(void) {
+  const int p = capi_size, src = (capi_rank - 1 + p) % p, dst = (capi_rank + 1) % p;
+  MPI_Comm g;
+  MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &src, MPI_UNWEIGHTED, 1, &dst, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                                 &g);
+  MPI_Info info = capi_info("sparsecomm_backend", "auto", "sparsecomm_tune", "measure", "sparsecomm_samples", "2");
+  double s[3], r[3];
+  int cnt = 3, displ = 0, len = 0, bad = 0;
+  char name[64] = "";
+  SPC_Request req = SPC_REQUEST_NULL;
+  CHECK_RC(SPC_Neighbor_alltoallv_init(s, &cnt, &displ, MPI_DOUBLE, r, &cnt, &displ, MPI_DOUBLE, g, info, &req),
+           SPC_SUCCESS, "tuned persistent alltoallv");
+  for (int it = 0; it < 20 && req; ++it) {
+    for (int i = 0; i < 3; ++i) s[i] = 100.0 * capi_rank + i + 0.5 * it, r[i] = -1.0;
+    CHECK_RC(SPC_Start(&req), SPC_SUCCESS, "tuned start");
+    CHECK_RC(SPC_Wait(&req, MPI_STATUS_IGNORE), SPC_SUCCESS, "tuned wait");
+    for (int i = 0; i < 3; ++i) bad += r[i] != 100.0 * src + i + 0.5 * it;
+    if (it == 0) {
+      CHECK_RC(SPC_Request_backend(req, name, &len), SPC_SUCCESS, "request backend while tuning");
+      CHECK(strcmp(name, "auto") == 0, "request: auto while it measures, got %s", name);
+    }
+  }
+  CHECK(bad == 0, "tuned request: %d wrong values", bad);
+  if (req) {
+    CHECK_RC(SPC_Request_backend(req, name, &len), SPC_SUCCESS, "request backend once settled");
+    CHECK(strcmp(name, "auto") != 0, "request: a backend once settled, got %s", name);
+    CHECK(same_name_everywhere(name), "request: the same winner on every rank (this rank: %s)", name);
+    CHECK_RC(SPC_Request_free(&req), SPC_SUCCESS, "free");
+  }
+  MPI_Info_free(&info);
+  MPI_Comm_free(&g);
+}
+
 /* A call that must fail with `code` on every rank, `wrong` deciding which ranks pass bad input. */
 static void expect_error(int64_t bad_id, int wrong, MPI_Datatype type, const char* backend, int code, const char* what) {
   const int nl = nlocal_of(capi_rank);
@@ -167,6 +204,7 @@ int main(int argc, char** argv) {
     run(b, "ppn:3", 3);
   }
   run_tuned();
+  run_tuned_request();
   const int last = capi_rank == capi_size - 1;
   const int64_t total = owned_begin(capi_size);
   if (capi_size > 1) {
