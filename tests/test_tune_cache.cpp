@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -238,6 +239,40 @@ TEST(TuneCache, MalformedOrUnusableFileIsAMiss) {
   if (test::rank() == 0) {
     EXPECT_NE(notes(*lost).find("not stored: cannot write"), std::string::npos) << notes(*lost);
   }
+}
+
+// A cached winner whose build now fails (on the last rank; make_plan agrees the failure):
+// every rank misses alike and measures, the failing candidate is dropped and the values stay
+// p2p's. The backend is p2p that throws from its second build on (after p2p's collective
+// set-up, which every rank then completes).
+TEST(TuneCache, CachedWinnerThatFailsToBuildIsAMiss) {
+  auto builds = std::make_shared<int>(0);
+  BackendHooks hooks;
+  hooks.chooses_among_others = true;  // (no candidate of auto's model in the other tests)
+  register_backend(
+      "fails_later", "test: p2p that throws from its second build on, on the last rank",
+      [builds](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions&) {
+        auto plan = detail::make_plan_inside("p2p", p, l, c, PlanOptions{});  // (collective: on every rank)
+        if (++*builds > 1 && test::rank() == test::size() - 1) throw Error("fails_later: injected build failure");
+        return plan;
+      },
+      hooks);
+  const Pattern pat = pattern_of("rotate:24,20");
+  Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  const std::vector<detail::TuneCandidate> list{{"fails_later", PlanOptions{}}, {"p2p", PlanOptions{}}};
+  const PlanOptions o = cached(fresh_path("fails.cache"));
+  auto first = detail::make_tuned_plan(list, pat, loc, MPI_COMM_WORLD, o, kSamples);
+  detail::set_tune_timer([](const std::string& b, int64_t, double) { return b == "p2p" ? 2e-3 : 1e-3; });
+  EXPECT_EQ(wrong_values(*first, pat, 2 * (kSamples + 1) + 1), 0);
+  detail::set_tune_timer({});
+  EXPECT_EQ(stats_under(*first, "auto.tune.winner."), (std::map<std::string, double>{{"fails_later", 1e-3}}));
+  auto second = detail::make_tuned_plan(list, pat, loc, MPI_COMM_WORLD, o, kSamples);
+  EXPECT_EQ(second->name(), "auto");
+  EXPECT_TRUE(miss(*second));
+  EXPECT_NE(notes(*second).find("the cached winner fails_later failed to build"), std::string::npos) << notes(*second);
+  EXPECT_EQ(wrong_values(*second, pat, 2 * (kSamples + 1) + 2), 0);
+  EXPECT_EQ(stats_under(*second, "auto.tune.dropped."), (std::map<std::string, double>{{"fails_later", 1}}));
+  EXPECT_EQ(stats_under(*second, "auto.tune.winner.").count("p2p"), 1u);
 }
 
 TEST(TuneCache, OptionNeedsTuneMeasure) {

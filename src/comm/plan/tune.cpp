@@ -120,7 +120,9 @@ class TunedPlan final : public Plan {
     Stats& s = q->setup_stats_mut();
     s.add_time("setup.backend", -s.time("setup.backend"));  // (make_plan("auto") adds auto's whole setup)
     for (const auto& [k, v] : notes) s.add_time(k, v);
-    s.add_time("auto.tune.setup." + w.backend, MPI_Wtime() - t0);
+    double setup = MPI_Wtime() - t0;  // (the slowest rank's, as a measured plan states it)
+    SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, &setup, 1, MPI_DOUBLE, MPI_MAX, c));
+    s.add_time("auto.tune.setup." + w.backend, setup);
     for (size_t j = 0; j < list.size(); ++j)
       if (std::isfinite(hit.medians[j])) s.add_time("auto.tune.median." + list[j].backend, hit.medians[j]);
     s.add_time("auto.tune.winner." + w.backend, hit.medians[hit.winner]);
