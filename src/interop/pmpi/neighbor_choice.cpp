@@ -3,12 +3,12 @@
 
 namespace sparsecomm::pmpi::neighborhood {
 
-// A run of one named type without holes (interop::contiguous_run): its bytes for `count`;
+// A run of one named type without holes (detail::contiguous_run): its bytes for `count`;
 // -1 otherwise.
 int64_t contiguous_bytes(MPI_Datatype t, int count) {
   MPI_Datatype base = MPI_DATATYPE_NULL;
   int n = 0;
-  const int64_t one = count < 0 ? -1 : interop::contiguous_run(t, &base, &n);
+  const int64_t one = count < 0 ? -1 : detail::contiguous_run(t, &base, &n);
   return one < 0 ? -1 : one * count;
 }
 

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "interop/common/pipeline.hpp"
-#include "interop/mpi_datatype.hpp"
 #include "interop/pmpi/comm_info.hpp"
-#include "interop/pmpi/node_exchange.hpp"
+#include "comm/node_exchange.hpp"
+#include "core/mpi_datatype.hpp"
 #include "interop/pmpi/requests.hpp"
 #include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
@@ -39,6 +39,8 @@
 #include "core/handle.hpp"
 
 namespace sparsecomm::pmpi::neighborhood {
+
+using detail::NodeExchange;  // (comm/node_exchange.hpp: auto's one-node exchange)
 
 
 enum Kind { kAllgather = 0, kAlltoall = 1, kAllgatherv = 2, kAlltoallv = 3 };
