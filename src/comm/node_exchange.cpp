@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/spin_wait.hpp"
 #include "core/mpi_datatype.hpp"
+#include "core/spin_wait.hpp"
 
 namespace sparsecomm::detail {
 
