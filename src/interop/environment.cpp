@@ -67,6 +67,7 @@ ModelSettings model_settings() {
   if (const std::string x = env("XDG_CACHE_HOME"); !x.empty()) m.cache_dir = x + "/sparsecomm";
   else if (const std::string h = env("HOME"); !h.empty()) m.cache_dir = h + "/.cache/sparsecomm";
   m.network_tag = network_tag();
+  m.tune_cache = env("SPARSECOMM_TUNE_CACHE");
   return m;
 }
 

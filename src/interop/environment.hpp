@@ -14,7 +14,7 @@ namespace sparsecomm::detail {
 struct Environment {
   MemoryLimit memory;    ///< SPARSECOMM_MEMORY_LIMIT
   SddeOptions sdde;      ///< SPARSECOMM_SDDE_WINDOW, _SDDE_NODE_EXCHANGE, _CHECK_COLLECTIVE_ARGS
-  ModelSettings model;   ///< SPARSECOMM_MODEL, XDG_CACHE_HOME / HOME, SPARSECOMM_MODEL_TAG and transports
+  ModelSettings model;   ///< SPARSECOMM_MODEL, XDG_CACHE_HOME / HOME, SPARSECOMM_MODEL_TAG and transports, SPARSECOMM_TUNE_CACHE
   SmpiMessageCost smpi;  ///< SPARSECOMM_SMPI_MSG_COST
 #ifndef SPARSECOMM_SMPI
   ShmSettings shm;  ///< SPARSECOMM_SHM_PATIENCE, OMPI_MCA_mpi_yield_when_idle, the local rank count

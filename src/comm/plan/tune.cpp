@@ -55,10 +55,12 @@
 #include "comm/plan/tune.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 
+#include "comm/plan/tune_cache.hpp"
 #include "sparsecomm/core/mpi_util.hpp"
 
 namespace sparsecomm::detail {
@@ -80,8 +82,8 @@ void set_tune_timer(TuneTimer timer) { timer_hook() = std::move(timer); }
 
 std::string tune_summary(const Plan& p) {
   const auto& t = p.setup_stats().timers();
-  if (!t.count("auto.tune.candidates")) return "";
-  const std::string won = tuned_winner(p);
+  const std::string won = tuned_winner(p);  // (a cache hit: the winner's own plan, no candidates)
+  if (!t.count("auto.tune.candidates") && won.empty()) return "";
   if (won.empty())
     return "tune=measure: measuring " + std::to_string(static_cast<long long>(t.at("auto.tune.candidates"))) +
            " candidates";
@@ -96,9 +98,10 @@ std::string tune_summary(const Plan& p) {
     }
   }
   const auto exchanges = t.count("auto.tune.exchanges") ? static_cast<long long>(t.at("auto.tune.exchanges")) : 0LL;
-  return "tune=measure: tried " + tried + " (median per exchange of the slowest rank)" +
-         (dropped.empty() ? "" : "; dropped " + dropped) + "; winner " + won + " after " + std::to_string(exchanges) +
-         " measuring exchanges";
+  const bool cached = t.count("auto.tune.cache.hit") > 0;
+  return "tune=measure: " + std::string(cached ? "cached: " : "tried ") + tried +
+         " (median per exchange of the slowest rank)" + (dropped.empty() ? "" : "; dropped " + dropped) + "; winner " +
+         won + (cached ? " from the tuning cache" : " after " + std::to_string(exchanges) + " measuring exchanges");
 }
 
 std::string tuned_winner(const Plan& p) {
@@ -123,8 +126,8 @@ TuneSettings tune_settings(const BackendOptions& o) {
   const bool asked = tune == "measure";
   s.skipped = asked && s.iterations > 0 && s.iterations < s.threshold;
   s.measure = asked && !s.skipped;
-  if (!asked && (o.has("candidates") || o.has("samples")))  // (an option that would be ignored is an error)
-    throw InputError("auto: options candidates and samples need tune=measure");
+  if (!asked && (o.has("candidates") || o.has("samples") || o.has("tune_cache")))  // (one that would be ignored)
+    throw InputError("auto: options candidates, samples and tune_cache need tune=measure");
   return s;
 }
 
@@ -143,6 +146,41 @@ class TunedPlan final : public Plan {
     setup_stats_mut().add_time("auto.tune.candidates", static_cast<double>(c_.size()));
   }
   ~TunedPlan() override { finish_if_active(); }
+
+  // The tuning cache (tune_cache.cpp): the lookup's note now, the decision stored at decide().
+  void use_cache(TuneCacheLookup found) {
+    cache_ = std::move(found);
+    if (!cache_.on) return;
+    setup_stats_mut().add_time("auto.tune.cache.miss", 1.0);
+    setup_stats_mut().add_time("auto.tune.cache.note: " + cache_.note, 1.0);
+  }
+  // A cache hit: the winner alone, built by make_plan (agreed: a failed build fails on every
+  // rank, and the caller measures instead), with the cached medians in its setup statistics.
+  static std::unique_ptr<Plan> cached_winner(const std::vector<TuneCandidate>& list, const TuneCacheLookup& hit,
+                                             const Pattern& p, const Locality& l, MPI_Comm c,
+                                             const std::map<std::string, double>& notes) {
+    const TuneCandidate& w = list[hit.winner];
+    const double t0 = MPI_Wtime();
+    std::unique_ptr<Plan> q;
+    try {
+      q = make_plan(w.backend, p, l, c, w.options);
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+    Stats& s = q->setup_stats_mut();
+    s.add_time("setup.backend", -s.time("setup.backend"));  // (make_plan("auto") adds auto's whole setup)
+    for (const auto& [k, v] : notes) s.add_time(k, v);
+    double setup = MPI_Wtime() - t0;  // (the slowest rank's, as a measured plan states it)
+    SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, &setup, 1, MPI_DOUBLE, MPI_MAX, c));
+    s.add_time("auto.tune.setup." + w.backend, setup);
+    for (size_t j = 0; j < list.size(); ++j)
+      if (std::isfinite(hit.medians[j])) s.add_time("auto.tune.median." + list[j].backend, hit.medians[j]);
+    s.add_time("auto.tune.winner." + w.backend, hit.medians[hit.winner]);
+    s.add_time("auto.tune.exchanges", 0.0);
+    s.add_time("auto.tune.cache.hit", 1.0);
+    s.add_time("auto.tune.cache.note: " + hit.note, 1.0);
+    return q;
+  }
 
  protected:
   bool moves_in_place() const override { return true; }
@@ -383,6 +421,19 @@ class TunedPlan final : public Plan {
     setup_stats_mut().add_time("auto.tune.winner." + c_[winner_].what.backend, best);
     setup_stats_mut().add_time("auto.tune.exchanges", static_cast<double>(measuring_));
     setup_stats_mut().add_time("auto.tune.decide", MPI_Wtime() - t0);
+    if (cache_.on) remember();
+  }
+  // Rank 0 stores the decision in the cache: the winner and the medians just recorded.
+  void remember() {
+    std::vector<TuneCandidate> list;
+    std::vector<double> m;
+    const auto& t = setup_stats().timers();
+    for (const Candidate& k : c_) {
+      const auto it = t.find("auto.tune.median." + k.what.backend);
+      list.push_back(k.what), m.push_back(it == t.end() ? std::nan("") : it->second);
+    }
+    const std::string note = tune_cache_store(cache_, list, winner_, m);
+    if (!note.empty()) setup_stats_mut().add_time("auto.tune.cache.note: " + note, 1.0);
   }
 
   std::vector<Candidate> c_;
@@ -404,12 +455,22 @@ class TunedPlan final : public Plan {
   int failed_ = 0, any_failed_ = 0;  ///< wait's failure, reduced
   MaxSum flag_in_, flag_out_;        ///< start's failure, reduced (max[0])
   MPI_Request flag_ = MPI_REQUEST_NULL;
+  TuneCacheLookup cache_;
 };
 
 std::unique_ptr<Plan> make_tuned_plan(std::vector<TuneCandidate> shortlist, const Pattern& p, const Locality& l,
                                       MPI_Comm c, const PlanOptions& o, int64_t samples,
                                       const std::map<std::string, double>& notes) {
-  return std::make_unique<TunedPlan>(std::move(shortlist), p, l, c, o, samples, notes);
+  // The cache first (collective, alike on every rank): a hit builds the winner alone.
+  TuneCacheLookup cached = tune_cache_lookup(tune_cache_path(o), shortlist, p, l, c, o);
+  if (cached.winner != TuneCacheLookup::kMiss) {
+    if (auto q = TunedPlan::cached_winner(shortlist, cached, p, l, c, notes)) return q;
+    cached.note = "miss: the cached winner " + shortlist[cached.winner].backend + " failed to build";
+    cached.winner = TuneCacheLookup::kMiss;
+  }
+  auto t = std::make_unique<TunedPlan>(std::move(shortlist), p, l, c, o, samples, notes);
+  t->use_cache(std::move(cached));
+  return t;
 }
 
 }  // namespace sparsecomm::detail

@@ -49,8 +49,8 @@ std::string tuned_winner(const Plan& p);
 
 /// A tuned plan's tuning in one line, for the layers' verbose outputs: the candidates tried
 /// with their medians (of each round's slowest rank, agreed: alike on every rank), the ones
-/// dropped, the winner and the measuring exchanges spent; "measuring" before it settles; ""
-/// for a plan that is not tuned. Local.
+/// dropped, the winner and the measuring exchanges spent (or that the tuning cache gave the
+/// winner); "measuring" before it settles; "" for a plan that is not tuned. Local.
 std::string tune_summary(const Plan& p);
 
 /// For tests: replaces what a measured exchange records. Called with the candidate's

@@ -35,7 +35,7 @@
 #include "guard.hpp"
 #include "comm/plan/tune.hpp"
 #include "interop/common/pipeline.hpp"
-#include "interop/mpi_datatype.hpp"
+#include "core/mpi_datatype.hpp"
 
 namespace sparsecomm::petsc {
 namespace {
@@ -76,7 +76,7 @@ bool is_native(MPI_Datatype unit, MPI_Op op, PetscMemType m1, PetscMemType m2, U
     }
   MPI_Datatype base = MPI_DATATYPE_NULL;
   int count = 0;
-  const int64_t bytes = interop::contiguous_run(unit, &base, &count);  // -1: strided, or a base with holes
+  const int64_t bytes = detail::contiguous_run(unit, &base, &count);  // -1: strided, or a base with holes
   if (bytes < 0) return false;
   if (base == MPI_DOUBLE) u->base = Base::f64;
   else if (base == MPI_FLOAT) u->base = Base::f32;

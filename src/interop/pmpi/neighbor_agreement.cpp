@@ -146,14 +146,15 @@ std::shared_ptr<Choice> after_agreement(CommPlans& p, MPI_Comm comm, Kind k, Mod
 // Collective (right after an agreement, alike on every rank). At the first agreement of
 // auto's blocking calls without the hint on a communicator, whether its calls (all four
 // functions, blocking or not) go through the one-node exchange from now on: every rank on
-// one node (then shared windows exist) and not switched off (SPARSECOMM_MPI_NODE_EXCHANGE=0).
+// one node (then shared windows exist) and one_node=exchange (the default).
 // True when it was set up now (this call is then MPI's own).
 bool starts_node_exchange(CommPlans& p, MPI_Comm comm, Kind k, Mode mode) {
   if (p.node_decided || !steps_aside(p, mode)) return false;
   p.node_decided = true;
-  if (!p.settings.node_exchange || !shm_whole_node(p, comm)) return false;
+  if (p.settings.one_node != "exchange" || !shm_whole_node(p, comm)) return false;
   try {
-    p.node = NodeExchange::create(comm, p.nb.sources, p.nb.destinations, kShmAlltoallMax, p.settings.node_area);
+    p.node = NodeExchange::create(comm, p.nb.sources, p.nb.destinations, p.settings.shm_block_max,
+                                  p.settings.node_area);
   } catch (const std::exception& e) {  // (MPI errors of the set-up: alike on every rank)
     fail(e.what());
   }

@@ -3,12 +3,12 @@
 
 namespace sparsecomm::pmpi::neighborhood {
 
-// A run of one named type without holes (interop::contiguous_run): its bytes for `count`;
+// A run of one named type without holes (detail::contiguous_run): its bytes for `count`;
 // -1 otherwise.
 int64_t contiguous_bytes(MPI_Datatype t, int count) {
   MPI_Datatype base = MPI_DATATYPE_NULL;
   int n = 0;
-  const int64_t one = count < 0 ? -1 : interop::contiguous_run(t, &base, &n);
+  const int64_t one = count < 0 ? -1 : detail::contiguous_run(t, &base, &n);
   return one < 0 ? -1 : one * count;
 }
 
@@ -60,9 +60,10 @@ std::string block_label(int64_t bytes) { return std::to_string(bytes) + "-byte b
 
 
 // Collective. Whether every rank of comm shares one node (the same answer on every rank),
-// and the shm backends exist: then auto takes them (every transfer one copy into a shared
-// window and one out, experiments/pmpi/README.md).
+// the shm backends exist and one_node is not off: then auto takes them (every transfer one
+// copy into a shared window and one out, experiments/pmpi/README.md).
 bool shm_whole_node(CommPlans& p, MPI_Comm comm) {
+  if (p.settings.one_node == "off") return false;  // (alike on every rank: agreed settings)
   if (p.one_node < 0) {
     MPI_Comm node = MPI_COMM_NULL;
     PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
@@ -381,22 +382,20 @@ std::shared_ptr<Choice> build_halo(CommPlans& p, MPI_Comm comm, Kind k, int64_t 
   Pattern pat(std::move(send), std::move(recv), extent[0], extent[1]);
   const auto po = [&](const std::string& backend) { return block_options(s, backend, unit); };
   auto c = std::make_shared<Choice>();
-  // On one node the shm halo plan beat Open MPI's own alltoall on small blocks but not on
-  // 64 KiB ones (its pack, window and unpack copies against Open MPI's single-copy path for
-  // large messages; experiments/pmpi/README.md, "The one-node rule"): auto takes it for
-  // blocks up to kShmAlltoallMax bytes, the largest block over all ranks (agreed).
+  // On one node auto takes the shm halo plan for blocks up to shm_block_max bytes (why that
+  // bound: kShmBlockMaxDefault), the largest block over all ranks (agreed).
   if (s.backend == "auto" && shm_whole_node(p, comm)) {
     long long largest = 0, agreed = 0;
     for (size_t j = 0; j < p.nb.destinations.size(); ++j)
       largest = std::max<long long>(largest, static_cast<long long>(out.count(j)) * unit);
     PMPI_Allreduce(&largest, &agreed, 1, MPI_LONG_LONG, MPI_MAX, comm);
-    if (agreed <= kShmAlltoallMax) {
+    if (agreed <= s.shm_block_max) {
       c->halo = make_plan("shm", pat, *p.loc, comm, po("shm"));
       c->needs_trial = p.charge_agreement;
       report(p, comm, k, label, "auto: one node: shm plan built");
       return c;
     }
-    report(p, comm, k, label, "auto: one node, blocks above " + std::to_string(kShmAlltoallMax) + " bytes: MPI's own");
+    report(p, comm, k, label, "auto: one node, blocks above " + std::to_string(s.shm_block_max) + " bytes: MPI's own");
     return nullptr;
   }
   if (s.backend == "auto") {

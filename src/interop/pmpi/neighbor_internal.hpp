@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "interop/common/pipeline.hpp"
-#include "interop/mpi_datatype.hpp"
 #include "interop/pmpi/comm_info.hpp"
-#include "interop/pmpi/node_exchange.hpp"
+#include "comm/node_exchange.hpp"
+#include "core/mpi_datatype.hpp"
 #include "interop/pmpi/requests.hpp"
 #include "sparsecomm/comm/combining.hpp"
 #include "sparsecomm/comm/plan/gather_plan.hpp"
@@ -39,6 +39,8 @@
 #include "core/handle.hpp"
 
 namespace sparsecomm::pmpi::neighborhood {
+
+using detail::NodeExchange;  // (comm/node_exchange.hpp: auto's one-node exchange)
 
 
 enum Kind { kAllgather = 0, kAlltoall = 1, kAllgatherv = 2, kAlltoallv = 3 };
@@ -62,10 +64,23 @@ const char* const kEntryName[12] = {
 #undef SPC_PERSISTENT
 constexpr int kSelf = -1, kNull = -2;  // slots of a neighbor list that are not another rank
 
-// SPARSECOMM_MPI_NODE_AREA: default and bound. The bound keeps every offset into a writer's
-// buffer an int (MPI_Pack's) and two buffers per rank and communicator within a node's
-// shared memory; larger blocks go by message anyway.
+// node_area (SPARSECOMM_MPI_NODE_AREA, sparsecomm_node_area): default and bound. The bound
+// keeps every offset into a writer's buffer an int (MPI_Pack's) and two buffers per rank and
+// communicator within a node's shared memory; larger blocks go by message anyway.
 constexpr int64_t kNodeAreaDefault = 128 * 1024, kNodeAreaMax = int64_t{1} << 30;
+// shm_block_max (SPARSECOMM_MPI_SHM_BLOCK_MAX, sparsecomm_shm_block_max): auto's largest
+// alltoall block for the shm plan on one node, and the one-node exchange's largest block
+// through shared memory (a larger one is a message). The default: on one node the shm halo
+// plan beat Open MPI's own alltoall on small blocks but not on 64 KiB ones (its pack, window
+// and unpack copies against Open MPI's single-copy path for large messages;
+// experiments/pmpi/README.md, "The one-node rule"). Bounded as node_area.
+constexpr int64_t kShmBlockMaxDefault = 16384;
+// one_node (SPARSECOMM_MPI_ONE_NODE, sparsecomm_one_node): what auto does where every rank
+// of a communicator shares one node. exchange: blocking calls without the hint set up the
+// one-node exchange (node_exchange.hpp) and the others take the shm plans; shm: the shm
+// plans for every call (blocking ones without the hint measured first, trial_keeps); off:
+// no rule of its own, auto weighs the plans by the model as across nodes.
+const char* const kOneNodeValues[3] = {"exchange", "shm", "off"};
 
 // Settings from the environment; MPI_Info keys on a communicator override them there.
 struct Settings {
@@ -73,12 +88,16 @@ struct Settings {
   int k = 0;       // combining group size; 0: the backend's default
   int aware = -1;  // topology-aware combining; -1: the backend's default
   bool fixed = false;
-  bool node_exchange = true;  // auto's one-node exchange for calls without the hint (NodeExchange)
-  int64_t node_area = kNodeAreaDefault;  // its shared bytes per writer and call (may differ by rank)
+  std::string one_node = "exchange";  // auto's rule on one node (kOneNodeValues)
+  int64_t shm_block_max = kShmBlockMaxDefault;
+  int64_t node_area = kNodeAreaDefault;  // the exchange's shared bytes per writer and call (may differ by rank)
   std::string bad;            // the first value that did not parse (environment or MPI_Info), or ""
 };
 
 using interop::read_bytes, interop::read_flag, interop::read_int;  // into Settings::bad, see check_settings
+// (neighbor_settings.cpp) one_node's value `v` from `name` into s->one_node, or s->bad.
+void read_one_node(Settings* s, const std::string& name, const std::string& v);
+void read_environment(Settings* s);
 // (neighbor_settings.cpp)
 std::vector<NamedValue> shared_settings(const Settings& s, bool disabled);
 
@@ -115,17 +134,7 @@ struct Global {
       const char* v = std::getenv(n);
       return v && *v ? v : nullptr;
     };
-    if (const char* v = get("SPARSECOMM_MPI_BACKEND")) env.backend = v;
-    if (const char* v = get("SPARSECOMM_MPI_REGIONS")) env.regions = v;
-    if (const char* v = get("SPARSECOMM_MPI_K")) read_int(&env.bad, "SPARSECOMM_MPI_K", v, &env.k);
-    bool b = false;
-    if (const char* v = get("SPARSECOMM_MPI_AWARE")) read_flag(&env.bad, "SPARSECOMM_MPI_AWARE", v, &b), env.aware = b;
-    if (const char* v = get("SPARSECOMM_MPI_FIXED_COUNTS"))
-      read_flag(&env.bad, "SPARSECOMM_MPI_FIXED_COUNTS", v, &env.fixed);
-    if (const char* v = get("SPARSECOMM_MPI_NODE_EXCHANGE"))
-      read_flag(&env.bad, "SPARSECOMM_MPI_NODE_EXCHANGE", v, &env.node_exchange);
-    if (const char* v = get("SPARSECOMM_MPI_NODE_AREA"))
-      read_bytes(&env.bad, "SPARSECOMM_MPI_NODE_AREA", v, 1, kNodeAreaMax, &env.node_area);
+    read_environment(&env);
     if (const char* v = get("SPARSECOMM_MPI_VERBOSE")) read_flag(&env.bad, "SPARSECOMM_MPI_VERBOSE", v, &verbose);
     // A value that does not say "disable" leaves the layer on, to report it at the first call.
     if (const char* v = get("SPARSECOMM_MPI_DISABLE")) read_flag(&env.bad, "SPARSECOMM_MPI_DISABLE", v, &disabled);
@@ -232,7 +241,6 @@ struct CommPlans {
 // MPI's own, while the cases where combining paid predict well above this margin (the
 // runs: experiments/pmpi/README.md and its git history).
 constexpr double kAutoMargin = 1.3;
-constexpr long long kShmAlltoallMax = 16384;  // see build_halo
 
 // (neighbor_choice.cpp)
 int64_t contiguous_bytes(MPI_Datatype t, int count);

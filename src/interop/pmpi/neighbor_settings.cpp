@@ -5,8 +5,10 @@ namespace sparsecomm::pmpi::neighborhood {
 
 // The settings that must be alike on every rank of a communicator, as (name, value): a
 // plan is collective, and whether a call agrees, skips its agreement or takes the one-node
-// exchange follows from them. SPARSECOMM_MPI_VERBOSE and SPARSECOMM_MPI_NODE_AREA may
-// differ (one prints, the other sizes a rank's own shared buffer).
+// exchange follows from them; shm_block_max too, since both ends of an edge in the one-node
+// exchange decide by it whether a block is a message. SPARSECOMM_MPI_VERBOSE and node_area
+// may differ (one prints, the other sizes a rank's own shared buffer, which readers learn at
+// set-up).
 std::vector<NamedValue> shared_settings(const Settings& s, bool disabled) {
   return {{"SPARSECOMM_MPI_DISABLE", disabled ? "1" : "0"},
           {"the backend (SPARSECOMM_MPI_BACKEND, sparsecomm_backend)", s.backend},
@@ -14,7 +16,45 @@ std::vector<NamedValue> shared_settings(const Settings& s, bool disabled) {
           {"k (SPARSECOMM_MPI_K, sparsecomm_k)", std::to_string(s.k)},
           {"aware (SPARSECOMM_MPI_AWARE, sparsecomm_aware)", s.aware < 0 ? "default" : std::to_string(s.aware)},
           {"fixed counts (SPARSECOMM_MPI_FIXED_COUNTS, sparsecomm_fixed_counts)", s.fixed ? "1" : "0"},
-          {"SPARSECOMM_MPI_NODE_EXCHANGE", s.node_exchange ? "1" : "0"}};
+          {"one_node (SPARSECOMM_MPI_ONE_NODE or _NODE_EXCHANGE, sparsecomm_one_node)", s.one_node},
+          {"shm_block_max (SPARSECOMM_MPI_SHM_BLOCK_MAX, sparsecomm_shm_block_max)", std::to_string(s.shm_block_max)}};
+}
+
+void read_one_node(Settings* s, const std::string& name, const std::string& v) {
+  if (std::find(std::begin(kOneNodeValues), std::end(kOneNodeValues), v) != std::end(kOneNodeValues)) {
+    s->one_node = v;
+  } else if (s->bad.empty()) {
+    s->bad = name + "='" + v + "' is not one of exchange, shm, off";
+  }
+}
+
+// The layer's settings from the environment, read once (Global). SPARSECOMM_MPI_NODE_EXCHANGE
+// is the older switch for one_node (1: exchange, 0: shm), kept working; beside
+// SPARSECOMM_MPI_ONE_NODE it must say the same.
+void read_environment(Settings* s) {
+  const auto get = [](const char* n) -> const char* {
+    const char* v = std::getenv(n);
+    return v && *v ? v : nullptr;
+  };
+  if (const char* v = get("SPARSECOMM_MPI_BACKEND")) s->backend = v;
+  if (const char* v = get("SPARSECOMM_MPI_REGIONS")) s->regions = v;
+  if (const char* v = get("SPARSECOMM_MPI_K")) read_int(&s->bad, "SPARSECOMM_MPI_K", v, &s->k);
+  bool b = false;
+  if (const char* v = get("SPARSECOMM_MPI_AWARE")) read_flag(&s->bad, "SPARSECOMM_MPI_AWARE", v, &b), s->aware = b;
+  if (const char* v = get("SPARSECOMM_MPI_FIXED_COUNTS")) read_flag(&s->bad, "SPARSECOMM_MPI_FIXED_COUNTS", v, &s->fixed);
+  const char* exchange = get("SPARSECOMM_MPI_NODE_EXCHANGE");
+  bool on = true;
+  if (exchange) read_flag(&s->bad, "SPARSECOMM_MPI_NODE_EXCHANGE", exchange, &on), s->one_node = on ? "exchange" : "shm";
+  if (const char* v = get("SPARSECOMM_MPI_ONE_NODE")) {
+    read_one_node(s, "SPARSECOMM_MPI_ONE_NODE", v);
+    if (exchange && s->one_node != (on ? "exchange" : "shm") && s->bad.empty())
+      s->bad = std::string("SPARSECOMM_MPI_NODE_EXCHANGE='") + exchange + "' contradicts SPARSECOMM_MPI_ONE_NODE='" +
+               v + "' (NODE_EXCHANGE is the older name: 1 is exchange, 0 is shm; set only ONE_NODE)";
+  }
+  if (const char* v = get("SPARSECOMM_MPI_SHM_BLOCK_MAX"))
+    read_bytes(&s->bad, "SPARSECOMM_MPI_SHM_BLOCK_MAX", v, 0, kNodeAreaMax, &s->shm_block_max);
+  if (const char* v = get("SPARSECOMM_MPI_NODE_AREA"))
+    read_bytes(&s->bad, "SPARSECOMM_MPI_NODE_AREA", v, 1, kNodeAreaMax, &s->node_area);
 }
 
 Global& global() {
@@ -102,8 +142,9 @@ int delete_plans(MPI_Comm, int, void* value, void*) {
 // The communicator's sparsecomm_* info keys: as the layer recorded them at its creation
 // (comm_info.hpp: MPICH's MPI_Comm_get_info drops user keys), else as MPI returns them.
 void apply_info(MPI_Comm comm, Settings* s) {
-  static const char* const kKeys[] = {"sparsecomm_fixed_counts", "sparsecomm_backend", "sparsecomm_regions",
-                                      "sparsecomm_k", "sparsecomm_aware"};
+  static const char* const kKeys[] = {"sparsecomm_fixed_counts", "sparsecomm_backend",       "sparsecomm_regions",
+                                      "sparsecomm_k",            "sparsecomm_aware",         "sparsecomm_one_node",
+                                      "sparsecomm_shm_block_max", "sparsecomm_node_area"};
   std::map<std::string, std::string> keys;
   if (!recorded_info(comm, &keys)) {
     MPI_Info info = MPI_INFO_NULL;
@@ -133,6 +174,10 @@ void apply_info(MPI_Comm comm, Settings* s) {
   if (get("sparsecomm_k", &v)) read_int(&s->bad, "MPI_Info sparsecomm_k", v, &s->k);
   bool b = false;
   if (get("sparsecomm_aware", &v)) read_flag(&s->bad, "MPI_Info sparsecomm_aware", v, &b), s->aware = b;
+  if (get("sparsecomm_one_node", &v)) read_one_node(s, "MPI_Info sparsecomm_one_node", v);
+  if (get("sparsecomm_shm_block_max", &v))
+    read_bytes(&s->bad, "MPI_Info sparsecomm_shm_block_max", v, 0, kNodeAreaMax, &s->shm_block_max);
+  if (get("sparsecomm_node_area", &v)) read_bytes(&s->bad, "MPI_Info sparsecomm_node_area", v, 1, kNodeAreaMax, &s->node_area);
 }
 
 // This communicator's entry, created at its first call (local: no communication).

@@ -30,7 +30,7 @@
 //  - under auto on one node without the fixed-counts hint, the first blocking call on a
 //    communicator agrees once and sets up the one-node exchange (node_exchange.hpp), which
 //    carries every later call's sizes (blocking or not) in its shared window: no agreement
-//    per call, any counts and datatypes (SPARSECOMM_MPI_NODE_EXCHANGE=0: off). Otherwise:
+//    per call, any counts and datatypes (one_node=shm or off: not). Otherwise:
 //  - blocking calls agree first: one PMPI_Allreduce of four integers (can this rank run it,
 //    its block size as min and max, a bad setting); allgatherv/alltoallv of three (can it,
 //    has its signature - a hash of counts and displacements - changed, a bad setting), and
@@ -64,8 +64,11 @@
 // regions: SPARSECOMM_MPI_REGIONS (default node); the same as MPI_Info keys
 // sparsecomm_backend / sparsecomm_k / sparsecomm_aware / sparsecomm_regions at communicator
 // creation. SPARSECOMM_MPI_VERBOSE=1: per communicator what was chosen, and at exit per rank
-// the calls handled and passed on. SPARSECOMM_MPI_DISABLE=1. SPARSECOMM_MPI_NODE_AREA: the
-// one-node exchange's shared bytes per writer (node_exchange.hpp). Every setting but VERBOSE
+// the calls handled and passed on. SPARSECOMM_MPI_DISABLE=1. auto's rule on one node
+// (Settings in neighbor_internal.hpp): SPARSECOMM_MPI_ONE_NODE = exchange (default) | shm |
+// off, SPARSECOMM_MPI_SHM_BLOCK_MAX, SPARSECOMM_MPI_NODE_AREA (the one-node exchange's
+// shared bytes per writer, node_exchange.hpp), and their MPI_Info keys sparsecomm_one_node,
+// _shm_block_max, _node_area. Every setting but VERBOSE
 // and NODE_AREA must be the same on every rank of a communicator (each agreement compares a
 // hash of them; a rank where the layer is disabled still takes part in a communicator's
 // first agreement). A bad value, or a difference: every rank prints the error and exits

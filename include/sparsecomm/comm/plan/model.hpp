@@ -83,6 +83,9 @@ struct ModelSettings {
   /// words in name order, so that a model measured over one network is not read back over
   /// another.
   std::string network_tag;
+  /// auto's tuning cache for tune=measure plans that name none (option tune_cache): a file
+  /// of measured decisions, read by rank 0 (comm/plan/tune_cache.cpp); "": none.
+  std::string tune_cache;
 
   /// Local: what calls that are given no settings use (the library's, above, until
   /// set_defaults()).

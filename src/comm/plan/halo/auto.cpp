@@ -564,7 +564,13 @@ BackendHooks auto_hooks() {
                    "performance model: a parameter file, builtin, or empty: $SPARSECOMM_MODEL, else measured in "
                    "the first three launches and cached (machine_model)"};
   model.per_rank = true;
-  h.options = {model,
+  // Likewise the tuning cache's: only rank 0's is read and written (tune_cache.cpp).
+  OptionSpec cache{"tune_cache", K::text, "",
+                   "tune=measure's cache file: a decision measured before for the same pattern, layout, value "
+                   "size and shortlist is reused (the winner alone built, nothing measured), a new one stored; "
+                   "unset: $SPARSECOMM_TUNE_CACHE, else none; none: none (rank 0's path counts)"};
+  cache.per_rank = true;
+  h.options = {model, cache,
                {"iterations", K::integer, "0",
                 "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost (building "
                 "every candidate to measure its setup), and with tune=measure tunes only if that many repay "

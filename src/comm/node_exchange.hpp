@@ -1,10 +1,15 @@
 #pragma once
-// The one-node exchange of the PMPI layer (pmpi_neighbor.cpp): MPI_Neighbor_allgather and
-// MPI_Neighbor_alltoall on a communicator whose ranks share one node, for programs that do
-// not promise fixed counts, with no agreement per call.
+// The one-node exchange: a neighborhood exchange in MPI's three call shapes (one block to
+// every neighbor, a block of one size per slot, a block of its own size per slot), any
+// datatype, among ranks that share one node, with no agreement per call. Its user today is
+// the PMPI layer (src/interop/pmpi: MPI_Neighbor_allgather(v) and _alltoall(v) under auto
+// for programs that do not promise fixed counts), which decides when to use it and reads its
+// sizes (one_node, shm_block_max, node_area); nothing here depends on that layer. Its MPI
+// calls use the PMPI_ names, as core/spin_wait.hpp does: the PMPI layer interposes MPI's
+// completion calls and must not see its own exchange's requests come back to it.
 //
-// Why it needs none. A plan is built for one block size, so a call whose sizes may differ
-// from the last one's must first learn, collectively, whether any rank's did (an
+// Why it needs no agreement. A plan is built for one block size, so a call whose sizes may
+// differ from the last one's must first learn, collectively, whether any rank's did (an
 // allreduce, which can cost more than the exchange: experiments/pmpi/README.md). This
 // exchange is not built for a size: every call, each writer publishes in its
 // shared-memory segment a header with its call number and, per destination slot, where its
@@ -54,14 +59,14 @@
 
 #include "comm/shm_channel.hpp"
 
-namespace sparsecomm::pmpi {
+namespace sparsecomm::detail {
 
 class NodeExchange {
  public:
   /// Collective over `comm` (every rank on one node; the caller has agreed that). MPI's
   /// neighbor lists (MPI_PROC_NULL allowed). Null, alike on every rank, where the MPI cannot
   /// allocate a shared window. `area`: bytes of this rank's blocks in shared memory per call
-  /// (SPARSECOMM_MPI_NODE_AREA, bounded by the caller; a local choice: readers learn each
+  /// (the PMPI layer's node_area, bounded by the caller; a local choice: readers learn each
   /// writer's at set-up); larger blocks go by message.
   static std::unique_ptr<NodeExchange> create(MPI_Comm comm, const std::vector<int>& sources,
                                               const std::vector<int>& destinations, int64_t edge_max, int64_t area);
@@ -129,8 +134,8 @@ class NodeExchange {
   void read(Op& op, size_t w, uint64_t e);  // op's blocks from writer w's epoch e
   void mpi_progress();
 
-  detail::ShmWindow window_;
-  detail::ShmChannel& channel_;
+  ShmWindow window_;
+  ShmChannel& channel_;
   MPI_Comm dup_;                   // the private duplicate: the window's set-up and the messages
   std::vector<int> src_, dst_;     // MPI's lists
   std::vector<int> pair_;          // source slot s: the slot of its writer that sends to it
@@ -145,5 +150,5 @@ class NodeExchange {
   std::vector<char> pending_;                // per writer, at start(): read in this call
 };
 
-}  // namespace sparsecomm::pmpi
+}  // namespace sparsecomm::detail
 #endif  // SPARSECOMM_SMPI

@@ -1,16 +1,15 @@
-// The one-node exchange of the PMPI layer (node_exchange.hpp: why it needs no agreement,
+// The one-node exchange (node_exchange.hpp: why it needs no agreement,
 // the header and the synchronisation rule).
 #ifndef SPARSECOMM_SMPI
-#include "interop/pmpi/node_exchange.hpp"
-
+#include "comm/node_exchange.hpp"
 
 #include <algorithm>
 #include <cstring>
 
+#include "core/mpi_datatype.hpp"
 #include "core/spin_wait.hpp"
-#include "interop/mpi_datatype.hpp"
 
-namespace sparsecomm::pmpi {
+namespace sparsecomm::detail {
 
 namespace {
 constexpr int64_t kLine = 64;
@@ -82,7 +81,7 @@ class NonNullView {
 bool dense(MPI_Datatype t) {
   MPI_Datatype base = MPI_DATATYPE_NULL;
   int n = 0;
-  return interop::contiguous_run(t, &base, &n) >= 0;
+  return contiguous_run(t, &base, &n) >= 0;
 }
 }  // namespace
 
@@ -146,7 +145,7 @@ std::unique_ptr<NodeExchange> NodeExchange::create(MPI_Comm comm, const std::vec
   x->header_ = header_bytes(destinations.size());
   x->area_ = x->header_ + area;  // (two such buffers per rank and communicator)
   x->channel_.declare(readers, std::vector<int64_t>(readers.size(), 0), x->area_, writers);
-  x->patience_ = detail::node_of(comm)->patience;
+  x->patience_ = node_of(comm)->patience;
   if (!x->window_.try_connect()) return nullptr;  // agreed over the node, which is the communicator
   return x;
 }
@@ -160,7 +159,7 @@ NodeExchange::~NodeExchange() {
 // may match is not enough).
 void NodeExchange::mpi_progress() {
   int flag = 0;
-  PMPI_Iprobe(0, detail::kProgressProbeTag, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+  PMPI_Iprobe(0, kProgressProbeTag, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
 }
 
 std::shared_ptr<NodeExchange::Op> NodeExchange::start(Shape shape, const Side& send, const Side& recv) {
@@ -254,7 +253,7 @@ bool NodeExchange::progress(Op& op, bool block) {
   // The library's one wait (core/spin_wait.hpp: MPI's progress now and then within the
   // patience, at every yield after it), and MPI's progress at every check while this call
   // has messages in flight (a large message moves only as both ends call into MPI).
-  detail::spin_wait(
+  spin_wait(
       patience_,
       [&] {
         if (done()) return true;
@@ -371,5 +370,5 @@ void NodeExchange::read(Op& op, size_t w, uint64_t e) {
   consumed_[w] = e;
 }
 
-}  // namespace sparsecomm::pmpi
+}  // namespace sparsecomm::detail
 #endif  // SPARSECOMM_SMPI

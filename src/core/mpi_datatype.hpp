@@ -1,13 +1,13 @@
 #pragma once
-// What the interposition layers (the PetscSF type, the PMPI library) need to know of a
-// datatype a foreign caller hands them: whether it is a run of one named type. Header-only
-// and outside the core library: the SMPI build has no use for it.
+// What code handed an MPI datatype by a foreign caller (the PetscSF type, the PMPI library,
+// the one-node exchange, comm/node_exchange.hpp) needs to know of it: whether it is a run of
+// one named type. Header-only.
 #include <mpi.h>
 
 #include <cstdint>
 #include <vector>
 
-namespace sparsecomm::interop {
+namespace sparsecomm::detail {
 
 /// A named datatype, or a contiguous or dup derived type over one (recursively): true, with
 /// the named base type and how many of it; false for any other constructor (vector,
@@ -46,4 +46,4 @@ inline int64_t contiguous_run(MPI_Datatype t, MPI_Datatype* base, int* count) {
   return static_cast<int64_t>(size) * *count;
 }
 
-}  // namespace sparsecomm::interop
+}  // namespace sparsecomm::detail
