@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "sparsecomm/comm/plan/model.hpp"
@@ -139,6 +140,7 @@ struct Solve {
   double tuned = 0, best = 0;              // set-up + every exchange
   double tuned_setup = 0, best_setup = 0;  // make_plan alone (tuned: the model's choice; candidates build lazily)
   double tuning = 0;                       // tuned: from set-up to settled (candidates' builds, measuring exchanges)
+  double extra_setup = 0, measuring = 0;   // tuned: the losing candidates' builds, the exchanges before settling
 };
 
 // One matrix's figures per backend.
@@ -218,12 +220,23 @@ Evaluated evaluate(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, 
   return ev;
 }
 
+// What tuning spent (from a tuned plan's agreed statistics): the builds of the candidates
+// but the winner's, and the exchanges before it settled.
+std::pair<double, double> tuning_cost(const std::map<std::string, double>& stats, const std::string& winner) {
+  double setup = 0, measuring = 0;
+  for (const auto& [k, v] : stats) {
+    if (k.rfind("auto.tune.setup.", 0) == 0 && k.substr(16) != winner) setup += v;
+    if (k == "auto.tune.exchanges") measuring = v;
+  }
+  return {setup, measuring};
+}
+
 /// Collective. One solve (Solve): st.solve exchanges of a plan made from scratch, timed
 /// from a barrier, max over ranks; `tuned`: auto with tune=measure told the exchange count
 /// (its option iterations), else `backend`. Returns whether the last exchange's values
-/// were right on every rank.
+/// were right on every rank; out: set-up, tuning, total seconds, then tuning_cost's two.
 bool time_solve(MPI_Comm comm, const Settings& st, const Pattern& pat, bool tuned, const std::string& backend,
-                const double* x, double* g, const double* want, int32_t ghosts, double out[3]) {
+                const double* x, double* g, const double* want, int32_t ghosts, double out[5]) {
   SPC_MPI(MPI_Barrier(comm));
   const double t0 = MPI_Wtime();
   std::unique_ptr<Plan> plan = tuned ? tuned_plan(comm, st, pat, st.solve) : make_plan(backend, pat, st.loc, comm);
@@ -237,6 +250,7 @@ bool time_solve(MPI_Comm comm, const Settings& st, const Pattern& pat, bool tune
   const double t2 = MPI_Wtime();
   const double mine[3] = {t1 - t0, (done ? settled : t2) - t1, t2 - t0};
   SPC_MPI(MPI_Allreduce(mine, out, 3, MPI_DOUBLE, MPI_MAX, comm));
+  std::tie(out[3], out[4]) = tuning_cost(plan->setup_stats().timers(), tuned_winner(*plan));
   return compare(g, want, ghosts).allreduce(comm).ok(0.0);
 }
 
@@ -247,12 +261,12 @@ void solve(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, const Pa
   for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = static_cast<double>(a.col_begin() + i + 1);
   std::vector<double> want(g.size());
   for (int32_t k = 0; k < a.num_ghosts(); ++k) want[k] = static_cast<double>(a.ghost_ids()[k] + 1);
-  double t[3], b[3];
+  double t[5], b[5];
   if (!time_solve(comm, st, pat, true, "", x.data(), g.data(), want.data(), a.num_ghosts(), t))
     ev.wrong.push_back("solve with auto:tune");
   if (!time_solve(comm, st, pat, false, best, x.data(), g.data(), want.data(), a.num_ghosts(), b))
     ev.wrong.push_back("solve with " + best);
-  ev.solve = Solve{t[2], b[2], t[0], b[0], t[1]};
+  ev.solve = Solve{t[2], b[2], t[0], b[0], t[1], t[3], t[4]};
 }
 
 void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const std::string& name, const Evaluated& ev,
@@ -306,7 +320,9 @@ void tally_tuned(Tally& tally, const std::string& name, Evaluated& ev, const std
 void tally_tuning(Tally& tally, const Settings& st, const std::string& name, const Evaluated& ev,
                   const std::string& best, apps::Json& rec) {
   std::string cands, fastest;
-  double extra_setup = 0;  // the candidates' builds but the winner's
+  // What tuning spent: in the solve where there is one (its plan was built alone, from scratch).
+  auto [extra_setup, measuring] = tuning_cost(ev.tune_stats, ev.tuned_pick);
+  if (st.solve > 0) extra_setup = ev.solve.extra_setup, measuring = ev.solve.measuring;
   for (const auto& [k, v] : ev.tune_stats) {
     if (k.rfind("auto.tune.median.", 0) == 0) {
       const std::string b = k.substr(17);
@@ -315,7 +331,6 @@ void tally_tuning(Tally& tally, const Settings& st, const std::string& name, con
       if (fastest.empty() || ev.measured.at(b).median < ev.measured.at(fastest).median) fastest = b;
     } else if (k.rfind("auto.tune.setup.", 0) == 0) {
       rec["setup_s"][k.substr(16)] = v;
-      if (k.substr(16) != ev.tuned_pick) extra_setup += v;
     } else if (k.rfind("auto.tune.dropped.", 0) == 0) {
       cands += " " + k.substr(18) + " dropped";
     }
@@ -332,8 +347,6 @@ void tally_tuning(Tally& tally, const Settings& st, const std::string& name, con
     ++tally.solves, tally.solve_within3 += solve <= 1.03;
     tally.solve_worst = std::max(tally.solve_worst, solve);
   }
-  const auto exch = ev.tune_stats.find("auto.tune.exchanges");
-  const double measuring = exch == ev.tune_stats.end() ? 0 : exch->second;
   tally.tuning.add({name, cands, w.empty() ? "(not settled)" : w, fastest, apps::num("%.3f", to_fastest), best,
                     apps::num("%.3f", to_best), st.aa.empty() ? "-" : apps::num("%.3f", aa),
                     st.solve > 0 ? apps::num("%.3f", solve) : "-", apps::num("%.0f", measuring),
