@@ -38,9 +38,9 @@ if(TARGET sparsecomm_cli)
   # the 64-rank entry above runs them all, the 1,024-rank one runs combining.
   sparsecomm_add_smpi_test(spmv_cli sparsecomm_cli 256
     spmv --gen rotate:32,32 --regions ppn:8 --backend p2p,aggregated_dedup --reps 1)
-  # auto's tuning (tune=measure) where times are deterministic: exit 3 unless the A/A pair (p2p
-  # against a second p2p plan, same rounds) times exactly alike and tuning's winner is the
-  # fastest of its candidates in the rounds (autoeval --exact), 16 ranks on 2 simulated nodes.
+  # autoeval's tuning evidence where times are deterministic (experiments/tune): exit 3 unless
+  # the A/A pair (p2p against a second p2p plan, same rounds) times exactly alike (--exact),
+  # or any value of the rounds or of the 300-exchange solves is wrong; 16 ranks, 2 nodes.
   sparsecomm_add_smpi_test(autoeval_tune sparsecomm_cli 16
     autoeval --matrices gen:rotate:64,64 --regions node --reps 30 --rounds 3 --tune measure --aa p2p --solve 300
     --model builtin --exact)

@@ -128,6 +128,9 @@ def detail(rows, held, label, ranks):
 
 
 def main():
+    if any(a in ('-h', '--help') for a in sys.argv[1:]):
+        print(__doc__)
+        return
     d = sys.argv[1] if len(sys.argv) > 1 else 'results/tune'
     held = heldout()
     rows = load(os.path.join(d, 'tune.jsonl'))

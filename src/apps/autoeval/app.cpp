@@ -126,7 +126,7 @@ struct Settings {
   bool tune = false;  // auto with tune=measure is also timed, in the same rounds as the backends
   std::string aa;     // a backend timed twice (a second, identical plan) in the same rounds: the noise floor
   int64_t solve = 0;  // > 0 (with tune): a solve of this many exchanges, tuned against the best backend
-  bool exact = false;  // a deterministic simulator: exit 3 unless the A/A pairs and the winners are exact
+  bool exact = false;  // a deterministic simulator: exit 3 unless every A/A pair is exactly 1
 };
 
 // The name under which auto with tune=measure is timed beside the backends.
@@ -468,8 +468,7 @@ int autoeval_main(int argc, char** argv) {
                          {"solve", {"0", "with --tune measure: also time a solve of N exchanges from a fresh "
                                          "set-up, auto with tune=measure (iterations=N) against the best backend"}},
                          {"exact", {"", "[flag] with --tune measure and --aa, for a deterministic simulator "
-                                        "(SMPI): exit 3 unless every A/A pair times exactly alike and every "
-                                        "winner is the fastest of its candidates in the rounds"}},
+                                        "(SMPI): exit 3 unless every A/A pair times exactly alike"}},
                          {"label", {"", "name of this setting in the JSON lines (e.g. node, cluster)"}}},
                         {{"reps", "200"}}),
       "usage: mpirun -np P sparsecomm autoeval [options]\n"
@@ -513,10 +512,10 @@ int autoeval_main(int argc, char** argv) {
   }
   if (rank == 0) std::cout << "every backend's exchange verified\n";
   // (the tallies are alike on every rank: each time is the max over ranks, the stats agreed)
-  if (st.exact && (tally.aa_worst != 1.0 || tally.winner_fastest != tally.cases)) {
-    if (rank == 0)
-      std::cout << "NOT EXACT: A/A worst " << apps::num("%.6f", tally.aa_worst) << ", winner the fastest candidate in "
-                << tally.winner_fastest << " of " << tally.cases << " cases\n";
+  // Whether the winners are the fastest is reported, not required: tuning's timing has a floor
+  // (experiments/tune/README.md) under which it cannot rank candidates.
+  if (st.exact && tally.aa_worst != 1.0) {
+    if (rank == 0) std::cout << "NOT EXACT: A/A worst " << apps::num("%.6f", tally.aa_worst) << "\n";
     return 3;
   }
   return 0;
