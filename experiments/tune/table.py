@@ -90,6 +90,24 @@ def fixed_cost(rows):
                 ks[-1] / 0.03))
 
 
+def floor(rows):
+    """Tuning's floor: the smallest median it measured in a setting; against it, how much the
+    candidates' timing adds to their time in the rounds (tuning median - rounds), for the
+    winner of each case whose rounds time is under and over 20 us."""
+    print('\nTuning\'s timing against the rounds (its medians include the exchange\'s failure-flag agreement):')
+    for label, ranks in sorted({(r['label'], r['ranks']) for r in rows}):
+        rs = [r for r in rows if r['label'] == label and r['ranks'] == ranks]
+        meds = [(b, t, r['measured_s'][b]) for r in rs for b, t in r.get('tuning_median_s', {}).items()]
+        if not meds:
+            continue
+        small = [t - m for b, t, m in meds if m < 20e-6]
+        large = [t - m for b, t, m in meds if m >= 20e-6]
+        print('- %s %d ranks: smallest tuning median %s us; tuning - rounds, candidates under 20 us: median %s us '
+              '(%d), from 20 us: median %s us (%d)' % (
+                  label, ranks, us(min(t for b, t, m in meds)), us(statistics.median(small)) if small else '-',
+                  len(small), us(statistics.median(large)) if large else '-', len(large)))
+
+
 def misses(rows):
     out = [r for r in rows if not r['winner'] or r['winner_to_fastest'] > 1.0]
     print('\nCases where the winner is not the fastest candidate in the rounds: %d' % len(out))
@@ -141,6 +159,7 @@ def main():
     if not percore:
         print('| percore 2 ranks (Open MPI, one per core) | not yet measured | | | | | | | | | | |')
     fixed_cost(rows + percore)
+    floor(rows + percore)
     misses(rows + percore)
     for label, ranks in sorted({(r['label'], r['ranks']) for r in rows + percore}):
         detail(rows + percore, held, label, ranks)
