@@ -45,6 +45,7 @@ say() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
 
 [ -x "$build_smpi/src/apps/cli/sparsecomm" ] || { say "build (SMPI): $build_smpi"; JOBS=${JOBS:-1} nice "$root/scripts/smpi.sh" build "$build_smpi" sparsecomm_cli; }
 cli=$build_smpi/src/apps/cli/sparsecomm
+export SMPI_TIMEOUT=${SMPI_TIMEOUT:-14400}  # (smpi.sh stops a simulation after 600 s by default; 64 ranks take longer)
 smpi() { nice -n 19 "$root/scripts/smpi.sh" run "$@"; }  # one simulation at a time
 
 for np in $ranks; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The tables of experiments/tune/README.md from a run's JSON lines (autoeval_tune records).
 
-  experiments/tune/table.py results/tune
+  experiments/tune/table.py results/tune [more run directories, e.g. of other rank counts]
 
 Per setting (label, ranks), all cases and the held-out third apart (experiments/auto/heldout.txt):
 how often tuning's winner is the fastest of the candidates it measured (in the same run's
@@ -149,12 +149,12 @@ def main():
     if any(a in ('-h', '--help') for a in sys.argv[1:]):
         print(__doc__)
         return
-    d = sys.argv[1] if len(sys.argv) > 1 else 'results/tune'
+    dirs = sys.argv[1:] or ['results/tune']
     held = heldout()
-    rows = load(os.path.join(d, 'tune.jsonl'))
-    percore = load(os.path.join(d, 'percore.jsonl'))
+    rows = [r for d in dirs for r in load(os.path.join(d, 'tune.jsonl'))]
+    percore = [r for d in dirs for r in load(os.path.join(d, 'percore.jsonl'))]
     if not rows and not percore:
-        sys.exit('table.py: no autoeval_tune records in %s' % d)
+        sys.exit('table.py: no autoeval_tune records in %s' % ' '.join(dirs))
     summary(rows + percore, held)
     if not percore:
         print('| percore 2 ranks (Open MPI, one per core) | not yet measured | | | | | | | | | | |')
