@@ -38,6 +38,13 @@ if(TARGET sparsecomm_cli)
   # the 64-rank entry above runs them all, the 1,024-rank one runs combining.
   sparsecomm_add_smpi_test(spmv_cli sparsecomm_cli 256
     spmv --gen rotate:32,32 --regions ppn:8 --backend p2p,aggregated_dedup --reps 1)
+  # autoeval's tuning evidence where times are deterministic (experiments/tune): exit 3 unless
+  # the A/A pair (p2p against a second p2p plan, same rounds) times exactly alike (--exact),
+  # or any value of the rounds or of the 300-exchange solves is wrong; 16 ranks, 2 nodes.
+  # (smpirun splits its arguments at spaces: the matrix list is ';'-separated.)
+  sparsecomm_add_smpi_test(autoeval_tune sparsecomm_cli 16
+    autoeval --matrices "gen:rotate:64,64$<SEMICOLON>gen:lap2d:48,48" --regions node --reps 30 --rounds 3 --tune measure --aa p2p --solve 300
+    --model builtin --exact)
   # Scale check: 1,024 simulated ranks, Moore (2,1), direct and combined.
   sparsecomm_add_smpi_test(nbrbench_moore sparsecomm_cli 1024
     nbrbench --topos moore:2,1 --sizes 4 --k 2 --aware agnostic --reps 2 --rounds 1 --regions ppn:4)
