@@ -333,10 +333,16 @@ class ShmExchange {
   /// Reader: writer k's one-copy segment of this exchange, claimed but not read (the read
   /// failed), handed back: returns once the writer has copied it into the window, where
   /// copy's `data` finds it. Waits for the writer's wait() on this plan (it takes a segment
-  /// back after ShmPlan::kTakeBack checks), with MPI progress meanwhile.
-  void give_back(size_t k) {
+  /// back after ShmPlan::kTakeBack checks), with MPI progress and `meanwhile` (the caller's
+  /// own take-backs: two ranks whose reads of each other both failed each wait here for the
+  /// other's take-back, so each must take its own segments back while it waits).
+  template <class Meanwhile>
+  void give_back(size_t k, Meanwhile&& meanwhile) {
     channel.unclaim(k, epoch_);
-    channel.wait_until([&] { return channel.in_window(k, epoch_); }, [&] { progress(); });
+    channel.wait_until([&] { return channel.in_window(k, epoch_); }, [&] {
+      progress();
+      meanwhile();
+    });
   }
   /// Writer k's segment: (its place in the receive buffer, its bytes).
   int64_t read_to(size_t k) const { return reads_[k].to; }

@@ -175,7 +175,7 @@ class ShmPlan final : public Plan {
     char* at = recv_buf() + x_.read_to(k);
     if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch())) {
       if (one_.read(k, src, at, nullptr, elem_bytes())) return;
-      x_.give_back(k);
+      x_.give_back(k, [&] { take_back_own(); });
     }
     if (x_.read_bytes(k) > 0) std::memcpy(at, data, static_cast<size_t>(x_.read_bytes(k)));
   }
@@ -184,11 +184,18 @@ class ShmPlan final : public Plan {
     if (!ghost_) return read_packed(k, data, src);  // (no ghost array: the receive buffer)
     if (one_.from_writer(k) && src && x_.channel.claim(k, x_.epoch())) {
       if (one_.read(k, src, ghost_, &ghost_runs_[k], elem_bytes())) return;
-      x_.give_back(k);
+      x_.give_back(k, [&] { take_back_own(); });
     }
     const auto& r = pattern().recv();
     const int i = writer_seg_[k];
     move<true>(ghost_, data, r.indices.data() + r.offsets[i], r.count(i), elem_bytes());
+  }
+  // While this rank waits for a writer to take back a segment whose one-copy read failed:
+  // its own segments that no reader holds go into the window now (a reader that failed
+  // too has handed its claim back), so two such ranks never wait on each other.
+  void take_back_own() {
+    if (!direct_) return;  // (only start(owned, ghost) lets readers read the caller's array)
+    for (size_t j = 0; j < hold_.size(); ++j) released(j, true);
   }
   // Whether one-copy reader hold_[j] is done with the caller's array this exchange; when
   // `tired` and it has not claimed its segment, it is taken back: copied into the window
