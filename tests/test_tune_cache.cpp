@@ -6,6 +6,11 @@
 // measures, and a foreign file is never overwritten; the values are p2p's throughout; every
 // rank takes the same plan.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <fstream>
@@ -233,6 +238,15 @@ TEST(TuneCache, MalformedOrUnusableFileIsAMiss) {
   expect_miss_and_measure(bad, pat, "names nosuch, not a candidate");
   // A directory: unreadable and unwritable. A file in a missing directory: not stored.
   expect_miss_and_measure(test::temp_dir(), pat, "is a directory");
+  // A named pipe (or /dev/stdin): rank 0 would block reading it while the others wait in
+  // its broadcast; anything but a regular file is unreadable.
+  const std::string pipe = test::temp_dir() + "/pipe.cache";
+  if (test::rank() == 0) {
+    ::unlink(pipe.c_str());
+    EXPECT_EQ(::mkfifo(pipe.c_str(), 0600), 0) << std::strerror(errno);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  expect_miss_and_measure(pipe, pat, "is not a regular file");
   const std::string nowhere = test::temp_dir() + "/no/such/dir.cache";
   auto lost = make_plan("auto", pat, loc, MPI_COMM_WORLD, cached(nowhere));
   EXPECT_EQ(wrong_values(*lost, pat, measuring(*lost) + 1), 0);

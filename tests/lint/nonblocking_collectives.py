@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks that the library's sources post no non-blocking reduction or barrier of their own
-(MPI_Iallreduce, MPI_Ibarrier, MPI_Ireduce, ...) outside src/core/mpi_util.cpp: SimGrid
+(MPI_Iallreduce, MPI_Ibarrier, MPI_Ireduce, ..., or their PMPI_ names) outside src/core/mpi_util.cpp: SimGrid
 SMPI 3.32's non-blocking collectives let ranks leave early (shared/simgrid/NOTES.md), so
 every such call goes through the SMPI-safe helpers there (iallreduce_max_sum,
 NonblockingBarrier). MPI's neighborhood collectives are not checked (their backends are
@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-CALL = re.compile(r"\b(MPI_I(?:allreduce|barrier|reduce|reduce_scatter|reduce_scatter_block|bcast|allgather|"
+CALL = re.compile(r"\b(P?MPI_I(?:allreduce|barrier|reduce|reduce_scatter|reduce_scatter_block|bcast|allgather|"
                   r"allgatherv|alltoall|alltoallv|alltoallw|gather|gatherv|scatter|scatterv|scan|exscan))\s*\(")
 SUFFIXES = (".c", ".h", ".cpp", ".hpp", ".cc")
 ALLOWED = os.path.join("src", "core", "mpi_util.cpp")
@@ -31,11 +31,11 @@ def code_only(text):
             j = n if j < 0 else j + 2
             out.append("\n" * text.count("\n", i, j))
             i = j
-        elif text[i] == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
+        elif text[i] in "\"'":  # a string or character literal ('"' is not a string's start)
+            q, j = text[i], i + 1
+            while j < n and text[j] != q:
                 j += 2 if text[j] == "\\" else 1
-            out.append('""')
+            out.append(q + q)
             i = j + 1
         else:
             out.append(text[i])

@@ -230,8 +230,8 @@ class TunedPlan final : public Plan {
   void do_wait() override {
     Candidate& k = c_[cur_];
     if (settled_) {
+      free_losers();  // (first: collective frees, which a winner's wait that throws on one rank must not skip)
       finish(*k.plan);
-      free_losers();
       return reset();
     }
     SPC_MPI(MPI_Wait(&flag_, MPI_STATUS_IGNORE));

@@ -12,7 +12,10 @@
 //   known to every rank), i.e. ranks per node or per locality region;
 // - the value size: width x value_bytes;
 // - the shortlist: every candidate's backend and options, in order (another shortlist, or
-//   the same backends with other options, is another question).
+//   the same backends with other options, is another question);
+// - the machine: the model's network tag (ModelSettings::network_tag, as the model cache
+//   keys its calibration) and the MPI library's version string, so that a file in a home
+//   directory shared by two clusters, or kept across an MPI upgrade, is not reused.
 // The value: the winner and every candidate's median (seconds per exchange, the slowest
 // rank's, as tune.cpp decides); a dropped candidate has none.
 //
@@ -21,9 +24,11 @@
 //   pattern=<32 hex> ranks=4 regions=2 layout=<16 hex> unit=1x8 shortlist=a,b,p2p options=<16 hex> | winner=b medians=a:1.2e-05,b:9.8e-06,p2p:1.4e-05
 // Only rank 0 reads it, and broadcasts what it found, so every rank takes the same
 // decision. Anything wrong with the file (missing, unreadable, another format or version,
-// a malformed line, an entry that does not fit the shortlist) is a miss with a one-line
+// a malformed line, an entry that does not fit the shortlist, anything but a regular file
+// of at most kMaxBytes, e.g. a pipe that would block rank 0) is a miss with a one-line
 // note, never an error: the plan then measures, as without a cache. After a measured
-// decision rank 0 rewrites the file through a temporary one renamed over it (atomic: a
+// decision rank 0 rewrites the file through a temporary one (mkstemp: a fresh name beside
+// it, never a file someone planted) renamed over it (atomic: a
 // reader sees the old or the new file, never a part), keeping the other valid entries and
 // replacing its own; a file that is not a tune cache is never overwritten. Two launches
 // that write at once keep one of their entries.
@@ -32,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -51,6 +57,7 @@ namespace sparsecomm::detail {
 namespace {
 
 constexpr const char* kHeader = "# sparsecomm tune cache v1";
+constexpr long long kMaxBytes = 1 << 20;  // a cache file larger than this is not read
 constexpr const char* kHeaderText = ": auto's tune=measure decisions, one per line (docs/cli.md)";
 
 uint64_t mix(uint64_t h, uint64_t x) { return splitmix64(h ^ x); }
@@ -100,10 +107,15 @@ std::string cache_key(const uint64_t fp[2], const std::vector<TuneCandidate>& li
                static_cast<uint64_t>(t.options.persistent_requests));
     opts = mix(opts, t.options.sdde);
   }
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  SPC_MPI(MPI_Get_library_version(version, &len));
+  const uint64_t machine = mix(mix(0x13198a2e03707344ull, ModelSettings::defaults().network_tag),
+                               std::string(version, static_cast<size_t>(std::max(len, 0))));
   std::ostringstream k;
   k << "pattern=" << hex(fp[0]) << hex(fp[1]) << " ranks=" << l.size() << " regions=" << l.num_regions()
     << " layout=" << hex(layout) << " unit=" << o.width << "x" << o.value_bytes << " shortlist=" << names
-    << " options=" << hex(opts);
+    << " options=" << hex(opts) << " machine=" << hex(machine);
   return k.str();
 }
 
@@ -160,6 +172,9 @@ CacheFile read_cache(const std::string& path) {
     return f;
   }
   if (S_ISDIR(st.st_mode)) return f.kind = CacheFile::unreadable, f.why = path + " is a directory", f;
+  if (!S_ISREG(st.st_mode)) return f.kind = CacheFile::unreadable, f.why = path + " is not a regular file", f;
+  if (st.st_size > kMaxBytes)
+    return f.kind = CacheFile::unreadable, f.why = path + " is larger than " + std::to_string(kMaxBytes) + " bytes", f;
   std::ifstream in(path);
   if (!in) return f.kind = CacheFile::unreadable, f.why = "cannot read " + path + ": " + std::strerror(errno), f;
   std::string first;
@@ -242,8 +257,14 @@ TuneCacheLookup tune_cache_lookup(const std::string& path, const std::vector<Tun
   TuneCacheLookup r;
   std::string msg = "O";  // (off: rank 0 names no file)
   if (rank == 0 && !path.empty()) {
-    r.key = cache_key(fp, shortlist, l, o), r.path = path;
-    msg = look_up(path, r.key);
+    // (rank 0 alone reads: whatever goes wrong is a miss it broadcasts, never an exception
+    // that would leave the others in the broadcast)
+    try {
+      r.key = cache_key(fp, shortlist, l, o), r.path = path;
+      msg = look_up(path, r.key);
+    } catch (const std::exception& e) {
+      msg = std::string("Mmiss: cannot read ") + path + ": " + e.what();
+    }
   }
   int64_t n = static_cast<int64_t>(msg.size());
   SPC_MPI(MPI_Bcast(&n, 1, MPI_INT64_T, 0, c));
@@ -254,8 +275,9 @@ TuneCacheLookup tune_cache_lookup(const std::string& path, const std::vector<Tun
   return r;
 }
 
-std::string tune_cache_store(const TuneCacheLookup& at, const std::vector<TuneCandidate>& shortlist, size_t winner,
-                             const std::vector<double>& medians) {
+namespace {
+std::string store(const TuneCacheLookup& at, const std::vector<TuneCandidate>& shortlist, size_t winner,
+                  const std::vector<double>& medians) {
   if (!at.on || at.path.empty() || winner >= shortlist.size()) return "";
   const CacheFile f = read_cache(at.path);
   if (f.kind == CacheFile::unreadable || f.kind == CacheFile::foreign) return "not stored: " + f.why;
@@ -279,15 +301,20 @@ std::string tune_cache_store(const TuneCacheLookup& at, const std::vector<TuneCa
     value += (value.back() == '=' ? "" : ",") + shortlist[j].backend + ":" + s;
   }
   text += at.key + " | " + value + "\n";
-  const std::string tmp = at.path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return "not stored: cannot write " + tmp;
-    }
+  std::string tmp = at.path + ".XXXXXX";
+  const int fd = ::mkstemp(&tmp[0]);  // (a fresh file, mode 0600, never one planted there)
+  if (fd < 0) return "not stored: cannot write beside " + at.path + ": " + std::strerror(errno);
+  bool written = true;
+  for (size_t done = 0; written && done < text.size();) {
+    const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    written = w > 0;
+    if (written) done += static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0) written = false;
+  if (!written) {
+    std::remove(tmp.c_str());
+    return "not stored: cannot write " + tmp;
   }
   if (std::rename(tmp.c_str(), at.path.c_str()) != 0) {
     const int err = errno;
@@ -295,6 +322,17 @@ std::string tune_cache_store(const TuneCacheLookup& at, const std::vector<TuneCa
     return "not stored: cannot replace " + at.path + ": " + std::strerror(err);
   }
   return "stored in " + at.path + (dropped ? " (" + std::to_string(dropped) + " malformed lines dropped)" : "");
+}
+
+}  // namespace
+
+std::string tune_cache_store(const TuneCacheLookup& at, const std::vector<TuneCandidate>& shortlist, size_t winner,
+                             const std::vector<double>& medians) {
+  try {  // (rank 0 alone, inside a wait: a failure to store costs the next launch a measurement, nothing else)
+    return store(at, shortlist, winner, medians);
+  } catch (const std::exception& e) {
+    return std::string("not stored: ") + e.what();
+  }
 }
 
 }  // namespace sparsecomm::detail

@@ -70,9 +70,9 @@ constexpr int kSelf = -1, kNull = -2;  // slots of a neighbor list that are not 
 constexpr int64_t kNodeAreaDefault = 128 * 1024, kNodeAreaMax = int64_t{1} << 30;
 // shm_block_max (SPARSECOMM_MPI_SHM_BLOCK_MAX, sparsecomm_shm_block_max): auto's largest
 // alltoall block for the shm plan on one node, and the one-node exchange's largest block
-// through shared memory (a larger one is a message). The default: on one node the shm halo
-// plan beat Open MPI's own alltoall on small blocks but not on 64 KiB ones (its pack, window
-// and unpack copies against Open MPI's single-copy path for large messages;
+// through shared memory (a larger one is a message). The default: the shm halo plan copies
+// a block three times (pack, window, unpack) where MPI's own large-message path may copy it
+// once, so only small blocks go through the window (the measurement behind the value:
 // experiments/pmpi/README.md, "The one-node rule"). Bounded as node_area.
 constexpr int64_t kShmBlockMaxDefault = 16384;
 // one_node (SPARSECOMM_MPI_ONE_NODE, sparsecomm_one_node): what auto does where every rank
