@@ -57,7 +57,9 @@
  *                        sparsecomm_samples timed rounds, and every
  *                        rank keeps the fastest; SPC_Start stays
  *                        local, SPC_Wait may wait for the other
- *                        ranks: docs/interposition.md),
+ *                        ranks, so while it measures every rank
+ *                        waits its tuned requests in the same
+ *                        order: docs/interposition.md),
  *                        sparsecomm_iterations (expected exchanges)
  *
  * Every key is accepted by every call (a key a call does not use, or a backend option the
