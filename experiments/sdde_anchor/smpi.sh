@@ -10,6 +10,7 @@
 #   experiments/sdde_anchor/smpi.sh build            # both benchmarks (MPI Advance if MA_SRC is given)
 #   experiments/sdde_anchor/smpi.sh run              # the runs below, results in $OUT
 #   experiments/sdde_anchor/smpi.sh one LIB NP PLATFORM INPUT   # one run to stdout (LIB: sparsecomm|mpi_advance)
+#   experiments/sdde_anchor/smpi.sh check-shim       # the harness's MPI_Exscan against SMPI's, 1-64 ranks
 #
 # Environment: MA_SRC (an unpacked MPI Advance source tree; default /tmp/ma-src), WORK
 # (/tmp/ma-smpi), BUILD (build-smpi), OUT (results/sdde_anchor_smpi), NPS ("256 1024"),
@@ -71,6 +72,13 @@ case "$cmd" in
     build_mpi_advance || echo "smpi.sh: MPI Advance not built; only sparsecomm's benchmark" >&2
     ;;
   one) one "$@" ;;
+  check-shim)
+    mkdir -p "$work"
+    smpicc -O2 -std=gnu11 -o "$work/test_exscan_shim" "$here/smpi/test_exscan_shim.c" "$here/smpi/ibarrier_shim.c" -I"$here/smpi"
+    for np in 1 2 3 13 64; do
+      SMPI_QUIET=1 "$root/scripts/smpi.sh" run "$np" --timeout 120 -- "$work/test_exscan_shim" 2>/dev/null | grep "^exscan shim" || exit 1
+    done
+    ;;
   run)
     read -r -a nps <<< "${NPS:-256 1024}"
     read -r -a platforms <<< "${PLATFORMS:-quartz_fattree gpc_fattree}"
@@ -92,5 +100,5 @@ case "$cmd" in
     done
     /usr/bin/python3 "$here/table.py" --smpi "$out/results.txt" | tee "$out/table.txt"
     ;;
-  *) sed -n 2,18p "$0"; exit 2 ;;
+  *) sed -n 2,19p "$0"; exit 2 ;;
 esac

@@ -6,8 +6,9 @@
 
 #include <simgrid/actor.h>
 #include <stdlib.h>
+#include <string.h>
 
-enum { SHIM_MAX = 16, SHIM_TAG = 32760 };
+enum { SHIM_MAX = 16, SHIM_TAG = 32760, SHIM_SCAN_TAG = 32750 };
 
 struct shim_barrier {
   int used, round, rounds, rank, size;
@@ -105,4 +106,42 @@ int shim_start(MPI_Request* request) {
 int shim_startall(int count, MPI_Request* requests) {
   shim_charge(count);
   return MPI_Startall(count, requests);
+}
+
+/* Recursive-doubling exclusive scan (see ibarrier_shim.h). In step k rank r exchanges with
+ * r XOR 2^k its partial reduction of the 2^k-block it lies in; what comes from below is
+ * folded into the result too. Operands keep rank order (in op inout, MPI_Reduce_local), so
+ * non-commutative operations are correct. Rank 0's recvbuf is left as it was (undefined by
+ * the standard). Needs a contiguous datatype (MPI Advance passes MPI_LONG). */
+int shim_exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  int rank, size, have = 0, rc = MPI_SUCCESS;
+  MPI_Aint lb, extent;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Type_get_extent(type, &lb, &extent);
+  const size_t bytes = (size_t)count * (size_t)extent;
+  char* partial = malloc(bytes ? bytes : 1);
+  char* tmp = malloc(bytes ? bytes : 1);
+  if (!partial || !tmp) {
+    free(partial), free(tmp);
+    return MPI_ERR_NO_MEM;
+  }
+  memcpy(partial, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, bytes);
+  for (int mask = 1; mask < size && rc == MPI_SUCCESS; mask <<= 1) {
+    const int peer = rank ^ mask;
+    if (peer >= size) continue;
+    rc = MPI_Sendrecv(partial, count, type, peer, SHIM_SCAN_TAG, tmp, count, type, peer, SHIM_SCAN_TAG, comm,
+                      MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) break;
+    if (peer < rank) { /* tmp reduces ranks below ours: it goes in front */
+      MPI_Reduce_local(tmp, partial, count, type, op);
+      if (have) MPI_Reduce_local(tmp, recvbuf, count, type, op);
+      else memcpy(recvbuf, tmp, bytes), have = 1;
+    } else { /* ranks above: behind our partial */
+      MPI_Reduce_local(partial, tmp, count, type, op);
+      memcpy(partial, tmp, bytes);
+    }
+  }
+  free(partial), free(tmp);
+  return rc;
 }

@@ -14,6 +14,12 @@
  * MPI_Isend but not to MPI_Start(all), and its receive overhead not at all with
  * send-is-detached-thresh:0, so without it one library's messages would cost CPU time and
  * the other's none. MA_SMPI_MSG_COST (seconds) changes it; 0 turns it off.
+ *
+ * And it gives MPI Advance's MPI_Exscan (its locality-aware neighbour init) a scalable
+ * algorithm: SMPI 3.32's exscan has every rank send its value to every higher rank (P(P-1)/2
+ * messages, the first rank paying P-1 send overheads) and waits on them with waitany over
+ * P-1 requests (host work growing as P^3). The shim runs the recursive-doubling exclusive
+ * scan instead (the algorithm MPICH uses for MPI_Exscan; ceil(log2 P) exchanges per rank).
  */
 #ifndef SDDE_ANCHOR_IBARRIER_SHIM_H
 #define SDDE_ANCHOR_IBARRIER_SHIM_H
@@ -26,6 +32,7 @@ int shim_test(MPI_Request* request, int* flag, MPI_Status* status);
 int shim_wait(MPI_Request* request, MPI_Status* status);
 int shim_start(MPI_Request* request);
 int shim_startall(int count, MPI_Request* requests);
+int shim_exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 #ifdef __cplusplus
 }
 #endif
@@ -35,5 +42,6 @@ int shim_startall(int count, MPI_Request* requests);
 #define MPI_Wait shim_wait
 #define MPI_Start shim_start
 #define MPI_Startall shim_startall
+#define MPI_Exscan shim_exscan
 #endif
 #endif
