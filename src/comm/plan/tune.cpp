@@ -407,12 +407,13 @@ class TunedPlan final : public Plan {
     }
     SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm()));
     double best = std::numeric_limits<double>::infinity();
+    std::vector<double> medians(n, std::nan(""));  // (NaN: dropped)
     for (size_t j = 0; j < n; ++j) {
       const std::string& b = c_[j].what.backend;
       if (c_[j].setup > 0 || c_[j].plan) setup_stats_mut().add_time("auto.tune.setup." + b, v[n * S + j]);
       if (c_[j].dropped) continue;  // (alike on every rank: drops are agreed)
       const auto at = v.begin() + static_cast<std::ptrdiff_t>(j * S);
-      const double m = median(std::vector<double>(at, at + static_cast<std::ptrdiff_t>(S)));
+      const double m = medians[j] = median(std::vector<double>(at, at + static_cast<std::ptrdiff_t>(S)));
       setup_stats_mut().add_time("auto.tune.median." + b, m);
       if (m < best) best = m, winner_ = j;
     }
@@ -421,18 +422,13 @@ class TunedPlan final : public Plan {
     setup_stats_mut().add_time("auto.tune.winner." + c_[winner_].what.backend, best);
     setup_stats_mut().add_time("auto.tune.exchanges", static_cast<double>(measuring_));
     setup_stats_mut().add_time("auto.tune.decide", MPI_Wtime() - t0);
-    if (cache_.on) remember();
+    if (cache_.on) remember(medians);
   }
-  // Rank 0 stores the decision in the cache: the winner and the medians just recorded.
-  void remember() {
+  // Rank 0 stores the decision in the cache: the winner and every candidate's median.
+  void remember(const std::vector<double>& medians) {
     std::vector<TuneCandidate> list;
-    std::vector<double> m;
-    const auto& t = setup_stats().timers();
-    for (const Candidate& k : c_) {
-      const auto it = t.find("auto.tune.median." + k.what.backend);
-      list.push_back(k.what), m.push_back(it == t.end() ? std::nan("") : it->second);
-    }
-    const std::string note = tune_cache_store(cache_, list, winner_, m);
+    for (const Candidate& k : c_) list.push_back(k.what);
+    const std::string note = tune_cache_store(cache_, list, winner_, medians);
     if (!note.empty()) setup_stats_mut().add_time("auto.tune.cache.note: " + note, 1.0);
   }
 
