@@ -131,17 +131,35 @@ TuneSettings tune_settings(const BackendOptions& o) {
   return s;
 }
 
+bool same_plan_options(const std::string& backend, const PlanOptions& built, const PlanOptions& wanted) {
+  const std::vector<std::string> names = backend_names();  // (an unknown backend: make_plan's error, later)
+  const std::vector<OptionSpec> specs = std::find(names.begin(), names.end(), backend) != names.end()
+                                            ? backend_option_specs(backend)
+                                            : std::vector<OptionSpec>{};
+  return built.width == wanted.width && built.value_bytes == wanted.value_bytes && built.sdde == wanted.sdde &&
+         built.persistent_requests == wanted.persistent_requests &&
+         built.backend.canonical(specs) == wanted.backend.canonical(specs);
+}
+
 class TunedPlan final : public Plan {
  public:
   TunedPlan(std::vector<TuneCandidate> list, const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o,
-            int64_t samples, const std::map<std::string, double>& notes)
+            int64_t samples, const std::map<std::string, double>& notes, BuiltCandidates built)
       : Plan("auto", p, l, c, o), samples_(samples) {
     for (const auto& [k, v] : notes) setup_stats_mut().add_time(k, v);
     for (auto& t : list) c_.push_back(Candidate{std::move(t), nullptr, false, 0.0, {}});
     for (size_t j = 0; j < c_.size(); ++j)
       if (c_[j].what.backend == "p2p") ref_ = j;
     if (ref_ == kNone) throw InputError("auto: tuning needs p2p among its candidates (the reference)");
-    for (auto& k : c_) build(k);  // (collective, at set-up: a start stays local)
+    // The plans built before that no candidate takes are freed first (a destructor may be
+    // collective: here, at set-up, in the same order on every rank), then the candidates
+    // taken over or built (collective, at set-up: a start stays local).
+    for (auto& [b, x] : built)
+      if (std::none_of(c_.begin(), c_.end(), [&, &b = b, &x = x](const Candidate& k) {
+            return k.what.backend == b && same_plan_options(b, x.options, k.what.options);
+          }))
+        x.plan.reset();
+    for (auto& k : c_) build(k, built);
     setup_stats_mut().add_time("auto.tune.samples", static_cast<double>(samples));
     setup_stats_mut().add_time("auto.tune.candidates", static_cast<double>(c_.size()));
   }
@@ -156,22 +174,34 @@ class TunedPlan final : public Plan {
   }
   // A cache hit: the winner alone, built by make_plan (agreed: a failed build fails on every
   // rank, and the caller measures instead), with the cached medians in its setup statistics.
+  // A winner built before with its options (`built`) is taken over, its build time the one
+  // recorded with it.
   static std::unique_ptr<Plan> cached_winner(const std::vector<TuneCandidate>& list, const TuneCacheLookup& hit,
                                              const Pattern& p, const Locality& l, MPI_Comm c,
-                                             const std::map<std::string, double>& notes) {
+                                             const std::map<std::string, double>& notes, BuiltCandidates& built) {
     const TuneCandidate& w = list[hit.winner];
     const double t0 = MPI_Wtime();
     std::unique_ptr<Plan> q;
-    try {
-      q = make_plan(w.backend, p, l, c, w.options);
-    } catch (const std::exception&) {
-      return nullptr;
+    double setup = 0;
+    const auto it = built.find(w.backend);
+    const bool reused =
+        it != built.end() && it->second.plan && same_plan_options(w.backend, it->second.options, w.options);
+    if (reused) {
+      q = std::move(it->second.plan);
+      setup = it->second.setup;
+    } else {
+      try {
+        q = make_plan(w.backend, p, l, c, w.options);
+      } catch (const std::exception&) {
+        return nullptr;
+      }
+      setup = MPI_Wtime() - t0;  // (the slowest rank's, as a measured plan states it)
+      SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, &setup, 1, MPI_DOUBLE, MPI_MAX, c));
     }
     Stats& s = q->setup_stats_mut();
     s.add_time("setup.backend", -s.time("setup.backend"));  // (make_plan("auto") adds auto's whole setup)
     for (const auto& [k, v] : notes) s.add_time(k, v);
-    double setup = MPI_Wtime() - t0;  // (the slowest rank's, as a measured plan states it)
-    SPC_MPI(MPI_Allreduce(MPI_IN_PLACE, &setup, 1, MPI_DOUBLE, MPI_MAX, c));
+    if (reused) s.add_time("auto.tune.reused." + w.backend, 1.0);
     s.add_time("auto.tune.setup." + w.backend, setup);
     for (size_t j = 0; j < list.size(); ++j)
       if (std::isfinite(hit.medians[j])) s.add_time("auto.tune.median." + list[j].backend, hit.medians[j]);
@@ -313,9 +343,18 @@ class TunedPlan final : public Plan {
     freed_ = true;
   }
 
-  // At set-up. make_plan agrees a failure, so every rank returns alike; the reference's
-  // failure is rethrown (on every rank): without it no failed exchange could be replayed.
-  bool build(Candidate& k) {
+  // At set-up. A plan built before with the candidate's options is taken over (its build
+  // time the one recorded with it). Else make_plan, which agrees a failure, so every rank
+  // returns alike; the reference's failure is rethrown (on every rank): without it no
+  // failed exchange could be replayed.
+  bool build(Candidate& k, BuiltCandidates& built) {
+    const auto it = built.find(k.what.backend);
+    if (it != built.end() && it->second.plan && same_plan_options(it->first, it->second.options, k.what.options)) {
+      k.plan = std::move(it->second.plan);
+      k.setup = it->second.setup;
+      setup_stats_mut().add_time("auto.tune.reused." + k.what.backend, 1.0);
+      return true;
+    }
     const double t = MPI_Wtime();
     try {
       k.plan = make_plan(k.what.backend, pattern(), locality(), comm(), k.what.options);
@@ -456,15 +495,16 @@ class TunedPlan final : public Plan {
 
 std::unique_ptr<Plan> make_tuned_plan(std::vector<TuneCandidate> shortlist, const Pattern& p, const Locality& l,
                                       MPI_Comm c, const PlanOptions& o, int64_t samples,
-                                      const std::map<std::string, double>& notes) {
-  // The cache first (collective, alike on every rank): a hit builds the winner alone.
+                                      const std::map<std::string, double>& notes, BuiltCandidates built) {
+  // The cache first (collective, alike on every rank): a hit builds the winner alone (or
+  // takes it over from `built`; the rest of `built` is freed on return, at set-up).
   TuneCacheLookup cached = tune_cache_lookup(tune_cache_path(o), shortlist, p, l, c, o);
   if (cached.winner != TuneCacheLookup::kMiss) {
-    if (auto q = TunedPlan::cached_winner(shortlist, cached, p, l, c, notes)) return q;
+    if (auto q = TunedPlan::cached_winner(shortlist, cached, p, l, c, notes, built)) return q;
     cached.note = "miss: the cached winner " + shortlist[cached.winner].backend + " failed to build";
     cached.winner = TuneCacheLookup::kMiss;
   }
-  auto t = std::make_unique<TunedPlan>(std::move(shortlist), p, l, c, o, samples, notes);
+  auto t = std::make_unique<TunedPlan>(std::move(shortlist), p, l, c, o, samples, notes, std::move(built));
   t->use_cache(std::move(cached));
   return t;
 }

@@ -35,13 +35,33 @@ struct TuneCandidate {
   PlanOptions options;
 };
 
+/// A plan built before tuning (auto builds each backend it cannot count from a region's
+/// view, to count it): a shortlisted candidate of this backend and these options takes it
+/// over instead of being built again.
+struct BuiltCandidate {
+  std::unique_ptr<Plan> plan;
+  PlanOptions options;  ///< the options it was built with
+  double setup = 0;     ///< seconds its build took (the slowest rank's)
+};
+/// By backend name. The same on every rank (which backends were built is agreed).
+using BuiltCandidates = std::map<std::string, BuiltCandidate>;
+
+/// Whether a plan built with `built` serves a candidate of `backend` with `wanted`: the
+/// same width, value size, SDDE strategy, request kind and backend options (text values
+/// compared, per-rank ones left out, attachments by key). Local, alike on every rank.
+bool same_plan_options(const std::string& backend, const PlanOptions& built, const PlanOptions& wanted);
+
 /// Collective (duplicates c; builds every candidate, dropping on every rank one whose
 /// build fails; p2p's failure is an error). The tuning plan, named "auto", over `shortlist`
 /// in the order that breaks ties (p2p, the reference that replays an exchange a candidate
 /// failed, must be among them), with `notes` in its setup statistics (auto's predictions).
+/// A candidate found in `built` with its options (same_plan_options) is taken over, not
+/// built ("auto.tune.reused.<backend>" = 1; its setup the one recorded there); the plans
+/// of `built` no candidate takes are freed here, at set-up, before any candidate is built.
 std::unique_ptr<Plan> make_tuned_plan(std::vector<TuneCandidate> shortlist, const Pattern& p, const Locality& l,
                                       MPI_Comm c, const PlanOptions& o, int64_t samples,
-                                      const std::map<std::string, double>& notes = {});
+                                      const std::map<std::string, double>& notes = {},
+                                      BuiltCandidates built = {});
 
 /// The backend a tuned plan settled on, from its setup statistics: "" while it measures, and
 /// for a plan that is not tuned. Local. What the layers report as the backend a call runs on.

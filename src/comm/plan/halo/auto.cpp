@@ -499,6 +499,20 @@ class Choice {
     return chosen;
   }
 
+  // The plans built to count or predict them (predict, build_unpredicted, race), with the
+  // options they were built with and their setup (the slowest rank's), handed over to
+  // tuning (make_tuned_plan takes over a shortlisted one instead of building it again).
+  detail::BuiltCandidates release_built() {
+    detail::BuiltCandidates out;
+    for (size_t i = 0; i < order_.size(); ++i) {
+      auto it = built_.find(order_[i]);
+      if (it == built_.end() || !it->second) continue;
+      out[order_[i]] = detail::BuiltCandidate{std::move(it->second), options_of(order_[i]), setup_[i]};
+    }
+    built_.clear();
+    return out;
+  }
+
   // What the choice weighed, for the chosen plan's setup statistics.
   const std::vector<std::string>& order() const { return order_; }
   size_t best() const { return best_; }
@@ -601,8 +615,9 @@ BackendHooks auto_hooks() {
 
 // tune=measure: the model's top candidates, p2p added as the reference, tuned in place by
 // the caller's exchanges (tune.cpp). The predictions are kept in the plan's setup
-// statistics as for a model choice.
-std::unique_ptr<Plan> tuned_plan(const Choice& ch, const detail::TuneSettings& ts, const Pattern& p, const Locality& l,
+// statistics as for a model choice. The plans the choice built are handed over: a
+// shortlisted one is not built again, the others are freed at set-up.
+std::unique_ptr<Plan> tuned_plan(Choice& ch, const detail::TuneSettings& ts, const Pattern& p, const Locality& l,
                                  MPI_Comm c, const PlanOptions& o, double t0) {
   std::vector<detail::TuneCandidate> list;
   bool p2p = false;
@@ -619,7 +634,7 @@ std::unique_ptr<Plan> tuned_plan(const Choice& ch, const detail::TuneSettings& t
   notes["auto.choose.model"] = ch.times().model;
   notes["auto.choose.gather"] = ch.times().gather;
   notes["auto.choose.count"] = ch.times().count;
-  return detail::make_tuned_plan(std::move(list), p, l, c, o, ts.samples, notes);
+  return detail::make_tuned_plan(std::move(list), p, l, c, o, ts.samples, notes, ch.release_built());
 }
 
 }  // namespace
