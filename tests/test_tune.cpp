@@ -3,8 +3,8 @@
 // every way of calling it; every rank settles on the candidate whose median over rounds of
 // the slowest rank is lowest, with timings injected that differ per rank; a candidate that
 // throws in its build, its start or its wait is dropped on every rank and the values stay
-// right; starts stay local (two plans started in opposite orders); and expected exchanges
-// too few to repay the measuring mean no tuning.
+// right; starts stay local (two plans started in opposite orders); and tuning starts only
+// where its predicted gain over the expected exchanges exceeds its predicted cost.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 
 #include "comm/plan/halo/p2p.hpp"
 #include "comm/plan/tune.hpp"
+#include "sparsecomm/comm/plan/model.hpp"
 #include "sparsecomm/comm/plan/plan.hpp"
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "sparsecomm/matrix/generators.hpp"
@@ -370,7 +371,101 @@ TEST(TuneMeasure, StartsStayLocalInEitherOrder) {
 #endif
 }
 
-TEST(TuneMeasure, TooFewIterationsDoNotTune) {
+// The forecast by hand: a candidate predicted no dearer than the choice costs nothing extra,
+// the others their excess per round; the reductions two per measuring exchange and one more;
+// the gain tune_gain percent of the choice over the exchanges after measuring.
+TEST(TuneMeasure, ForecastWeighsPredictedGainAgainstPredictedCost) {
+  detail::TuneSettings s;
+  s.samples = 3, s.iterations = 1000, s.gain_percent = 10;
+  const detail::TuneForecast f = detail::tune_forecast(s, {2e-6, 3e-6, 1.5e-6}, 2e-6, 1e-6);
+  EXPECT_EQ(f.measuring, 12);
+  EXPECT_DOUBLE_EQ(f.cost, 4 * 1e-6 + 25 * 1e-6);
+  EXPECT_DOUBLE_EQ(f.gain, 988 * 0.1 * 2e-6);
+  EXPECT_TRUE(f.start);  // 197.6 us > 29 us
+  s.iterations = 100;    // 88 x 0.2 us = 17.6 us < 29 us
+  EXPECT_FALSE(detail::tune_forecast(s, {2e-6, 3e-6, 1.5e-6}, 2e-6, 1e-6).start);
+  s.iterations = 12;  // nothing left after measuring (3 candidates x 4 rounds)
+  EXPECT_EQ(detail::tune_forecast(s, {2e-6, 2e-6, 2e-6}, 2e-6, 0.0).gain, 0.0);
+  EXPECT_FALSE(detail::tune_forecast(s, {2e-6, 2e-6, 2e-6}, 2e-6, 0.0).start);
+  s.iterations = 0;  // no count given: tune, as asked
+  EXPECT_TRUE(detail::tune_forecast(s, {2e-6, 1.0}, 2e-6, 1.0).start);
+}
+
+// Through auto, with the built-in model (its predictions and latencies known here): the cost
+// and gain it records are the forecast of the predictions it records for the shortlist it
+// measures; one exchange fewer than the break-even count keeps the model's choice (on every
+// rank, saying why), one more tunes (on every rank).
+TEST(TuneMeasure, TuningStartsOnlyWhereThePredictedGainExceedsTheCost) {
+  auto a = gen::from_spec(MPI_COMM_WORLD, "er:150,0.04,5");
+  const Pattern pat = pattern_from_matrix_reference(a);
+  Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  auto with = [&](const std::map<std::string, std::string>& opts) {
+    PlanOptions o;
+    o.backend.set("model", "builtin");
+    for (const auto& [k, v] : opts) o.backend.set(k, v);
+    return make_plan("auto", pat, loc, MPI_COMM_WORLD, o);
+  };
+  auto agreed = [](bool mine) {
+    int v[2] = {mine ? 1 : 0, mine ? -1 : 0};
+    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_EQ(v[0], -v[1]) << "the ranks decided differently";
+    return mine;
+  };
+  const int64_t S = 5, N = 1000000000;
+  auto big = with({{"tune", "measure"}, {"iterations", std::to_string(N)}});
+  if (!agreed(big->name() == "auto")) {  // (only where the model's choice exchanges nothing: one rank)
+    EXPECT_EQ(stats_under(*big, "auto.predict.").at(big->name()), 0.0);
+    EXPECT_EQ(big->setup_stats().time("auto.tune.skipped"), static_cast<double>(N));
+    EXPECT_EQ(big->setup_stats().time("auto.tune.gain"), 0.0);
+    return;
+  }
+  const auto model = stats_under(*big, "auto.tune.model.");
+  ASSERT_EQ(model.size(), 1u);
+  const double chosen = model.begin()->second;
+  ASSERT_GT(chosen, 0.0);
+  const double cost = big->setup_stats().time("auto.tune.cost"), gain = big->setup_stats().time("auto.tune.gain");
+  auto ref = make_plan("p2p", pat, loc, MPI_COMM_WORLD);
+  const auto n = static_cast<int64_t>(big->setup_stats().time("auto.tune.candidates"));
+  EXPECT_EQ(differences(*big, *ref, n * (S + 1) + 1), 0);  // (settled: its medians name the shortlist)
+  const auto medians = stats_under(*big, "auto.tune.median.");
+  ASSERT_EQ(static_cast<int64_t>(medians.size()), n);
+  const auto predicted = stats_under(*big, "auto.predict.");
+  double want = 0;
+  for (const auto& [b, m] : medians) want += static_cast<double>(S + 1) * std::max(0.0, predicted.at(b) - chosen);
+  int rounds = 0;
+  for (int k = 1; k < test::size(); k *= 2) ++rounds;
+  const ModelParams builtin;
+  const double reduction = rounds * (loc.num_regions() >= 2 ? builtin.alpha_inter : builtin.alpha_intra);
+  const int64_t M = n * (S + 1);
+  want += static_cast<double>(2 * M + 1) * reduction;
+  EXPECT_NEAR(cost, want, 1e-9 * want);
+  EXPECT_NEAR(gain, static_cast<double>(N - M) * 0.10 * chosen, 1e-9 * gain);
+  EXPECT_GT(gain, cost);
+  // The break-even count: (N - M) x 10% x chosen = cost.
+  const auto even = static_cast<int64_t>(M + cost / (0.10 * chosen));
+  auto below = with({{"tune", "measure"}, {"iterations", std::to_string(even - 1)}});
+  EXPECT_FALSE(agreed(below->name() == "auto"));
+  EXPECT_EQ(below->setup_stats().time("auto.tune.skipped"), static_cast<double>(even - 1));
+  EXPECT_NEAR(below->setup_stats().time("auto.tune.cost"), cost, 1e-12 * cost);
+  EXPECT_LE(below->setup_stats().time("auto.tune.gain"), cost);
+  EXPECT_EQ(below->name(), model.begin()->first);  // (the model's choice, by exchange cost)
+  const std::string why = detail::tune_summary(*below);
+  EXPECT_NE(why.find("not started"), std::string::npos) << why;
+  EXPECT_NE(why.find(std::to_string(even - 1) + " expected exchanges"), std::string::npos) << why;
+  EXPECT_EQ(differences(*below, *ref, 3), 0);
+  auto above = with({{"tune", "measure"}, {"iterations", std::to_string(even + 2)}});
+  EXPECT_TRUE(agreed(above->name() == "auto"));
+  EXPECT_GT(above->setup_stats().time("auto.tune.gain"), above->setup_stats().time("auto.tune.cost"));
+  EXPECT_EQ(above->setup_stats().timers().count("auto.tune.skipped"), 0u);
+  EXPECT_NE(detail::tune_summary(*above).find("predicted gain"), std::string::npos) << detail::tune_summary(*above);
+  // A larger expected share of the exchange moves the break-even down; none never tunes.
+  EXPECT_TRUE(agreed(with({{"tune", "measure"}, {"iterations", std::to_string(even - 1)}, {"tune_gain", "40"}})->name() ==
+                     "auto"));
+  EXPECT_FALSE(agreed(with({{"tune", "measure"}, {"iterations", std::to_string(N)}, {"tune_gain", "0"}})->name() ==
+                      "auto"));
+}
+
+TEST(TuneMeasure, OptionsOfTuning) {
   auto a = gen::from_spec(MPI_COMM_WORLD, "er:150,0.04,5");
   const Pattern pat = pattern_from_matrix_reference(a);
   Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
@@ -379,27 +474,29 @@ TEST(TuneMeasure, TooFewIterationsDoNotTune) {
     for (const auto& [k, v] : opts) o.backend.set(k, v);
     return make_plan("auto", pat, loc, MPI_COMM_WORLD, o);
   };
-  // 3 candidates and p2p, 6 rounds: 24 measuring exchanges, repaid from 240 expected.
-  auto few = with({{"tune", "measure"}, {"iterations", "50"}});
-  EXPECT_NE(few->name(), "auto");
-  EXPECT_EQ(few->setup_stats().time("auto.tune.skipped"), 50.0);
-  EXPECT_EQ(few->setup_stats().time("auto.tune.threshold"), 240.0);
   // tune unset: the model, whatever the count (iterations keeps its setup-inclusive meaning)
   auto by_default = with({{"iterations", "100000"}});
   EXPECT_NE(by_default->name(), "auto");
   EXPECT_EQ(by_default->setup_stats().timers().count("auto.tune.skipped"), 0u);
-  EXPECT_EQ(with({{"tune", "measure"}, {"iterations", "240"}})->name(), "auto");  // repaid
-  EXPECT_EQ(with({{"tune", "measure"}})->name(), "auto");   // no count given: as asked
+  EXPECT_EQ(with({{"tune", "measure"}})->name(), "auto");  // no count given: as asked
   auto model = with({{"tune", "model"}, {"iterations", "100000"}});
   EXPECT_NE(model->name(), "auto");
   EXPECT_EQ(model->setup_stats().timers().count("auto.tune.skipped"), 0u);
   EXPECT_NE(with({})->name(), "auto");  // the default: the model
-  EXPECT_EQ(with({{"tune", "measure"}, {"samples", "1"}, {"candidates", "1"}, {"iterations", "40"}})->name(), "auto");
+  // Fewer expected exchanges than the measuring ones (at least 3 candidates x 6 rounds): no
+  // exchange left to win anything back.
+  auto few = with({{"tune", "measure"}, {"iterations", "15"}});
+  EXPECT_NE(few->name(), "auto");
+  EXPECT_EQ(few->setup_stats().time("auto.tune.skipped"), 15.0);
+  EXPECT_EQ(few->setup_stats().time("auto.tune.gain"), 0.0);
   EXPECT_THROW(with({{"tune", "sometimes"}}), InputError);
   EXPECT_THROW(with({{"tune", "measure"}, {"race", "4"}}), InputError);
   EXPECT_THROW(with({{"tune", "measure"}, {"samples", "0"}}), InputError);
   EXPECT_THROW(with({{"samples", "3"}}), InputError);  // would be ignored: the model alone
   EXPECT_THROW(with({{"tune", "model"}, {"candidates", "2"}}), InputError);
+  EXPECT_THROW(with({{"tune_gain", "5"}, {"iterations", "1000"}}), InputError);  // (no tune=measure)
+  EXPECT_THROW(with({{"tune", "measure"}, {"tune_gain", "5"}}), InputError);     // (no count to weigh)
+  EXPECT_THROW(with({{"tune", "measure"}, {"tune_gain", "-1"}, {"iterations", "1000"}}), InputError);
 }
 
 }  // namespace

@@ -82,11 +82,23 @@ void set_tune_timer(TuneTimer timer) { timer_hook() = std::move(timer); }
 
 std::string tune_summary(const Plan& p) {
   const auto& t = p.setup_stats().timers();
+  // The forecast against the caller's expected exchanges (tune_forecast), where one was made.
+  std::string forecast;
+  if (t.count("auto.tune.cost") && t.count("auto.tune.gain")) {
+    char f[160];
+    std::snprintf(f, sizeof f, "predicted gain %.4f ms %s cost %.4f ms over %lld expected exchanges",
+                  t.at("auto.tune.gain") * 1e3, t.count("auto.tune.skipped") ? "<=" : ">", t.at("auto.tune.cost") * 1e3,
+                  static_cast<long long>(t.count("auto.tune.iterations") ? t.at("auto.tune.iterations") : 0));
+    forecast = f;
+  }
+  if (t.count("auto.tune.skipped"))
+    return "tune=measure: not started (" + forecast + "); the model's choice " + p.name();
   const std::string won = tuned_winner(p);  // (a cache hit: the winner's own plan, no candidates)
   if (!t.count("auto.tune.candidates") && won.empty()) return "";
+  if (!forecast.empty()) forecast = "; " + forecast;
   if (won.empty())
     return "tune=measure: measuring " + std::to_string(static_cast<long long>(t.at("auto.tune.candidates"))) +
-           " candidates";
+           " candidates" + forecast;
   std::string tried, dropped;
   char ms[32];
   for (const auto& [k, v] : t) {
@@ -101,7 +113,8 @@ std::string tune_summary(const Plan& p) {
   const bool cached = t.count("auto.tune.cache.hit") > 0;
   return "tune=measure: " + std::string(cached ? "cached: " : "tried ") + tried +
          " (median per exchange of the slowest rank)" + (dropped.empty() ? "" : "; dropped " + dropped) + "; winner " +
-         won + (cached ? " from the tuning cache" : " after " + std::to_string(exchanges) + " measuring exchanges");
+         won + (cached ? " from the tuning cache" : " after " + std::to_string(exchanges) + " measuring exchanges") +
+         forecast;
 }
 
 std::string tuned_winner(const Plan& p) {
@@ -119,16 +132,36 @@ TuneSettings tune_settings(const BackendOptions& o) {
   s.candidates = o.get_int("candidates", 3);
   s.samples = o.get_int("samples", 5);
   s.iterations = o.get_int("iterations", 0);
-  // Measuring exchanges at most: every candidate (p2p added) once per round, samples + 1 rounds.
-  s.threshold = kRepay * (s.candidates + 1) * (s.samples + 1);
+  s.gain_percent = o.get_int("tune_gain", 10);
   // Only when asked: iterations alone keeps its meaning (the setup-inclusive model choice), and
   // a tuned plan's start and wait are collective while it measures, which a caller must choose.
-  const bool asked = tune == "measure";
-  s.skipped = asked && s.iterations > 0 && s.iterations < s.threshold;
-  s.measure = asked && !s.skipped;
-  if (!asked && (o.has("candidates") || o.has("samples") || o.has("tune_cache")))  // (one that would be ignored)
-    throw InputError("auto: options candidates, samples and tune_cache need tune=measure");
+  s.measure = tune == "measure";
+  if (!s.measure && (o.has("candidates") || o.has("samples") || o.has("tune_cache") || o.has("tune_gain")))
+    throw InputError("auto: options candidates, samples, tune_cache and tune_gain need tune=measure");
+  if (o.has("tune_gain") && s.iterations <= 0)  // (one that would be ignored)
+    throw InputError("auto: option tune_gain needs iterations > 0 (the exchanges tuning must repay)");
   return s;
+}
+
+// Tuning pays where what it can win back exceeds what it spends: the model's choice is
+// wrong by some share of an exchange (tune_gain), which tuning wins back on every exchange
+// after it settles; it spends the measuring exchanges' excess over the model's choice and
+// their failure flags. Both weighed in the model's own predictions, as auto's choice with
+// iterations = N weighs set-up against N exchanges; the predictions are agreed, so every
+// rank decides alike. The model's error is not known for one case, only its spread over
+// measured ones, so tune_gain is an expectation the caller may change.
+TuneForecast tune_forecast(const TuneSettings& s, const std::vector<double>& shortlisted, double chosen,
+                           double reduction) {
+  TuneForecast f;
+  const int64_t rounds = s.samples + 1;
+  f.measuring = static_cast<int64_t>(shortlisted.size()) * rounds;
+  if (s.iterations <= 0) return f;  // (no expected count: tune, as asked)
+  for (double t : shortlisted) f.cost += static_cast<double>(rounds) * std::max(0.0, t - chosen);
+  f.cost += static_cast<double>(2 * f.measuring + 1) * reduction;
+  const double after = static_cast<double>(std::max<int64_t>(0, s.iterations - f.measuring));
+  f.gain = after * static_cast<double>(s.gain_percent) / 100.0 * chosen;
+  f.start = f.gain > f.cost;
+  return f;
 }
 
 bool same_plan_options(const std::string& backend, const PlanOptions& built, const PlanOptions& wanted) {

@@ -14,20 +14,38 @@ namespace sparsecomm::detail {
 
 /// What auto's options ask of tuning, derived alike on every rank (make_plan agreed them).
 struct TuneSettings {
-  bool measure = false;      ///< tune by measuring (else: the model's choice)
-  int64_t candidates = 3;    ///< the model's top candidates measured (p2p added if absent)
-  int64_t samples = 5;       ///< measured exchanges per candidate (after one warm-up each)
-  int64_t iterations = 0;    ///< the caller's expected exchanges (0: not given)
-  int64_t threshold = 0;     ///< fewest expected exchanges that tuning repays (kRepay x measuring)
-  bool skipped = false;      ///< measuring was asked for (or the default) but iterations < threshold
+  bool measure = false;       ///< tune=measure asked for (whether it starts: tune_forecast)
+  int64_t candidates = 3;     ///< the model's top candidates measured (p2p added if absent)
+  int64_t samples = 5;        ///< measured exchanges per candidate (after one warm-up each)
+  int64_t iterations = 0;     ///< the caller's expected exchanges (0: not given)
+  int64_t gain_percent = 10;  ///< option tune_gain: the share of an exchange tuning is expected to win
 };
 
-/// Expected exchanges per measuring exchange below which tuning is not started.
-inline constexpr int64_t kRepay = 10;
-
-/// auto's options tune, candidates, samples and iterations read (InputError for a tune
-/// value other than model or measure). Local: the options are the same on every rank.
+/// auto's options tune, candidates, samples, iterations and tune_gain read (InputError for a
+/// tune value other than model or measure, and for an option that would be ignored). Local:
+/// the options are the same on every rank.
 TuneSettings tune_settings(const BackendOptions& o);
+
+/// Whether tuning is predicted to repay itself over the caller's expected exchanges, from
+/// the model's predictions alone (the same on every rank, so every rank decides alike).
+struct TuneForecast {
+  int64_t measuring = 0;  ///< the measuring exchanges: each candidate samples + 1 times
+  /// Seconds: what the measuring exchanges cost beyond the model's choice run as many times
+  /// (each candidate's predicted excess over it, samples + 1 times), and the failure flag's
+  /// reductions (two per measuring exchange, one to decide). The candidates' set-ups are not
+  /// in it: the model predicts no set-up.
+  double cost = 0;
+  /// Seconds: tune_gain percent of the model's choice's predicted exchange, over the expected
+  /// exchanges left after the measuring ones.
+  double gain = 0;
+  bool start = true;  ///< gain > cost; without an expected count (iterations = 0): as asked
+};
+
+/// `shortlisted`: each shortlisted candidate's predicted seconds per exchange; `chosen`: the
+/// model's choice's; `reduction`: the predicted seconds of one small allreduce over the
+/// communicator. Local.
+TuneForecast tune_forecast(const TuneSettings& s, const std::vector<double>& shortlisted, double chosen,
+                           double reduction);
 
 /// A candidate for tuning: a backend and the options it takes.
 struct TuneCandidate {

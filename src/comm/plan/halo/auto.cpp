@@ -521,6 +521,7 @@ class Choice {
   bool built(size_t i) const { return built_.count(order_[i]) > 0; }
   const std::map<std::string, double>& raced() const { return raced_; }
   const Times& times() const { return times_; }
+  const ModelParams& model() const { return m_; }
   // The model's ranking: its choice first, then the others by cost (a tie keeps setup order).
   std::vector<size_t> ranked() const {
     std::vector<size_t> r(order_.size());
@@ -587,13 +588,20 @@ BackendHooks auto_hooks() {
   h.options = {model, cache,
                {"iterations", K::integer, "0",
                 "exchanges the caller expects: > 0 chooses by setup + iterations x execution cost (building "
-                "every candidate to measure its setup), and with tune=measure tunes only if that many repay "
-                "the measuring; 0 by execution cost alone (building only the choice)",
+                "every candidate to measure its setup); with tune=measure, the exchanges tuning must repay "
+                "(see tune_gain); 0 by execution cost alone (building only the choice)",
                 0},
                {"tune", K::text, "",
                 "model: the model's choice; measure: the first exchanges rotate among the model's top "
-                "candidates and p2p, timed, and every rank keeps the fastest (not when iterations > 0 is "
-                "fewer than 10 x the measuring exchanges); empty: model (measuring is only ever asked for)"},
+                "candidates and p2p, timed, and every rank keeps the fastest (with iterations > 0: only where "
+                "the predicted gain exceeds the predicted cost, see tune_gain); empty: model (measuring is "
+                "only ever asked for)"},
+               {"tune_gain", K::integer, "10",
+                "with tune=measure and iterations > 0: the percent of the model's choice's predicted exchange "
+                "tuning is expected to win back per exchange after it settles; tuning starts only where that "
+                "gain exceeds the predicted cost of its measuring exchanges (their excess over the model's "
+                "choice and their failure flags' reductions); else the model's choice (auto.tune.skipped)",
+                0, 1000},
                {"candidates", K::integer, "3", "the model's top candidates that tune=measure times (p2p added)", 1,
                 16},
                {"samples", K::integer, "5", "timed exchanges per candidate with tune=measure (after one warm-up)",
@@ -613,23 +621,60 @@ BackendHooks auto_hooks() {
   return h;
 }
 
+// tune=measure's shortlist: the model's top candidates (positions in ch.order()), p2p added
+// as the reference where it is not among them.
+std::vector<size_t> shortlist(const Choice& ch, const detail::TuneSettings& ts) {
+  std::vector<size_t> list;
+  for (size_t i : ch.ranked()) {
+    if (static_cast<int64_t>(list.size()) >= ts.candidates) break;
+    list.push_back(i);
+  }
+  const auto& order = ch.order();
+  const auto p2p = static_cast<size_t>(std::find(order.begin(), order.end(), "p2p") - order.begin());
+  if (p2p == order.size()) throw std::logic_error("auto: p2p, tuning's reference, is not registered");
+  if (std::find(list.begin(), list.end(), p2p) == list.end()) list.push_back(p2p);
+  return list;
+}
+
+// One allreduce of a few words as the model prices it: recursive doubling, ceil(log2 P)
+// rounds of one message each (Thakur, Rabenseifner and Gropp, "Optimization of collective
+// communication operations in MPICH", IJHPCA 2005), between regions where there are two or
+// more.
+double reduction_seconds(const ModelParams& m, const Locality& l, MPI_Comm c) {
+  int rounds = 0;
+  for (int n = 1; n < comm_size(c); n *= 2) ++rounds;
+  return rounds * (l.num_regions() >= 2 ? m.alpha_inter : m.alpha_intra);
+}
+
+// Whether tuning starts (tune_forecast, from the agreed predictions: alike on every rank).
+detail::TuneForecast forecast(const Choice& ch, const detail::TuneSettings& ts, const Locality& l, MPI_Comm c) {
+  std::vector<double> predicted;
+  for (size_t i : shortlist(ch, ts)) predicted.push_back(ch.predicted(i));
+  return detail::tune_forecast(ts, predicted, ch.predicted(ch.best()), reduction_seconds(ch.model(), l, c));
+}
+
+// The forecast in setup statistics (where the caller gave an expected count).
+void note_forecast(std::map<std::string, double>& notes, const detail::TuneSettings& ts,
+                   const detail::TuneForecast& f) {
+  if (ts.iterations <= 0) return;
+  notes["auto.tune.iterations"] = static_cast<double>(ts.iterations);
+  notes["auto.tune.cost"] = f.cost;
+  notes["auto.tune.gain"] = f.gain;
+  if (!f.start) notes["auto.tune.skipped"] = static_cast<double>(ts.iterations);
+}
+
 // tune=measure: the model's top candidates, p2p added as the reference, tuned in place by
 // the caller's exchanges (tune.cpp). The predictions are kept in the plan's setup
 // statistics as for a model choice. The plans the choice built are handed over: a
 // shortlisted one is not built again, the others are freed at set-up.
-std::unique_ptr<Plan> tuned_plan(Choice& ch, const detail::TuneSettings& ts, const Pattern& p, const Locality& l,
-                                 MPI_Comm c, const PlanOptions& o, double t0) {
+std::unique_ptr<Plan> tuned_plan(Choice& ch, const detail::TuneSettings& ts, const detail::TuneForecast& f,
+                                 const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o, double t0) {
   std::vector<detail::TuneCandidate> list;
-  bool p2p = false;
-  for (size_t i : ch.ranked()) {
-    if (static_cast<int64_t>(list.size()) >= ts.candidates) break;
-    list.push_back({ch.order()[i], ch.options_of(ch.order()[i])});
-    p2p = p2p || ch.order()[i] == "p2p";
-  }
-  if (!p2p) list.push_back({"p2p", ch.options_of("p2p")});
+  for (size_t i : shortlist(ch, ts)) list.push_back({ch.order()[i], ch.options_of(ch.order()[i])});
   std::map<std::string, double> notes;
   for (size_t i = 0; i < ch.order().size(); ++i) notes["auto.predict." + ch.order()[i]] = ch.predicted(i);
   notes["auto.tune.model." + ch.order()[ch.best()]] = ch.predicted(ch.best());  // the model's own choice
+  note_forecast(notes, ts, f);
   notes["auto.choose"] = MPI_Wtime() - t0;
   notes["auto.choose.model"] = ch.times().model;
   notes["auto.choose.gather"] = ch.times().gather;
@@ -648,16 +693,20 @@ void register_auto() {
         const detail::TuneSettings ts = detail::tune_settings(o.backend);
         if (ts.measure && o.backend.get_int("race", 0) > 0)
           throw InputError("auto: race and tune=measure both measure the candidates; give one of them");
+        // With tune=measure the choice weighs exchanges alone (the candidates' set-ups are
+        // only known by building them); the expected count decides whether tuning starts.
         Choice ch(p, l, c, o, ts.measure ? 0 : ts.iterations);
         ch.predict();
         ch.build_unpredicted();
         ch.choose_by_cost();
-        if (ts.measure) return tuned_plan(ch, ts, p, l, c, o, t0);
+        const detail::TuneForecast f = ts.measure ? forecast(ch, ts, l, c) : detail::TuneForecast{};
+        if (ts.measure && f.start) return tuned_plan(ch, ts, f, p, l, c, o, t0);
         ch.race();
         std::unique_ptr<Plan> chosen = ch.take();
-        if (ts.skipped) {  // (a tune=measure the expected exchanges would not repay)
-          chosen->setup_stats_mut().add_time("auto.tune.skipped", static_cast<double>(ts.iterations));
-          chosen->setup_stats_mut().add_time("auto.tune.threshold", static_cast<double>(ts.threshold));
+        if (ts.measure) {  // (a tuning the expected exchanges would not repay: the model's choice)
+          std::map<std::string, double> notes;
+          note_forecast(notes, ts, f);
+          for (const auto& [k, v] : notes) chosen->setup_stats_mut().add_time(k, v);
         }
         // (setup_stats_mut: register_auto is a friend of Plan.)
         const auto& order = ch.order();
