@@ -141,6 +141,8 @@ struct Solve {
   double tuned_setup = 0, best_setup = 0;  // make_plan alone (tuned: the model's choice; candidates build lazily)
   double tuning = 0;                       // tuned: from set-up to settled (candidates' builds, measuring exchanges)
   double extra_setup = 0, measuring = 0;   // tuned: the losing candidates' builds, the exchanges before settling
+  bool started = true;                     // tuned: whether auto started tuning (its forecast, auto.tune.cost/gain)
+  double cost = 0, gain = 0;               // tuned: that forecast's predicted seconds
 };
 
 // One matrix's figures per backend.
@@ -234,14 +236,15 @@ std::pair<double, double> tuning_cost(const std::map<std::string, double>& stats
 /// Collective. One solve (Solve): st.solve exchanges of a plan made from scratch, timed
 /// from a barrier, max over ranks; `tuned`: auto with tune=measure told the exchange count
 /// (its option iterations), else `backend`. Returns whether the last exchange's values
-/// were right on every rank; out: set-up, tuning, total seconds, then tuning_cost's two.
+/// were right on every rank; out: set-up, tuning, total seconds, then tuning_cost's two,
+/// whether tuning started (1) and its forecast's cost and gain.
 bool time_solve(MPI_Comm comm, const Settings& st, const Pattern& pat, bool tuned, const std::string& backend,
-                const double* x, double* g, const double* want, int32_t ghosts, double out[5]) {
+                const double* x, double* g, const double* want, int32_t ghosts, double out[8]) {
   SPC_MPI(MPI_Barrier(comm));
   const double t0 = MPI_Wtime();
   std::unique_ptr<Plan> plan = tuned ? tuned_plan(comm, st, pat, st.solve) : make_plan(backend, pat, st.loc, comm);
   const double t1 = MPI_Wtime();
-  bool done = !tuned;
+  bool done = !tuned || plan->name() != "auto";  // (a tuning not started: the model's choice from set-up)
   double settled = t1;
   for (int64_t i = 0; i < st.solve; ++i) {
     plan->exchange(x, g);
@@ -251,6 +254,8 @@ bool time_solve(MPI_Comm comm, const Settings& st, const Pattern& pat, bool tune
   const double mine[3] = {t1 - t0, (done ? settled : t2) - t1, t2 - t0};
   SPC_MPI(MPI_Allreduce(mine, out, 3, MPI_DOUBLE, MPI_MAX, comm));
   std::tie(out[3], out[4]) = tuning_cost(plan->setup_stats().timers(), tuned_winner(*plan));
+  out[5] = plan->name() == "auto" ? 1.0 : 0.0;  // (agreed: the forecast is alike on every rank)
+  out[6] = plan->setup_stats().time("auto.tune.cost"), out[7] = plan->setup_stats().time("auto.tune.gain");
   return compare(g, want, ghosts).allreduce(comm).ok(0.0);
 }
 
@@ -261,12 +266,12 @@ void solve(MPI_Comm comm, const Settings& st, const DistCsr<double>& a, const Pa
   for (int32_t i = 0; i < a.local_cols(); ++i) x[i] = static_cast<double>(a.col_begin() + i + 1);
   std::vector<double> want(g.size());
   for (int32_t k = 0; k < a.num_ghosts(); ++k) want[k] = static_cast<double>(a.ghost_ids()[k] + 1);
-  double t[5], b[5];
+  double t[8], b[8];
   if (!time_solve(comm, st, pat, true, "", x.data(), g.data(), want.data(), a.num_ghosts(), t))
     ev.wrong.push_back("solve with auto:tune");
   if (!time_solve(comm, st, pat, false, best, x.data(), g.data(), want.data(), a.num_ghosts(), b))
     ev.wrong.push_back("solve with " + best);
-  ev.solve = Solve{t[2], b[2], t[0], b[0], t[1], t[3], t[4]};
+  ev.solve = Solve{t[2], b[2], t[0], b[0], t[1], t[3], t[4], t[5] > 0, t[6], t[7]};
 }
 
 void append_json(apps::JsonLines& js, MPI_Comm comm, const Settings& st, const std::string& name, const Evaluated& ev,
@@ -359,7 +364,8 @@ void tally_tuning(Tally& tally, const Settings& st, const std::string& name, con
   if (st.solve > 0)
     rec["solve"] = {{"exchanges", st.solve},     {"tuned_s", ev.solve.tuned},         {"best_s", ev.solve.best},
                     {"tuned_setup_s", ev.solve.tuned_setup}, {"best_setup_s", ev.solve.best_setup},
-                    {"tuning_s", ev.solve.tuning}};
+                    {"tuning_s", ev.solve.tuning},          {"tuning_started", ev.solve.started},
+                    {"forecast_cost_s", ev.solve.cost},     {"forecast_gain_s", ev.solve.gain}};
 }
 
 /// Collective. One matrix: every backend evaluated, auto's choice and its regret.
