@@ -166,8 +166,19 @@ int info_main(int argc, char** argv) {
               << num("%.2f", chosen->setup_stats().time("auto.choose.gather") * 1e3) << ", counting "
               << num("%.2f", chosen->setup_stats().time("auto.choose.count") * 1e3) << " and reductions)\n"
               << "auto chooses: " << chosen->name()
-              << (iterations > 0 ? " (setup + " + o.get("iterations") + " exchanges)" : " (per exchange)")
+              << (iterations > 0 && o.get("tune") != "measure" ? " (setup + " + o.get("iterations") + " exchanges)"
+                                                                : " (per exchange)")
               << "\n";
+    if (chosen->setup_stats().timers().count("auto.tune.skipped"))  // (tune=measure that the count would not repay)
+      std::cout << "tune=measure not started: predicted gain "
+                << num("%.4f", chosen->setup_stats().time("auto.tune.gain") * 1e3) << " ms <= cost "
+                << num("%.4f", chosen->setup_stats().time("auto.tune.cost") * 1e3) << " ms over "
+                << o.get("iterations") << " expected exchanges; the model's choice\n";
+    else if (chosen->setup_stats().timers().count("auto.tune.cost"))
+      std::cout << "tune=measure started: predicted gain "
+                << num("%.4f", chosen->setup_stats().time("auto.tune.gain") * 1e3) << " ms > cost "
+                << num("%.4f", chosen->setup_stats().time("auto.tune.cost") * 1e3) << " ms over "
+                << o.get("iterations") << " expected exchanges\n";
   }
   const std::string pick = chosen->name() == "auto" ? print_tuning(*chosen, comm) : chosen->name();
   chosen.reset();
