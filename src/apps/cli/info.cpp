@@ -101,6 +101,17 @@ std::string print_tuning(Plan& chosen, MPI_Comm comm) {
   return winner.begin()->first;
 }
 
+// Whether tune=measure started against the caller's expected exchanges (auto's forecast).
+void print_forecast(const Plan& chosen, const std::string& iterations) {
+  const Stats& s = chosen.setup_stats();
+  if (!s.timers().count("auto.tune.cost")) return;
+  const bool skipped = s.timers().count("auto.tune.skipped") > 0;  // (a tuning the count would not repay)
+  std::cout << "tune=measure " << (skipped ? "not started" : "started") << ": predicted gain "
+            << num("%.4f", s.time("auto.tune.gain") * 1e3) << (skipped ? " ms <= cost " : " ms > cost ")
+            << num("%.4f", s.time("auto.tune.cost") * 1e3) << " ms over " << iterations << " expected exchanges"
+            << (skipped ? "; the model's choice\n" : "\n");
+}
+
 int info_main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = comm_rank(comm), p = comm_size(comm);
@@ -169,16 +180,7 @@ int info_main(int argc, char** argv) {
               << (iterations > 0 && o.get("tune") != "measure" ? " (setup + " + o.get("iterations") + " exchanges)"
                                                                 : " (per exchange)")
               << "\n";
-    if (chosen->setup_stats().timers().count("auto.tune.skipped"))  // (tune=measure that the count would not repay)
-      std::cout << "tune=measure not started: predicted gain "
-                << num("%.4f", chosen->setup_stats().time("auto.tune.gain") * 1e3) << " ms <= cost "
-                << num("%.4f", chosen->setup_stats().time("auto.tune.cost") * 1e3) << " ms over "
-                << o.get("iterations") << " expected exchanges; the model's choice\n";
-    else if (chosen->setup_stats().timers().count("auto.tune.cost"))
-      std::cout << "tune=measure started: predicted gain "
-                << num("%.4f", chosen->setup_stats().time("auto.tune.gain") * 1e3) << " ms > cost "
-                << num("%.4f", chosen->setup_stats().time("auto.tune.cost") * 1e3) << " ms over "
-                << o.get("iterations") << " expected exchanges\n";
+    print_forecast(*chosen, o.get("iterations"));
   }
   const std::string pick = chosen->name() == "auto" ? print_tuning(*chosen, comm) : chosen->name();
   chosen.reset();
