@@ -197,9 +197,11 @@ std::shared_ptr<const Comm> library_comm_shared(MPI_Comm comm, uint64_t& sequenc
 /// kLibraryRequestTagFirst, and to kLibraryFixedTags.
 inline constexpr int kLibraryTagAlltoallvSetup = 77;  ///< capi/alltoallv.cpp: the setup messages
 inline constexpr int kLibraryTagAutoDistinct = 78;  ///< comm/plan/halo/auto.cpp: distinct counts
-inline constexpr int kLibraryFixedTags[] = {kLibraryTagAlltoallvSetup, kLibraryTagAutoDistinct};
+inline constexpr int kLibraryTagTuneFlag = 79;  ///< comm/plan/tune.cpp: a measuring exchange's failure flag
+inline constexpr int kLibraryFixedTags[] = {kLibraryTagAlltoallvSetup, kLibraryTagAutoDistinct, kLibraryTagTuneFlag};
 inline constexpr int kLibraryRequestTagFirst = 1000;
-static_assert(kLibraryTagAlltoallvSetup < kLibraryRequestTagFirst && kLibraryTagAutoDistinct < kLibraryRequestTagFirst,
+static_assert(kLibraryTagAlltoallvSetup < kLibraryRequestTagFirst && kLibraryTagAutoDistinct < kLibraryRequestTagFirst &&
+                  kLibraryTagTuneFlag < kLibraryRequestTagFirst,
               "the fixed tags on library_comm() lie below the requests' tags");
 /// The tag of the persistent request made by the `sequence`-th library_comm_shared() call
 /// on a communicator (alike on every rank): kLibraryRequestTagFirst + sequence, wrapping

@@ -9,22 +9,32 @@
 //   set-up; a build that fails fails on every rank, and the candidate is dropped everywhere
 //   there (p2p's failure fails the set-up: it is the reference).
 // - Round 0 runs every candidate once, unmeasured (a first execution may finish lazy
-//   set-up); rounds 1 .. samples run each once more, timed locally from the pack to the
-//   end of wait, in an order rotated by one per round so that no candidate always follows
-//   the same one.
+//   set-up); rounds 1 .. samples run each once more, in an order rotated by one per round
+//   so that no candidate always follows the same one. A sample is timed on each rank from
+//   the pack to the moment that rank completes the candidate's exchange (its unpack
+//   included): the candidate's own cost, not the failure flag's (below), whose completion
+//   waits for the last rank to start. With the flag inside, every sample would include a
+//   reduction's latency, alike for every candidate, and candidates faster than it would tie.
 // - While measuring, a candidate that throws in its pack target, start or wait is dropped
-//   on every rank: a flag reduced without blocking from start to wait (before anyone waits
-//   on the candidate's messages; under SMPI a blocking reduction, core/mpi_util.hpp's
-//   iallreduce_max_sum) and one after wait say whether any rank failed, and then every
-//   rank replays that exchange on p2p, the reference, from the values already packed (or
-//   the caller's arrays). The failed plan is abandoned, not destroyed: completing what it
-//   left in flight could wait forever. Its receives may stay posted, so while measuring no
-//   candidate receives into the caller's ghost array: start(owned, ghost) hands it a
-//   scratch array of this plan (copied into the caller's after wait, outside the timing),
-//   abandoned with a dropped candidate. Not covered: a failure inside a multi-stage
-//   candidate's wait that keeps its peers waiting for a later stage (they never reach the
-//   flag); a dropped candidate's sends from the caller's owned array (start(owned, ghost))
-//   that its failed peer never receives may still read that array later.
+//   on every rank: a flag entered at start into a non-blocking barrier that carries the
+//   maximum (core/mpi_util.hpp's NonblockingBarrier: non-blocking under SMPI too), and one
+//   reduced after wait, say whether any rank failed, and then every rank replays that
+//   exchange on p2p, the reference, from the values already packed (or the caller's
+//   arrays). A measuring wait polls the candidate (its test(), which every halo backend
+//   has) and the flag in turn, waiting for neither: the flag reporting a failure ends it
+//   with the candidate unwaited (a peer that failed to start never sent its part), and a
+//   throw from the candidate's test() is this rank's wait failure. A candidate without
+//   test() (a backend registered outside the library) completes the flag first and then its
+//   blocking wait, so its sample includes the flag. The failed plan is abandoned, not
+//   destroyed: completing what it left in flight could wait forever. Its receives may stay
+//   posted, so while measuring no candidate receives into the caller's ghost array:
+//   start(owned, ghost) hands it a scratch array of this plan (copied into the caller's
+//   after wait, outside the timing), abandoned with a dropped candidate. Not covered: a
+//   failure inside a multi-stage candidate's wait (or test) that keeps its peers waiting for
+//   a later stage (the start's flag reports no failure, and the wait's is reduced only after
+//   the candidate completes); a dropped candidate's sends from the caller's owned array
+//   (start(owned, ghost)) that its failed peer never receives may still read that array
+//   later.
 // - After the last round one allreduce (MPI_MAX) of every sample and every candidate's
 //   setup time gives each round's slowest rank; the candidate of lowest median over its
 //   rounds wins (ties: the earlier in the shortlist, the model's order), the same on every
@@ -43,8 +53,8 @@
 // nonblocking collective are local calls, returning whatever the other ranks do), so
 // nothing that blocks on other ranks runs in this plan's start:
 // - the candidates are built at set-up (set-up is collective in every layer), none lazily;
-// - start's failure flag is reduced without blocking (iallreduce_max_sum; blocking only
-//   under SMPI, where the simulator's ranks cannot deadlock on it), completed in wait;
+// - start's failure flag enters a non-blocking barrier (its messages posted, none waited
+//   for), completed in wait;
 // - wait's failure flag, the replay on p2p, the decision's allreduce and the losers'
 //   destruction (a plan's destructor may free communicators and windows) run in wait.
 // So a tuned plan can stand in for any of these exchanges, with tune=measure asked for
@@ -193,6 +203,7 @@ class TunedPlan final : public Plan {
           }))
         x.plan.reset();
     for (auto& k : c_) build(k, built);
+    flag_comm_ = library_comm(comm());  // (collective on its first call: here, at set-up)
     setup_stats_mut().add_time("auto.tune.samples", static_cast<double>(samples));
     setup_stats_mut().add_time("auto.tune.candidates", static_cast<double>(c_.size()));
   }
@@ -297,17 +308,10 @@ class TunedPlan final : public Plan {
       finish(*k.plan);
       return reset();
     }
-    SPC_MPI(MPI_Wait(&flag_, MPI_STATUS_IGNORE));
-    int failed = static_cast<int>(flag_out_.max[0]);
-    if (!failed) {
-      failed_ = 0;
-      try {
-        finish(*k.plan);
-      } catch (const std::exception&) {
-        failed_ = 1;
-      }
-    }
-    const double seconds = MPI_Wtime() - t0_;
+    failed_ = 0;
+    const double seconds = measured_wait(*k.plan);
+    int failed = flag_->flag();
+    flag_.reset();
     if (!failed) {
       SPC_MPI(MPI_Allreduce(&failed_, &any_failed_, 1, MPI_INT, MPI_MAX, comm()));
       failed = any_failed_;
@@ -425,23 +429,60 @@ class TunedPlan final : public Plan {
   }
 
   // Starts the candidate; while measuring, a failure (here or in its pack target) is
-  // caught and its flag reduced (completed in do_wait before anyone waits on the
-  // candidate), without blocking where the MPI's non-blocking reductions can be relied on
-  // (iallreduce_max_sum: blocking under SMPI, see core/mpi_util.hpp).
+  // caught and entered into the exchange's flag, a non-blocking barrier carrying its
+  // maximum (NonblockingBarrier: non-blocking under SMPI too), completed in do_wait.
   template <class F>
   void guarded_start(F&& f) {
     if (settled_) return f();
-    int failed = pending_failure_ ? 1 : 0;
-    if (!failed) {
+    start_failed_ = pending_failure_;
+    if (!start_failed_) {
       try {
         f();
       } catch (const std::exception&) {
-        failed = 1;
+        start_failed_ = true;
       }
     }
-    flag_in_ = MaxSum{};
-    flag_in_.max[0] = static_cast<uint64_t>(failed);
-    iallreduce_max_sum(comm(), &flag_in_, &flag_out_, &flag_);
+    flag_ = std::make_unique<NonblockingBarrier>(flag_comm_, kLibraryTagTuneFlag, start_failed_ ? 1 : 0);
+  }
+  // A measuring exchange's completion; returns its sample: the seconds from begin() to this
+  // rank's completion of the candidate (its unpack included), or to its failure in wait
+  // (failed_ = 1). Returns with the start's flag complete. The candidate and the flag are
+  // polled in turn, so neither is waited for before the other: the flag's rounds, which
+  // wait for the slowest rank to start, lie outside the sample unless the candidate itself
+  // waits that long. A flag that reports a failed start ends the poll with the candidate
+  // abandoned (the failed rank never sent its part: waiting on it could block forever).
+  // A candidate without test() completes the old way: the flag first, then its wait
+  // (blocking), so for it the flag lies inside the sample.
+  double measured_wait(Plan& q) {
+    bool done = start_failed_, flagged = false;  // (a failed start: no candidate to complete)
+    if (!done && !q.supports_test()) {
+      MPI_Request none = MPI_REQUEST_NULL;
+      flag_->wait_with(none, nullptr);
+      if (!flag_->flag()) finish_guarded(q);
+      return MPI_Wtime() - t0_;
+    }
+    double seconds = 0;
+    for (;;) {
+      if (!done) {
+        try {
+          done = q.poll();  // (a throw: failed_ below)
+        } catch (const std::exception&) {
+          failed_ = 1, done = true;
+        }
+        if (done && !failed_) finish_guarded(q);  // (after a poll that returned true, no waiting)
+        if (done) seconds = MPI_Wtime() - t0_;
+      }
+      if (!flagged) flagged = flag_->test();
+      if (flagged && (done || flag_->flag())) return seconds;
+    }
+  }
+  // The candidate's wait; a throw is this rank's failure (failed_, reduced after the wait).
+  void finish_guarded(Plan& q) {
+    try {
+      finish(q);
+    } catch (const std::exception&) {
+      failed_ = 1;
+    }
   }
   void finish(Plan& q) {
     if (into_ghost_ && into_) {
@@ -464,7 +505,7 @@ class TunedPlan final : public Plan {
     finish(q);
   }
   void reset() {
-    begun_ = packed_ = into_ghost_ = pending_failure_ = false;
+    begun_ = packed_ = into_ghost_ = pending_failure_ = start_failed_ = false;
     owned_ = nullptr, ghost_ = nullptr, into_ = nullptr;
   }
 
@@ -516,13 +557,14 @@ class TunedPlan final : public Plan {
   char* ghost_ = nullptr;     ///< the caller's ghost array (start(owned, ghost))
   char* into_ = nullptr;      ///< where the running plan receives it (ghost_ or scratch_)
   bool pending_failure_ = false;  ///< the candidate's pack target threw (reduced at start)
+  bool start_failed_ = false;     ///< its pack target or start threw on this rank
   std::unique_ptr<char[]> scratch_;
   char* src_ = nullptr;       ///< where its packed units lie (for a replay)
   char* received_ = nullptr;  ///< where the last exchange's units lie (do_recv_area)
   double t0_ = 0;
   int failed_ = 0, any_failed_ = 0;  ///< wait's failure, reduced
-  MaxSum flag_in_, flag_out_;        ///< start's failure, reduced (max[0])
-  MPI_Request flag_ = MPI_REQUEST_NULL;
+  std::unique_ptr<NonblockingBarrier> flag_;  ///< start's failure, reduced (its flag())
+  MPI_Comm flag_comm_ = MPI_COMM_NULL;        ///< library_comm(comm()), for the flag's messages
   TuneCacheLookup cache_;
 };
 
