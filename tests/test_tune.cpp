@@ -8,11 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/plan/halo/p2p.hpp"
@@ -167,13 +170,15 @@ TEST(TuneMeasure, EveryRankTakesTheLowestMedianOfTheSlowest) {
 // that exchange, in wait: nothing left in flight), or in its first pack target (before
 // anything is posted), or in its first start(owned, ghost) (`direct`: it hands the caller's
 // arrays to p2p, which receives straight into the ghost array where its positions are
-// those of arrival; the other ranks have posted their receives when the last one throws).
+// those of arrival; the other ranks have posted their receives when the last one throws),
+// or in the test() that completes its second exchange (`test`). With `testable` (and for
+// `test`) it supports test(), so that a measuring wait polls it instead of waiting.
 class Flaky final : public Plan {
  public:
-  enum class When { build, start, wait, pack, direct };
+  enum class When { build, start, wait, pack, direct, test };
   Flaky(const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o, When when,
-        std::shared_ptr<const Comm> chan, int tag)
-      : Plan("flaky", p, l, chan, o), when_(when) {
+        std::shared_ptr<const Comm> chan, int tag, bool testable)
+      : Plan("flaky", p, l, chan, o), when_(when), testable_(testable || when == When::test) {
     PlanOptions inner = o;
     inner.backend = BackendOptions{};
     inner.backend.attach<P2pChannel>("channel", std::make_shared<const P2pChannel>(P2pChannel{chan, tag}));
@@ -181,6 +186,7 @@ class Flaky final : public Plan {
     inner_ = detail::make_plan_inside("p2p", p, l, c, inner);
   }
   ~Flaky() override { finish_if_active(); }
+  bool supports_test() const override { return testable_; }
 
  protected:
   bool moves_in_place() const override { return when_ == When::direct; }
@@ -212,12 +218,31 @@ class Flaky final : public Plan {
     if (recv_bytes() > 0) std::memcpy(recv_buf(), r, static_cast<size_t>(recv_bytes()));
     if (when_ == When::wait && runs_ == 2 && last()) throw Error("flaky: injected wait failure");
   }
+  bool do_test() override {
+    if (ghost_) {
+      if (!inner_->test(static_cast<void*>(ghost_))) return false;
+      ghost_ = nullptr;
+    } else {  // (inner_ unpacks into a ghost array; recv_buf() holds the units in order)
+      const auto& idx = pattern().recv().indices;
+      int32_t n = 0;
+      for (int32_t i : idx) n = std::max(n, i + 1);
+      scratch_.resize(static_cast<size_t>(n * elem_bytes()));
+      if (!inner_->test(static_cast<void*>(scratch_.data()))) return false;
+      for (size_t k = 0; k < idx.size(); ++k)
+        std::memcpy(recv_buf() + static_cast<int64_t>(k) * elem_bytes(), scratch_.data() + idx[k] * elem_bytes(),
+                    static_cast<size_t>(elem_bytes()));
+    }
+    if (when_ == When::test && runs_ == 2 && last()) throw Error("flaky: injected test failure");
+    return true;
+  }
 
  private:
   static bool last() { return test::rank() == test::size() - 1; }
   When when_;
+  bool testable_;
   int runs_ = 0, packs_ = 0;
   char* ghost_ = nullptr;
+  std::vector<char> scratch_;
   std::unique_ptr<Plan> inner_;
 };
 
@@ -225,14 +250,15 @@ class Flaky final : public Plan {
 // with tag `tag`. (Marked as
 // choosing among the others, which makes it no candidate of auto's model choices in the
 // other tests of this program: a registration cannot be undone.)
-std::shared_ptr<const Comm> register_flaky(const std::string& name, Flaky::When when, int tag) {
+std::shared_ptr<const Comm> register_flaky(const std::string& name, Flaky::When when, int tag,
+                                           bool testable = false) {
   auto chan = std::make_shared<const Comm>(MPI_COMM_WORLD);  // (a duplicate)
   BackendHooks hooks;
   hooks.chooses_among_others = true;
   register_backend(
       name, "test: throws on the last rank",
-      [when, chan, tag](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
-        return std::unique_ptr<Plan>(new Flaky(p, l, c, o, when, chan, tag));
+      [when, chan, tag, testable](const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o) {
+        return std::unique_ptr<Plan>(new Flaky(p, l, c, o, when, chan, tag, testable));
       },
       hooks);
   return chan;
@@ -262,6 +288,59 @@ TEST(TuneMeasure, CandidateThatThrowsIsDroppedOnEveryRank) {
   // Warm-up and 3 rounds of neighbor and p2p, each flaky_* run up to its failure (the build
   // failure: none) and the exchanges that failed replayed on p2p.
   EXPECT_EQ(plan->setup_stats().time("auto.tune.exchanges"), 2.0 * (S + 1) + 2 + 2);
+}
+
+// The same with candidates that support test(), which a measuring wait polls together with
+// the start's flag: one whose start throws on the last rank (the others' candidates never
+// complete, as the last rank sent nothing: the flag must end their polling), and one whose
+// test() throws there after completing its exchange (a wait failure, agreed after the wait).
+TEST(TuneMeasure, PolledCandidateThatThrowsIsDroppedOnEveryRank) {
+  register_flaky("flaky_start_polled", Flaky::When::start, 905, true);
+  register_flaky("flaky_test", Flaky::When::test, 906);
+  auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:24,20");
+  const Pattern pat = pattern_from_matrix_reference(a);
+  Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
+  auto ref = make_plan("p2p", pat, loc, MPI_COMM_WORLD);
+  std::vector<detail::TuneCandidate> list;
+  for (const char* b : {"flaky_start_polled", "flaky_test", "p2p"}) list.push_back({b, PlanOptions{}});
+  const int64_t S = 3;
+  auto plan = detail::make_tuned_plan(list, pat, loc, MPI_COMM_WORLD, PlanOptions{}, S);
+  EXPECT_EQ(differences(*plan, *ref, 3 * (S + 1) + 6), 0);
+  EXPECT_EQ(stats_under(*plan, "auto.tune.dropped."),
+            (std::map<std::string, double>{{"flaky_start_polled", 1}, {"flaky_test", 1}}));
+  EXPECT_EQ(stats_under(*plan, "auto.tune.winner.").count("p2p"), 1u);
+  // Warm-up and 3 rounds of p2p, each flaky_* run up to its failure (its second exchange).
+  EXPECT_EQ(plan->setup_stats().time("auto.tune.exchanges"), 1.0 * (S + 1) + 2 + 2);
+}
+
+// A candidate's sample is its own exchange time, not the start's flag: with an empty
+// pattern (a p2p exchange completes at once, locally) and the last rank starting each
+// exchange 300 ms after the others, the flag completes only once it has started, but every
+// other rank's sample (seen through the timer hook, which records it unchanged) is far
+// below that delay. With the flag inside the timed interval each would be at least ~300 ms.
+TEST(TuneMeasure, SampleIsTheCandidatesOwnExchange) {
+  if (test::size() < 2) GTEST_SKIP() << "needs a rank that starts late";
+  constexpr double kDelay = 0.3;
+  const bool late = test::rank() == test::size() - 1;
+  std::vector<double> seen;
+  detail::set_tune_timer([&seen](const std::string&, int64_t, double s) {
+    seen.push_back(s);
+    return s;
+  });
+  const int64_t S = 2;
+  auto plan = detail::make_tuned_plan({{"p2p", PlanOptions{}}}, Pattern(), Locality::ppn(MPI_COMM_WORLD, 2),
+                                      MPI_COMM_WORLD, PlanOptions{}, S);
+  for (int64_t it = 0; it < S + 1; ++it) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (late) std::this_thread::sleep_for(std::chrono::duration<double>(kDelay));
+    plan->start(), plan->wait();
+  }
+  detail::set_tune_timer({});
+  EXPECT_EQ(stats_under(*plan, "auto.tune.winner.").count("p2p"), 1u);
+  ASSERT_EQ(seen.size(), static_cast<size_t>(S));
+  if (!late) {
+    for (double s : seen) EXPECT_LT(s, kDelay / 2);
+  }
 }
 
 // A candidate whose pack target throws on one rank (before it starts): dropped on every
@@ -336,12 +415,8 @@ TEST(TuneMeasure, AbandonedCandidateNeverWritesIntoTheGhostArray) {
 // two tuned plans, started in opposite orders on even and odd ranks before either is
 // waited for, through every measuring exchange and the decision. A blocking collective in
 // a start (a candidate built at its first exchange, a blocking flag) would leave each rank
-// waiting in one plan's collective for a peer blocked in the other's. Under SMPI the flag's
-// reduction blocks (core/mpi_util.hpp), so there the test does not apply.
+// waiting in one plan's collective for a peer blocked in the other's.
 TEST(TuneMeasure, StartsStayLocalInEitherOrder) {
-#ifdef SPARSECOMM_SMPI
-  GTEST_SKIP() << "the start's flag reduction blocks under SMPI";
-#else
   auto a = gen::from_spec(MPI_COMM_WORLD, "rotate:24,20");
   const Pattern pat = pattern_from_matrix_reference(a);
   Locality loc = Locality::ppn(MPI_COMM_WORLD, 2);
@@ -368,7 +443,6 @@ TEST(TuneMeasure, StartsStayLocalInEitherOrder) {
   }
   EXPECT_EQ(bad, 0);
   for (auto& t : tuned) EXPECT_EQ(stats_under(*t, "auto.tune.winner.").size(), 1u);
-#endif
 }
 
 // The forecast by hand: a candidate predicted no dearer than the choice costs nothing extra,
