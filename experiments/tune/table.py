@@ -92,9 +92,9 @@ def fixed_cost(rows):
 
 def floor(rows):
     """Tuning's floor: the smallest median it measured in a setting; against it, how much the
-    candidates' timing adds to their time in the rounds (tuning median - rounds), for the
-    winner of each case whose rounds time is under and over 20 us."""
-    print('\nTuning\'s timing against the rounds (its medians include the exchange\'s failure-flag agreement):')
+    candidates' timing adds to their time in the rounds (tuning median - rounds), for every
+    candidate measured, split by a rounds time under and over 20 us."""
+    print('\nTuning\'s timing against the rounds (its medians: each round\'s slowest rank, one exchange per sample):')
     for label, ranks in sorted({(r['label'], r['ranks']) for r in rows}):
         rs = [r for r in rows if r['label'] == label and r['ranks'] == ranks]
         meds = [(b, t, r['measured_s'][b]) for r in rs for b, t in r.get('tuning_median_s', {}).items()]
