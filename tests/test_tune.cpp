@@ -171,8 +171,9 @@ TEST(TuneMeasure, EveryRankTakesTheLowestMedianOfTheSlowest) {
 // anything is posted), or in its first start(owned, ghost) (`direct`: it hands the caller's
 // arrays to p2p, which receives straight into the ghost array where its positions are
 // those of arrival; the other ranks have posted their receives when the last one throws),
-// or in the test() that completes its second exchange (`test`). With `testable` (and for
-// `test`) it supports test(), so that a measuring wait polls it instead of waiting.
+// or in every test() of its second exchange (`test`: a measuring wait's first poll, made
+// before anything else, throws). With `testable` (and for `test`) it supports test(), so
+// that a measuring wait polls it instead of waiting.
 class Flaky final : public Plan {
  public:
   enum class When { build, start, wait, pack, direct, test };
@@ -219,6 +220,7 @@ class Flaky final : public Plan {
     if (when_ == When::wait && runs_ == 2 && last()) throw Error("flaky: injected wait failure");
   }
   bool do_test() override {
+    if (when_ == When::test && runs_ == 2 && last()) throw Error("flaky: injected test failure");
     if (ghost_) {
       if (!inner_->test(static_cast<void*>(ghost_))) return false;
       ghost_ = nullptr;
@@ -232,7 +234,6 @@ class Flaky final : public Plan {
         std::memcpy(recv_buf() + static_cast<int64_t>(k) * elem_bytes(), scratch_.data() + idx[k] * elem_bytes(),
                     static_cast<size_t>(elem_bytes()));
     }
-    if (when_ == When::test && runs_ == 2 && last()) throw Error("flaky: injected test failure");
     return true;
   }
 
@@ -293,7 +294,7 @@ TEST(TuneMeasure, CandidateThatThrowsIsDroppedOnEveryRank) {
 // The same with candidates that support test(), which a measuring wait polls together with
 // the start's flag: one whose start throws on the last rank (the others' candidates never
 // complete, as the last rank sent nothing: the flag must end their polling), and one whose
-// test() throws there after completing its exchange (a wait failure, agreed after the wait).
+// test() throws there (a wait failure, agreed after the wait).
 TEST(TuneMeasure, PolledCandidateThatThrowsIsDroppedOnEveryRank) {
   register_flaky("flaky_start_polled", Flaky::When::start, 905, true);
   register_flaky("flaky_test", Flaky::When::test, 906);

@@ -21,11 +21,12 @@
 //   reduced after wait, say whether any rank failed, and then every rank replays that
 //   exchange on p2p, the reference, from the values already packed (or the caller's
 //   arrays). A measuring wait polls the candidate (its test(), which every halo backend
-//   has) and the flag in turn, waiting for neither: the flag reporting a failure ends it
-//   with the candidate unwaited (a peer that failed to start never sent its part), and a
-//   throw from the candidate's test() is this rank's wait failure. A candidate without
-//   test() (a backend registered outside the library) completes the flag first and then its
-//   blocking wait, so its sample includes the flag. The failed plan is abandoned, not
+//   has) and the flag in turn while both are pending, then waits for the other: the flag
+//   reporting a failure ends it with the candidate unwaited (a peer that failed to start
+//   never sent its part), one reporting none lets it wait for the candidate (every rank
+//   started it), and a throw from the candidate's test() is this rank's wait failure. A
+//   candidate without test() (a backend registered outside the library) completes the flag
+//   first and then its blocking wait, so its sample includes the flag. The failed plan is abandoned, not
 //   destroyed: completing what it left in flight could wait forever. Its receives may stay
 //   posted, so while measuring no candidate receives into the caller's ghost array:
 //   start(owned, ghost) hands it a scratch array of this plan (copied into the caller's
@@ -445,36 +446,41 @@ class TunedPlan final : public Plan {
     flag_ = std::make_unique<NonblockingBarrier>(flag_comm_, kLibraryTagTuneFlag, start_failed_ ? 1 : 0);
   }
   // A measuring exchange's completion; returns its sample: the seconds from begin() to this
-  // rank's completion of the candidate (its unpack included), or to its failure in wait
-  // (failed_ = 1). Returns with the start's flag complete. The candidate and the flag are
-  // polled in turn, so neither is waited for before the other: the flag's rounds, which
-  // wait for the slowest rank to start, lie outside the sample unless the candidate itself
-  // waits that long. A flag that reports a failed start ends the poll with the candidate
-  // abandoned (the failed rank never sent its part: waiting on it could block forever).
-  // A candidate without test() completes the old way: the flag first, then its wait
-  // (blocking), so for it the flag lies inside the sample.
+  // rank's completion of the candidate (its unpack included). Returns with the start's flag
+  // complete. While both are pending, the candidate (its test()) and the flag are polled in
+  // turn, so that neither is waited for before the other; then whichever remains is waited
+  // for: the flag, once the candidate completed (or threw: failed_ = 1), outside the sample;
+  // or the candidate, once the flag said every rank started it (its wait cannot hang on a
+  // failed start), its completion then ending the sample. A flag that reports a failed start
+  // leaves the candidate abandoned, unwaited. A candidate without test() completes the old
+  // way, the flag first, then its wait (the flag then lies inside its sample).
   double measured_wait(Plan& q) {
-    bool done = start_failed_, flagged = false;  // (a failed start: no candidate to complete)
-    if (!done && !q.supports_test()) {
-      MPI_Request none = MPI_REQUEST_NULL;
-      flag_->wait_with(none, nullptr);
-      if (!flag_->flag()) finish_guarded(q);
-      return MPI_Wtime() - t0_;
-    }
     double seconds = 0;
-    for (;;) {
-      if (!done) {
+    bool done = start_failed_, flagged = false;  // (a failed start: no candidate to complete)
+    if (!done && q.supports_test()) {
+      while (!done && !flagged) {
         try {
-          done = q.poll();  // (a throw: failed_ below)
+          done = q.poll();
         } catch (const std::exception&) {
           failed_ = 1, done = true;
         }
-        if (done && !failed_) finish_guarded(q);  // (after a poll that returned true, no waiting)
-        if (done) seconds = MPI_Wtime() - t0_;
+        if (!done) {
+          flagged = flag_->test();
+          continue;
+        }
+        if (!failed_) finish_guarded(q);  // (after a poll that returned true, no waiting)
+        seconds = MPI_Wtime() - t0_;
       }
-      if (!flagged) flagged = flag_->test();
-      if (flagged && (done || flag_->flag())) return seconds;
     }
+    if (!flagged) {
+      MPI_Request none = MPI_REQUEST_NULL;
+      flag_->wait_with(none, nullptr);
+    }
+    if (!done && !flag_->flag()) {
+      finish_guarded(q);
+      seconds = MPI_Wtime() - t0_;
+    }
+    return seconds;
   }
   // The candidate's wait; a throw is this rank's failure (failed_, reduced after the wait).
   void finish_guarded(Plan& q) {
