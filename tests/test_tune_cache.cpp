@@ -27,9 +27,11 @@
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "sparsecomm/matrix/generators.hpp"
 #include "test_util.hpp"
+#include "tune_test_util.hpp"
 
 namespace sparsecomm {
 namespace {
+using test::wrong_values;
 
 constexpr int64_t kSamples = 2;
 
@@ -57,25 +59,6 @@ std::string notes(const Plan& plan) {
 }
 bool hit(const Plan& plan) { return plan.setup_stats().time("auto.tune.cache.hit") == 1.0; }
 bool miss(const Plan& plan) { return plan.setup_stats().time("auto.tune.cache.miss") == 1.0; }
-
-// `n` exchanges of width-1 doubles on `plan` and on p2p, owned values changing every time;
-// the ghost entries that differ from p2p's.
-int64_t wrong_values(Plan& plan, const Pattern& p, int64_t n) {
-  auto ref = make_plan("p2p", p, Locality::ppn(MPI_COMM_WORLD, 2), MPI_COMM_WORLD);
-  int32_t owned = 0, ghosts = 0;
-  for (int32_t i : p.send().indices) owned = std::max(owned, i + 1);
-  for (int32_t i : p.recv().indices) ghosts = std::max(ghosts, i + 1);
-  std::vector<double> x(static_cast<size_t>(owned)), g(static_cast<size_t>(ghosts)), want(g.size());
-  int64_t bad = 0;
-  for (int64_t it = 0; it < n; ++it) {
-    for (size_t i = 0; i < x.size(); ++i) x[i] = 1e6 * test::rank() + static_cast<double>(i) + 0.25 * it;
-    std::fill(g.begin(), g.end(), -1.0), std::fill(want.begin(), want.end(), -1.0);
-    ref->exchange(x.data(), want.data());
-    plan.exchange(x.data(), g.data());
-    for (size_t i = 0; i < g.size(); ++i) bad += g[i] != want[i];
-  }
-  return bad;
-}
 
 // The exchanges a tuned plan measures before it settles (its candidates, kSamples + 1 rounds).
 int64_t measuring(const Plan& plan) {

@@ -21,9 +21,11 @@
 #include "sparsecomm/kernels/halo_pattern.hpp"
 #include "sparsecomm/matrix/generators.hpp"
 #include "test_util.hpp"
+#include "tune_test_util.hpp"
 
 namespace sparsecomm {
 namespace {
+using test::wrong_values;
 
 int g_builds = 0, g_freed = 0, g_starts = 0;
 
@@ -73,25 +75,6 @@ std::map<std::string, double> stats_under(const Plan& plan, const std::string& p
   for (const auto& [k, v] : plan.setup_stats().timers())
     if (k.rfind(prefix, 0) == 0) out[k.substr(prefix.size())] = v;
   return out;
-}
-
-// `n` exchanges on `plan` and on p2p, owned values changing every time; the ghost entries
-// that differ from p2p's.
-int64_t wrong_values(Plan& plan, const Pattern& p, int64_t n) {
-  auto ref = make_plan("p2p", p, Locality::ppn(MPI_COMM_WORLD, 2), MPI_COMM_WORLD);
-  int32_t owned = 0, ghosts = 0;
-  for (int32_t i : p.send().indices) owned = std::max(owned, i + 1);
-  for (int32_t i : p.recv().indices) ghosts = std::max(ghosts, i + 1);
-  std::vector<double> x(static_cast<size_t>(owned)), g(static_cast<size_t>(ghosts)), want(g.size());
-  int64_t bad = 0;
-  for (int64_t it = 0; it < n; ++it) {
-    for (size_t i = 0; i < x.size(); ++i) x[i] = 1e6 * test::rank() + static_cast<double>(i) + 0.25 * it;
-    std::fill(g.begin(), g.end(), -1.0), std::fill(want.begin(), want.end(), -1.0);
-    ref->exchange(x.data(), want.data());
-    plan.exchange(x.data(), g.data());
-    for (size_t i = 0; i < g.size(); ++i) bad += g[i] != want[i];
-  }
-  return bad;
 }
 
 Pattern pattern_of(const char* spec) { return pattern_from_matrix_reference(gen::from_spec(MPI_COMM_WORLD, spec)); }
