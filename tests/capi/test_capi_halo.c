@@ -83,6 +83,18 @@ static int same_name_everywhere(const char* name) {
  * exchanges): every exchange, rotating and settled, gives the values of a p2p halo and the
  * expected ones; the halo reports auto while it measures, then the backend it settled on,
  * the same on every rank. Expected exchanges too few to repay the measuring: not tuned. */
+/* Whether a halo created with `info` is tuning (its backend "auto" until it settles). */
+static int tuned_at_creation(int nl, int ng, const int64_t* gids, MPI_Info info) {
+  SPC_Halo h = SPC_HALO_NULL;
+  char name[64] = "";
+  int len = 0;
+  CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, MPI_DOUBLE, info, &h), SPC_SUCCESS, "halo");
+  CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend");
+  const int tuned = strcmp(name, "auto") == 0;
+  CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
+  return tuned;
+}
+
 static void run_tuned(void) {
   const int nl = nlocal_of(capi_rank);
   int64_t* gids = capi_xmalloc(sizeof(int64_t) * (size_t)(owned_begin(capi_size) + 1));
@@ -125,21 +137,12 @@ static void run_tuned(void) {
    * tuning, the model's choice from the start. A billion do wherever there is anything to
    * exchange (more than one rank); with sparsecomm_tune_gain = 0 nothing is expected back. */
   MPI_Info_set(info, "sparsecomm_iterations", "50");
-  CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, MPI_DOUBLE, info, &h), SPC_SUCCESS, "50 expected");
-  CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend, 50 expected");
-  CHECK(strcmp(name, "auto") != 0, "50 expected exchanges: not tuned, got %s", name);
-  CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
+  CHECK(!tuned_at_creation(nl, ng, gids, info), "50 expected exchanges: not tuned");
   MPI_Info_set(info, "sparsecomm_iterations", "1000000000");
-  CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, MPI_DOUBLE, info, &h), SPC_SUCCESS, "1e9 expected");
-  CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend, 1e9 expected");
-  CHECK((strcmp(name, "auto") == 0) == (capi_size > 1), "1e9 expected exchanges on %d ranks: got %s", capi_size,
-        name);
-  CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
+  CHECK(tuned_at_creation(nl, ng, gids, info) == (capi_size > 1), "1e9 expected exchanges on %d ranks: tuned "
+        "exactly where there is more than one rank", capi_size);
   MPI_Info_set(info, "sparsecomm_tune_gain", "0");
-  CHECK_RC(SPC_Halo_create(MPI_COMM_WORLD, nl, ng, gids, MPI_DOUBLE, info, &h), SPC_SUCCESS, "no gain expected");
-  CHECK_RC(SPC_Halo_backend(h, name, &len), SPC_SUCCESS, "backend, no gain expected");
-  CHECK(strcmp(name, "auto") != 0, "tune_gain = 0: not tuned, got %s", name);
-  CHECK_RC(SPC_Halo_free(&h), SPC_SUCCESS, "free");
+  CHECK(!tuned_at_creation(nl, ng, gids, info), "tune_gain = 0: not tuned");
   CHECK_RC(SPC_Halo_free(&ref), SPC_SUCCESS, "free");
   MPI_Info_free(&info);
   free(owned);
