@@ -216,11 +216,12 @@ static void failed_reads_fall_back(bool every_rank) {
   const int left = detail::fail_one_copy_reads(0);
   EXPECT_EQ(wrong, 0);
   EXPECT_GT(segments, 0);
-  // The failing path ran: every injected failure was reached where one rank fails; where
-  // all fail, a writer takes its segments back while it waits, and readers then find them
-  // in the window without reading, so some are left.
-  if (every_rank) EXPECT_LT(left, injected) << "no injected failure reached";
-  else EXPECT_EQ(left, 0) << "injected failures not reached";
+  // The failing path ran: at least one injected failure was reached. Not every one need be:
+  // a writer that has checked kTakeBack times without its reader claiming the segment (a
+  // reader descheduled on a loaded node, or, where all fail, a writer taking its segments
+  // back while it waits) puts the segment into the window itself, and the reader then finds
+  // it there without a one-copy read. The values and the absence of a hang are the test.
+  EXPECT_LT(left, injected) << "no injected failure reached";
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
