@@ -185,6 +185,21 @@ bool same_plan_options(const std::string& backend, const PlanOptions& built, con
          built.backend.canonical(specs) == wanted.backend.canonical(specs);
 }
 
+namespace {
+// Whether `x`, the plan built for `backend`, serves candidate `k`: the same backend and options.
+bool serves(const std::string& backend, const BuiltCandidate& x, const TuneCandidate& k) {
+  return x.plan && k.backend == backend && same_plan_options(backend, x.options, k.options);
+}
+// The plan built for candidate `k`, taken over where one serves it (its build time in
+// *setup); else null.
+std::unique_ptr<Plan> take_built(BuiltCandidates& built, const TuneCandidate& k, double* setup) {
+  const auto it = built.find(k.backend);
+  if (it == built.end() || !serves(it->first, it->second, k)) return nullptr;
+  *setup = it->second.setup;
+  return std::move(it->second.plan);
+}
+}  // namespace
+
 class TunedPlan final : public Plan {
  public:
   TunedPlan(std::vector<TuneCandidate> list, const Pattern& p, const Locality& l, MPI_Comm c, const PlanOptions& o,
@@ -199,9 +214,7 @@ class TunedPlan final : public Plan {
     // collective: here, at set-up, in the same order on every rank), then the candidates
     // taken over or built (collective, at set-up: a start stays local).
     for (auto& [b, x] : built)
-      if (std::none_of(c_.begin(), c_.end(), [&, &b = b, &x = x](const Candidate& k) {
-            return k.what.backend == b && same_plan_options(b, x.options, k.what.options);
-          }))
+      if (std::none_of(c_.begin(), c_.end(), [&, &b = b, &x = x](const Candidate& k) { return serves(b, x, k.what); }))
         x.plan.reset();
     for (auto& k : c_) build(k, built);
     flag_comm_ = library_comm(comm());  // (collective on its first call: here, at set-up)
@@ -226,15 +239,10 @@ class TunedPlan final : public Plan {
                                              const std::map<std::string, double>& notes, BuiltCandidates& built) {
     const TuneCandidate& w = list[hit.winner];
     const double t0 = MPI_Wtime();
-    std::unique_ptr<Plan> q;
     double setup = 0;
-    const auto it = built.find(w.backend);
-    const bool reused =
-        it != built.end() && it->second.plan && same_plan_options(w.backend, it->second.options, w.options);
-    if (reused) {
-      q = std::move(it->second.plan);
-      setup = it->second.setup;
-    } else {
+    std::unique_ptr<Plan> q = take_built(built, w, &setup);
+    const bool reused = q != nullptr;
+    if (!reused) {
       try {
         q = make_plan(w.backend, p, l, c, w.options);
       } catch (const std::exception&) {
@@ -386,10 +394,7 @@ class TunedPlan final : public Plan {
   // returns alike; the reference's failure is rethrown (on every rank): without it no
   // failed exchange could be replayed.
   bool build(Candidate& k, BuiltCandidates& built) {
-    const auto it = built.find(k.what.backend);
-    if (it != built.end() && it->second.plan && same_plan_options(it->first, it->second.options, k.what.options)) {
-      k.plan = std::move(it->second.plan);
-      k.setup = it->second.setup;
+    if ((k.plan = take_built(built, k.what, &k.setup))) {
       setup_stats_mut().add_time("auto.tune.reused." + k.what.backend, 1.0);
       return true;
     }
